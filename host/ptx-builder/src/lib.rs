@@ -1,0 +1,406 @@
+//! Compiles a `#![no_std]` Rust kernel crate to one self-contained PTX file, with the NVPTX
+//! backend of a stock nightly rustc. This is the role `cuda_builder::CudaBuilder` plays for
+//! Rust-CUDA, without its custom codegen backend.
+//!
+//! The recipe: the kernel crate is an ordinary `rlib` (so host code can call the same functions)
+//! and is built once more as a `cdylib` for `nvptx64-nvidia-cuda`, with `-Zbuild-std=core` and fat
+//! LTO, so that `--emit=asm` writes the whole LTO module (kernels, `core`, `libm`) as one PTX
+//! with no `.extern` references. `-Clinker=true` turns the bitcode-link step, whose linker is not
+//! shipped by rustup, into a no-op.
+//!
+//! A build script calls [`PtxBuilder::build_for_build_script`]. When the machine cannot build PTX
+//! (no nightly, no `rust-src`) the host build still succeeds: a `cargo:warning` says what is
+//! missing and how to get it, and the generated constant carries the reason instead of the PTX.
+//!
+//! ```no_run
+//! // build.rs of a crate whose kernels live in ./kernels
+//! fn main() {
+//!     ptx_builder::PtxBuilder::new("kernels").build_for_build_script("kernels");
+//! }
+//! // lib.rs: include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+//! // gives `pub const PTX: Result<&str, &str>`: the PTX text, or why it was not built.
+//! ```
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The one target this builder compiles for.
+pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Why no PTX was built. Every variant says what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PtxBuildError {
+    /// The toolchain's `rustc` could not be run at all.
+    ToolchainMissing { toolchain: String, detail: String },
+    /// The toolchain is not a nightly; the NVPTX build needs unstable flags.
+    NotNightly { toolchain: String, version: String },
+    /// `core` must be compiled from source for nvptx64; rustup ships no prebuilt one.
+    RustSrcMissing { toolchain: String, sysroot: PathBuf },
+    /// `cargo rustc` ran and failed; `log` is the tail of its stderr.
+    CompileFailed { log: String },
+    /// A file could not be read or written.
+    Io { path: PathBuf, detail: String },
+}
+
+impl fmt::Display for PtxBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ToolchainMissing { toolchain, detail } => write!(
+                f,
+                "toolchain `{toolchain}` is not available ({detail}); install it with `rustup toolchain install nightly --component rust-src`"
+            ),
+            Self::NotNightly { toolchain, version } => write!(
+                f,
+                "toolchain `{toolchain}` is `{version}`, but the PTX build needs a nightly rustc; install one with `rustup toolchain install nightly --component rust-src`"
+            ),
+            Self::RustSrcMissing { toolchain, sysroot } => write!(
+                f,
+                "the `rust-src` component is missing from `{}` (toolchain `{toolchain}`); add it with `rustup component add rust-src --toolchain {toolchain}`",
+                sysroot.display()
+            ),
+            Self::CompileFailed { log } => write!(f, "the nvptx64 build of the kernel crate failed:\n{log}"),
+            Self::Io { path, detail } => write!(f, "{}: {detail}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for PtxBuildError {}
+
+/// Which toolchain compiles the kernels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Toolchain {
+    /// The toolchain running the build script (`$CARGO`, `$RUSTC`), else `cargo`/`rustc` on PATH.
+    Current,
+    /// A rustup toolchain by name, run as `rustup run NAME cargo ...`.
+    Rustup(String),
+    /// Explicit `cargo` and `rustc` binaries.
+    Paths { cargo: PathBuf, rustc: PathBuf },
+}
+
+impl fmt::Display for Toolchain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Current => f.write_str(&current_toolchain_name()),
+            Self::Rustup(name) => f.write_str(name),
+            Self::Paths { rustc, .. } => write!(f, "{}", rustc.display()),
+        }
+    }
+}
+
+fn current_toolchain_name() -> String {
+    std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "current".to_owned())
+}
+
+/// Builder for one kernel crate's PTX.
+#[derive(Debug, Clone)]
+pub struct PtxBuilder {
+    crate_dir: PathBuf,
+    arch: String,
+    toolchain: Toolchain,
+    target_dir: Option<PathBuf>,
+}
+
+impl PtxBuilder {
+    /// `crate_dir` holds the kernel crate's `Cargo.toml`. Relative paths are taken from the
+    /// current directory, which for a build script is the package's manifest directory.
+    pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            crate_dir: crate_dir.into(),
+            arch: "sm_70".to_owned(),
+            toolchain: Toolchain::Current,
+            target_dir: None,
+        }
+    }
+
+    /// The virtual architecture, `sm_70` by default. Always explicit: without it rustc emits
+    /// `.target sm_30`, which ptxas rejects for f64 atomics. The driver JITs sm_70 PTX forward.
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = arch.into();
+        self
+    }
+
+    pub fn toolchain(mut self, toolchain: Toolchain) -> Self {
+        self.toolchain = toolchain;
+        self
+    }
+
+    /// Where the nvptx build keeps its artifacts. Defaults to `target/nvptx` next to the kernel
+    /// crate's workspace target dir; it is always separate from the host build's, so the two
+    /// builds never share a lock or flags.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// The kernel crate's sources, for `cargo:rerun-if-changed`.
+    pub fn watched_paths(&self) -> [PathBuf; 2] {
+        [self.crate_dir.join("src"), self.crate_dir.join("Cargo.toml")]
+    }
+
+    /// Checks the toolchain, then compiles the crate and writes the PTX to `out`.
+    pub fn build(&self, out: &Path) -> Result<(), PtxBuildError> {
+        self.check_toolchain()?;
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| self.crate_dir.join("..").join("target").join("nvptx"));
+        let mut cmd = self.tool("cargo");
+        cmd.current_dir(&self.crate_dir)
+            .args(["rustc", "--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
+            .args(["--crate-type", "cdylib", "--target-dir"])
+            .arg(&target_dir)
+            .arg("--")
+            .arg(format!("--emit=asm={}", out.display()))
+            .arg("-Clinker=true");
+        // Flags and profile are set here, not taken from the caller's workspace, so the PTX is
+        // the same whatever profile the host is built with.
+        let rustflags = [
+            "-Zunstable-options",
+            "-Cpanic=immediate-abort",
+            &format!("-Ctarget-cpu={}", self.arch),
+        ];
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags.join("\x1f"));
+        for (key, value) in [
+            ("LTO", "fat"),
+            ("CODEGEN_UNITS", "1"),
+            ("PANIC", "abort"),
+            ("OPT_LEVEL", "3"),
+            ("DEBUG", "false"),
+            ("DEBUG_ASSERTIONS", "false"),
+            ("OVERFLOW_CHECKS", "false"),
+            ("INCREMENTAL", "false"),
+        ] {
+            cmd.env(format!("CARGO_PROFILE_RELEASE_{key}"), value);
+        }
+        let output = run(&mut cmd).map_err(|detail| PtxBuildError::ToolchainMissing {
+            toolchain: self.toolchain.to_string(),
+            detail,
+        })?;
+        if !output.status.success() {
+            return Err(PtxBuildError::CompileFailed { log: tail(&output.stderr, 40) });
+        }
+        let ptx = fs::read_to_string(out).map_err(|e| PtxBuildError::Io {
+            path: out.to_owned(),
+            detail: e.to_string(),
+        })?;
+        if !ptx.contains(".entry") {
+            return Err(PtxBuildError::CompileFailed {
+                log: format!("{} has no .entry: the crate defines no kernels", out.display()),
+            });
+        }
+        Ok(())
+    }
+
+    /// For build scripts: builds `$OUT_DIR/{name}.ptx` and writes `$OUT_DIR/{name}.rs`, which
+    /// defines `pub const PTX: Result<&str, &str>`: the PTX, or the reason there is none, which
+    /// is also printed as a `cargo:warning`. Set `CUDAMIN_REQUIRE_PTX=1` to make a failed PTX
+    /// build fail the build instead (CI does). `CUDAMIN_PTX_TOOLCHAIN=NAME` picks a rustup
+    /// toolchain other than the current one.
+    pub fn build_for_build_script(mut self, name: &str) -> Result<(), PtxBuildError> {
+        for path in self.watched_paths() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+        println!("cargo:rerun-if-env-changed=CUDAMIN_PTX_TOOLCHAIN");
+        println!("cargo:rerun-if-env-changed=CUDAMIN_REQUIRE_PTX");
+        if let Some(name) = std::env::var_os("CUDAMIN_PTX_TOOLCHAIN") {
+            self.toolchain = Toolchain::Rustup(name.to_string_lossy().into_owned());
+        }
+        let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| ".".into()));
+        if self.target_dir.is_none() {
+            // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out: share one nvptx build per profile.
+            let profile_dir = out_dir.ancestors().nth(3).unwrap_or(&out_dir);
+            self.target_dir = Some(profile_dir.join("nvptx"));
+        }
+        let ptx_path = out_dir.join(format!("{name}.ptx"));
+        let source = match self.build(&ptx_path) {
+            Ok(()) => format!(
+                "/// The kernels, as PTX for `{}` (built by ptx-builder).\npub const PTX: ::core::result::Result<&str, &str> = Ok(include_str!({:?}));\n",
+                self.arch,
+                ptx_path.display().to_string()
+            ),
+            Err(err) => {
+                if std::env::var_os("CUDAMIN_REQUIRE_PTX").is_some_and(|v| v == "1") {
+                    return Err(err);
+                }
+                for line in err.to_string().lines() {
+                    println!("cargo:warning=GPU kernels not built: {line}");
+                }
+                unavailable_source(&err)
+            }
+        };
+        let rs_path = out_dir.join(format!("{name}.rs"));
+        fs::write(&rs_path, source).map_err(|e| PtxBuildError::Io {
+            path: rs_path,
+            detail: e.to_string(),
+        })
+    }
+
+    fn check_toolchain(&self) -> Result<(), PtxBuildError> {
+        let toolchain = self.toolchain.to_string();
+        let rustc = |args: &[&str]| -> Result<String, PtxBuildError> {
+            let output = run(self.tool("rustc").args(args)).map_err(|detail| {
+                PtxBuildError::ToolchainMissing { toolchain: toolchain.clone(), detail }
+            })?;
+            if !output.status.success() {
+                return Err(PtxBuildError::ToolchainMissing {
+                    toolchain: toolchain.clone(),
+                    detail: tail(&output.stderr, 3),
+                });
+            }
+            Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        };
+        let version = rustc(&["--version"])?;
+        if !(version.contains("-nightly") || version.contains("-dev")) {
+            return Err(PtxBuildError::NotNightly { toolchain, version });
+        }
+        let sysroot = PathBuf::from(rustc(&["--print", "sysroot"])?);
+        if !sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml").is_file() {
+            return Err(PtxBuildError::RustSrcMissing { toolchain, sysroot });
+        }
+        Ok(())
+    }
+
+    /// A command for `cargo` or `rustc` of the chosen toolchain, in an environment cleaned of
+    /// everything an enclosing cargo sets for its build script, so the nvptx build takes no
+    /// host flags, target dir or wrapper from it.
+    fn tool(&self, tool: &str) -> Command {
+        let mut cmd = match &self.toolchain {
+            Toolchain::Current => {
+                let var = if tool == "cargo" { "CARGO" } else { "RUSTC" };
+                Command::new(std::env::var_os(var).unwrap_or_else(|| OsString::from(tool)))
+            }
+            Toolchain::Rustup(name) => {
+                let mut cmd = Command::new("rustup");
+                cmd.args(["run", name, tool]);
+                cmd
+            }
+            Toolchain::Paths { cargo, rustc } => {
+                Command::new(if tool == "cargo" { cargo } else { rustc })
+            }
+        };
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let keep = matches!(&*key, "CARGO_HOME" | "CARGO_MAKEFLAGS");
+            let cargo_set = key.starts_with("CARGO_")
+                || key.starts_with("RUSTC")
+                || matches!(&*key, "RUSTFLAGS" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR");
+            if cargo_set && !keep {
+                cmd.env_remove(&*key);
+            }
+        }
+        match &self.toolchain {
+            // Keep the enclosing build's compiler: it is the current toolchain's rustc.
+            Toolchain::Current => {
+                if let Some(rustc) = std::env::var_os("RUSTC") {
+                    cmd.env("RUSTC", rustc);
+                }
+            }
+            Toolchain::Rustup(_) => {
+                cmd.env_remove("RUSTUP_TOOLCHAIN");
+            }
+            Toolchain::Paths { rustc, .. } => {
+                cmd.env("RUSTC", rustc);
+            }
+        }
+        cmd
+    }
+}
+
+/// The generated constant when no PTX could be built.
+fn unavailable_source(err: &PtxBuildError) -> String {
+    let reason = err.to_string();
+    let first_line = reason.lines().next().unwrap_or_default();
+    format!(
+        "/// The kernels were not built; this is why.\npub const PTX: ::core::result::Result<&str, &str> = Err({first_line:?});\n"
+    )
+}
+
+fn run(cmd: &mut Command) -> Result<Output, String> {
+    cmd.output().map_err(|e| format!("could not run {:?}: {e}", cmd.get_program()))
+}
+
+fn tail(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ptx-builder-test-{}-{name}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn missing_rustup_toolchain_is_reported_not_panicked() {
+        let dir = scratch_dir("missing");
+        let err = PtxBuilder::new(&dir)
+            .toolchain(Toolchain::Rustup("cudamin-no-such-toolchain".into()))
+            .build(&dir.join("k.ptx"))
+            .unwrap_err();
+        assert!(matches!(err, PtxBuildError::ToolchainMissing { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(message.contains("cudamin-no-such-toolchain"), "{message}");
+        assert!(message.contains("rustup toolchain install nightly"), "{message}");
+    }
+
+    /// A fake `rustc` that prints what we tell it, to simulate toolchains we do not have.
+    #[cfg(unix)]
+    fn fake_rustc(dir: &Path, version: &str, sysroot: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("rustc");
+        let script = format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; else echo '{}'; fi\n",
+            sysroot.display()
+        );
+        fs::write(&path, script).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[cfg(unix)]
+    fn check_with_fake_rustc(version: &str, sysroot: &Path) -> Result<(), PtxBuildError> {
+        let dir = scratch_dir(&version.replace([' ', '(', ')'], "_"));
+        let rustc = fake_rustc(&dir, version, sysroot);
+        PtxBuilder::new(&dir)
+            .toolchain(Toolchain::Paths { cargo: dir.join("cargo"), rustc })
+            .check_toolchain()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn stable_toolchain_is_reported_as_not_nightly() {
+        let err = check_with_fake_rustc("rustc 1.95.0 (59807616e 2026-04-14)", Path::new("/nowhere"))
+            .unwrap_err();
+        assert!(matches!(err, PtxBuildError::NotNightly { .. }), "{err:?}");
+        assert!(err.to_string().contains("needs a nightly rustc"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn missing_rust_src_is_reported_with_the_fix() {
+        let sysroot = scratch_dir("empty-sysroot");
+        let err = check_with_fake_rustc("rustc 1.97.0-nightly (e50aa6fba 2026-05-19)", &sysroot)
+            .unwrap_err();
+        assert!(matches!(err, PtxBuildError::RustSrcMissing { .. }), "{err:?}");
+        assert!(err.to_string().contains("rustup component add rust-src"));
+    }
+
+    #[test]
+    fn unavailable_source_is_a_valid_err_constant() {
+        let err = PtxBuildError::RustSrcMissing {
+            toolchain: "nightly".into(),
+            sysroot: PathBuf::from("/x \"quoted\""),
+        };
+        let source = unavailable_source(&err);
+        assert!(source.contains("pub const PTX: ::core::result::Result<&str, &str> = Err(\""));
+        assert!(source.contains(r#"\"quoted\""#), "the reason must be escaped: {source}");
+    }
+}
