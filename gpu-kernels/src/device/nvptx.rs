@@ -1,0 +1,160 @@
+//! nvptx64 implementations of the device prelude.
+
+use super::{MAX_BLOCK_THREADS, WARP_SIZE};
+use core::arch::{asm, global_asm, nvptx};
+
+// SAFETY (all four): reading the special index registers has no preconditions.
+/// `threadIdx.x`.
+#[inline(always)]
+pub fn thread_idx() -> usize {
+    unsafe { nvptx::_thread_idx_x() as usize }
+}
+/// `blockIdx.x`.
+#[inline(always)]
+pub fn block_idx() -> usize {
+    unsafe { nvptx::_block_idx_x() as usize }
+}
+/// `blockDim.x`.
+#[inline(always)]
+pub fn block_dim() -> usize {
+    unsafe { nvptx::_block_dim_x() as usize }
+}
+/// `gridDim.x`.
+#[inline(always)]
+pub fn grid_dim() -> usize {
+    unsafe { nvptx::_grid_dim_x() as usize }
+}
+
+/// This thread's index in the grid, `cuda.grid(1)` in Numba.
+#[inline(always)]
+pub fn global_thread_idx() -> usize {
+    block_idx() * block_dim() + thread_idx()
+}
+
+/// Threads in the grid, `cuda.gridsize(1)` in Numba.
+#[inline(always)]
+pub fn grid_threads() -> usize {
+    grid_dim() * block_dim()
+}
+
+/// The indices `0..n` this thread handles in a grid-stride loop.
+#[inline(always)]
+pub fn grid_stride(n: usize) -> core::iter::StepBy<core::ops::Range<usize>> {
+    (global_thread_idx()..n).step_by(grid_threads())
+}
+
+/// `__syncthreads()`. Every thread of the block must reach it.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a barrier; callers keep it out of divergent branches.
+    unsafe { nvptx::_syncthreads() }
+}
+
+// One slot per warp of the largest block, for block reductions.
+global_asm!(".shared .align 8 .b8 cudamin_reduce_scratch[256];");
+const _: () = assert!(MAX_BLOCK_THREADS / WARP_SIZE * 8 == 256);
+
+#[inline(always)]
+fn reduce_scratch() -> *mut f64 {
+    let ptr: u64;
+    // SAFETY: converts the shared array's address to a generic pointer; no memory is touched.
+    unsafe { asm!("cvta.shared.u64 {p}, cudamin_reduce_scratch;", p = out(reg64) ptr) };
+    ptr as *mut f64
+}
+
+/// `__shfl_down_sync(0xffffffff, v, delta)` for an f64 (two 32-bit shuffles). All 32 lanes of
+/// the warp must call it.
+#[inline(always)]
+pub fn shfl_down(v: f64, delta: u32) -> f64 {
+    let out: f64;
+    // SAFETY: a full-warp shuffle; blocks are launched in whole warps.
+    unsafe {
+        asm!(
+            "{{ .reg .b32 lo, hi;",
+            "mov.b64 {{lo, hi}}, {v};",
+            "shfl.sync.down.b32 lo, lo, {d}, 0x1f, -1;",
+            "shfl.sync.down.b32 hi, hi, {d}, 0x1f, -1;",
+            "mov.b64 {o}, {{lo, hi}}; }}",
+            v = in(reg64) v,
+            d = in(reg32) delta,
+            o = out(reg64) out,
+        )
+    };
+    out
+}
+
+/// Sum over the warp, valid in lane 0. The tree is fixed, so the result is reproducible.
+#[inline(always)]
+pub fn warp_reduce_sum(mut v: f64) -> f64 {
+    let mut delta = WARP_SIZE as u32 / 2;
+    while delta > 0 {
+        v += shfl_down(v, delta);
+        delta /= 2;
+    }
+    v
+}
+
+/// Sum of `v` over the block, valid in thread 0. Every thread of the block must call it; the
+/// block must be whole warps. Deterministic: warp trees, then warp sums in warp order. Ends with
+/// a barrier, so it can be called again at once.
+#[inline(always)]
+pub fn block_reduce_sum(v: f64) -> f64 {
+    let lane = thread_idx() % WARP_SIZE;
+    let warp = thread_idx() / WARP_SIZE;
+    let warps = block_dim() / WARP_SIZE;
+    let scratch = reduce_scratch();
+    let warp_sum = warp_reduce_sum(v);
+    if lane == 0 {
+        // SAFETY: warp < 32 slots, since blocks have at most 1024 threads.
+        unsafe { scratch.add(warp).write_volatile(warp_sum) };
+    }
+    sync_threads();
+    let mut total = 0.0;
+    if warp == 0 {
+        // SAFETY: as above; the barrier made the warp sums visible.
+        let mine = if lane < warps { unsafe { scratch.add(lane).read_volatile() } } else { 0.0 };
+        total = warp_reduce_sum(mine);
+    }
+    sync_threads();
+    total
+}
+
+/// `atomicAdd(address, value)` on global memory; returns the old value. Not used by the
+/// term kernels (their sums are deterministic); for raw kernels that want it.
+///
+/// # Safety
+/// `address` must point to an f64 in global memory.
+#[inline(always)]
+pub unsafe fn atomic_add_f64(address: *mut f64, value: f64) -> f64 {
+    let old: f64;
+    // SAFETY: the caller guarantees a global f64 address.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g;",
+            "cvta.to.global.u64 g, {a};",
+            "atom.global.add.f64 {o}, [g], {v}; }}",
+            a = in(reg64) address,
+            v = in(reg64) value,
+            o = out(reg64) old,
+        )
+    };
+    old
+}
+
+/// A kernel argument pair `(ptr, len)` as a slice. A zero length may come with a null pointer.
+///
+/// # Safety
+/// `ptr` must point to `len` initialized f64 that nothing writes during the kernel.
+#[inline(always)]
+pub unsafe fn slice<'a>(ptr: *const f64, len: usize) -> &'a [f64] {
+    if len == 0 { &[] } else { unsafe { core::slice::from_raw_parts(ptr, len) } }
+}
+
+/// As [`slice`], writable.
+///
+/// # Safety
+/// `ptr` must point to `len` f64 that no other thread accesses while the slice lives.
+#[inline(always)]
+pub unsafe fn slice_mut<'a>(ptr: *mut f64, len: usize) -> &'a mut [f64] {
+    if len == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(ptr, len) } }
+}

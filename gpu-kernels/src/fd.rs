@@ -1,0 +1,107 @@
+//! Finite-difference schemes, taken per term.
+//!
+//! `g_i = Σ_{k : i ∈ W(k)} [φ_k(x + h_i e_i) − φ_k(x)] / h_i` (forward), or the central form.
+//! Differencing each term before summing avoids the cancellation of two large sums (a data fit
+//! with f ≈ 10⁶ and g ≈ 10⁻⁵ is routine), and costs `K·w` term evaluations, not `n·K`.
+//!
+//! Steps follow scipy's relative rule (`approx_derivative` with `rel_step=None`):
+//! `h = r · sign(x) · max(1, |x|)` with `r = √ε` (forward) or `∛ε` (central), `sign(0) = +1`,
+//! and the divisor is the step actually taken, `(x + h) − x`. This differs from
+//! `scipy.optimize.minimize(method="BFGS", jac=None)`, whose default is the absolute step
+//! `√ε ≈ 1.49e-8`: a relative step keeps the truncation error proportionate when |x| ≫ 1.
+
+use crate::term::{Term, Vars};
+
+/// √ε for f64.
+pub const SQRT_EPS: f64 = 1.4901161193847656e-8;
+/// ∛ε for f64.
+pub const CBRT_EPS: f64 = 6.055454452393343e-6;
+
+/// The raw relative step `r · sign(x) · max(1, |x|)`.
+#[inline(always)]
+fn raw_step(x: f64, relative: f64) -> f64 {
+    let sign = if x >= 0.0 { 1.0 } else { -1.0 };
+    relative * sign * if x.abs() > 1.0 { x.abs() } else { 1.0 }
+}
+
+/// A difference scheme: how one term's contribution to `g_i` is formed.
+pub trait FdScheme {
+    /// What a term computes once before its perturbations: `φ_k(x)` for forward differences.
+    fn base<T: Term>(x: &[f64], local: &T::Local) -> f64;
+
+    /// The term's difference for window variable `j` (not yet divided by the spacing).
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, base: f64) -> f64;
+
+    /// The divisor for a variable whose value is `xi`: the spacing of the points actually used.
+    fn spacing(xi: f64) -> f64;
+}
+
+/// Forward differences: `[φ(x + h e_j) − φ(x)] / h`, `h ∝ √ε`.
+#[derive(Clone, Copy, Debug)]
+pub struct Forward;
+
+/// Central differences: `[φ(x + h e_j) − φ(x − h e_j)] / 2h`, `h ∝ ∛ε`.
+#[derive(Clone, Copy, Debug)]
+pub struct Central;
+
+impl FdScheme for Forward {
+    #[inline(always)]
+    fn base<T: Term>(x: &[f64], local: &T::Local) -> f64 {
+        T::eval(Vars::new(x), local)
+    }
+
+    #[inline(always)]
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, base: f64) -> f64 {
+        let plus = x[j] + raw_step(x[j], SQRT_EPS);
+        T::eval(Vars::with(x, j, plus), local) - base
+    }
+
+    #[inline(always)]
+    fn spacing(xi: f64) -> f64 {
+        (xi + raw_step(xi, SQRT_EPS)) - xi
+    }
+}
+
+impl FdScheme for Central {
+    #[inline(always)]
+    fn base<T: Term>(_x: &[f64], _local: &T::Local) -> f64 {
+        0.0
+    }
+
+    #[inline(always)]
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, _base: f64) -> f64 {
+        let h = raw_step(x[j], CBRT_EPS);
+        T::eval(Vars::with(x, j, x[j] + h), local) - T::eval(Vars::with(x, j, x[j] - h), local)
+    }
+
+    #[inline(always)]
+    fn spacing(xi: f64) -> f64 {
+        let h = raw_step(xi, CBRT_EPS);
+        (xi + h) - (xi - h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_steps_are_roots_of_epsilon() {
+        assert_eq!(SQRT_EPS, libm::sqrt(f64::EPSILON));
+        // scipy computes EPS**(1/3) with pow.
+        assert_eq!(CBRT_EPS, libm::pow(f64::EPSILON, 1.0 / 3.0));
+    }
+
+    #[test]
+    fn spacing_is_the_step_actually_taken() {
+        // At |x| > 1 the step scales with x; the representable spacing is exact.
+        let x = 1.0e6 + 0.1;
+        let h = Forward::spacing(x);
+        assert_eq!((x + h) - x, h);
+        assert!((h / (SQRT_EPS * x) - 1.0).abs() < 1e-6);
+        // sign(0) = +1; negative x steps away from zero, as in scipy.
+        assert!(Forward::spacing(0.0) > 0.0);
+        assert!(Forward::spacing(-3.0) < 0.0);
+        assert!((Central::spacing(2.0) / (4.0 * CBRT_EPS) - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,161 @@
+//! What one GPU thread (or one CPU task) does, written once for both backends.
+//!
+//! - Value: `φ_k(x)` for a term, summed by a grid-stride loop and a block reduction on the GPU,
+//!   by fixed chunks on the CPU.
+//! - Gradient, banded and separable windows: a *gather*. Variables are grouped by stride;
+//!   whoever owns a group visits the few terms whose window holds one of its variables, and
+//!   accumulates their differences in ascending term order. No atomics, `O(K·w)` work, and the
+//!   same bits whatever the number of threads.
+//! - Gradient, dense windows: each term is prepared once, then differenced for every variable;
+//!   the GPU reduces each variable's differences over a block, the CPU over a chunk, and a
+//!   second stage sums the per-block (per-chunk) partials in block order.
+//!
+//! [`entry`] wraps these in PTX entry points; [`register_term!`](crate::register_term) emits
+//! them for a term.
+
+pub mod entry;
+
+use crate::fd::FdScheme;
+use crate::term::{Data, Term, Vars};
+
+/// The PTX entry points of a registered term. Implemented by
+/// [`register_term!`](crate::register_term); the host launches kernels by these names.
+pub trait Kernels: Term {
+    /// The name the term was registered under.
+    const NAME: &'static str;
+    /// `(x, n, data, data_len, data_rows, partials)`: one partial sum per block.
+    const VALUE: &'static str;
+    /// `(x, n, data, data_len, data_rows, out)`: the gradient (banded), or one partial gradient
+    /// per block (dense).
+    const GRADIENT_FORWARD: &'static str;
+    /// As [`GRADIENT_FORWARD`](Kernels::GRADIENT_FORWARD), with central differences.
+    const GRADIENT_CENTRAL: &'static str;
+}
+
+/// The window of term `k`.
+#[inline(always)]
+pub fn window<T: Term>(x: &[f64], k: usize) -> &[f64] {
+    let n = x.len();
+    let (_, width) = T::WINDOW.stride_width(n);
+    let offset = T::WINDOW.offset(k, n);
+    &x[offset..offset + width]
+}
+
+/// `φ_k(x)`.
+#[inline(always)]
+pub fn term_value<T: Term>(k: usize, x: &[f64], data: Data<'_>) -> f64 {
+    let local = T::prepare(k, x.len(), data);
+    T::eval(Vars::new(window::<T>(x, k)), &local)
+}
+
+/// The number of variable groups of a banded (or separable) window: one per stride.
+#[inline(always)]
+pub fn gradient_groups<T: Term>(n: usize) -> usize {
+    let (stride, _) = T::WINDOW.stride_width(n);
+    n.div_ceil(stride)
+}
+
+/// The gradient over one group of variables, `[group·stride, group·stride + g.len())`, for a
+/// banded or separable window. `g` is the group's slice of the gradient.
+#[inline(always)]
+pub fn banded_group_gradient<T: Term, S: FdScheme>(
+    group: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+) {
+    let n = x.len();
+    let (stride, width) = T::WINDOW.stride_width(n);
+    let terms = T::terms(n, data);
+    let first = group * stride;
+    let end = first + g.len();
+    g.fill(0.0);
+    if terms == 0 {
+        return;
+    }
+    // Terms whose window [stride·k, stride·k + width) meets [first, end).
+    let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
+    let k_hi = ((end - 1) / stride).min(terms - 1);
+    for k in k_lo..=k_hi {
+        let local = T::prepare(k, n, data);
+        let offset = stride * k;
+        let win = &x[offset..offset + width];
+        let base = S::base::<T>(win, &local);
+        for i in first.max(offset)..end.min(offset + width) {
+            g[i - first] += S::difference::<T>(win, i - offset, &local, base);
+        }
+    }
+    for (i, gi) in (first..end).zip(g.iter_mut()) {
+        *gi /= S::spacing(x[i]);
+    }
+}
+
+/// A dense term, prepared once and ready to be differenced in every variable.
+pub struct DenseTerm<T: Term> {
+    local: T::Local,
+    base: f64,
+}
+
+impl<T: Term> DenseTerm<T> {
+    #[inline(always)]
+    pub fn prepare<S: FdScheme>(k: usize, x: &[f64], data: Data<'_>) -> Self {
+        let local = T::prepare(k, x.len(), data);
+        DenseTerm { base: S::base::<T>(x, &local), local }
+    }
+
+    /// The term's difference in variable `i`, not yet divided by the spacing.
+    #[inline(always)]
+    pub fn difference<S: FdScheme>(&self, x: &[f64], i: usize) -> f64 {
+        S::difference::<T>(x, i, &self.local, self.base)
+    }
+}
+
+/// Emits the PTX entry points of a [`Term`] and implements [`Kernels`] for it.
+///
+/// ```ignore
+/// register_term!(SeedExpSum, seed_expsum);
+/// // PTX: seed_expsum_value, seed_expsum_gradient_forward, seed_expsum_gradient_central
+/// ```
+#[macro_export]
+macro_rules! register_term {
+    ($term:ty, $name:ident) => {
+        impl $crate::kernel::Kernels for $term {
+            const NAME: &'static str = stringify!($name);
+            const VALUE: &'static str = concat!(stringify!($name), "_value");
+            const GRADIENT_FORWARD: &'static str = concat!(stringify!($name), "_gradient_forward");
+            const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            use $crate::kernel::entry::{gradient, value};
+
+            #[unsafe(export_name = concat!(stringify!($name), "_value"))]
+            unsafe extern "ptx-kernel" fn value_entry(
+                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                partials: *mut f64,
+            ) {
+                // SAFETY: the host launcher passes buffers of the lengths given.
+                unsafe { value::<$term>(x, n, data, data_len, data_rows, partials) }
+            }
+
+            #[unsafe(export_name = concat!(stringify!($name), "_gradient_forward"))]
+            unsafe extern "ptx-kernel" fn forward_entry(
+                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                out: *mut f64,
+            ) {
+                // SAFETY: as above.
+                unsafe { gradient::<$term, $crate::fd::Forward>(x, n, data, data_len, data_rows, out) }
+            }
+
+            #[unsafe(export_name = concat!(stringify!($name), "_gradient_central"))]
+            unsafe extern "ptx-kernel" fn central_entry(
+                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                out: *mut f64,
+            ) {
+                // SAFETY: as above.
+                unsafe { gradient::<$term, $crate::fd::Central>(x, n, data, data_len, data_rows, out) }
+            }
+        };
+    };
+}

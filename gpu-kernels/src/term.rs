@@ -1,0 +1,225 @@
+//! The objective model: `f(x) = Σ_{k<K} φ(k, x[W(k)], data)`.
+//!
+//! A [`Term`] is the function `φ`. It declares which variables each term reads (its
+//! [`Window`]), may read read-only [`Data`], and splits its work in two:
+//! [`prepare`](Term::prepare) does everything that does not depend on `x` (once per term per
+//! launch), [`eval`](Term::eval) does the rest. The finite-difference gradient calls `eval`
+//! once per perturbed variable, so expensive x-independent work (say, `sin(k·t_j)` in a data
+//! fit) belongs in `prepare`.
+
+use crate::real::Real;
+use core::ops::Index;
+
+/// Which variables term `k` reads: `x[offset(k) .. offset(k) + width]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Term `k` reads `x[k]` only (`K = n`).
+    Separable,
+    /// Term `k` reads `x[stride·k .. stride·k + width]` (`K = (n − width)/stride + 1`).
+    /// Extended Rosenbrock is `{ stride: 2, width: 2 }`, chained Rosenbrock `{ stride: 1, width: 2 }`.
+    Banded { stride: usize, width: usize },
+    /// Every term reads all of `x`; `K` is the number of data rows unless the term says otherwise.
+    Dense,
+}
+
+impl Window {
+    /// `(stride, width)` for `n` variables. A dense window is one term-wide band of width `n`.
+    #[inline(always)]
+    pub const fn stride_width(self, n: usize) -> (usize, usize) {
+        match self {
+            Window::Separable => (1, 1),
+            Window::Banded { stride, width } => (stride, width),
+            Window::Dense => (0, n),
+        }
+    }
+
+    /// First variable of term `k`'s window.
+    #[inline(always)]
+    pub const fn offset(self, k: usize, n: usize) -> usize {
+        self.stride_width(n).0 * k
+    }
+
+    /// Whether `n` variables tile into whole windows.
+    pub const fn check(self, n: usize) -> Result<(), &'static str> {
+        match self {
+            Window::Separable | Window::Dense if n == 0 => Err("n must be at least 1"),
+            Window::Separable | Window::Dense => Ok(()),
+            Window::Banded { stride, width } => {
+                if stride == 0 || width == 0 {
+                    Err("a banded window needs stride >= 1 and width >= 1")
+                } else if n < width {
+                    Err("n is smaller than one window")
+                } else if (n - width) % stride != 0 {
+                    Err("n does not tile into whole windows: (n - width) must be a multiple of the stride")
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// The default term count: one per window position, or one per data row when dense.
+    pub const fn default_terms(self, n: usize, data: Data<'_>) -> usize {
+        match self {
+            Window::Separable => n,
+            Window::Banded { stride, width } => {
+                if n < width || stride == 0 {
+                    0
+                } else {
+                    (n - width) / stride + 1
+                }
+            }
+            Window::Dense => data.rows(),
+        }
+    }
+}
+
+/// Read-only data for the terms: a column-major matrix of `f64` with one row per data point.
+/// `data.col(0)[k]` is column 0 of row `k`, e.g. the time `t_k` of a data fit.
+#[derive(Clone, Copy, Debug)]
+pub struct Data<'a> {
+    values: &'a [f64],
+    rows: usize,
+}
+
+impl<'a> Data<'a> {
+    /// No data.
+    pub const EMPTY: Data<'static> = Data { values: &[], rows: 0 };
+
+    /// `values` holds whole columns of `rows` values each. A length that is not a multiple of
+    /// `rows` is rejected by the host before upload; here the tail is simply unreachable.
+    #[inline(always)]
+    pub const fn new(values: &'a [f64], rows: usize) -> Self {
+        Data { values, rows }
+    }
+
+    #[inline(always)]
+    pub const fn rows(&self) -> usize {
+        self.rows
+    }
+
+    #[inline(always)]
+    pub const fn cols(&self) -> usize {
+        if self.rows == 0 { 0 } else { self.values.len() / self.rows }
+    }
+
+    /// Column `c`.
+    #[inline(always)]
+    pub fn col(&self, c: usize) -> &'a [f64] {
+        &self.values[c * self.rows..(c + 1) * self.rows]
+    }
+
+    /// All values, column after column.
+    #[inline(always)]
+    pub const fn values(&self) -> &'a [f64] {
+        self.values
+    }
+}
+
+/// The variables one term sees: its window of `x`, with at most one of them perturbed.
+///
+/// `x[j]` is the window's `j`-th variable. The finite-difference kernels hand `eval` the same
+/// window with one variable replaced, instead of copying the window for every perturbation.
+#[derive(Clone, Copy, Debug)]
+pub struct Vars<'a, R> {
+    x: &'a [R],
+    bumped_at: usize,
+    bumped: R,
+}
+
+impl<'a, R: Copy> Vars<'a, R> {
+    /// The window as it is. Panics (traps on the GPU) on an empty window, which no
+    /// [`Window`] produces.
+    #[inline(always)]
+    pub fn new(x: &'a [R]) -> Self {
+        Vars { x, bumped_at: usize::MAX, bumped: x[0] }
+    }
+
+    /// The window with variable `j` replaced by `value`.
+    #[inline(always)]
+    pub fn with(x: &'a [R], j: usize, value: R) -> Self {
+        Vars { x, bumped_at: j, bumped: value }
+    }
+
+    /// The window's width.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+}
+
+impl<R> Index<usize> for Vars<'_, R> {
+    type Output = R;
+    #[inline(always)]
+    fn index(&self, j: usize) -> &R {
+        if j == self.bumped_at { &self.bumped } else { &self.x[j] }
+    }
+}
+
+/// One term of a sum objective. Implement it in a file under `terms/`, then register it with
+/// [`register_term!`](crate::register_term) to get its GPU kernels. No `unsafe` needed.
+pub trait Term {
+    /// Which variables each term reads.
+    const WINDOW: Window;
+
+    /// What [`prepare`](Term::prepare) hands to [`eval`](Term::eval): the term's values that do
+    /// not depend on `x`. Use `()` when there are none, or `usize` to pass the term index on.
+    type Local: Copy;
+
+    /// The number of terms `K` for `n` variables.
+    #[inline(always)]
+    fn terms(n: usize, data: Data<'_>) -> usize {
+        Self::WINDOW.default_terms(n, data)
+    }
+
+    /// Rejects an `n` (or data) the term cannot work with. The default checks the window.
+    fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
+        let _ = data;
+        Self::WINDOW.check(n)
+    }
+
+    /// x-independent work for term `k`, done once per term per kernel launch.
+    fn prepare(k: usize, n: usize, data: Data<'_>) -> Self::Local;
+
+    /// The term's value at `x`, the term's window.
+    fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local) -> R;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banded_windows_count_and_check() {
+        let ext = Window::Banded { stride: 2, width: 2 };
+        assert_eq!(ext.default_terms(10, Data::EMPTY), 5);
+        assert!(ext.check(10).is_ok());
+        assert!(ext.check(9).is_err());
+        let chained = Window::Banded { stride: 1, width: 2 };
+        assert_eq!(chained.default_terms(10, Data::EMPTY), 9);
+        assert!(chained.check(1).is_err());
+        assert!(Window::Separable.check(0).is_err());
+    }
+
+    #[test]
+    fn vars_replace_one_variable() {
+        let x = [1.0, 2.0, 3.0];
+        let v = Vars::with(&x, 1, 5.0);
+        assert_eq!((v[0], v[1], v[2]), (1.0, 5.0, 3.0));
+        let plain = Vars::new(&x);
+        assert_eq!((plain[0], plain[1], plain[2]), (1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn data_columns() {
+        let values = [1.0, 2.0, 3.0, 10.0, 20.0, 30.0];
+        let data = Data::new(&values, 3);
+        assert_eq!(data.cols(), 2);
+        assert_eq!(data.col(1), &[10.0, 20.0, 30.0]);
+    }
+}

@@ -1,0 +1,18 @@
+//! `f(x) = Σ x_i² + e^{x_i}`: the seed articles' Numba example, one term per variable.
+
+use crate::{Data, Real, Term, Vars, Window};
+
+pub struct SeedExpSum;
+
+impl Term for SeedExpSum {
+    const WINDOW: Window = Window::Separable;
+    type Local = ();
+
+    fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+
+    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
+        x[0] * x[0] + x[0].exp()
+    }
+}
+
+crate::register_term!(SeedExpSum, seed_expsum);
