@@ -27,10 +27,10 @@ fn raw_step(x: f64, relative: f64) -> f64 {
 /// A difference scheme: how one term's contribution to `g_i` is formed.
 pub trait FdScheme {
     /// What a term computes once before its perturbations: `φ_k(x)` for forward differences.
-    fn base<T: Term>(x: &[f64], local: &T::Local) -> f64;
+    fn base<T: Term>(x: &[f64], local: &T::Local<'_>) -> f64;
 
     /// The term's difference for window variable `j` (not yet divided by the spacing).
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, base: f64) -> f64;
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, base: f64) -> f64;
 
     /// The divisor for a variable whose value is `xi`: the spacing of the points actually used.
     fn spacing(xi: f64) -> f64;
@@ -46,12 +46,12 @@ pub struct Central;
 
 impl FdScheme for Forward {
     #[inline(always)]
-    fn base<T: Term>(x: &[f64], local: &T::Local) -> f64 {
+    fn base<T: Term>(x: &[f64], local: &T::Local<'_>) -> f64 {
         T::eval(Vars::new(x), local)
     }
 
     #[inline(always)]
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, base: f64) -> f64 {
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, base: f64) -> f64 {
         let plus = x[j] + raw_step(x[j], SQRT_EPS);
         T::eval(Vars::with(x, j, plus), local) - base
     }
@@ -64,12 +64,12 @@ impl FdScheme for Forward {
 
 impl FdScheme for Central {
     #[inline(always)]
-    fn base<T: Term>(_x: &[f64], _local: &T::Local) -> f64 {
+    fn base<T: Term>(_x: &[f64], _local: &T::Local<'_>) -> f64 {
         0.0
     }
 
     #[inline(always)]
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local, _base: f64) -> f64 {
+    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, _base: f64) -> f64 {
         let h = raw_step(x[j], CBRT_EPS);
         T::eval(Vars::with(x, j, x[j] + h), local) - T::eval(Vars::with(x, j, x[j] - h), local)
     }

@@ -13,7 +13,7 @@
 //!
 //! impl Term for SquarePlusExp {
 //!     const WINDOW: Window = Window::Separable;
-//!     type Local = ();
+//!     type Local<'a> = ();
 //!     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 //!     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
 //!         x[0] * x[0] + x[0].exp()
@@ -34,12 +34,15 @@
 pub mod device;
 pub mod fd;
 pub mod kernel;
+pub mod least_squares;
+pub mod raw;
 pub mod real;
 pub mod term;
 pub mod terms;
 
 pub use fd::{Central, FdScheme, Forward};
 pub use kernel::Kernels;
+pub use least_squares::{LeastSquares, Residuals};
 pub use real::Real;
 pub use term::{Data, Term, Vars, Window};
 

@@ -100,7 +100,10 @@ impl<'a> Data<'a> {
 
     #[inline(always)]
     pub const fn cols(&self) -> usize {
-        if self.rows == 0 { 0 } else { self.values.len() / self.rows }
+        match self.values.len().checked_div(self.rows) {
+            Some(cols) => cols,
+            None => 0,
+        }
     }
 
     /// Column `c`.
@@ -168,8 +171,9 @@ pub trait Term {
     const WINDOW: Window;
 
     /// What [`prepare`](Term::prepare) hands to [`eval`](Term::eval): the term's values that do
-    /// not depend on `x`. Use `()` when there are none, or `usize` to pass the term index on.
-    type Local: Copy;
+    /// not depend on `x`. Use `()` when there are none, `usize` to pass the term index on, or
+    /// slices borrowed from the data (lifetime `'a`).
+    type Local<'a>: Copy;
 
     /// The number of terms `K` for `n` variables.
     #[inline(always)]
@@ -184,10 +188,10 @@ pub trait Term {
     }
 
     /// x-independent work for term `k`, done once per term per kernel launch.
-    fn prepare(k: usize, n: usize, data: Data<'_>) -> Self::Local;
+    fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Self::Local<'a>;
 
     /// The term's value at `x`, the term's window.
-    fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local) -> R;
+    fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local<'_>) -> R;
 }
 
 #[cfg(test)]

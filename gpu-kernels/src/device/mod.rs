@@ -1,13 +1,19 @@
 //! The device prelude: the GPU plumbing kernels are built from, modelled on `cuda_std`'s
-//! thread, shared-memory and atomic helpers. This module and [`crate::kernel::entry`] are the
-//! only places in the crate with `unsafe`; term functions never need it.
+//! thread, shared-memory and atomic helpers, and the entry-point bodies built on it. This module
+//! is the only place in the crate with `unsafe` (besides the entry points the registration
+//! macros emit, which call into it); term functions never need it.
 //!
-//! Everything here is for `nvptx64` only: on the CPU the executor plays the role of the grid.
+//! Apart from the raw kernels' argument views, everything here is for `nvptx64` only: on the
+//! CPU the executor plays the role of the grid.
 
+#[cfg(target_arch = "nvptx64")]
+pub mod entry;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 pub use nvptx::*;
+mod views;
+pub use views::*;
 
 /// Threads per warp; blocks are launched in whole warps.
 pub const WARP_SIZE: usize = 32;

@@ -10,13 +10,18 @@
 //!   the GPU reduces each variable's differences over a block, the CPU over a chunk, and a
 //!   second stage sums the per-block (per-chunk) partials in block order.
 //!
-//! [`entry`] wraps these in PTX entry points; [`register_term!`](crate::register_term) emits
-//! them for a term.
-
-pub mod entry;
+//! `device::entry` wraps these in PTX entry points; [`register_term!`](crate::register_term)
+//! emits them for a term.
 
 use crate::fd::FdScheme;
 use crate::term::{Data, Term, Vars};
+
+/// Sums the value kernel's per-block partials, in block order. Launch one block.
+pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
+/// Sums a dense forward-difference gradient's per-block partials and divides by the spacing.
+pub const DENSE_FINISH_FORWARD: &str = "cudamin_dense_finish_forward";
+/// As [`DENSE_FINISH_FORWARD`], for central differences.
+pub const DENSE_FINISH_CENTRAL: &str = "cudamin_dense_finish_central";
 
 /// The PTX entry points of a registered term. Implemented by
 /// [`register_term!`](crate::register_term); the host launches kernels by these names.
@@ -91,14 +96,14 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
 }
 
 /// A dense term, prepared once and ready to be differenced in every variable.
-pub struct DenseTerm<T: Term> {
-    local: T::Local,
+pub struct DenseTerm<'a, T: Term> {
+    local: T::Local<'a>,
     base: f64,
 }
 
-impl<T: Term> DenseTerm<T> {
+impl<'a, T: Term> DenseTerm<'a, T> {
     #[inline(always)]
-    pub fn prepare<S: FdScheme>(k: usize, x: &[f64], data: Data<'_>) -> Self {
+    pub fn prepare<S: FdScheme>(k: usize, x: &[f64], data: Data<'a>) -> Self {
         let local = T::prepare(k, x.len(), data);
         DenseTerm { base: S::base::<T>(x, &local), local }
     }
@@ -128,7 +133,7 @@ macro_rules! register_term {
 
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
-            use $crate::kernel::entry::{gradient, value};
+            use $crate::device::entry::{gradient, value};
 
             #[unsafe(export_name = concat!(stringify!($name), "_value"))]
             unsafe extern "ptx-kernel" fn value_entry(

@@ -6,7 +6,7 @@ pub struct SeedExpSum;
 
 impl Term for SeedExpSum {
     const WINDOW: Window = Window::Separable;
-    type Local = ();
+    type Local<'a> = ();
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 

@@ -1,25 +1,16 @@
-//! PTX entry-point bodies: raw kernel arguments in, the shared per-thread work of
+//! PTX entry-point bodies of the term kernels: raw arguments in, the shared per-thread work of
 //! [`crate::kernel`] over the grid, results out. The generic ones are instantiated per term by
 //! [`register_term!`](crate::register_term); the finishing kernels are exported here once.
 //!
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
 //! - term value / gradient: `(x: *const f64, n: u64, data: *const f64, data_len: u64,
 //!   data_rows: u64, out: *mut f64)`;
-//! - [`SUM_PARTIALS`]: `(partials: *const f64, count: u64, out: *mut f64)`;
-//! - [`DENSE_FINISH_FORWARD`] / [`DENSE_FINISH_CENTRAL`]: `(x: *const f64, n: u64,
-//!   partials: *const f64, blocks: u64, g: *mut f64)`.
+//! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
+//! - the dense finishing kernels: `(x: *const f64, n: u64, partials: *const f64, blocks: u64,
+//!   g: *mut f64)`.
 
-/// Sums the value kernel's per-block partials, in block order. Launch one block.
-pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
-/// Sums a dense forward-difference gradient's per-block partials and divides by the spacing.
-pub const DENSE_FINISH_FORWARD: &str = "cudamin_dense_finish_forward";
-/// As [`DENSE_FINISH_FORWARD`], for central differences.
-pub const DENSE_FINISH_CENTRAL: &str = "cudamin_dense_finish_central";
-
-#[cfg(target_arch = "nvptx64")]
 pub use nvptx::*;
 
-#[cfg(target_arch = "nvptx64")]
 mod nvptx {
     use crate::device::{
         block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
@@ -55,7 +46,7 @@ mod nvptx {
 
     /// Gradient kernel. Banded windows: `out` is the gradient, each thread gathers its groups.
     /// Dense windows: `out` holds `n` partial sums per block, finished by
-    /// [`DENSE_FINISH_FORWARD`](super::DENSE_FINISH_FORWARD) or its central twin.
+    /// the dense finishing kernels.
     ///
     /// # Safety
     /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense).
