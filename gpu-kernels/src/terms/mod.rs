@@ -1,6 +1,14 @@
 //! The built-in term functions, one file each. Each file is what a user writes for a new
 //! objective: a [`Term`](crate::Term) implementation and one `register_term!` line.
 
+pub mod ext_powell;
+pub mod lsq_expsin;
+pub mod quadratic;
+pub mod rosenbrock;
 pub mod seed_expsum;
 
+pub use ext_powell::ExtPowell;
+pub use lsq_expsin::LsqExpSin;
+pub use quadratic::Quadratic;
+pub use rosenbrock::{ChainedRosenbrock, ExtRosenbrock};
 pub use seed_expsum::SeedExpSum;

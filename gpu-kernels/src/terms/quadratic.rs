@@ -1,0 +1,44 @@
+//! A dense quadratic `½xᵀAx − bᵀx` with `A` symmetric, one term per row:
+//! `x_k·(½·A_k·x − b_k)`. Data: the `n` columns of `A`, then `b` (so `n + 1` columns of `n`
+//! rows). Every term reads all of `x`: this is the dense path's test bed.
+
+use crate::{Data, Real, Term, Vars, Window};
+
+pub struct Quadratic;
+
+/// Row `k` of `A` (column `k`, by symmetry), `b_k`, and `k`.
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    a: &'a [f64],
+    b: f64,
+    k: usize,
+}
+
+impl Term for Quadratic {
+    const WINDOW: Window = Window::Dense;
+    type Local<'a> = Row<'a>;
+
+    fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
+        if n == 0 {
+            Err("n must be at least 1")
+        } else if data.rows() != n || data.cols() != n + 1 {
+            Err("quadratic data must be A (n columns of n) followed by b")
+        } else {
+            Ok(())
+        }
+    }
+
+    fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Row<'a> {
+        Row { a: data.col(k), b: data.col(n)[k], k }
+    }
+
+    fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> R {
+        let mut ax = R::from_f64(0.0);
+        for (j, &a) in row.a.iter().enumerate() {
+            ax = ax + x[j] * a;
+        }
+        x[row.k] * (ax * 0.5 - row.b)
+    }
+}
+
+crate::register_term!(Quadratic, quadratic);
