@@ -1,0 +1,120 @@
+//! The CPU executor: runs the kernels' per-thread work (`gpu_kernels::kernel`) over rayon.
+//!
+//! Work is split into chunks whose size depends only on the problem, never on the number of
+//! threads, and chunk results are combined in chunk order. So `f` and `∇f` are the same bits
+//! for any `RAYON_NUM_THREADS`, and from run to run.
+
+mod raw;
+
+pub use raw::launch_raw;
+
+use crate::backend::{BackendError, Evaluator};
+use crate::objective::{FiniteDifference, TermProblem};
+use gpu_kernels::kernel::{DenseTerm, banded_group_gradient, term_value};
+use gpu_kernels::{Central, FdScheme, Forward, Term, Window};
+use rayon::prelude::*;
+
+/// Terms per chunk of the value sum.
+const VALUE_CHUNK: usize = 4096;
+/// Variable groups per chunk of a banded gradient.
+const GROUP_CHUNK: usize = 4096;
+/// Dense gradients keep `n` partial sums per chunk: aim for this many chunks at most.
+const DENSE_CHUNKS: usize = 64;
+
+/// The number of worker threads (`RAYON_NUM_THREADS`, else one per core).
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// A term problem evaluated on the CPU.
+pub struct CpuEvaluator<T> {
+    problem: TermProblem<T>,
+}
+
+impl<T: Term> CpuEvaluator<T> {
+    pub fn new(problem: TermProblem<T>) -> Self {
+        Self { problem }
+    }
+
+    /// `Σ_k φ_k(x)`: chunk sums in parallel, then added in chunk order.
+    pub fn value(&self, x: &[f64]) -> f64 {
+        let data = self.problem.data();
+        let terms = self.problem.terms();
+        let chunk_sums: Vec<f64> = (0..terms.div_ceil(VALUE_CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let end = ((c + 1) * VALUE_CHUNK).min(terms);
+                (c * VALUE_CHUNK..end)
+                    .map(|k| term_value::<T>(k, x, data))
+                    .sum()
+            })
+            .collect();
+        chunk_sums.iter().sum()
+    }
+
+    /// The finite-difference gradient, per term.
+    pub fn gradient(&self, x: &[f64], fd: FiniteDifference, g: &mut [f64]) {
+        match fd {
+            FiniteDifference::Forward => self.gradient_with::<Forward>(x, g),
+            FiniteDifference::Central => self.gradient_with::<Central>(x, g),
+        }
+    }
+
+    fn gradient_with<S: FdScheme>(&self, x: &[f64], g: &mut [f64]) {
+        let data = self.problem.data();
+        let n = x.len();
+        match T::WINDOW {
+            Window::Separable | Window::Banded { .. } => {
+                // Each chunk owns its groups' slice of g: no combining needed.
+                let (stride, _) = T::WINDOW.stride_width(n);
+                g.par_chunks_mut(GROUP_CHUNK * stride)
+                    .enumerate()
+                    .for_each(|(c, chunk)| {
+                        for (j, group_g) in chunk.chunks_mut(stride).enumerate() {
+                            banded_group_gradient::<T, S>(c * GROUP_CHUNK + j, x, data, group_g);
+                        }
+                    });
+            }
+            Window::Dense => {
+                let terms = self.problem.terms();
+                let chunk = terms.div_ceil(DENSE_CHUNKS);
+                let partials: Vec<Vec<f64>> = (0..terms.div_ceil(chunk))
+                    .into_par_iter()
+                    .map(|c| {
+                        let mut acc = vec![0.0; n];
+                        for k in c * chunk..((c + 1) * chunk).min(terms) {
+                            let term = DenseTerm::<T>::prepare::<S>(k, x, data);
+                            for (i, a) in acc.iter_mut().enumerate() {
+                                *a += term.difference::<S>(x, i);
+                            }
+                        }
+                        acc
+                    })
+                    .collect();
+                for (i, gi) in g.iter_mut().enumerate() {
+                    *gi = partials.iter().map(|p| p[i]).sum::<f64>() / S::spacing(x[i]);
+                }
+            }
+        }
+    }
+}
+
+impl<T: Term> Evaluator for CpuEvaluator<T> {
+    fn dim(&self) -> usize {
+        self.problem.n()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
+        Ok(CpuEvaluator::value(self, x))
+    }
+
+    fn gradient(
+        &mut self,
+        x: &[f64],
+        fd: FiniteDifference,
+        g: &mut [f64],
+    ) -> Result<(), BackendError> {
+        CpuEvaluator::gradient(self, x, fd, g);
+        Ok(())
+    }
+}

@@ -1,0 +1,13 @@
+//! The GPU side of the host: launches the term kernels with cust (feature `cuda`).
+//!
+//! [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry` signatures
+//! of the embedded PTX; both are compiled without the `cuda` feature too, so that a test can
+//! check every launch against the PTX on machines without CUDA.
+
+pub mod abi;
+pub mod ptx;
+
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaEvaluator, CudaLauncher};

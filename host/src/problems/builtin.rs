@@ -1,0 +1,234 @@
+//! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
+
+use super::random::SplitMix64;
+use super::{Problem, load};
+use crate::launcher::abi::term_launches;
+use crate::objective::TermProblem;
+use gpu_kernels::terms::{
+    ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
+};
+
+/// `x² + eˣ` at its minimum `x = −W(½)`: `W(½)·(W(½) + 2)`.
+const SEED_EXPSUM_MIN_PER_VARIABLE: f64 = 0.827184026128;
+
+/// Seed of `lsq-expsin`'s generated data.
+pub const LSQ_EXPSIN_SEED: u64 = 20_261_122;
+/// Seed of `quadratic`'s matrix and vector.
+pub const QUADRATIC_SEED: u64 = 1_981;
+
+pub(super) static PROBLEMS: &[Problem] = &[
+    Problem {
+        name: "seed-expsum",
+        title: "Σ x_i² + e^{x_i} (the seed articles' example)",
+        n_rule: "n >= 1",
+        default_n: 10_000,
+        default_points: None,
+        x0_rule: "0.5 everywhere",
+        f_star_rule: "n · 0.827184026128",
+        setup: |backend, n, _| {
+            let f_star = n as f64 * SEED_EXPSUM_MIN_PER_VARIABLE;
+            load(
+                backend,
+                TermProblem::<SeedExpSum>::new(n)?,
+                vec![0.5; n],
+                Some(f_star),
+            )
+        },
+        launches: term_launches::<SeedExpSum>,
+    },
+    Problem {
+        name: "ext-rosenbrock",
+        title: "extended Rosenbrock (MGH 21), disjoint pairs",
+        n_rule: "n even, >= 2",
+        default_n: 1_000,
+        default_points: None,
+        x0_rule: "(-1.2, 1, -1.2, 1, ...)",
+        f_star_rule: "0 at (1, ..., 1)",
+        setup: |backend, n, _| {
+            load(
+                backend,
+                TermProblem::<ExtRosenbrock>::new(n)?,
+                rosenbrock_x0(n),
+                Some(0.0),
+            )
+        },
+        launches: term_launches::<ExtRosenbrock>,
+    },
+    Problem {
+        name: "rosenbrock",
+        title: "chained Rosenbrock, = scipy.optimize.rosen",
+        n_rule: "n >= 2",
+        default_n: 100,
+        default_points: None,
+        x0_rule: "(-1.2, 1, -1.2, 1, ...)",
+        f_star_rule: "0 at (1, ..., 1); a local minimum near x_1 = -1 for 4 <= n <= 7, f ≈ 3.99 at n = 1000",
+        setup: |backend, n, _| {
+            load(
+                backend,
+                TermProblem::<ChainedRosenbrock>::new(n)?,
+                rosenbrock_x0(n),
+                Some(0.0),
+            )
+        },
+        launches: term_launches::<ChainedRosenbrock>,
+    },
+    Problem {
+        name: "ext-powell",
+        title: "extended Powell singular (MGH 22)",
+        n_rule: "n a multiple of 4",
+        default_n: 1_000,
+        default_points: None,
+        x0_rule: "(3, -1, 0, 1, 3, -1, 0, 1, ...)",
+        f_star_rule: "0 at the origin (singular Hessian)",
+        setup: |backend, n, _| {
+            let x0 = (0..n).map(|i| [3.0, -1.0, 0.0, 1.0][i % 4]).collect();
+            load(backend, TermProblem::<ExtPowell>::new(n)?, x0, Some(0.0))
+        },
+        launches: term_launches::<ExtPowell>,
+    },
+    Problem {
+        name: "lsq-expsin",
+        title: "least-squares fit y ≈ θ0·exp(-θ1·t) + Σ_{k=2}^{n-1} θk·sin(k·t)",
+        n_rule: "2 <= n <= 64 parameters; --points data points (default 100000)",
+        default_n: 16,
+        default_points: Some(100_000),
+        x0_rule: "0.5 everywhere",
+        f_star_rule: "data-dependent: about 1e-4·(points - n), the generated noise",
+        setup: |backend, n, points| {
+            let (values, rows) = lsq_expsin_data(n, points);
+            load(
+                backend,
+                TermProblem::<LsqExpSin>::with_data(n, values, rows)?,
+                vec![0.5; n],
+                None,
+            )
+        },
+        launches: term_launches::<LsqExpSin>,
+    },
+    Problem {
+        name: "quadratic",
+        title: "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
+        n_rule: "n >= 1 (dense: the gradient costs O(n³))",
+        default_n: 100,
+        default_points: None,
+        x0_rule: "0 everywhere",
+        f_star_rule: "-½·bᵀA⁻¹b (by Cholesky)",
+        setup: |backend, n, _| {
+            let values = quadratic_data(n);
+            let f_star = quadratic_minimum(&values, n);
+            load(
+                backend,
+                TermProblem::<Quadratic>::with_data(n, values, n)?,
+                vec![0.0; n],
+                f_star,
+            )
+        },
+        launches: term_launches::<Quadratic>,
+    },
+];
+
+fn rosenbrock_x0(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| if i % 2 == 0 { -1.2 } else { 1.0 })
+        .collect()
+}
+
+/// `θ_true` of the `lsq-expsin` data: `(2, 0.7, 1/2, −1/3, 1/4, …)`, i.e. `θ_k = (−1)^k / k`.
+pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {
+    (0..p)
+        .map(|k| match k {
+            0 => 2.0,
+            1 => 0.7,
+            k => (if k % 2 == 0 { 1.0 } else { -1.0 }) / k as f64,
+        })
+        .collect()
+}
+
+/// The `lsq-expsin` data for `p` parameters and `points` points: columns `t` then `y`, with
+/// `t ~ U(0, 10)` and `y = m(θ_true, t) + 0.01·ε`, `ε ~ N(0, 1)`. Returns (values, rows).
+pub fn lsq_expsin_data(p: usize, points: usize) -> (Vec<f64>, usize) {
+    let theta = lsq_expsin_theta_true(p);
+    let mut rng = SplitMix64::new(LSQ_EXPSIN_SEED);
+    let mut t = Vec::with_capacity(points);
+    let mut y = Vec::with_capacity(points);
+    for _ in 0..points {
+        let tj = 10.0 * rng.uniform();
+        let sines: f64 = (2..p).map(|k| theta[k] * (k as f64 * tj).sin()).sum();
+        let model = theta[0] * (-theta[1] * tj).exp() + sines;
+        t.push(tj);
+        y.push(model + 0.01 * rng.normal());
+    }
+    t.extend(y);
+    (t, points)
+}
+
+/// `quadratic`'s data: the `n` columns of a symmetric, diagonally dominant (hence positive
+/// definite) `A` with off-diagonal entries `U(−1, 1)` and diagonal `1 + Σ_j |A_ij|`, then `b` with
+/// `N(0, 1)` entries. Column-major, `n` rows.
+pub fn quadratic_data(n: usize) -> Vec<f64> {
+    let mut rng = SplitMix64::new(QUADRATIC_SEED);
+    let mut values = vec![0.0; n * (n + 1)];
+    for i in 0..n {
+        for j in i + 1..n {
+            let a = 2.0 * rng.uniform() - 1.0;
+            values[j * n + i] = a;
+            values[i * n + j] = a;
+        }
+    }
+    for i in 0..n {
+        let off_diagonal: f64 = (0..n).map(|j| values[j * n + i].abs()).sum();
+        values[i * n + i] = 1.0 + off_diagonal;
+    }
+    for b in &mut values[n * n..] {
+        *b = rng.normal();
+    }
+    values
+}
+
+/// `−½·bᵀA⁻¹b`, the minimum of `½xᵀAx − bᵀx`, via Cholesky `A = LLᵀ`: `bᵀA⁻¹b = ‖L⁻¹b‖²`.
+/// `None` if `A` is not positive definite (it always is, by construction).
+fn quadratic_minimum(values: &[f64], n: usize) -> Option<f64> {
+    let a = |i: usize, j: usize| values[j * n + i];
+    let mut l = vec![0.0; n * n]; // row-major lower triangle
+    for i in 0..n {
+        for j in 0..=i {
+            let dot: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
+            if i == j {
+                let d = a(i, i) - dot;
+                if d <= 0.0 {
+                    return None;
+                }
+                l[i * n + i] = d.sqrt();
+            } else {
+                l[i * n + j] = (a(i, j) - dot) / l[j * n + j];
+            }
+        }
+    }
+    let b = &values[n * n..];
+    let mut z = vec![0.0; n]; // z = L⁻¹b by forward substitution
+    for i in 0..n {
+        let dot: f64 = (0..i).map(|k| l[i * n + k] * z[k]).sum();
+        z[i] = (b[i] - dot) / l[i * n + i];
+    }
+    Some(-0.5 * z.iter().map(|v| v * v).sum::<f64>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theta_true_alternates() {
+        assert_eq!(
+            lsq_expsin_theta_true(5),
+            vec![2.0, 0.7, 0.5, -1.0 / 3.0, 0.25]
+        );
+    }
+
+    #[test]
+    fn quadratic_minimum_of_a_diagonal_system() {
+        // A = diag(2, 4), b = (2, 4): x* = (1, 1), f* = ½·(2 + 4) − 6 = −3.
+        let values = [2.0, 0.0, 0.0, 4.0, 2.0, 4.0];
+        assert_eq!(quadratic_minimum(&values, 2), Some(-3.0));
+    }
+}
