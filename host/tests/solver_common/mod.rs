@@ -1,0 +1,239 @@
+//! Test objectives with analytic gradients, shared by the `solver_*` tests.
+#![allow(dead_code)] // each test crate uses a different subset
+
+use cudamin_host::solver::{Iterate, Method, OptimizeResult, Options, SolveError, minimize};
+use cudamin_host::{EvalError, Objective};
+use std::ops::ControlFlow;
+
+/// Minimizes with an observer that never stops the run.
+pub fn solve(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    method: Method,
+    options: &Options,
+) -> Result<OptimizeResult, SolveError> {
+    minimize(objective, x0, method, options, &mut |_: &Iterate<'_>| {
+        ControlFlow::Continue(())
+    })
+}
+
+pub fn inf_norm(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m: f64, x| m.max(x.abs()))
+}
+
+/// `|a − b| ≤ rtol·max(|a|, |b|, 1)`.
+pub fn close(a: f64, b: f64, rtol: f64) -> bool {
+    (a - b).abs() <= rtol * a.abs().max(b.abs()).max(1.0)
+}
+
+/// scipy's `rosen`: `Σᵢ 100(xᵢ₊₁ − xᵢ²)² + (1 − xᵢ)²`, minimum 0 at ones.
+pub struct Rosenbrock {
+    pub n: usize,
+}
+
+impl Objective for Rosenbrock {
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Ok(x.windows(2)
+            .map(|w| 100.0 * (w[1] - w[0] * w[0]).powi(2) + (1.0 - w[0]).powi(2))
+            .sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        g.fill(0.0);
+        for i in 0..x.len().saturating_sub(1) {
+            let (a, b) = (x[i], x[i + 1]);
+            let t = b - a * a;
+            g[i] += -400.0 * a * t - 2.0 * (1.0 - a);
+            g[i + 1] += 200.0 * t;
+        }
+        Ok(())
+    }
+}
+
+/// Moré–Garbow–Hillstrom problem 21, the extended Rosenbrock function:
+/// `Σₖ 100(x₂ₖ − x₂ₖ₋₁²)² + (1 − x₂ₖ₋₁)²` over independent pairs, minimum 0 at ones.
+pub struct ExtendedRosenbrock {
+    pub n: usize,
+}
+
+impl ExtendedRosenbrock {
+    /// The standard start `(−1.2, 1, −1.2, 1, …)`.
+    pub fn x0(&self) -> Vec<f64> {
+        (0..self.n)
+            .map(|i| if i % 2 == 0 { -1.2 } else { 1.0 })
+            .collect()
+    }
+}
+
+impl Objective for ExtendedRosenbrock {
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Ok(x.chunks_exact(2)
+            .map(|p| 100.0 * (p[1] - p[0] * p[0]).powi(2) + (1.0 - p[0]).powi(2))
+            .sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for (p, g) in x.chunks_exact(2).zip(g.chunks_exact_mut(2)) {
+            let t = p[1] - p[0] * p[0];
+            g[0] = -400.0 * p[0] * t - 2.0 * (1.0 - p[0]);
+            g[1] = 200.0 * t;
+        }
+        Ok(())
+    }
+}
+
+/// `Σᵢ xᵢ² + e^{xᵢ}`: each coordinate solves `2x + eˣ = 0`.
+pub struct SeparableExp {
+    pub n: usize,
+}
+
+impl SeparableExp {
+    pub const X_STAR: f64 = -0.351733711249196;
+    /// The minimum per coordinate.
+    pub const F_STAR: f64 = 0.827184026128;
+
+    /// A start with coordinates spread over `[−1.5, 1.5]`, so that the problem does not collapse
+    /// to one dimension.
+    pub fn x0(&self) -> Vec<f64> {
+        (0..self.n).map(|i| 0.5 * ((i % 7) as f64 - 3.0)).collect()
+    }
+}
+
+impl Objective for SeparableExp {
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Ok(x.iter().map(|x| x * x + x.exp()).sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for (g, x) in g.iter_mut().zip(x) {
+            *g = 2.0 * x + x.exp();
+        }
+        Ok(())
+    }
+}
+
+/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, well-mixed, seedable generator.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[−1, 1)`.
+    pub fn symmetric(&mut self) -> f64 {
+        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        2.0 * unit - 1.0
+    }
+}
+
+/// `½xᵀAx − bᵀx` with `A` symmetric positive definite, built with a known minimizer.
+pub struct Quadratic {
+    pub n: usize,
+    /// Row-major `n×n`.
+    pub a: Vec<f64>,
+    pub b: Vec<f64>,
+    pub minimizer: Vec<f64>,
+}
+
+impl Quadratic {
+    /// `A = Q·diag(λ)·Qᵀ` with `λ` log-spaced over `[1, condition]` and `Q` a product of three
+    /// random Householder reflections; `b = A·x*` for a random `x*`.
+    pub fn random(n: usize, condition: f64, seed: u64) -> Self {
+        let mut rng = SplitMix64(seed);
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            let fraction = if n > 1 {
+                i as f64 / (n - 1) as f64
+            } else {
+                0.0
+            };
+            a[i * n + i] = condition.powf(fraction);
+        }
+        for _ in 0..3 {
+            let v: Vec<f64> = (0..n).map(|_| rng.symmetric()).collect();
+            reflect_both_sides(&mut a, &v);
+        }
+        let minimizer: Vec<f64> = (0..n).map(|_| rng.symmetric()).collect();
+        let b = (0..n)
+            .map(|i| (0..n).map(|j| a[i * n + j] * minimizer[j]).sum())
+            .collect();
+        Self { n, a, b, minimizer }
+    }
+
+    /// `A·x`.
+    pub fn apply(&self, x: &[f64]) -> Vec<f64> {
+        self.a
+            .chunks_exact(self.n)
+            .map(|row| row.iter().zip(x).map(|(a, x)| a * x).sum())
+            .collect()
+    }
+}
+
+/// `A ← P·A·P` with the reflection `P = I − 2vvᵀ/vᵀv` (`A` row-major), symmetrized after.
+fn reflect_both_sides(a: &mut [f64], v: &[f64]) {
+    let n = v.len();
+    let vv: f64 = v.iter().map(|x| x * x).sum();
+    // P·A = A − 2v(vᵀA)/vᵀv.
+    let vt_a: Vec<f64> = (0..n)
+        .map(|j| (0..n).map(|i| v[i] * a[i * n + j]).sum())
+        .collect();
+    for i in 0..n {
+        for j in 0..n {
+            a[i * n + j] -= 2.0 * v[i] * vt_a[j] / vv;
+        }
+    }
+    // (P·A)·P = P·A − 2(P·A·v)vᵀ/vᵀv.
+    let a_v: Vec<f64> = (0..n)
+        .map(|i| (0..n).map(|j| a[i * n + j] * v[j]).sum())
+        .collect();
+    for i in 0..n {
+        for j in 0..n {
+            a[i * n + j] -= 2.0 * a_v[i] * v[j] / vv;
+        }
+    }
+    for i in 0..n {
+        for j in i + 1..n {
+            let mean = 0.5 * (a[i * n + j] + a[j * n + i]);
+            (a[i * n + j], a[j * n + i]) = (mean, mean);
+        }
+    }
+}
+
+impl Objective for Quadratic {
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        let ax = self.apply(x);
+        Ok(x.iter()
+            .zip(&ax)
+            .zip(&self.b)
+            .map(|((x, ax), b)| 0.5 * x * ax - b * x)
+            .sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for ((g, ax), b) in g.iter_mut().zip(self.apply(x)).zip(&self.b) {
+            *g = ax - b;
+        }
+        Ok(())
+    }
+}

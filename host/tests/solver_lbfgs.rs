@@ -1,0 +1,89 @@
+//! L-BFGS, up to n = 10⁶.
+
+mod solver_common;
+
+use cudamin_host::solver::{Method, Options, Status};
+use solver_common::*;
+
+#[test]
+fn separable_million_converges_to_the_known_minimum() {
+    let n = 1_000_000;
+    let mut objective = SeparableExp { n };
+    let x0 = objective.x0();
+    let result = solve(&mut objective, &x0, Method::Lbfgs, &Options::default()).unwrap();
+    assert_eq!(result.status, Status::Success);
+    assert_eq!((result.nit, result.nfev, result.njev), (8, 12, 12));
+    assert!(
+        close(result.fun, n as f64 * SeparableExp::F_STAR, 1e-9),
+        "{}",
+        result.fun
+    );
+    assert!(
+        result
+            .x
+            .iter()
+            .all(|&x| (x - SeparableExp::X_STAR).abs() < 1e-5)
+    );
+    assert!(result.hess_inv.is_none());
+}
+
+#[test]
+fn extended_rosenbrock_million_converges() {
+    let n = 1_000_000;
+    let mut objective = ExtendedRosenbrock { n };
+    let x0 = objective.x0();
+    let result = solve(&mut objective, &x0, Method::Lbfgs, &Options::default()).unwrap();
+    assert_eq!(result.status, Status::Success);
+    assert_eq!((result.nit, result.nfev), (37, 51));
+    assert!(inf_norm(&result.jac) <= 1e-5);
+    assert!(result.fun < 1e-13, "{}", result.fun);
+    assert!(result.x.iter().all(|&x| (x - 1.0).abs() < 1e-6));
+}
+
+#[test]
+fn rosenbrock_2d_converges_with_any_memory() {
+    // (memory, iterations measured).
+    for (memory, nit) in [(1, 63), (3, 40), (10, 41), (100, 42)] {
+        let options = Options {
+            memory,
+            return_hess_inv: true,
+            ..Options::default()
+        };
+        let result = solve(
+            &mut Rosenbrock { n: 2 },
+            &[-1.2, 1.0],
+            Method::Lbfgs,
+            &options,
+        )
+        .unwrap();
+        assert_eq!(result.status, Status::Success, "memory {memory}");
+        assert_eq!(result.nit, nit, "memory {memory}");
+        assert!(
+            result.x.iter().all(|&x| (x - 1.0).abs() < 1e-6),
+            "memory {memory}: {:?}",
+            result.x
+        );
+        assert!(
+            result.hess_inv.is_none(),
+            "L-BFGS has no dense matrix to return"
+        );
+    }
+}
+
+#[test]
+fn a_wide_quadratic_converges_with_little_memory() {
+    let n = 50;
+    let mut quadratic = Quadratic::random(n, 100.0, 7);
+    let options = Options {
+        memory: 5,
+        ..Options::default()
+    };
+    let result = solve(&mut quadratic, &vec![0.0; n], Method::Lbfgs, &options).unwrap();
+    assert_eq!(result.status, Status::Success);
+    let error = result
+        .x
+        .iter()
+        .zip(&quadratic.minimizer)
+        .map(|(x, m)| (x - m).abs());
+    assert!(error.fold(0.0, f64::max) <= (n as f64).sqrt() * options.gtol);
+}

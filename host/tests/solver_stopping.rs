@@ -1,0 +1,336 @@
+//! How runs end, for both methods: scipy's statuses and messages, the observer, and objectives
+//! that are not finite or not consistent.
+
+mod solver_common;
+
+use cudamin_host::solver::{Iterate, Method, Options, Status, minimize};
+use cudamin_host::{EvalError, Objective};
+use solver_common::*;
+use std::ops::ControlFlow;
+
+const METHODS: [Method; 2] = [Method::Bfgs, Method::Lbfgs];
+const PRECISION_LOSS: &str = "Desired error not necessarily achieved due to precision loss.";
+
+#[test]
+fn maxiter_0_returns_x0_after_one_evaluation() {
+    for method in METHODS {
+        let options = Options {
+            maxiter: Some(0),
+            ..Options::default()
+        };
+        let result = solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options).unwrap();
+        assert_eq!(result.x, [-1.2, 1.0]);
+        assert_eq!(result.status, Status::MaxIter);
+        assert_eq!(result.status.code(), 1);
+        assert!(!result.success);
+        assert_eq!(
+            result.message,
+            "Maximum number of iterations has been exceeded."
+        );
+        assert_eq!((result.nit, result.nfev, result.njev), (0, 1, 1));
+        assert!((result.fun - 24.2).abs() < 1e-12);
+        assert!((result.jac[0] + 215.6).abs() < 1e-9 && (result.jac[1] + 88.0).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn maxiter_caps_the_iterations() {
+    for method in METHODS {
+        let options = Options {
+            maxiter: Some(7),
+            ..Options::default()
+        };
+        let result = solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options).unwrap();
+        assert_eq!((result.status, result.nit), (Status::MaxIter, 7));
+    }
+}
+
+#[test]
+fn the_observer_sees_every_iteration_and_can_stop_the_run() {
+    for method in METHODS {
+        let mut seen = Vec::new();
+        let mut observer = |it: &Iterate<'_>| {
+            seen.push((it.nit, it.fun, it.grad_norm, it.x.to_vec()));
+            if it.nit == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let options = Options::default();
+        let result = minimize(
+            &mut Rosenbrock { n: 2 },
+            &[-1.2, 1.0],
+            method,
+            &options,
+            &mut observer,
+        )
+        .unwrap();
+        assert_eq!(result.status, Status::Stopped);
+        assert_eq!(result.status.code(), 99);
+        assert!(!result.success);
+        assert_eq!(result.message, "`callback` raised `StopIteration`.");
+        assert_eq!(result.nit, 3);
+        assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3]);
+        let (_, fun, grad_norm, x) = seen.last().unwrap();
+        assert_eq!((*fun, x.as_slice()), (result.fun, result.x.as_slice()));
+        assert_eq!(*grad_norm, inf_norm(&result.jac));
+        assert!(seen.windows(2).all(|w| w[1].1 < w[0].1), "f decreases");
+    }
+}
+
+/// Returns NaN for the value, and optionally the gradient, everywhere.
+struct NanEverywhere {
+    gradient_too: bool,
+}
+
+impl Objective for NanEverywhere {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn value(&mut self, _: &[f64]) -> Result<f64, EvalError> {
+        Ok(f64::NAN)
+    }
+
+    fn gradient(&mut self, _: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        g.fill(if self.gradient_too { f64::NAN } else { 1.0 });
+        Ok(())
+    }
+}
+
+#[test]
+fn nan_at_x0_is_status_3() {
+    for method in METHODS {
+        for gradient_too in [true, false] {
+            let result = solve(
+                &mut NanEverywhere { gradient_too },
+                &[1.0, 2.0],
+                method,
+                &Options::default(),
+            )
+            .unwrap();
+            assert_eq!(result.status, Status::NanEncountered, "{method:?}");
+            assert_eq!(result.status.code(), 3);
+            assert_eq!(result.message, "NaN result encountered.");
+            assert!(!result.success);
+            assert_eq!((result.nit, result.nfev, result.njev), (0, 1, 1));
+            assert_eq!(result.x, [1.0, 2.0]);
+        }
+    }
+}
+
+/// `Σ wᵢ(xᵢ − 1)²`, but NaN (value and gradient) once any `xᵢ > 1.5`.
+struct NanBeyondWall {
+    nan_evaluations: usize,
+}
+
+impl NanBeyondWall {
+    const WEIGHTS: [f64; 2] = [10.0, 3.0];
+
+    fn beyond(x: &[f64]) -> bool {
+        x.iter().any(|&x| x > 1.5)
+    }
+}
+
+impl Objective for NanBeyondWall {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        if Self::beyond(x) {
+            self.nan_evaluations += 1;
+            return Ok(f64::NAN);
+        }
+        Ok(x.iter()
+            .zip(Self::WEIGHTS)
+            .map(|(x, w)| w * (x - 1.0).powi(2))
+            .sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        let beyond = Self::beyond(x);
+        for ((g, x), w) in g.iter_mut().zip(x).zip(Self::WEIGHTS) {
+            *g = if beyond {
+                f64::NAN
+            } else {
+                2.0 * w * (x - 1.0)
+            };
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_nan_region_shrinks_the_step_and_the_run_still_converges() {
+    for method in METHODS {
+        let mut objective = NanBeyondWall { nan_evaluations: 0 };
+        // The first trial step, of length 1.01 along −g = (6, 0), ends at x₁ = 1.71.
+        let result = solve(&mut objective, &[0.7, 1.0], method, &Options::default()).unwrap();
+        assert!(
+            objective.nan_evaluations > 0,
+            "{method:?}: the wall was never hit"
+        );
+        assert_eq!(result.status, Status::Success, "{method:?}");
+        assert!(
+            result.x.iter().all(|&x| (x - 1.0).abs() < 1e-5),
+            "{method:?}: {:?}",
+            result.x
+        );
+        assert!(result.fun.is_finite() && result.jac.iter().all(|g| g.is_finite()));
+    }
+}
+
+/// A constant value with a gradient that claims descent: no step decreases f.
+struct LyingGradient;
+
+impl Objective for LyingGradient {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn value(&mut self, _: &[f64]) -> Result<f64, EvalError> {
+        Ok(1.0)
+    }
+
+    fn gradient(&mut self, _: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        g.fill(1.0);
+        Ok(())
+    }
+}
+
+#[test]
+fn no_possible_descent_is_status_2() {
+    for method in METHODS {
+        let result = solve(&mut LyingGradient, &[0.0, 0.0], method, &Options::default()).unwrap();
+        assert_eq!(result.status, Status::PrecisionLoss);
+        assert_eq!(result.status.code(), 2);
+        assert_eq!(result.message, PRECISION_LOSS);
+        assert!(!result.success);
+        assert_eq!(result.nit, 0);
+        assert_eq!(result.x, [0.0, 0.0]);
+        // Both searches ran: Moré–Thuente, then the fallback.
+        assert!(result.nfev > 20, "{}", result.nfev);
+    }
+}
+
+/// `Σ wᵢ(xᵢ − cᵢ)²` plus deterministic noise of size 1e-8 in the value only: near `c` the
+/// noise hides the decrease, and gtol = 1e-12 cannot be reached.
+struct Noisy;
+
+impl Noisy {
+    const WEIGHTS: [f64; 3] = [1.0, 10.0, 100.0];
+    const MINIMIZER: [f64; 3] = [0.1, -0.3, 0.7];
+}
+
+impl Objective for Noisy {
+    fn dim(&self) -> usize {
+        3
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        let bits = x.iter().fold(0u64, |h, v| h.rotate_left(17) ^ v.to_bits());
+        let noise = SplitMix64(bits).symmetric();
+        let terms = x.iter().zip(Self::WEIGHTS).zip(Self::MINIMIZER);
+        Ok(terms.map(|((x, w), c)| w * (x - c).powi(2)).sum::<f64>() + 1e-8 * noise)
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        let terms = g.iter_mut().zip(x).zip(Self::WEIGHTS).zip(Self::MINIMIZER);
+        for (((g, x), w), c) in terms {
+            *g = 2.0 * w * (x - c);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_noisy_objective_ends_in_precision_loss() {
+    for method in METHODS {
+        let options = Options {
+            gtol: 1e-12,
+            ..Options::default()
+        };
+        let result = solve(&mut Noisy, &[1.0, -2.0, 0.5], method, &options).unwrap();
+        assert_eq!(result.status, Status::PrecisionLoss, "{method:?}");
+        assert_eq!(result.message, PRECISION_LOSS);
+        assert!(inf_norm(&result.jac) > options.gtol);
+        // As close as the noise allows: wᵢ(xᵢ − cᵢ)² ≲ 1e-8, |xᵢ − cᵢ| ≲ 1e-4.
+        let error = result
+            .x
+            .iter()
+            .zip(Noisy::MINIMIZER)
+            .map(|(x, c)| (x - c).abs());
+        assert!(
+            error.fold(0.0, f64::max) < 1e-4,
+            "{method:?}: {:?}",
+            result.x
+        );
+    }
+}
+
+/// `+∞` everywhere: the line search has nothing finite to decrease from.
+struct InfiniteValue;
+
+impl Objective for InfiniteValue {
+    fn dim(&self) -> usize {
+        1
+    }
+
+    fn value(&mut self, _: &[f64]) -> Result<f64, EvalError> {
+        Ok(f64::INFINITY)
+    }
+
+    fn gradient(&mut self, _: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        g.fill(1.0);
+        Ok(())
+    }
+}
+
+#[test]
+fn an_infinite_value_at_x0_is_status_2() {
+    for method in METHODS {
+        let result = solve(&mut InfiniteValue, &[0.0], method, &Options::default()).unwrap();
+        assert_eq!((result.status, result.nit), (Status::PrecisionLoss, 0));
+    }
+}
+
+/// Fails on the `fail_at`-th value evaluation.
+struct FailingBackend {
+    values: usize,
+    fail_at: usize,
+}
+
+impl Objective for FailingBackend {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        self.values += 1;
+        if self.values == self.fail_at {
+            return Err(EvalError::Failed("device lost".into()));
+        }
+        Rosenbrock { n: 2 }.value(x)
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        Rosenbrock { n: 2 }.gradient(x, g)
+    }
+}
+
+#[test]
+fn an_evaluation_error_is_propagated() {
+    for method in METHODS {
+        for fail_at in [1, 5] {
+            let mut objective = FailingBackend { values: 0, fail_at };
+            let error =
+                solve(&mut objective, &[-1.2, 1.0], method, &Options::default()).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "objective evaluation failed: device lost"
+            );
+        }
+    }
+}
