@@ -1,0 +1,93 @@
+//! `cudamin eval PROBLEM`: one value and one gradient at x0, with the median time of each, so
+//! users can profile their kernels.
+
+use super::{ProblemArgs, inf_norm, print_json};
+use crate::GradArg;
+use cudamin::FiniteDifference;
+use std::time::Instant;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    /// Finite-difference scheme of the gradient.
+    #[arg(long, value_enum, default_value_t)]
+    pub grad: GradArg,
+    /// Timed evaluations of each kind (after one untimed warm-up); the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct EvalReport<'a> {
+    problem: &'a str,
+    n: usize,
+    backend: &'static str,
+    fun: f64,
+    grad_inf_norm: f64,
+    value_s: f64,
+    grad_s: f64,
+    repeat: usize,
+}
+
+pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
+    let setup = args.problem.setup()?;
+    let mut evaluator = setup.instance.evaluator;
+    let x = setup.instance.x0;
+    let fd = FiniteDifference::from(args.grad);
+    let mut g = vec![0.0; x.len()];
+
+    let fun = evaluator.value(&x)?;
+    evaluator.gradient(&x, fd, &mut g)?;
+    let value_s = median_seconds(args.repeat, || evaluator.value(&x).map(drop))?;
+    let grad_s = median_seconds(args.repeat, || evaluator.gradient(&x, fd, &mut g))?;
+
+    let report = EvalReport {
+        problem: &args.problem.problem,
+        n: setup.n,
+        backend: setup.backend.name(),
+        fun,
+        grad_inf_norm: inf_norm(&g),
+        value_s,
+        grad_s,
+        repeat: args.repeat,
+    };
+    if args.json {
+        return print_json(&report);
+    }
+    println!(
+        "problem   {} (n = {}) on {} ({})",
+        report.problem, report.n, report.backend, setup.backend_reason
+    );
+    println!("f(x0)     {:.12e}", report.fun);
+    println!(
+        "‖∇f‖∞     {:.6e} ({} differences)",
+        report.grad_inf_norm,
+        fd.name()
+    );
+    println!(
+        "value     {:.6} s (median of {})",
+        report.value_s, report.repeat
+    );
+    println!(
+        "gradient  {:.6} s ({:.2}× the value)",
+        report.grad_s,
+        report.grad_s / report.value_s
+    );
+    Ok(())
+}
+
+/// The median wall time of `repeat` calls.
+fn median_seconds<E>(repeat: usize, mut call: impl FnMut() -> Result<(), E>) -> Result<f64, E> {
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let start = Instant::now();
+        call()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}

@@ -1,0 +1,73 @@
+//! `cudamin info`: what the binary can run on. The embedded PTX (kernels, target) and whether
+//! a GPU answers, and if not, why.
+
+use super::print_json;
+use cudamin::BackendChoice;
+use cudamin::launcher::ptx;
+
+#[derive(serde::Serialize)]
+struct Info {
+    version: &'static str,
+    ptx_embedded: bool,
+    /// Why there is no PTX, when there is none.
+    ptx_reason: Option<&'static str>,
+    ptx_target: Option<String>,
+    kernels: Vec<String>,
+    cuda_feature: bool,
+    gpu: bool,
+    /// The device, or the driver's reason there is none.
+    gpu_reason: String,
+    cpu_threads: usize,
+}
+
+pub fn run(json: bool) -> anyhow::Result<()> {
+    let (kernels, ptx_target) = match cudamin::PTX {
+        Ok(text) => (
+            ptx::entries(text)
+                .map_err(anyhow::Error::msg)?
+                .into_iter()
+                .map(|e| e.name)
+                .collect(),
+            ptx::target(text).map(str::to_owned),
+        ),
+        Err(_) => (Vec::new(), None),
+    };
+    let (gpu, gpu_reason) = match cudamin::backend(BackendChoice::Cuda) {
+        Ok((_, why)) => (true, why),
+        Err(err) => (false, err.to_string()),
+    };
+    let info = Info {
+        version: env!("CARGO_PKG_VERSION"),
+        ptx_embedded: cudamin::PTX.is_ok(),
+        ptx_reason: cudamin::PTX.err(),
+        ptx_target,
+        kernels,
+        cuda_feature: cfg!(feature = "cuda"),
+        gpu,
+        gpu_reason,
+        cpu_threads: cudamin::executor::threads(),
+    };
+    if json {
+        return print_json(&info);
+    }
+    match cudamin::PTX {
+        Ok(_) => println!(
+            "PTX        embedded, target {}, {} kernels: {}",
+            info.ptx_target.as_deref().unwrap_or("?"),
+            info.kernels.len(),
+            info.kernels.join(", ")
+        ),
+        Err(why) => println!("PTX        GPU kernels not built: {why}"),
+    }
+    println!(
+        "cuda       feature {}",
+        if info.cuda_feature { "on" } else { "off" }
+    );
+    println!(
+        "GPU        {}: {}",
+        if info.gpu { "yes" } else { "no" },
+        info.gpu_reason
+    );
+    println!("CPU        {} threads", info.cpu_threads);
+    Ok(())
+}

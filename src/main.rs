@@ -1,0 +1,133 @@
+//! The `cudamin` command line. With no arguments it solves the embedded default,
+//! `seed-expsum` with n = 10 000, on `--backend auto`.
+//!
+//! `--json` puts exactly one JSON object on stdout; progress and diagnostics go to stderr.
+//! Bad input, an unknown problem or an unavailable backend that was asked for is a one-line
+//! error on stderr and a non-zero exit code.
+
+mod commands;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use cudamin::{BackendChoice, FiniteDifference, Method};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "cudamin",
+    version,
+    about = "Minimize sums of terms with BFGS / L-BFGS on a GPU or all CPU cores"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Minimize a built-in problem.
+    Solve(commands::solve::SolveArgs),
+    /// Time one value and one gradient evaluation of a built-in problem.
+    Eval(commands::eval::EvalArgs),
+    /// List the built-in problems.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the backends: the embedded PTX and whether a GPU answers.
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where the problem runs (`--backend`).
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum BackendArg {
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(arg: BackendArg) -> Self {
+        match arg {
+            BackendArg::Auto => BackendChoice::Auto,
+            BackendArg::Cpu => BackendChoice::Cpu,
+            BackendArg::Cuda => BackendChoice::Cuda,
+        }
+    }
+}
+
+/// The finite-difference scheme (`--grad`).
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum GradArg {
+    #[default]
+    Forward,
+    Central,
+}
+
+impl From<GradArg> for FiniteDifference {
+    fn from(arg: GradArg) -> Self {
+        match arg {
+            GradArg::Forward => FiniteDifference::Forward,
+            GradArg::Central => FiniteDifference::Central,
+        }
+    }
+}
+
+/// The solver (`--method`).
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum MethodArg {
+    #[default]
+    Bfgs,
+    Lbfgs,
+}
+
+impl From<MethodArg> for Method {
+    fn from(arg: MethodArg) -> Self {
+        match arg {
+            MethodArg::Bfgs => Method::Bfgs,
+            MethodArg::Lbfgs => Method::Lbfgs,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version
+            print!("{err}");
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            let rendered = err.to_string();
+            eprintln!(
+                "{}",
+                rendered
+                    .lines()
+                    .next()
+                    .unwrap_or("error: invalid arguments")
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = match cli.command {
+        None => commands::solve::run(&commands::solve::SolveArgs::default_job()),
+        Some(Command::Solve(args)) => commands::solve::run(&args),
+        Some(Command::Eval(args)) => commands::eval::run(&args),
+        Some(Command::List { json }) => commands::list::run(json),
+        Some(Command::Info { json }) => commands::info::run(json),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // One line: the error and its causes.
+            let causes: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", causes.join(": ").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
