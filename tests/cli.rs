@@ -1,0 +1,324 @@
+//! The `cudamin` command line, run as a user runs it: the default job, the JSON contract of
+//! DESIGN.md §4, the acceptance solves, and one-line errors (never a panic) for bad input.
+
+use cudamin::problems::{lsq_expsin_data, lsq_expsin_theta_true};
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn cudamin(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cudamin"))
+        .args(args)
+        .output()
+        .expect("run cudamin")
+}
+
+/// Runs a `--json` command that must succeed and returns its one JSON object.
+fn json(args: &[&str]) -> Value {
+    let out = cudamin(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cudamin {args:?} failed: {stderr}");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e})"))
+}
+
+/// Runs a command that must fail with a one-line error and no panic; returns that line.
+fn one_line_error(args: &[&str]) -> String {
+    let out = cudamin(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "cudamin {args:?} should fail");
+    assert!(
+        !stderr.contains("panicked"),
+        "cudamin {args:?} panicked: {stderr}"
+    );
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "cudamin {args:?}: not one line: {stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "cudamin {args:?} printed to stdout on error"
+    );
+    stderr
+}
+
+fn f64_of(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("`{field}` is not a number in {v}"))
+}
+
+fn xs(v: &Value) -> Vec<f64> {
+    v["x"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn default_job_solves_seed_expsum() {
+    let out = cudamin(&[]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("seed-expsum (n = 10000)"), "{stdout}");
+    assert!(
+        stdout.contains("0: Optimization terminated successfully."),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn seed_expsum_json_has_the_contract_fields_and_the_known_minimum() {
+    let v = json(&["solve", "seed-expsum", "--n", "10000", "--json"]);
+    for field in [
+        "problem",
+        "n",
+        "method",
+        "grad",
+        "backend",
+        "backend_reason",
+        "fun",
+        "grad_inf_norm",
+        "nit",
+        "nfev",
+        "njev",
+        "status",
+        "success",
+        "message",
+        "elapsed_s",
+        "x",
+    ] {
+        assert!(v.get(field).is_some(), "missing `{field}`");
+    }
+    // Each coordinate solves 2x + eˣ = 0: x = −W(½) = −0.351733711249, x² + eˣ = 0.827184026128.
+    assert!(
+        (f64_of(&v, "fun") - 8271.84026128).abs() < 0.01,
+        "{}",
+        v["fun"]
+    );
+    assert_eq!(v["status"], 0);
+    assert_eq!(v["success"], true);
+    assert!(f64_of(&v, "grad_inf_norm") <= 1e-5);
+    let x = xs(&v);
+    assert_eq!(x.len(), 10_000);
+    assert!(x.iter().all(|xi| (xi + 0.351733711249).abs() < 1e-5));
+}
+
+#[test]
+fn maxiter_zero_returns_x0_with_status_1() {
+    let v = json(&[
+        "solve",
+        "seed-expsum",
+        "--n",
+        "5",
+        "--maxiter",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(v["status"], 1);
+    assert_eq!(v["success"], false);
+    assert_eq!(xs(&v), vec![0.5; 5]);
+}
+
+#[test]
+fn bad_input_is_a_one_line_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["solve", "no-such-problem"], "unknown problem"),
+        (&["solve", "seed-expsum", "--maxiter", "-1"], "maxiter"),
+        (&["solve", "seed-expsum", "--gtol", "0"], "gtol"),
+        (&["solve", "seed-expsum", "--gtol", "nan"], "gtol"),
+        (&["solve", "seed-expsum", "--n", "0"], "n = 0"),
+        (&["solve", "ext-rosenbrock", "--n", "7"], "n = 7"),
+        (&["solve", "ext-powell", "--n", "6"], "n = 6"),
+        (&["solve", "seed-expsum", "--points", "10"], "--points"),
+        (&["solve", "lsq-expsin", "--points", "0"], "--points"),
+        (&["solve", "lsq-expsin", "--n", "65"], "n = 65"),
+        (&["solve", "seed-expsum", "--n", "ten"], "--n"),
+        (&["solve", "seed-expsum", "--method", "newton"], "newton"),
+        (&["eval", "seed-expsum", "--repeat", "0"], "--repeat"),
+    ];
+    for (args, expected) in cases {
+        let line = one_line_error(args);
+        assert!(
+            line.contains(expected),
+            "cudamin {args:?}: `{line}` should mention `{expected}`"
+        );
+    }
+}
+
+#[test]
+fn explicit_cuda_backend_without_a_device_is_a_one_line_error() {
+    let line = one_line_error(&["solve", "seed-expsum", "--n", "10", "--backend", "cuda"]);
+    if cfg!(feature = "cuda") {
+        assert!(
+            line.contains("no CUDA device") || line.contains("GPU kernels not built"),
+            "{line}"
+        );
+    } else {
+        assert!(line.contains("--features cuda"), "{line}");
+    }
+}
+
+#[test]
+fn auto_backend_reports_why_it_chose_the_cpu() {
+    let v = json(&["solve", "seed-expsum", "--n", "10", "--json"]);
+    assert_eq!(v["backend"], "cpu");
+    let reason = v["backend_reason"].as_str().unwrap();
+    let expected = if cfg!(feature = "cuda") {
+        "no CUDA device"
+    } else {
+        "not compiled in"
+    };
+    assert!(reason.contains(expected), "{reason}");
+}
+
+#[test]
+fn info_reports_the_embedded_ptx_and_no_gpu() {
+    let v = json(&["info", "--json"]);
+    assert_eq!(v["ptx_embedded"], true);
+    assert_eq!(v["ptx_target"], "sm_70");
+    let kernels: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for kernel in [
+        "seed_expsum_value",
+        "seed_expsum_gradient_forward",
+        "cudamin_sum_partials",
+    ] {
+        assert!(
+            kernels.contains(&kernel),
+            "{kernel} missing from {kernels:?}"
+        );
+    }
+    assert_eq!(v["cuda_feature"], cfg!(feature = "cuda"));
+    assert_eq!(v["gpu"], false);
+    assert!(!v["gpu_reason"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn list_names_every_builtin() {
+    let v = json(&["list", "--json"]);
+    let names: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "seed-expsum",
+        "ext-rosenbrock",
+        "rosenbrock",
+        "ext-powell",
+        "lsq-expsin",
+        "quadratic",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+}
+
+#[test]
+fn eval_reports_value_gradient_and_timings() {
+    let v = json(&["eval", "rosenbrock", "--n", "10", "--repeat", "3", "--json"]);
+    // scipy.optimize.rosen at (−1.2, 1, …) with n = 10 is 2057 (problems.md).
+    assert_eq!(f64_of(&v, "fun"), 2057.0);
+    assert!(f64_of(&v, "value_s") > 0.0 && f64_of(&v, "grad_s") > 0.0);
+    assert_eq!(v["repeat"], 3);
+}
+
+#[test]
+fn results_are_bit_identical_for_any_thread_count() {
+    let run = |threads: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cudamin"))
+            .args([
+                "solve",
+                "lsq-expsin",
+                "--n",
+                "6",
+                "--points",
+                "50000",
+                "--grad",
+                "central",
+                "--json",
+            ])
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            v["fun"].as_f64().unwrap().to_bits(),
+            xs(&v).iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            v["nit"].clone(),
+        )
+    };
+    assert_eq!(run("1"), run("2"));
+}
+
+#[test]
+fn ext_rosenbrock_1000_central_reaches_1e_8() {
+    let v = json(&[
+        "solve",
+        "ext-rosenbrock",
+        "--n",
+        "1000",
+        "--grad",
+        "central",
+        "--json",
+    ]);
+    assert_eq!(v["status"], 0);
+    assert!(f64_of(&v, "fun") < 1e-8, "{}", v["fun"]);
+}
+
+/// Σ (y − m(θ_true, t))²: the squared noise the data were generated with, computed here in
+/// plain Rust from the data, independently of the kernels.
+fn lsq_expsin_noise_floor(p: usize, points: usize) -> f64 {
+    let theta = lsq_expsin_theta_true(p);
+    let (data, rows) = lsq_expsin_data(p, points);
+    let (t, y) = data.split_at(rows);
+    t.iter()
+        .zip(y)
+        .map(|(&t, &y)| {
+            let model = theta[0] * (-theta[1] * t).exp()
+                + (2..p).map(|k| theta[k] * (k as f64 * t).sin()).sum::<f64>();
+            (y - model).powi(2)
+        })
+        .sum()
+}
+
+#[test]
+fn lsq_expsin_million_points_recovers_theta() {
+    let (p, points) = (16, 1_000_000);
+    let v = json(&[
+        "solve",
+        "lsq-expsin",
+        "--n",
+        "16",
+        "--points",
+        "1000000",
+        "--grad",
+        "central",
+        "--json",
+    ]);
+    // Status 2 is expected once the FD truncation error exceeds gtol at this data size.
+    let status = v["status"].as_i64().unwrap();
+    assert!(
+        status == 0 || status == 2,
+        "status {status}: {}",
+        v["message"]
+    );
+    let floor = lsq_expsin_noise_floor(p, points);
+    assert!(
+        f64_of(&v, "fun") <= floor,
+        "fun {} above f(θ_true) = {floor}",
+        v["fun"]
+    );
+    let theta = xs(&v);
+    for (k, (got, want)) in theta.iter().zip(lsq_expsin_theta_true(p)).enumerate() {
+        assert!((got - want).abs() < 1e-2, "θ{k} = {got}, true {want}");
+    }
+}

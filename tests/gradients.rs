@@ -1,0 +1,155 @@
+//! The per-term finite-difference gradients of every built-in objective against hand-derived
+//! analytic gradients, at random points, on the CPU executor (which runs the kernels' code).
+//! Error is measured relative to max(‖g‖∞, 1): central within 1e-6, forward within 1e-4.
+
+use cudamin::problems::{self, lsq_expsin_data, quadratic_data};
+use cudamin::{Backend, FiniteDifference};
+use proptest::prelude::*;
+
+const CENTRAL_TOL: f64 = 1e-6;
+const FORWARD_TOL: f64 = 1e-4;
+
+/// Analytic gradient of a problem at `x`, given its size and data points.
+type Analytic = fn(&[f64], usize) -> Vec<f64>;
+
+fn seed_expsum(x: &[f64], _: usize) -> Vec<f64> {
+    x.iter().map(|v| 2.0 * v + v.exp()).collect()
+}
+
+/// ∂/∂a and ∂/∂b of 100(b − a²)² + (1 − a)².
+fn rosenbrock_pair(a: f64, b: f64) -> (f64, f64) {
+    (
+        -400.0 * a * (b - a * a) - 2.0 * (1.0 - a),
+        200.0 * (b - a * a),
+    )
+}
+
+fn ext_rosenbrock(x: &[f64], _: usize) -> Vec<f64> {
+    x.chunks(2)
+        .flat_map(|p| <[f64; 2]>::from(rosenbrock_pair(p[0], p[1])))
+        .collect()
+}
+
+fn chained_rosenbrock(x: &[f64], _: usize) -> Vec<f64> {
+    let mut g = vec![0.0; x.len()];
+    for i in 0..x.len() - 1 {
+        let (da, db) = rosenbrock_pair(x[i], x[i + 1]);
+        g[i] += da;
+        g[i + 1] += db;
+    }
+    g
+}
+
+/// (a + 10b)² + 5(c − d)² + (b − 2c)⁴ + 10(a − d)⁴ per block.
+fn ext_powell(x: &[f64], _: usize) -> Vec<f64> {
+    x.chunks(4)
+        .flat_map(|q| {
+            let (a, b, c, d) = (q[0], q[1], q[2], q[3]);
+            let (u, v, w) = (a + 10.0 * b, b - 2.0 * c, a - d);
+            [
+                2.0 * u + 40.0 * w.powi(3),
+                20.0 * u + 4.0 * v.powi(3),
+                10.0 * (c - d) - 8.0 * v.powi(3),
+                -10.0 * (c - d) - 40.0 * w.powi(3),
+            ]
+        })
+        .collect()
+}
+
+/// Σ_j (y_j − m_j)² with m = θ0·e^{−θ1 t} + Σ θk sin(kt).
+fn lsq_expsin(theta: &[f64], points: usize) -> Vec<f64> {
+    let p = theta.len();
+    let (data, rows) = lsq_expsin_data(p, points);
+    let (t, y) = data.split_at(rows);
+    let mut g = vec![0.0; p];
+    for (&t, &y) in t.iter().zip(y) {
+        let decay = (-theta[1] * t).exp();
+        let model = theta[0] * decay + (2..p).map(|k| theta[k] * (k as f64 * t).sin()).sum::<f64>();
+        let r = y - model;
+        g[0] += -2.0 * r * decay;
+        g[1] += 2.0 * r * theta[0] * t * decay;
+        for (k, gk) in g.iter_mut().enumerate().skip(2) {
+            *gk += -2.0 * r * (k as f64 * t).sin();
+        }
+    }
+    g
+}
+
+/// Ax − b.
+fn quadratic(x: &[f64], _: usize) -> Vec<f64> {
+    let n = x.len();
+    let data = quadratic_data(n);
+    (0..n)
+        .map(|i| (0..n).map(|j| data[j * n + i] * x[j]).sum::<f64>() - data[n * n + i])
+        .collect()
+}
+
+/// max_i |fd_i − exact_i| / max(‖exact‖∞, 1).
+fn relative_error(fd: &[f64], exact: &[f64]) -> f64 {
+    let scale = exact.iter().fold(1.0_f64, |m, g| m.max(g.abs()));
+    fd.iter()
+        .zip(exact)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+        / scale
+}
+
+fn check(name: &str, x: &[f64], points: Option<usize>, analytic: Analytic) {
+    let instance = problems::find(name)
+        .unwrap()
+        .instantiate(&Backend::Cpu, Some(x.len()), points)
+        .unwrap();
+    let mut evaluator = instance.evaluator;
+    let exact = analytic(x, points.unwrap_or(0));
+    for (fd, tol) in [
+        (FiniteDifference::Central, CENTRAL_TOL),
+        (FiniteDifference::Forward, FORWARD_TOL),
+    ] {
+        let mut g = vec![f64::NAN; x.len()];
+        evaluator.gradient(x, fd, &mut g).unwrap();
+        let err = relative_error(&g, &exact);
+        assert!(
+            err <= tol,
+            "{name} {fd:?}: relative error {err:.3e} > {tol:e} at x = {x:?}"
+        );
+    }
+}
+
+/// Points with `n = multiple · k` coordinates in [-2, 2], for k in `blocks`.
+fn points(multiple: usize, blocks: std::ops::Range<usize>) -> impl Strategy<Value = Vec<f64>> {
+    blocks.prop_flat_map(move |k| prop::collection::vec(-2.0..2.0_f64, multiple * k))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn seed_expsum_matches_analytic(x in points(1, 1..40)) {
+        check("seed-expsum", &x, None, seed_expsum);
+    }
+
+    #[test]
+    fn ext_rosenbrock_matches_analytic(x in points(2, 1..20)) {
+        check("ext-rosenbrock", &x, None, ext_rosenbrock);
+    }
+
+    #[test]
+    fn chained_rosenbrock_matches_analytic(x in points(1, 2..40)) {
+        check("rosenbrock", &x, None, chained_rosenbrock);
+    }
+
+    #[test]
+    fn ext_powell_matches_analytic(x in points(4, 1..10)) {
+        check("ext-powell", &x, None, ext_powell);
+    }
+
+    #[test]
+    fn lsq_expsin_matches_analytic(theta in points(1, 2..17)) {
+        check("lsq-expsin", &theta, Some(300), lsq_expsin);
+    }
+
+    #[test]
+    fn quadratic_matches_analytic(x in points(1, 1..30)) {
+        check("quadratic", &x, None, quadratic);
+    }
+}
