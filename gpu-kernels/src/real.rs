@@ -42,7 +42,11 @@ pub trait Real:
     /// `self^n` by repeated squaring: exact for the small powers objectives use.
     #[inline(always)]
     fn powi(self, n: i32) -> Self {
-        let mut base = if n < 0 { Self::from_f64(1.0) / self } else { self };
+        let mut base = if n < 0 {
+            Self::from_f64(1.0) / self
+        } else {
+            self
+        };
         let mut e = n.unsigned_abs();
         let mut acc = Self::from_f64(1.0);
         while e > 0 {

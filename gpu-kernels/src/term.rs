@@ -50,7 +50,9 @@ impl Window {
                 } else if n < width {
                     Err("n is smaller than one window")
                 } else if (n - width) % stride != 0 {
-                    Err("n does not tile into whole windows: (n - width) must be a multiple of the stride")
+                    Err(
+                        "n does not tile into whole windows: (n - width) must be a multiple of the stride",
+                    )
                 } else {
                     Ok(())
                 }
@@ -84,7 +86,10 @@ pub struct Data<'a> {
 
 impl<'a> Data<'a> {
     /// No data.
-    pub const EMPTY: Data<'static> = Data { values: &[], rows: 0 };
+    pub const EMPTY: Data<'static> = Data {
+        values: &[],
+        rows: 0,
+    };
 
     /// `values` holds whole columns of `rows` values each. A length that is not a multiple of
     /// `rows` is rejected by the host before upload; here the tail is simply unreachable.
@@ -135,13 +140,21 @@ impl<'a, R: Copy> Vars<'a, R> {
     /// [`Window`] produces.
     #[inline(always)]
     pub fn new(x: &'a [R]) -> Self {
-        Vars { x, bumped_at: usize::MAX, bumped: x[0] }
+        Vars {
+            x,
+            bumped_at: usize::MAX,
+            bumped: x[0],
+        }
     }
 
     /// The window with variable `j` replaced by `value`.
     #[inline(always)]
     pub fn with(x: &'a [R], j: usize, value: R) -> Self {
-        Vars { x, bumped_at: j, bumped: value }
+        Vars {
+            x,
+            bumped_at: j,
+            bumped: value,
+        }
     }
 
     /// The window's width.
@@ -160,7 +173,11 @@ impl<R> Index<usize> for Vars<'_, R> {
     type Output = R;
     #[inline(always)]
     fn index(&self, j: usize) -> &R {
-        if j == self.bumped_at { &self.bumped } else { &self.x[j] }
+        if j == self.bumped_at {
+            &self.bumped
+        } else {
+            &self.x[j]
+        }
     }
 }
 
@@ -200,11 +217,17 @@ mod tests {
 
     #[test]
     fn banded_windows_count_and_check() {
-        let ext = Window::Banded { stride: 2, width: 2 };
+        let ext = Window::Banded {
+            stride: 2,
+            width: 2,
+        };
         assert_eq!(ext.default_terms(10, Data::EMPTY), 5);
         assert!(ext.check(10).is_ok());
         assert!(ext.check(9).is_err());
-        let chained = Window::Banded { stride: 1, width: 2 };
+        let chained = Window::Banded {
+            stride: 1,
+            width: 2,
+        };
         assert_eq!(chained.default_terms(10, Data::EMPTY), 9);
         assert!(chained.check(1).is_err());
         assert!(Window::Separable.check(0).is_err());

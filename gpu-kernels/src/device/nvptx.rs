@@ -112,7 +112,11 @@ pub fn block_reduce_sum(v: f64) -> f64 {
     let mut total = 0.0;
     if warp == 0 {
         // SAFETY: as above; the barrier made the warp sums visible.
-        let mine = if lane < warps { unsafe { scratch.add(lane).read_volatile() } } else { 0.0 };
+        let mine = if lane < warps {
+            unsafe { scratch.add(lane).read_volatile() }
+        } else {
+            0.0
+        };
         total = warp_reduce_sum(mine);
     }
     sync_threads();
@@ -147,7 +151,11 @@ pub unsafe fn atomic_add_f64(address: *mut f64, value: f64) -> f64 {
 /// `ptr` must point to `len` initialized f64 that nothing writes during the kernel.
 #[inline(always)]
 pub unsafe fn slice<'a>(ptr: *const f64, len: usize) -> &'a [f64] {
-    if len == 0 { &[] } else { unsafe { core::slice::from_raw_parts(ptr, len) } }
+    if len == 0 {
+        &[]
+    } else {
+        unsafe { core::slice::from_raw_parts(ptr, len) }
+    }
 }
 
 /// As [`slice`], writable.
@@ -156,5 +164,9 @@ pub unsafe fn slice<'a>(ptr: *const f64, len: usize) -> &'a [f64] {
 /// `ptr` must point to `len` f64 that no other thread accesses while the slice lives.
 #[inline(always)]
 pub unsafe fn slice_mut<'a>(ptr: *mut f64, len: usize) -> &'a mut [f64] {
-    if len == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(ptr, len) } }
+    if len == 0 {
+        &mut []
+    } else {
+        unsafe { core::slice::from_raw_parts_mut(ptr, len) }
+    }
 }

@@ -53,7 +53,9 @@ impl<'a> Out<'a> {
         const { assert!(align_of::<AtomicU64>() == align_of::<f64>()) };
         // SAFETY: AtomicU64 has the size of f64 and (checked above) its alignment; the
         // exclusive borrow guarantees no other access while the cells live.
-        let cells = unsafe { core::slice::from_raw_parts(values.as_mut_ptr().cast::<AtomicU64>(), values.len()) };
+        let cells = unsafe {
+            core::slice::from_raw_parts(values.as_mut_ptr().cast::<AtomicU64>(), values.len())
+        };
         Out { cells }
     }
 
@@ -104,7 +106,11 @@ pub unsafe fn input<'a>(arg: SliceArg) -> &'a [f64] {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub unsafe fn output<'a>(arg: SliceArg) -> Out<'a> {
-    Out { ptr: arg.ptr as *mut f64, len: arg.len as usize, buffer: core::marker::PhantomData }
+    Out {
+        ptr: arg.ptr as *mut f64,
+        len: arg.len as usize,
+        buffer: core::marker::PhantomData,
+    }
 }
 
 /// A `.shared` array of `N` f64, one per block. Made by [`shared_array!`](crate::shared_array).
@@ -121,7 +127,9 @@ impl<const N: usize> SharedArray<N> {
     /// `address` must be the generic address of a `.shared` array of `N` f64.
     #[doc(hidden)]
     pub unsafe fn from_generic(address: u64) -> Self {
-        SharedArray { ptr: address as *mut f64 }
+        SharedArray {
+            ptr: address as *mut f64,
+        }
     }
 
     pub fn get(&self, i: usize) -> f64 {

@@ -105,7 +105,10 @@ impl<'a, T: Term> DenseTerm<'a, T> {
     #[inline(always)]
     pub fn prepare<S: FdScheme>(k: usize, x: &[f64], data: Data<'a>) -> Self {
         let local = T::prepare(k, x.len(), data);
-        DenseTerm { base: S::base::<T>(x, &local), local }
+        DenseTerm {
+            base: S::base::<T>(x, &local),
+            local,
+        }
     }
 
     /// The term's difference in variable `i`, not yet divided by the spacing.
@@ -137,7 +140,11 @@ macro_rules! register_term {
 
             #[unsafe(export_name = concat!(stringify!($name), "_value"))]
             unsafe extern "ptx-kernel" fn value_entry(
-                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                x: *const f64,
+                n: usize,
+                data: *const f64,
+                data_len: usize,
+                data_rows: usize,
                 partials: *mut f64,
             ) {
                 // SAFETY: the host launcher passes buffers of the lengths given.
@@ -146,20 +153,32 @@ macro_rules! register_term {
 
             #[unsafe(export_name = concat!(stringify!($name), "_gradient_forward"))]
             unsafe extern "ptx-kernel" fn forward_entry(
-                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                x: *const f64,
+                n: usize,
+                data: *const f64,
+                data_len: usize,
+                data_rows: usize,
                 out: *mut f64,
             ) {
                 // SAFETY: as above.
-                unsafe { gradient::<$term, $crate::fd::Forward>(x, n, data, data_len, data_rows, out) }
+                unsafe {
+                    gradient::<$term, $crate::fd::Forward>(x, n, data, data_len, data_rows, out)
+                }
             }
 
             #[unsafe(export_name = concat!(stringify!($name), "_gradient_central"))]
             unsafe extern "ptx-kernel" fn central_entry(
-                x: *const f64, n: usize, data: *const f64, data_len: usize, data_rows: usize,
+                x: *const f64,
+                n: usize,
+                data: *const f64,
+                data_len: usize,
+                data_rows: usize,
                 out: *mut f64,
             ) {
                 // SAFETY: as above.
-                unsafe { gradient::<$term, $crate::fd::Central>(x, n, data, data_len, data_rows, out) }
+                unsafe {
+                    gradient::<$term, $crate::fd::Central>(x, n, data, data_len, data_rows, out)
+                }
             }
         };
     };

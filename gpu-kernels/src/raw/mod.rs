@@ -66,7 +66,10 @@ impl Thread {
     #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub fn current() -> Self {
-        Thread::new(crate::device::global_thread_idx(), crate::device::grid_threads())
+        Thread::new(
+            crate::device::global_thread_idx(),
+            crate::device::grid_threads(),
+        )
     }
 
     /// This thread's index in the grid: Numba's `cuda.grid(1)`.
@@ -173,29 +176,53 @@ macro_rules! __raw_entry {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __raw_ptx_type {
-    (In) => { $crate::device::SliceArg };
-    (Out) => { $crate::device::SliceArg };
-    (F64) => { f64 };
-    (U64) => { u64 };
+    (In) => {
+        $crate::device::SliceArg
+    };
+    (Out) => {
+        $crate::device::SliceArg
+    };
+    (F64) => {
+        f64
+    };
+    (U64) => {
+        u64
+    };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __raw_view {
     // SAFETY (both): the host launcher passes a live device buffer for every slice argument.
-    (In, $arg:ident) => { unsafe { $crate::device::input($arg) } };
-    (Out, $arg:ident) => { unsafe { $crate::device::output($arg) } };
-    (F64, $arg:ident) => { $arg };
-    (U64, $arg:ident) => { $arg };
+    (In, $arg:ident) => {
+        unsafe { $crate::device::input($arg) }
+    };
+    (Out, $arg:ident) => {
+        unsafe { $crate::device::output($arg) }
+    };
+    (F64, $arg:ident) => {
+        $arg
+    };
+    (U64, $arg:ident) => {
+        $arg
+    };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __raw_cpu_pattern {
-    (In, $arg:ident) => { $crate::raw::CpuArg::In($arg) };
-    (Out, $arg:ident) => { $crate::raw::CpuArg::Out($arg) };
-    (F64, $arg:ident) => { $crate::raw::CpuArg::F64($arg) };
-    (U64, $arg:ident) => { $crate::raw::CpuArg::U64($arg) };
+    (In, $arg:ident) => {
+        $crate::raw::CpuArg::In($arg)
+    };
+    (Out, $arg:ident) => {
+        $crate::raw::CpuArg::Out($arg)
+    };
+    (F64, $arg:ident) => {
+        $crate::raw::CpuArg::F64($arg)
+    };
+    (U64, $arg:ident) => {
+        $crate::raw::CpuArg::U64($arg)
+    };
 }
 
 /// Every raw kernel in this crate, for the host's launch-signature test.

@@ -6,7 +6,10 @@ use crate::{Data, Real, Term, Vars, Window};
 pub struct ExtPowell;
 
 impl Term for ExtPowell {
-    const WINDOW: Window = Window::Banded { stride: 4, width: 4 };
+    const WINDOW: Window = Window::Banded {
+        stride: 4,
+        width: 4,
+    };
     type Local<'a> = ();
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}

@@ -41,7 +41,11 @@ impl Term for LsqExpSin {
         for (k, b) in (2..n).zip(basis.iter_mut()) {
             *b = Real::sin(k as f64 * t);
         }
-        Point { t, y: data.col(1)[j], basis }
+        Point {
+            t,
+            y: data.col(1)[j],
+            basis,
+        }
     }
 
     fn eval<R: Real>(theta: Vars<'_, R>, p: &Point) -> R {

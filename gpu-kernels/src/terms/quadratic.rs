@@ -29,7 +29,11 @@ impl Term for Quadratic {
     }
 
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Row<'a> {
-        Row { a: data.col(k), b: data.col(n)[k], k }
+        Row {
+            a: data.col(k),
+            b: data.col(n)[k],
+            k,
+        }
     }
 
     fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> R {

@@ -12,7 +12,10 @@ fn pair<R: Real>(x0: R, x1: R) -> R {
 pub struct ExtRosenbrock;
 
 impl Term for ExtRosenbrock {
-    const WINDOW: Window = Window::Banded { stride: 2, width: 2 };
+    const WINDOW: Window = Window::Banded {
+        stride: 2,
+        width: 2,
+    };
     type Local<'a> = ();
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
@@ -28,7 +31,10 @@ crate::register_term!(ExtRosenbrock, ext_rosenbrock);
 pub struct ChainedRosenbrock;
 
 impl Term for ChainedRosenbrock {
-    const WINDOW: Window = Window::Banded { stride: 1, width: 2 };
+    const WINDOW: Window = Window::Banded {
+        stride: 1,
+        width: 2,
+    };
     type Local<'a> = ();
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}

@@ -12,14 +12,14 @@
 //! (no nightly, no `rust-src`) the host build still succeeds: a `cargo:warning` says what is
 //! missing and how to get it, and the generated constant carries the reason instead of the PTX.
 //!
+//! In the `build.rs` of a crate whose kernels live in `./kernels`:
+//!
 //! ```no_run
-//! // build.rs of a crate whose kernels live in ./kernels
-//! fn main() {
-//!     ptx_builder::PtxBuilder::new("kernels").build_for_build_script("kernels");
-//! }
-//! // lib.rs: include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-//! // gives `pub const PTX: Result<&str, &str>`: the PTX text, or why it was not built.
+//! ptx_builder::PtxBuilder::new("kernels").build_for_build_script("kernels").unwrap();
 //! ```
+//!
+//! and in its `lib.rs`, `include!(concat!(env!("OUT_DIR"), "/kernels.rs"));`, which defines
+//! `pub const PTX: Result<&str, &str>`: the PTX text, or why it was not built.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -61,7 +61,9 @@ impl fmt::Display for PtxBuildError {
                 "the `rust-src` component is missing from `{}` (toolchain `{toolchain}`); add it with `rustup component add rust-src --toolchain {toolchain}`",
                 sysroot.display()
             ),
-            Self::CompileFailed { log } => write!(f, "the nvptx64 build of the kernel crate failed:\n{log}"),
+            Self::CompileFailed { log } => {
+                write!(f, "the nvptx64 build of the kernel crate failed:\n{log}")
+            }
             Self::Io { path, detail } => write!(f, "{}: {detail}", path.display()),
         }
     }
@@ -137,7 +139,10 @@ impl PtxBuilder {
 
     /// The kernel crate's sources, for `cargo:rerun-if-changed`.
     pub fn watched_paths(&self) -> [PathBuf; 2] {
-        [self.crate_dir.join("src"), self.crate_dir.join("Cargo.toml")]
+        [
+            self.crate_dir.join("src"),
+            self.crate_dir.join("Cargo.toml"),
+        ]
     }
 
     /// Checks the toolchain, then compiles the crate and writes the PTX to `out`.
@@ -149,7 +154,13 @@ impl PtxBuilder {
             .unwrap_or_else(|| self.crate_dir.join("..").join("target").join("nvptx"));
         let mut cmd = self.tool("cargo");
         cmd.current_dir(&self.crate_dir)
-            .args(["rustc", "--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
+            .args([
+                "rustc",
+                "--release",
+                "--target",
+                NVPTX_TARGET,
+                "-Zbuild-std=core",
+            ])
             .args(["--crate-type", "cdylib", "--target-dir"])
             .arg(&target_dir)
             .arg("--")
@@ -180,7 +191,9 @@ impl PtxBuilder {
             detail,
         })?;
         if !output.status.success() {
-            return Err(PtxBuildError::CompileFailed { log: tail(&output.stderr, 40) });
+            return Err(PtxBuildError::CompileFailed {
+                log: tail(&output.stderr, 40),
+            });
         }
         let ptx = fs::read_to_string(out).map_err(|e| PtxBuildError::Io {
             path: out.to_owned(),
@@ -188,7 +201,10 @@ impl PtxBuilder {
         })?;
         if !ptx.contains(".entry") {
             return Err(PtxBuildError::CompileFailed {
-                log: format!("{} has no .entry: the crate defines no kernels", out.display()),
+                log: format!(
+                    "{} has no .entry: the crate defines no kernels",
+                    out.display()
+                ),
             });
         }
         Ok(())
@@ -242,7 +258,10 @@ impl PtxBuilder {
         let toolchain = self.toolchain.to_string();
         let rustc = |args: &[&str]| -> Result<String, PtxBuildError> {
             let output = run(self.tool("rustc").args(args)).map_err(|detail| {
-                PtxBuildError::ToolchainMissing { toolchain: toolchain.clone(), detail }
+                PtxBuildError::ToolchainMissing {
+                    toolchain: toolchain.clone(),
+                    detail,
+                }
             })?;
             if !output.status.success() {
                 return Err(PtxBuildError::ToolchainMissing {
@@ -257,7 +276,10 @@ impl PtxBuilder {
             return Err(PtxBuildError::NotNightly { toolchain, version });
         }
         let sysroot = PathBuf::from(rustc(&["--print", "sysroot"])?);
-        if !sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml").is_file() {
+        if !sysroot
+            .join("lib/rustlib/src/rust/library/core/Cargo.toml")
+            .is_file()
+        {
             return Err(PtxBuildError::RustSrcMissing { toolchain, sysroot });
         }
         Ok(())
@@ -286,7 +308,10 @@ impl PtxBuilder {
             let keep = matches!(&*key, "CARGO_HOME" | "CARGO_MAKEFLAGS");
             let cargo_set = key.starts_with("CARGO_")
                 || key.starts_with("RUSTC")
-                || matches!(&*key, "RUSTFLAGS" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR");
+                || matches!(
+                    &*key,
+                    "RUSTFLAGS" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR"
+                );
             if cargo_set && !keep {
                 cmd.env_remove(&*key);
             }
@@ -319,7 +344,8 @@ fn unavailable_source(err: &PtxBuildError) -> String {
 }
 
 fn run(cmd: &mut Command) -> Result<Output, String> {
-    cmd.output().map_err(|e| format!("could not run {:?}: {e}", cmd.get_program()))
+    cmd.output()
+        .map_err(|e| format!("could not run {:?}: {e}", cmd.get_program()))
 }
 
 fn tail(bytes: &[u8], lines: usize) -> String {
@@ -333,7 +359,8 @@ mod tests {
     use super::*;
 
     fn scratch_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ptx-builder-test-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("ptx-builder-test-{}-{name}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         dir
     }
@@ -345,10 +372,16 @@ mod tests {
             .toolchain(Toolchain::Rustup("cudamin-no-such-toolchain".into()))
             .build(&dir.join("k.ptx"))
             .unwrap_err();
-        assert!(matches!(err, PtxBuildError::ToolchainMissing { .. }), "{err:?}");
+        assert!(
+            matches!(err, PtxBuildError::ToolchainMissing { .. }),
+            "{err:?}"
+        );
         let message = err.to_string();
         assert!(message.contains("cudamin-no-such-toolchain"), "{message}");
-        assert!(message.contains("rustup toolchain install nightly"), "{message}");
+        assert!(
+            message.contains("rustup toolchain install nightly"),
+            "{message}"
+        );
     }
 
     /// A fake `rustc` that prints what we tell it, to simulate toolchains we do not have.
@@ -370,15 +403,19 @@ mod tests {
         let dir = scratch_dir(&version.replace([' ', '(', ')'], "_"));
         let rustc = fake_rustc(&dir, version, sysroot);
         PtxBuilder::new(&dir)
-            .toolchain(Toolchain::Paths { cargo: dir.join("cargo"), rustc })
+            .toolchain(Toolchain::Paths {
+                cargo: dir.join("cargo"),
+                rustc,
+            })
             .check_toolchain()
     }
 
     #[cfg(unix)]
     #[test]
     fn stable_toolchain_is_reported_as_not_nightly() {
-        let err = check_with_fake_rustc("rustc 1.95.0 (59807616e 2026-04-14)", Path::new("/nowhere"))
-            .unwrap_err();
+        let err =
+            check_with_fake_rustc("rustc 1.95.0 (59807616e 2026-04-14)", Path::new("/nowhere"))
+                .unwrap_err();
         assert!(matches!(err, PtxBuildError::NotNightly { .. }), "{err:?}");
         assert!(err.to_string().contains("needs a nightly rustc"));
     }
@@ -389,7 +426,10 @@ mod tests {
         let sysroot = scratch_dir("empty-sysroot");
         let err = check_with_fake_rustc("rustc 1.97.0-nightly (e50aa6fba 2026-05-19)", &sysroot)
             .unwrap_err();
-        assert!(matches!(err, PtxBuildError::RustSrcMissing { .. }), "{err:?}");
+        assert!(
+            matches!(err, PtxBuildError::RustSrcMissing { .. }),
+            "{err:?}"
+        );
         assert!(err.to_string().contains("rustup component add rust-src"));
     }
 
@@ -401,6 +441,9 @@ mod tests {
         };
         let source = unavailable_source(&err);
         assert!(source.contains("pub const PTX: ::core::result::Result<&str, &str> = Err(\""));
-        assert!(source.contains(r#"\"quoted\""#), "the reason must be escaped: {source}");
+        assert!(
+            source.contains(r#"\"quoted\""#),
+            "the reason must be escaped: {source}"
+        );
     }
 }
