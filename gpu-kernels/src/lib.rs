@@ -35,6 +35,7 @@ pub mod device;
 pub mod fd;
 pub mod kernel;
 pub mod least_squares;
+pub mod math;
 pub mod raw;
 pub mod real;
 pub mod term;

@@ -8,8 +8,9 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 /// A real number as a term function sees it: arithmetic, mixed arithmetic with `f64`
 /// constants, and the elementary functions the built-in objectives need.
 ///
-/// The `f64` implementation calls `libm` on every target, so a term evaluates to the same bits
-/// on the CPU as in the PTX (which has no FMA contraction either).
+/// The `f64` implementation calls the same code on every target (this crate's [`math`](crate::math)
+/// for `exp`, `libm` for the rest), so a term evaluates to the same bits on the CPU as in the PTX
+/// (which has no FMA contraction either).
 pub trait Real:
     Copy
     + Add<Output = Self>
@@ -71,7 +72,7 @@ impl Real for f64 {
     }
     #[inline(always)]
     fn exp(self) -> Self {
-        libm::exp(self)
+        crate::math::exp(self)
     }
     #[inline(always)]
     fn ln(self) -> Self {
