@@ -16,7 +16,9 @@ mod nvptx {
         block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
     };
     use crate::fd::{Central, FdScheme, Forward};
-    use crate::kernel::{DenseTerm, banded_group_gradient, gradient_groups, term_value};
+    use crate::kernel::{
+        CompensatedSum, DenseTerm, banded_group_gradient, gradient_groups, term_value,
+    };
     use crate::term::{Data, Term, Window};
 
     /// Value kernel: `partials[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
@@ -34,11 +36,11 @@ mod nvptx {
     ) {
         let x = unsafe { slice(x, n) };
         let data = Data::new(unsafe { slice(data, data_len) }, data_rows);
-        let mut sum = 0.0;
+        let mut sum = CompensatedSum::default();
         for k in grid_stride(T::terms(n, data)) {
-            sum += term_value::<T>(k, x, data);
+            sum.add(term_value::<T>(k, x, data));
         }
-        let block_sum = block_reduce_sum(sum);
+        let block_sum = block_reduce_sum(sum.value());
         if thread_idx() == 0 {
             unsafe { partials.add(block_idx()).write(block_sum) };
         }

@@ -10,7 +10,7 @@ pub use raw::launch_raw;
 
 use crate::backend::{BackendError, Evaluator};
 use crate::objective::{FiniteDifference, TermProblem};
-use gpu_kernels::kernel::{DenseTerm, banded_group_gradient, term_value};
+use gpu_kernels::kernel::{CompensatedSum, DenseTerm, banded_group_gradient, term_value};
 use gpu_kernels::{Central, FdScheme, Forward, Term, Window};
 use rayon::prelude::*;
 
@@ -36,20 +36,23 @@ impl<T: Term> CpuEvaluator<T> {
         Self { problem }
     }
 
-    /// `Σ_k φ_k(x)`: chunk sums in parallel, then added in chunk order.
+    /// `Σ_k φ_k(x)`: compensated chunk sums in parallel, then added in chunk order.
     pub fn value(&self, x: &[f64]) -> f64 {
         let data = self.problem.data();
         let terms = self.problem.terms();
         let chunk_sums: Vec<f64> = (0..terms.div_ceil(VALUE_CHUNK))
             .into_par_iter()
             .map(|c| {
-                let end = ((c + 1) * VALUE_CHUNK).min(terms);
-                (c * VALUE_CHUNK..end)
-                    .map(|k| term_value::<T>(k, x, data))
-                    .sum()
+                let mut sum = CompensatedSum::default();
+                for k in c * VALUE_CHUNK..((c + 1) * VALUE_CHUNK).min(terms) {
+                    sum.add(term_value::<T>(k, x, data));
+                }
+                sum.value()
             })
             .collect();
-        chunk_sums.iter().sum()
+        let mut total = CompensatedSum::default();
+        chunk_sums.iter().for_each(|&s| total.add(s));
+        total.value()
     }
 
     /// The finite-difference gradient, per term.
