@@ -169,6 +169,29 @@ impl<'a, R: Copy> Vars<'a, R> {
     }
 }
 
+impl<R: Real> Vars<'_, R> {
+    /// `Σ_i x[start + i]·weights[i]`, with four partial sums so the additions do not wait on
+    /// each other: the inner loop of linear models.
+    #[inline(always)]
+    pub fn dot(&self, start: usize, weights: &[f64]) -> R {
+        let zero = R::from_f64(0.0);
+        let mut partial = [zero; 4];
+        let mut chunks = weights.chunks_exact(4);
+        let mut i = start;
+        for w in &mut chunks {
+            for (p, &wj) in partial.iter_mut().zip(w) {
+                *p = *p + self[i] * wj;
+                i += 1;
+            }
+        }
+        for &wj in chunks.remainder() {
+            partial[0] = partial[0] + self[i] * wj;
+            i += 1;
+        }
+        (partial[0] + partial[1]) + (partial[2] + partial[3])
+    }
+}
+
 impl<R> Index<usize> for Vars<'_, R> {
     type Output = R;
     #[inline(always)]
@@ -240,6 +263,18 @@ mod tests {
         assert_eq!((v[0], v[1], v[2]), (1.0, 5.0, 3.0));
         let plain = Vars::new(&x);
         assert_eq!((plain[0], plain[1], plain[2]), (1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn dot_sums_every_weighted_variable() {
+        let x = [9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let v = Vars::with(&x, 3, 30.0);
+        // 1 + 4 + 90 + 16 + 25 + 36, the fifth product (in the remainder) included.
+        assert_eq!(
+            v.dot(1, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            1.0 + 4.0 + 90.0 + 16.0 + 25.0 + 36.0
+        );
+        assert_eq!(v.dot(0, &[]), 0.0);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! point, `(y_j − m(θ, t_j))²`. Data: column 0 is `t`, column 1 is `y`.
 //!
 //! The sines do not depend on θ, so [`prepare`](Term::prepare) computes them once per point
-//! and per launch; the gradient's `p + 1` evaluations of each point then cost one `exp` and a
-//! dot product each.
+//! and per launch (by rotating `(sin kt, cos kt)` by `t`: two `libm` calls, not `p − 2`); the
+//! gradient's `p + 1` evaluations of each point then cost one `exp` and a dot product each.
 
 use crate::{Data, Real, Term, Vars, Window};
 
