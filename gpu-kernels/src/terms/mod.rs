@@ -3,6 +3,7 @@
 
 pub mod ext_powell;
 pub mod lsq_expsin;
+pub mod mgh;
 pub mod quadratic;
 pub mod rosenbrock;
 pub mod seed_expsum;

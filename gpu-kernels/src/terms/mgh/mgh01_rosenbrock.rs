@@ -1,0 +1,26 @@
+//! MGH 1, Rosenbrock: `n = 2`, `m = 2`.
+//! `f₁ = 10(x₂ − x₁²)`, `f₂ = 1 − x₁`.
+
+use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::{Real, Vars};
+
+pub struct Mgh01;
+
+impl Residuals for Mgh01 {
+    fn count(_n: usize) -> usize {
+        2
+    }
+
+    fn check(n: usize) -> Result<(), &'static str> {
+        exactly(n, 2)
+    }
+
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+        match i {
+            0 => (x[1] - x[0].sq()) * 10.0,
+            _ => R::from_f64(1.0) - x[0],
+        }
+    }
+}
+
+crate::register_term!(LeastSquares<Mgh01>, mgh01);

@@ -1,0 +1,30 @@
+//! MGH 8, Bard: `n = 3`, `m = 15`.
+//! `f_i = y_i − (x₁ + u_i / (v_i x₂ + w_i x₃))` with `u_i = i`, `v_i = 16 − i`,
+//! `w_i = min(u_i, v_i)`.
+
+use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::{Real, Vars};
+
+pub struct Mgh08;
+
+const Y: [f64; 15] = [
+    0.14, 0.18, 0.22, 0.25, 0.29, 0.32, 0.35, 0.39, 0.37, 0.58, 0.73, 0.96, 1.34, 2.10, 4.39,
+];
+
+impl Residuals for Mgh08 {
+    fn count(_n: usize) -> usize {
+        Y.len()
+    }
+
+    fn check(n: usize) -> Result<(), &'static str> {
+        exactly(n, 3)
+    }
+
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+        let (u, v) = (i + 1, 15 - i);
+        let w = u.min(v);
+        R::from_f64(Y[i]) - (x[0] + R::from_f64(u as f64) / (x[1] * v as f64 + x[2] * w as f64))
+    }
+}
+
+crate::register_term!(LeastSquares<Mgh08>, mgh08);

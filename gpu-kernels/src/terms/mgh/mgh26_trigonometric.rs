@@ -1,0 +1,30 @@
+//! MGH 26, trigonometric: `n ≥ 1`, `m = n`.
+//! `f_i = n − Σ_j cos x_j + i(1 − cos x_i) − sin x_i`.
+
+use super::at_least_one;
+use crate::least_squares::{LeastSquares, Residuals};
+use crate::{Real, Vars};
+
+pub struct Mgh26;
+
+impl Residuals for Mgh26 {
+    fn count(n: usize) -> usize {
+        n
+    }
+
+    fn check(n: usize) -> Result<(), &'static str> {
+        at_least_one(n)
+    }
+
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+        let n = x.len();
+        let mut cos_sum = R::from_f64(0.0);
+        for j in 0..n {
+            cos_sum = cos_sum + x[j].cos();
+        }
+        let own = (R::from_f64(1.0) - x[i].cos()) * (i + 1) as f64 - x[i].sin();
+        R::from_f64(n as f64) - cos_sum + own
+    }
+}
+
+crate::register_term!(LeastSquares<Mgh26>, mgh26);

@@ -1,0 +1,27 @@
+//! MGH 30, Broyden tridiagonal: `n ≥ 1`, `m = n`.
+//! `f_i = (3 − 2x_i)x_i − x_{i−1} − 2x_{i+1} + 1`, with `x₀ = x_{n+1} = 0`.
+
+use super::at_least_one;
+use crate::least_squares::{LeastSquares, Residuals};
+use crate::{Real, Vars};
+
+pub struct Mgh30;
+
+impl Residuals for Mgh30 {
+    fn count(n: usize) -> usize {
+        n
+    }
+
+    fn check(n: usize) -> Result<(), &'static str> {
+        at_least_one(n)
+    }
+
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+        let zero = R::from_f64(0.0);
+        let left = if i > 0 { x[i - 1] } else { zero };
+        let right = if i + 1 < x.len() { x[i + 1] } else { zero };
+        (R::from_f64(3.0) - x[i] * 2.0) * x[i] - left - right * 2.0 + 1.0
+    }
+}
+
+crate::register_term!(LeastSquares<Mgh30>, mgh30);
