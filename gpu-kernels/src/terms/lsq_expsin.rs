@@ -37,23 +37,24 @@ impl Term for LsqExpSin {
 
     fn prepare(j: usize, n: usize, data: Data<'_>) -> Point {
         let t = data.col(0)[j];
+        let (sin_t, cos_t) = (Real::sin(t), Real::cos(t));
+        // (sin kt, cos kt) from k = 2, each step a rotation by t: k·ε error at k, ≤ 1e-14 here.
+        let (mut sin_kt, mut cos_kt) = (2.0 * sin_t * cos_t, cos_t * cos_t - sin_t * sin_t);
         let mut basis = [0.0; MAX_PARAMETERS - 2];
-        for (k, b) in (2..n).zip(basis.iter_mut()) {
-            *b = Real::sin(k as f64 * t);
+        for b in basis.iter_mut().take(n.saturating_sub(2)) {
+            *b = sin_kt;
+            (sin_kt, cos_kt) = (
+                sin_kt * cos_t + cos_kt * sin_t,
+                cos_kt * cos_t - sin_kt * sin_t,
+            );
         }
-        Point {
-            t,
-            y: data.col(1)[j],
-            basis,
-        }
+        let y = data.col(1)[j];
+        Point { t, y, basis }
     }
 
     fn eval<R: Real>(theta: Vars<'_, R>, p: &Point) -> R {
-        let mut model = theta[0] * (-theta[1] * p.t).exp();
-        for k in 2..theta.len() {
-            model = model + theta[k] * p.basis[k - 2];
-        }
-        (model - p.y).sq()
+        let sines = theta.dot(2, &p.basis[..theta.len() - 2]);
+        (theta[0] * (-theta[1] * p.t).exp() + sines - p.y).sq()
     }
 }
 
