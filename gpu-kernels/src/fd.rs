@@ -24,16 +24,31 @@ fn raw_step(x: f64, relative: f64) -> f64 {
     relative * sign * if x.abs() > 1.0 { x.abs() } else { 1.0 }
 }
 
+/// Where a variable is perturbed, and the spacing of those points (the divisor).
+#[derive(Clone, Copy, Debug)]
+pub struct Steps {
+    pub plus: f64,
+    /// The lower point: `x − h` for central differences, `x` itself for forward ones.
+    pub minus: f64,
+    pub spacing: f64,
+}
+
 /// A difference scheme: how one term's contribution to `g_i` is formed.
 pub trait FdScheme {
     /// What a term computes once before its perturbations: `φ_k(x)` for forward differences.
     fn base<T: Term>(x: &[f64], local: &T::Local<'_>) -> f64;
 
-    /// The term's difference for window variable `j` (not yet divided by the spacing).
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, base: f64) -> f64;
+    /// The points a variable whose value is `xi` is evaluated at.
+    fn steps(xi: f64) -> Steps;
 
-    /// The divisor for a variable whose value is `xi`: the spacing of the points actually used.
-    fn spacing(xi: f64) -> f64;
+    /// The term's difference in window variable `j` (not yet divided by the spacing).
+    fn difference<T: Term>(
+        x: &[f64],
+        j: usize,
+        local: &T::Local<'_>,
+        base: f64,
+        steps: Steps,
+    ) -> f64;
 }
 
 /// Forward differences: `[φ(x + h e_j) − φ(x)] / h`, `h ∝ √ε`.
@@ -51,14 +66,24 @@ impl FdScheme for Forward {
     }
 
     #[inline(always)]
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, base: f64) -> f64 {
-        let plus = x[j] + raw_step(x[j], SQRT_EPS);
-        T::eval(Vars::with(x, j, plus), local) - base
+    fn steps(xi: f64) -> Steps {
+        let plus = xi + raw_step(xi, SQRT_EPS);
+        Steps {
+            plus,
+            minus: xi,
+            spacing: plus - xi,
+        }
     }
 
     #[inline(always)]
-    fn spacing(xi: f64) -> f64 {
-        (xi + raw_step(xi, SQRT_EPS)) - xi
+    fn difference<T: Term>(
+        x: &[f64],
+        j: usize,
+        local: &T::Local<'_>,
+        base: f64,
+        steps: Steps,
+    ) -> f64 {
+        T::eval(Vars::with(x, j, steps.plus), local) - base
     }
 }
 
@@ -69,15 +94,25 @@ impl FdScheme for Central {
     }
 
     #[inline(always)]
-    fn difference<T: Term>(x: &[f64], j: usize, local: &T::Local<'_>, _base: f64) -> f64 {
-        let h = raw_step(x[j], CBRT_EPS);
-        T::eval(Vars::with(x, j, x[j] + h), local) - T::eval(Vars::with(x, j, x[j] - h), local)
+    fn steps(xi: f64) -> Steps {
+        let h = raw_step(xi, CBRT_EPS);
+        let (plus, minus) = (xi + h, xi - h);
+        Steps {
+            plus,
+            minus,
+            spacing: plus - minus,
+        }
     }
 
     #[inline(always)]
-    fn spacing(xi: f64) -> f64 {
-        let h = raw_step(xi, CBRT_EPS);
-        (xi + h) - (xi - h)
+    fn difference<T: Term>(
+        x: &[f64],
+        j: usize,
+        local: &T::Local<'_>,
+        _base: f64,
+        steps: Steps,
+    ) -> f64 {
+        T::eval(Vars::with(x, j, steps.plus), local) - T::eval(Vars::with(x, j, steps.minus), local)
     }
 }
 
@@ -96,12 +131,14 @@ mod tests {
     fn spacing_is_the_step_actually_taken() {
         // At |x| > 1 the step scales with x; the representable spacing is exact.
         let x = 1.0e6 + 0.1;
-        let h = Forward::spacing(x);
+        let h = Forward::steps(x).spacing;
         assert_eq!((x + h) - x, h);
         assert!((h / (SQRT_EPS * x) - 1.0).abs() < 1e-6);
         // sign(0) = +1; negative x steps away from zero, as in scipy.
-        assert!(Forward::spacing(0.0) > 0.0);
-        assert!(Forward::spacing(-3.0) < 0.0);
-        assert!((Central::spacing(2.0) / (4.0 * CBRT_EPS) - 1.0).abs() < 1e-9);
+        assert!(Forward::steps(0.0).spacing > 0.0);
+        assert!(Forward::steps(-3.0).spacing < 0.0);
+        let central = Central::steps(2.0);
+        assert_eq!(central.spacing, central.plus - central.minus);
+        assert!((central.spacing / (4.0 * CBRT_EPS) - 1.0).abs() < 1e-9);
     }
 }

@@ -124,7 +124,7 @@ mod nvptx {
             for b in 0..blocks {
                 sum += partials[b * n + i];
             }
-            unsafe { g.add(i).write(sum / S::spacing(x[i])) };
+            unsafe { g.add(i).write(sum / S::steps(x[i]).spacing) };
         }
     }
 

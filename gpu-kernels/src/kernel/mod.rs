@@ -103,14 +103,28 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
 ) {
     let n = x.len();
     let (stride, width) = T::WINDOW.stride_width(n);
-    let terms = T::terms(n, data);
     let first = group * stride;
-    let end = first + g.len();
-    g.fill(0.0);
-    if terms == 0 {
+    if width <= stride {
+        // Disjoint windows: the group's variables belong to term `group` alone (past its
+        // width, to no term), so each derivative is one difference.
+        let local = T::prepare(group, n, data);
+        let win = &x[first..first + width];
+        let base = S::base::<T>(win, &local);
+        for (j, gj) in g.iter_mut().enumerate() {
+            *gj = if j < width {
+                let steps = S::steps(win[j]);
+                S::difference::<T>(win, j, &local, base, steps) / steps.spacing
+            } else {
+                0.0
+            };
+        }
         return;
     }
-    // Terms whose window [stride·k, stride·k + width) meets [first, end).
+    // Overlapping windows: gather the differences of every term [stride·k, stride·k + width)
+    // that meets [first, end), in ascending k, then divide by the spacing.
+    let terms = T::terms(n, data);
+    let end = first + g.len();
+    g.fill(0.0);
     let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
     let k_hi = ((end - 1) / stride).min(terms - 1);
     for k in k_lo..=k_hi {
@@ -119,11 +133,12 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
         let win = &x[offset..offset + width];
         let base = S::base::<T>(win, &local);
         for i in first.max(offset)..end.min(offset + width) {
-            g[i - first] += S::difference::<T>(win, i - offset, &local, base);
+            let steps = S::steps(x[i]);
+            g[i - first] += S::difference::<T>(win, i - offset, &local, base, steps);
         }
     }
     for (i, gi) in (first..end).zip(g.iter_mut()) {
-        *gi /= S::spacing(x[i]);
+        *gi /= S::steps(x[i]).spacing;
     }
 }
 
@@ -146,7 +161,7 @@ impl<'a, T: Term> DenseTerm<'a, T> {
     /// The term's difference in variable `i`, not yet divided by the spacing.
     #[inline(always)]
     pub fn difference<S: FdScheme>(&self, x: &[f64], i: usize) -> f64 {
-        S::difference::<T>(x, i, &self.local, self.base)
+        S::difference::<T>(x, i, &self.local, self.base, S::steps(x[i]))
     }
 }
 

@@ -95,7 +95,7 @@ impl<T: Term> CpuEvaluator<T> {
                     })
                     .collect();
                 for (i, gi) in g.iter_mut().enumerate() {
-                    *gi = partials.iter().map(|p| p[i]).sum::<f64>() / S::spacing(x[i]);
+                    *gi = partials.iter().map(|p| p[i]).sum::<f64>() / S::steps(x[i]).spacing;
                 }
             }
         }
