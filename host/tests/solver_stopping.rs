@@ -231,7 +231,7 @@ impl Objective for Noisy {
 
     fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
         let bits = x.iter().fold(0u64, |h, v| h.rotate_left(17) ^ v.to_bits());
-        let noise = SplitMix64(bits).symmetric();
+        let noise = symmetric(&mut SplitMix64::new(bits));
         let terms = x.iter().zip(Self::WEIGHTS).zip(Self::MINIMIZER);
         Ok(terms.map(|((x, w), c)| w * (x - c).powi(2)).sum::<f64>() + 1e-8 * noise)
     }

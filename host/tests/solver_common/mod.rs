@@ -1,6 +1,7 @@
 //! Test objectives with analytic gradients, shared by the `solver_*` tests.
 #![allow(dead_code)] // each test crate uses a different subset
 
+pub use cudamin_host::problems::random::SplitMix64;
 use cudamin_host::solver::{Iterate, Method, OptimizeResult, Options, SolveError, minimize};
 use cudamin_host::{EvalError, Objective};
 use std::ops::ControlFlow;
@@ -124,23 +125,9 @@ impl Objective for SeparableExp {
     }
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, well-mixed, seedable generator.
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[−1, 1)`.
-    pub fn symmetric(&mut self) -> f64 {
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        2.0 * unit - 1.0
-    }
+/// Uniform in `[−1, 1)` from the library's seeded generator.
+pub fn symmetric(rng: &mut SplitMix64) -> f64 {
+    2.0 * rng.uniform() - 1.0
 }
 
 /// `½xᵀAx − bᵀx` with `A` symmetric positive definite, built with a known minimizer.
@@ -156,7 +143,7 @@ impl Quadratic {
     /// `A = Q·diag(λ)·Qᵀ` with `λ` log-spaced over `[1, condition]` and `Q` a product of three
     /// random Householder reflections; `b = A·x*` for a random `x*`.
     pub fn random(n: usize, condition: f64, seed: u64) -> Self {
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut a = vec![0.0; n * n];
         for i in 0..n {
             let fraction = if n > 1 {
@@ -167,10 +154,10 @@ impl Quadratic {
             a[i * n + i] = condition.powf(fraction);
         }
         for _ in 0..3 {
-            let v: Vec<f64> = (0..n).map(|_| rng.symmetric()).collect();
+            let v: Vec<f64> = (0..n).map(|_| symmetric(&mut rng)).collect();
             reflect_both_sides(&mut a, &v);
         }
-        let minimizer: Vec<f64> = (0..n).map(|_| rng.symmetric()).collect();
+        let minimizer: Vec<f64> = (0..n).map(|_| symmetric(&mut rng)).collect();
         let b = (0..n)
             .map(|i| (0..n).map(|j| a[i * n + j] * minimizer[j]).sum())
             .collect();
