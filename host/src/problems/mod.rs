@@ -23,6 +23,8 @@ pub enum LoadError {
     NoPoints { problem: &'static str },
     #[error("{problem}: --points must be at least 1")]
     NoData { problem: &'static str },
+    #[error("n = {n} with {points} data points needs more memory than this machine can allocate")]
+    TooLarge { n: usize, points: usize },
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error(transparent)]
@@ -72,7 +74,24 @@ impl Problem {
             (Some(_), Some(0)) => return Err(LoadError::NoData { problem: self.name }),
             (Some(default), points) => points.unwrap_or(default),
         };
+        check_memory(n, points)?;
         (self.setup)(backend, n, points)
+    }
+}
+
+/// Refuses sizes whose vectors could not even be allocated, before anything is built: an
+/// allocation failure would abort the process. The estimate (ten n-vectors for `x0`, the
+/// gradient and the solver's work vectors, two columns of data) is a floor, not a promise.
+fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
+    let bytes = n
+        .checked_mul(10)
+        .and_then(|v| v.checked_add(points.checked_mul(2)?))
+        .and_then(|values| values.checked_mul(size_of::<f64>()));
+    let fits = bytes.is_some_and(|bytes| Vec::<u8>::new().try_reserve_exact(bytes).is_ok());
+    if fits {
+        Ok(())
+    } else {
+        Err(LoadError::TooLarge { n, points })
     }
 }
 
