@@ -21,6 +21,7 @@
 //! assert!(result.success);
 //! ```
 
+pub use cudamin_host::launcher::abi::LaunchOverride;
 pub use cudamin_host::*;
 pub use gpu_kernels as kernels;
 
@@ -28,5 +29,13 @@ include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 
 /// Picks a backend, with this crate's embedded PTX. Returns it and why it was chosen.
 pub fn backend(choice: BackendChoice) -> Result<(Backend, String), BackendError> {
-    Backend::select(choice, PTX)
+    Backend::select(choice, PTX, LaunchOverride::default())
+}
+
+/// As [`backend`], with launch sizes that override the occupancy-based ones on the GPU.
+pub fn backend_with_launch(
+    choice: BackendChoice,
+    launch: LaunchOverride,
+) -> Result<(Backend, String), BackendError> {
+    Backend::select(choice, PTX, launch)
 }

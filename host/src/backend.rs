@@ -2,7 +2,7 @@
 //! ([`launcher`](crate::launcher), feature `cuda`), and how `--backend auto` chooses.
 
 use crate::executor::CpuEvaluator;
-use crate::launcher::abi::LaunchConfig;
+use crate::launcher::abi::{LaunchConfig, LaunchOverride};
 use crate::objective::{FiniteDifference, TermProblem};
 use gpu_kernels::Kernels;
 use gpu_kernels::raw::{RawKernel, RawParam};
@@ -39,6 +39,8 @@ pub enum BackendError {
     Driver { call: &'static str, detail: String },
     #[error("kernel `{kernel}` {reason}")]
     Kernel { kernel: String, reason: String },
+    #[error("invalid launch configuration: {0}")]
+    InvalidLaunch(String),
 }
 
 /// The value and finite-difference gradient of one problem loaded on a backend. A backend's
@@ -84,16 +86,21 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Picks a backend. `ptx` is the embedded PTX, or why it was not built. Returns the
-    /// backend and a sentence saying why it was chosen.
+    /// Picks a backend. `ptx` is the embedded PTX, or why it was not built; `launch` overrides
+    /// the GPU's launch configurations (the CPU ignores it). Returns the backend and a sentence
+    /// saying why it was chosen.
     pub fn select(
         choice: BackendChoice,
         ptx: Result<&'static str, &'static str>,
+        launch: LaunchOverride,
     ) -> Result<(Backend, String), BackendError> {
+        launch.check()?;
         match choice {
             BackendChoice::Cpu => Ok((Backend::Cpu, "requested".to_owned())),
-            BackendChoice::Cuda => Self::cuda(ptx).map(|(b, why)| (b, format!("requested; {why}"))),
-            BackendChoice::Auto => match Self::cuda(ptx) {
+            BackendChoice::Cuda => {
+                Self::cuda(ptx, launch).map(|(b, why)| (b, format!("requested; {why}")))
+            }
+            BackendChoice::Auto => match Self::cuda(ptx, launch) {
                 Ok(found) => Ok(found),
                 Err(why) => Ok((Backend::Cpu, format!("CPU fallback: {why}"))),
             },
@@ -101,15 +108,21 @@ impl Backend {
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda(ptx: Result<&'static str, &'static str>) -> Result<(Backend, String), BackendError> {
+    fn cuda(
+        ptx: Result<&'static str, &'static str>,
+        launch: LaunchOverride,
+    ) -> Result<(Backend, String), BackendError> {
         let ptx = ptx.map_err(|why| BackendError::PtxMissing(why.to_owned()))?;
-        let launcher = crate::launcher::CudaLauncher::new(ptx)?;
+        let launcher = crate::launcher::CudaLauncher::new(ptx, launch)?;
         let why = format!("CUDA device: {}", launcher.device_summary());
         Ok((Backend::Cuda(std::sync::Arc::new(launcher)), why))
     }
 
     #[cfg(not(feature = "cuda"))]
-    fn cuda(_ptx: Result<&'static str, &'static str>) -> Result<(Backend, String), BackendError> {
+    fn cuda(
+        _ptx: Result<&'static str, &'static str>,
+        _launch: LaunchOverride,
+    ) -> Result<(Backend, String), BackendError> {
         Err(BackendError::CudaNotCompiled)
     }
 

@@ -6,8 +6,8 @@ pub mod list;
 pub mod solve;
 
 use crate::BackendArg;
-use cudamin::Backend;
 use cudamin::problems::{self, Instance};
+use cudamin::{Backend, LaunchOverride};
 
 /// Which built-in problem, how big, and where (shared by `solve` and `eval`).
 #[derive(clap::Args, Clone, Debug)]
@@ -23,6 +23,12 @@ pub struct ProblemArgs {
     /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
+    /// GPU threads per block, instead of the occupancy API's choice (a multiple of 32).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// GPU blocks per grid, instead of the resident-block count.
+    #[arg(long)]
+    pub blocks: Option<u32>,
 }
 
 /// A problem set up on its backend.
@@ -37,7 +43,11 @@ impl ProblemArgs {
     /// Chooses the backend, then builds and loads the problem (data generated and uploaded here).
     pub fn setup(&self) -> anyhow::Result<Setup> {
         let problem = problems::find(&self.problem)?;
-        let (backend, backend_reason) = cudamin::backend(self.backend.into())?;
+        let launch = LaunchOverride {
+            threads: self.threads,
+            blocks: self.blocks,
+        };
+        let (backend, backend_reason) = cudamin::backend_with_launch(self.backend.into(), launch)?;
         let instance = problem.instantiate(&backend, self.n, self.points)?;
         let n = instance.x0.len();
         Ok(Setup {

@@ -36,6 +36,8 @@ impl SolveArgs {
                 n: Some(10_000),
                 points: None,
                 backend: BackendArg::Auto,
+                threads: None,
+                blocks: None,
             },
             method: MethodArg::Bfgs,
             grad: GradArg::Forward,

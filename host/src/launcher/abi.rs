@@ -16,6 +16,34 @@ pub struct LaunchConfig {
     pub threads: u32,
 }
 
+/// Launch sizes the user imposes on the term kernels instead of the occupancy API's choice.
+/// The one-block kernel that sums partials keeps its single block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchOverride {
+    /// Threads per block: a multiple of 32 (the block reductions work in whole warps), at most
+    /// 1024.
+    pub threads: Option<u32>,
+    /// Blocks per grid, at least 1 (the kernels loop grid-stride over any amount of work).
+    pub blocks: Option<u32>,
+}
+
+impl LaunchOverride {
+    pub fn check(&self) -> Result<(), crate::BackendError> {
+        let invalid = |why: String| Err(crate::BackendError::InvalidLaunch(why));
+        if let Some(t) = self.threads
+            && (t == 0 || t % 32 != 0 || t > 1024)
+        {
+            return invalid(format!(
+                "{t} threads per block; need a multiple of 32, at most 1024"
+            ));
+        }
+        if self.blocks == Some(0) {
+            return invalid("0 blocks; need at least 1".to_owned());
+        }
+        Ok(())
+    }
+}
+
 /// One kernel argument: a device address, an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum KernelArg {

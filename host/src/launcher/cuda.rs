@@ -2,7 +2,7 @@
 //! launch configurations from the device's properties. All `unsafe` of the host's GPU path is
 //! in this file.
 
-use super::abi::{KernelArg, Launch, LaunchConfig, SchemeKernels, TermBuffers};
+use super::abi::{KernelArg, Launch, LaunchConfig, LaunchOverride, SchemeKernels, TermBuffers};
 use crate::backend::RawArg;
 use crate::backend::{BackendError, Evaluator};
 use crate::objective::{FiniteDifference, TermProblem};
@@ -45,13 +45,15 @@ pub struct CudaLauncher {
     stream: Stream,
     context: Context,
     multiprocessors: u32,
+    launch: LaunchOverride,
     summary: String,
 }
 
 impl CudaLauncher {
     /// Initializes the driver on device 0 and loads `ptx`. With no device this is
-    /// [`BackendError::NoDevice`] carrying the driver's reason.
-    pub fn new(ptx: &str) -> Result<Self, BackendError> {
+    /// [`BackendError::NoDevice`] carrying the driver's reason. `launch` (checked by the caller)
+    /// overrides the launch sizes.
+    pub fn new(ptx: &str, launch: LaunchOverride) -> Result<Self, BackendError> {
         let no_device = |err| BackendError::NoDevice(describe(err));
         cust::init(CudaFlags::empty()).map_err(no_device)?;
         let device = Device::get_device(0).map_err(no_device)?;
@@ -81,6 +83,7 @@ impl CudaLauncher {
             stream,
             context,
             multiprocessors,
+            launch,
             summary,
         })
     }
@@ -97,7 +100,8 @@ impl CudaLauncher {
 
     /// A configuration for `kernel` over `work` items: the occupancy API's block size for the
     /// kernel's register use (whole warps, as the block reductions need), and no more blocks
-    /// than are resident at once (the kernels loop grid-stride) nor than the work needs.
+    /// than are resident at once (the kernels loop grid-stride) nor than the work needs; or
+    /// what the user's [`LaunchOverride`] says.
     pub fn config(&self, kernel: &str, work: usize) -> Result<LaunchConfig, BackendError> {
         let function = self
             .module
@@ -110,8 +114,8 @@ impl CudaLauncher {
         let needed = work.div_ceil(threads as usize).max(1);
         let resident = (resident_blocks.max(self.multiprocessors)) as usize;
         Ok(LaunchConfig {
-            blocks: needed.min(resident) as u32,
-            threads,
+            blocks: self.launch.blocks.unwrap_or(needed.min(resident) as u32),
+            threads: self.launch.threads.unwrap_or(threads),
         })
     }
 
