@@ -138,6 +138,19 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "seed-expsum", "--n", "ten"], "--n"),
         (&["solve", "seed-expsum", "--method", "newton"], "newton"),
         (&["eval", "seed-expsum", "--repeat", "0"], "--repeat"),
+        (
+            &["solve", "seed-expsum", "--n", "100000000000000"],
+            "more memory",
+        ),
+        (
+            &["solve", "seed-expsum", "--threads", "48"],
+            "multiple of 32",
+        ),
+        (&["solve", "seed-expsum", "--blocks", "0"], "at least 1"),
+        (
+            &["solve", "lsq-expsin", "--points", "18446744073709551615"],
+            "more memory",
+        ),
     ];
     for (args, expected) in cases {
         let line = one_line_error(args);
@@ -272,6 +285,22 @@ fn ext_rosenbrock_1000_central_reaches_1e_8() {
     ]);
     assert_eq!(v["status"], 0);
     assert!(f64_of(&v, "fun") < 1e-8, "{}", v["fun"]);
+}
+
+#[test]
+fn lbfgs_solves_a_million_variable_ext_rosenbrock() {
+    let v = json(&[
+        "solve",
+        "ext-rosenbrock",
+        "--n",
+        "1000000",
+        "--method",
+        "lbfgs",
+        "--json",
+    ]);
+    assert_eq!(v["status"], 0, "{}", v["message"]);
+    // Stopping at ‖∇f‖∞ <= 1e-5 leaves each of the 5·10⁵ pairs within ~1e-10 of its minimum 0.
+    assert!(f64_of(&v, "fun") / 1e6 < 1e-10, "{}", v["fun"]);
 }
 
 /// Σ (y − m(θ_true, t))²: the squared noise the data were generated with, computed here in
