@@ -170,25 +170,32 @@ impl<'a, R: Copy> Vars<'a, R> {
 }
 
 impl<R: Real> Vars<'_, R> {
-    /// `Σ_i x[start + i]·weights[i]`, with four partial sums so the additions do not wait on
-    /// each other: the inner loop of linear models.
+    /// `Σ_i x[start + i]·weights[i]`: the inner loop of linear models.
+    ///
+    /// The loop runs over the unperturbed window, in four partial sums so the additions do not
+    /// wait on each other; a perturbed variable in range then enters as the correction
+    /// `(x'_j − x_j)·w_j`. That keeps the loop free of per-element checks, and the difference a
+    /// finite-difference gradient takes is then formed from the step itself.
     #[inline(always)]
     pub fn dot(&self, start: usize, weights: &[f64]) -> R {
+        let x = &self.x[start..start + weights.len()];
         let zero = R::from_f64(0.0);
         let mut partial = [zero; 4];
-        let mut chunks = weights.chunks_exact(4);
-        let mut i = start;
-        for w in &mut chunks {
-            for (p, &wj) in partial.iter_mut().zip(w) {
-                *p = *p + self[i] * wj;
-                i += 1;
+        let (x_chunks, w_chunks) = (x.chunks_exact(4), weights.chunks_exact(4));
+        let (x_rest, w_rest) = (x_chunks.remainder(), w_chunks.remainder());
+        for (xs, ws) in x_chunks.zip(w_chunks) {
+            for ((p, &xi), &wi) in partial.iter_mut().zip(xs).zip(ws) {
+                *p = *p + xi * wi;
             }
         }
-        for &wj in chunks.remainder() {
-            partial[0] = partial[0] + self[i] * wj;
-            i += 1;
+        for (&xi, &wi) in x_rest.iter().zip(w_rest) {
+            partial[0] = partial[0] + xi * wi;
         }
-        (partial[0] + partial[1]) + (partial[2] + partial[3])
+        let sum = (partial[0] + partial[1]) + (partial[2] + partial[3]);
+        match self.bumped_at.checked_sub(start) {
+            Some(j) if j < weights.len() => sum + (self.bumped - x[j]) * weights[j],
+            _ => sum,
+        }
     }
 }
 
