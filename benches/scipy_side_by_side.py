@@ -104,6 +104,7 @@ CASES = [
 ]
 SLOW_CASES = [
     ("ext-rosenbrock", 1000, None, lambda: ext_rosenbrock(1000), "forward"),
+    ("rosenbrock", 1000, None, lambda: chained_rosenbrock(1000), "forward"),
     ("seed-expsum", 10000, None, lambda: seed_expsum(10000), "forward"),
 ]
 

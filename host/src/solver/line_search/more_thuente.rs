@@ -14,8 +14,10 @@ use crate::objective::EvalError;
 const XTOL: f64 = 1e-14;
 const STEP_MIN: f64 = 1e-100;
 const STEP_MAX: f64 = 1e100;
-/// Evaluated trial steps (scipy: 100 iterations).
-const MAX_TRIALS: usize = 100;
+/// Evaluated trial steps. scipy allows 100; a search that has not succeeded after 20 (L-BFGS-B's
+/// `maxls`) is bisecting through rounding noise (near a minimum of a biased finite-difference
+/// gradient, every trial costs a gradient evaluation and none can succeed), so it stops here.
+const MAX_TRIALS: usize = 20;
 /// While no minimizer is bracketed, the next step lies between these multiples of the last
 /// move past the current trial step.
 const EXTRAPOLATE_MIN: f64 = 1.1;
