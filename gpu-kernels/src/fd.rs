@@ -10,6 +10,7 @@
 //! `scipy.optimize.minimize(method="BFGS", jac=None)`, whose default is the absolute step
 //! `√ε ≈ 1.49e-8`: a relative step keeps the truncation error proportionate when |x| ≫ 1.
 
+use crate::lanes::{LANES, Lanes};
 use crate::term::{Term, Vars};
 
 /// √ε for f64.
@@ -49,6 +50,39 @@ pub trait FdScheme {
         base: f64,
         steps: Steps,
     ) -> f64;
+
+    /// The term's differences in window variables `first .. first + LANES` (fewer at the end
+    /// of the window) in one call of `eval` on [`Lanes`], lane `l` perturbing variable
+    /// `first + l`. `lanes` holds the window, splatted, and is left as it was found.
+    fn differences_in_lanes<T: Term>(
+        lanes: &mut [Lanes],
+        first: usize,
+        local: &T::Local<'_>,
+        base: f64,
+    ) -> [f64; LANES];
+}
+
+/// `eval` with lane `l` of window variable `first + l` moved to `point(steps)` of its value;
+/// puts the lanes back afterwards.
+#[inline(always)]
+fn eval_perturbed_lanes<T: Term, S: FdScheme>(
+    lanes: &mut [Lanes],
+    first: usize,
+    local: &T::Local<'_>,
+    point: impl Fn(Steps) -> f64,
+) -> Lanes {
+    let count = LANES.min(lanes.len() - first);
+    let mut saved = [0.0; LANES];
+    for (l, kept) in saved.iter_mut().enumerate().take(count) {
+        let lane = &mut lanes[first + l].0[l];
+        *kept = *lane;
+        *lane = point(S::steps(*lane));
+    }
+    let value = T::eval(Vars::new(lanes), local);
+    for (l, kept) in saved.iter().enumerate().take(count) {
+        lanes[first + l].0[l] = *kept;
+    }
+    value
 }
 
 /// Forward differences: `[φ(x + h e_j) − φ(x)] / h`, `h ∝ √ε`.
@@ -85,6 +119,18 @@ impl FdScheme for Forward {
     ) -> f64 {
         T::eval(Vars::with(x, j, steps.plus), local) - base
     }
+
+    #[inline(always)]
+    fn differences_in_lanes<T: Term>(
+        lanes: &mut [Lanes],
+        first: usize,
+        local: &T::Local<'_>,
+        base: f64,
+    ) -> [f64; LANES] {
+        eval_perturbed_lanes::<T, Self>(lanes, first, local, |s| s.plus)
+            .0
+            .map(|v| v - base)
+    }
 }
 
 impl FdScheme for Central {
@@ -113,6 +159,18 @@ impl FdScheme for Central {
         steps: Steps,
     ) -> f64 {
         T::eval(Vars::with(x, j, steps.plus), local) - T::eval(Vars::with(x, j, steps.minus), local)
+    }
+
+    #[inline(always)]
+    fn differences_in_lanes<T: Term>(
+        lanes: &mut [Lanes],
+        first: usize,
+        local: &T::Local<'_>,
+        _base: f64,
+    ) -> [f64; LANES] {
+        let plus = eval_perturbed_lanes::<T, Self>(lanes, first, local, |s| s.plus);
+        let minus = eval_perturbed_lanes::<T, Self>(lanes, first, local, |s| s.minus);
+        (plus - minus).0
     }
 }
 

@@ -34,6 +34,7 @@
 pub mod device;
 pub mod fd;
 pub mod kernel;
+pub mod lanes;
 pub mod least_squares;
 pub mod math;
 pub mod raw;
@@ -43,6 +44,7 @@ pub mod terms;
 
 pub use fd::{Central, FdScheme, Forward};
 pub use kernel::Kernels;
+pub use lanes::Lanes;
 pub use least_squares::{LeastSquares, Residuals};
 pub use real::Real;
 pub use term::{Data, Term, Vars, Window};

@@ -222,6 +222,12 @@ pub trait Term {
     /// slices borrowed from the data (lifetime `'a`).
     type Local<'a>: Copy;
 
+    /// Whether the CPU executor may evaluate this term on [`Lanes`](crate::Lanes), four
+    /// perturbed points per call, for its dense finite-difference gradient. Set it only when
+    /// `eval` never branches on [`Real::value`] of a variable (branching on data is fine): all
+    /// lanes would take lane 0's branch.
+    const EVAL_IN_LANES: bool = false;
+
     /// The number of terms `K` for `n` variables.
     #[inline(always)]
     fn terms(n: usize, data: Data<'_>) -> usize {

@@ -14,6 +14,7 @@
 //! emits them for a term.
 
 use crate::fd::FdScheme;
+use crate::lanes::{LANES, Lanes};
 use crate::term::{Data, Term, Vars};
 
 /// Sums the value kernel's per-block partials, in block order. Launch one block.
@@ -156,6 +157,17 @@ impl<'a, T: Term> DenseTerm<'a, T> {
             base: S::base::<T>(x, &local),
             local,
         }
+    }
+
+    /// The term's differences in variables `first .. first + LANES` (see
+    /// [`FdScheme::differences_in_lanes`]); `lanes` holds `x`, splatted.
+    #[inline(always)]
+    pub fn differences_in_lanes<S: FdScheme>(
+        &self,
+        lanes: &mut [Lanes],
+        first: usize,
+    ) -> [f64; LANES] {
+        S::differences_in_lanes::<T>(lanes, first, &self.local, self.base)
     }
 
     /// The term's difference in variable `i`, not yet divided by the spacing.

@@ -17,6 +17,7 @@ pub struct Row<'a> {
 impl Term for Quadratic {
     const WINDOW: Window = Window::Dense;
     type Local<'a> = Row<'a>;
+    const EVAL_IN_LANES: bool = true;
 
     fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
         if n == 0 {

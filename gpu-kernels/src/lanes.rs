@@ -1,0 +1,134 @@
+//! [`Lanes`]: a [`Real`] that carries four values, so one call of a term's `eval` evaluates it
+//! at four points. The CPU executor uses it for dense windows, where a gradient evaluates each
+//! term once per variable: four perturbed variables per call, with the arithmetic in SIMD
+//! registers and each elementary function computed once when its argument is the same in every
+//! lane (as `exp(−θ₁t)` is whenever the perturbed variables are not `θ₁`).
+//!
+//! Only terms that set [`Term::EVAL_IN_LANES`](crate::Term::EVAL_IN_LANES) are evaluated so:
+//! [`Real::value`] of lanes is lane 0's value, so a term that branches on a variable would make
+//! every lane take lane 0's branch.
+
+use crate::real::Real;
+use core::ops::{Add, Div, Mul, Neg, Sub};
+
+/// How many points a [`Lanes`] value holds.
+pub const LANES: usize = 4;
+
+/// Four `f64`, one per point being evaluated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lanes(pub [f64; LANES]);
+
+impl Lanes {
+    /// The same value in every lane.
+    #[inline(always)]
+    pub const fn splat(value: f64) -> Self {
+        Lanes([value; LANES])
+    }
+
+    #[inline(always)]
+    fn map(self, f: impl Fn(f64) -> f64) -> Self {
+        Lanes(self.0.map(f))
+    }
+
+    #[inline(always)]
+    fn zip(self, other: Lanes, f: impl Fn(f64, f64) -> f64) -> Self {
+        let mut out = self.0;
+        for (o, b) in out.iter_mut().zip(other.0) {
+            *o = f(*o, b);
+        }
+        Lanes(out)
+    }
+
+    /// `f` in every lane, computed once when all lanes hold the same bits (same input, same
+    /// output, so nothing changes but the cost).
+    #[inline(always)]
+    fn map_uniform(self, f: impl Fn(f64) -> f64) -> Self {
+        let first = self.0[0].to_bits();
+        if self.0.iter().all(|v| v.to_bits() == first) {
+            Lanes::splat(f(self.0[0]))
+        } else {
+            self.map(f)
+        }
+    }
+}
+
+macro_rules! lane_ops {
+    ($($op:ident $method:ident $symbol:tt),*) => {$(
+        impl $op for Lanes {
+            type Output = Lanes;
+            #[inline(always)]
+            fn $method(self, rhs: Lanes) -> Lanes {
+                self.zip(rhs, |a, b| a $symbol b)
+            }
+        }
+        impl $op<f64> for Lanes {
+            type Output = Lanes;
+            #[inline(always)]
+            fn $method(self, rhs: f64) -> Lanes {
+                self.map(|a| a $symbol rhs)
+            }
+        }
+    )*};
+}
+
+lane_ops!(Add add +, Sub sub -, Mul mul *, Div div /);
+
+impl Neg for Lanes {
+    type Output = Lanes;
+    #[inline(always)]
+    fn neg(self) -> Lanes {
+        self.map(|a| -a)
+    }
+}
+
+impl Real for Lanes {
+    #[inline(always)]
+    fn from_f64(value: f64) -> Self {
+        Lanes::splat(value)
+    }
+    /// Lane 0: see the module docs.
+    #[inline(always)]
+    fn value(self) -> f64 {
+        self.0[0]
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        self.map_uniform(Real::exp)
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        self.map_uniform(Real::ln)
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        self.map_uniform(Real::sin)
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        self.map_uniform(Real::cos)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        self.map_uniform(Real::sqrt)
+    }
+    #[inline(always)]
+    fn atan(self) -> Self {
+        self.map_uniform(Real::atan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_compute_what_scalars_compute() {
+        let x = Lanes([0.5, -1.25, 3.0, 1e-3]);
+        let y = ((x * x + 2.0).exp() - x / 3.0).sqrt();
+        for (lane, &xi) in y.0.iter().zip(&x.0) {
+            let scalar: f64 = Real::sqrt(Real::exp(xi * xi + 2.0) - xi / 3.0);
+            assert_eq!(lane.to_bits(), scalar.to_bits());
+        }
+        assert_eq!(Lanes::splat(1.0).exp(), Lanes::splat(core::f64::consts::E));
+    }
+}
