@@ -1,18 +1,20 @@
 //! A least-squares data fit: `y ≈ θ₀·e^{−θ₁t} + Σ_{k=2}^{p−1} θ_k·sin(k·t)`, one term per data
-//! point, `(y_j − m(θ, t_j))²`. Data: column 0 is `t`, column 1 is `y`.
+//! point, `(y_j − m(θ, t_j))²`. Data columns: `t`, `y`, then the sine basis `sin(k·t)` for
+//! `k = 2 .. p−1`, so `p` columns in all.
 //!
-//! The sines do not depend on θ, so [`prepare`](Term::prepare) computes them once per point
-//! and per launch (by rotating `(sin kt, cos kt)` by `t`: two `libm` calls, not `p − 2`); the
-//! gradient's `p + 1` evaluations of each point then cost one `exp` and a dot product each.
+//! The sines do not depend on θ, so they are data, computed once when the problem is built
+//! (as a numpy user would precompute them), not in every evaluation. [`prepare`](Term::prepare)
+//! gathers a point's row; the gradient's `p + 1` evaluations of the point then cost one `exp`
+//! and a dot product each (and on the CPU run four at a time, on [`Lanes`](crate::Lanes)).
 
 use crate::{Data, Real, Term, Vars, Window};
 
-/// The most parameters the fit supports (the sine basis lives in registers / local memory).
+/// The most parameters the fit supports (a point's basis lives in registers / local memory).
 pub const MAX_PARAMETERS: usize = 64;
 
 pub struct LsqExpSin;
 
-/// One data point with its sine basis.
+/// One data point with its row of the sine basis.
 #[derive(Clone, Copy)]
 pub struct Point {
     t: f64,
@@ -24,31 +26,24 @@ pub struct Point {
 impl Term for LsqExpSin {
     const WINDOW: Window = Window::Dense;
     type Local<'a> = Point;
+    const EVAL_IN_LANES: bool = true;
 
     fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
         if !(2..=MAX_PARAMETERS).contains(&n) {
             Err("lsq-expsin needs 2 <= n <= 64 parameters")
-        } else if data.cols() != 2 {
-            Err("lsq-expsin data must have two columns, t and y")
+        } else if data.cols() != n {
+            Err("lsq-expsin data must have n columns: t, y and sin(k·t) for k = 2 .. n-1")
         } else {
             Ok(())
         }
     }
 
     fn prepare(j: usize, n: usize, data: Data<'_>) -> Point {
-        let t = data.col(0)[j];
-        let (sin_t, cos_t) = (Real::sin(t), Real::cos(t));
-        // (sin kt, cos kt) from k = 2, each step a rotation by t: k·ε error at k, ≤ 1e-14 here.
-        let (mut sin_kt, mut cos_kt) = (2.0 * sin_t * cos_t, cos_t * cos_t - sin_t * sin_t);
         let mut basis = [0.0; MAX_PARAMETERS - 2];
-        for b in basis.iter_mut().take(n.saturating_sub(2)) {
-            *b = sin_kt;
-            (sin_kt, cos_kt) = (
-                sin_kt * cos_t + cos_kt * sin_t,
-                cos_kt * cos_t - sin_kt * sin_t,
-            );
+        for (k, b) in basis.iter_mut().enumerate().take(n - 2) {
+            *b = data.col(k + 2)[j];
         }
-        let y = data.col(1)[j];
+        let (t, y) = (data.col(0)[j], data.col(1)[j]);
         Point { t, y, basis }
     }
 

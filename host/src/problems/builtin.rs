@@ -144,22 +144,27 @@ pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The `lsq-expsin` data for `p` parameters and `points` points: columns `t` then `y`, with
-/// `t ~ U(0, 10)` and `y = m(θ_true, t) + 0.01·ε`, `ε ~ N(0, 1)`. Returns (values, rows).
+/// The `lsq-expsin` data for `p` parameters and `points` points, column-major: `t`, `y`, then
+/// `sin(k·t)` for `k = 2 .. p−1` (the model's basis, computed here once). `t ~ U(0, 10)` and
+/// `y = m(θ_true, t) + 0.01·ε`, `ε ~ N(0, 1)`. Returns (values, rows).
 pub fn lsq_expsin_data(p: usize, points: usize) -> (Vec<f64>, usize) {
     let theta = lsq_expsin_theta_true(p);
     let mut rng = SplitMix64::new(LSQ_EXPSIN_SEED);
-    let mut t = Vec::with_capacity(points);
-    let mut y = Vec::with_capacity(points);
-    for _ in 0..points {
+    let mut values = vec![0.0; points * p.max(2)];
+    let (t_y, basis) = values.split_at_mut(2 * points);
+    let (t, y) = t_y.split_at_mut(points);
+    for j in 0..points {
         let tj = 10.0 * rng.uniform();
-        let sines: f64 = (2..p).map(|k| theta[k] * (k as f64 * tj).sin()).sum();
-        let model = theta[0] * (-theta[1] * tj).exp() + sines;
-        t.push(tj);
-        y.push(model + 0.01 * rng.normal());
+        let mut model = theta[0] * (-theta[1] * tj).exp();
+        for k in 2..p {
+            let sine = (k as f64 * tj).sin();
+            basis[(k - 2) * points + j] = sine;
+            model += theta[k] * sine;
+        }
+        t[j] = tj;
+        y[j] = model + 0.01 * rng.normal();
     }
-    t.extend(y);
-    (t, points)
+    (values, points)
 }
 
 /// `quadratic`'s data: the `n` columns of a symmetric, diagonally dominant (hence positive

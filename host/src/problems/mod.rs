@@ -81,11 +81,14 @@ impl Problem {
 
 /// Refuses sizes whose vectors could not even be allocated, before anything is built: an
 /// allocation failure would abort the process. The estimate (ten n-vectors for `x0`, the
-/// gradient and the solver's work vectors, two columns of data) is a floor, not a promise.
+/// gradient and the solver's work vectors; `n + 2` columns of data) is a floor, not a promise.
 fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
+    let data = n
+        .checked_add(2)
+        .and_then(|columns| columns.checked_mul(points));
     let bytes = n
         .checked_mul(10)
-        .and_then(|v| v.checked_add(points.checked_mul(2)?))
+        .and_then(|v| v.checked_add(data?))
         .and_then(|values| values.checked_mul(size_of::<f64>()));
     let fits = bytes.is_some_and(|bytes| Vec::<u8>::new().try_reserve_exact(bytes).is_ok());
     if fits {
