@@ -193,25 +193,31 @@ macro_rules! register_term {
             const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
         }
 
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_value"),
+            $crate::device::entry::value::<$term>
+        );
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_gradient_forward"),
+            $crate::device::entry::gradient::<$term, $crate::fd::Forward>
+        );
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_gradient_central"),
+            $crate::device::entry::gradient::<$term, $crate::fd::Central>
+        );
+    };
+}
+
+/// One PTX entry of a term, with the term kernels' argument list, calling `$body` (one of
+/// `device::entry`'s bodies).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __term_entry {
+    ($export:expr, $($body:tt)+) => {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
-            use $crate::device::entry::{gradient, value};
-
-            #[unsafe(export_name = concat!(stringify!($name), "_value"))]
-            unsafe extern "ptx-kernel" fn value_entry(
-                x: *const f64,
-                n: usize,
-                data: *const f64,
-                data_len: usize,
-                data_rows: usize,
-                partials: *mut f64,
-            ) {
-                // SAFETY: the host launcher passes buffers of the lengths given.
-                unsafe { value::<$term>(x, n, data, data_len, data_rows, partials) }
-            }
-
-            #[unsafe(export_name = concat!(stringify!($name), "_gradient_forward"))]
-            unsafe extern "ptx-kernel" fn forward_entry(
+            #[unsafe(export_name = $export)]
+            unsafe extern "ptx-kernel" fn entry(
                 x: *const f64,
                 n: usize,
                 data: *const f64,
@@ -219,25 +225,9 @@ macro_rules! register_term {
                 data_rows: usize,
                 out: *mut f64,
             ) {
-                // SAFETY: as above.
-                unsafe {
-                    gradient::<$term, $crate::fd::Forward>(x, n, data, data_len, data_rows, out)
-                }
-            }
-
-            #[unsafe(export_name = concat!(stringify!($name), "_gradient_central"))]
-            unsafe extern "ptx-kernel" fn central_entry(
-                x: *const f64,
-                n: usize,
-                data: *const f64,
-                data_len: usize,
-                data_rows: usize,
-                out: *mut f64,
-            ) {
-                // SAFETY: as above.
-                unsafe {
-                    gradient::<$term, $crate::fd::Central>(x, n, data, data_len, data_rows, out)
-                }
+                // SAFETY: the host launcher passes buffers of the lengths given (a test checks
+                // every launch against this signature).
+                unsafe { $($body)+(x, n, data, data_len, data_rows, out) }
             }
         };
     };
