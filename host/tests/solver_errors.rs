@@ -195,13 +195,7 @@ fn a_nearly_symmetric_hess_inv0_is_accepted() {
         hess_inv0: Some(array![[1.0, 0.1], [0.1 + 1e-15, 1.0]]),
         ..Options::default()
     };
-    let result = solve(
-        &mut Rosenbrock { n: 2 },
-        &[-1.2, 1.0],
-        Method::Bfgs,
-        &options,
-    )
-    .unwrap();
+    let result = solve_rosenbrock2(Method::Bfgs, &options).unwrap();
     assert!(result.success);
 }
 
@@ -238,7 +232,7 @@ proptest! {
     ) {
         let options = Options { gtol, norm, c1, c2, xrtol, memory, maxiter: Some(20), ..Options::default() };
         let method = if lbfgs { Method::Lbfgs } else { Method::Bfgs };
-        match solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options) {
+        match solve_rosenbrock2(method, &options) {
             Ok(result) => prop_assert!(result.nit <= 20),
             Err(error) => prop_assert!(matches!(error, SolveError::InvalidOption { .. }), "{error:?}"),
         }

@@ -13,17 +13,7 @@ fn separable_million_converges_to_the_known_minimum() {
     let result = solve(&mut objective, &x0, Method::Lbfgs, &Options::default()).unwrap();
     assert_eq!(result.status, Status::Success);
     assert_eq!((result.nit, result.nfev, result.njev), (8, 12, 12));
-    assert!(
-        close(result.fun, n as f64 * SeparableExp::F_STAR, 1e-9),
-        "{}",
-        result.fun
-    );
-    assert!(
-        result
-            .x
-            .iter()
-            .all(|&x| (x - SeparableExp::X_STAR).abs() < 1e-5)
-    );
+    assert_at_separable_minimum(&result, n);
     assert!(result.hess_inv.is_none());
 }
 
@@ -49,13 +39,7 @@ fn rosenbrock_2d_converges_with_any_memory() {
             return_hess_inv: true,
             ..Options::default()
         };
-        let result = solve(
-            &mut Rosenbrock { n: 2 },
-            &[-1.2, 1.0],
-            Method::Lbfgs,
-            &options,
-        )
-        .unwrap();
+        let result = solve_rosenbrock2(Method::Lbfgs, &options).unwrap();
         assert_eq!(result.status, Status::Success, "memory {memory}");
         assert_eq!(result.nit, nit, "memory {memory}");
         assert!(

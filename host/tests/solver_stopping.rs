@@ -18,7 +18,7 @@ fn maxiter_0_returns_x0_after_one_evaluation() {
             maxiter: Some(0),
             ..Options::default()
         };
-        let result = solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options).unwrap();
+        let result = solve_rosenbrock2(method, &options).unwrap();
         assert_eq!(result.x, [-1.2, 1.0]);
         assert_eq!(result.status, Status::MaxIter);
         assert_eq!(result.status.code(), 1);
@@ -40,7 +40,7 @@ fn maxiter_caps_the_iterations() {
             maxiter: Some(7),
             ..Options::default()
         };
-        let result = solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options).unwrap();
+        let result = solve_rosenbrock2(method, &options).unwrap();
         assert_eq!((result.status, result.nit), (Status::MaxIter, 7));
     }
 }

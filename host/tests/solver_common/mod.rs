@@ -18,6 +18,26 @@ pub fn solve(
     })
 }
 
+/// `method` on 2-variable Rosenbrock from scipy's standard start (−1.2, 1).
+pub fn solve_rosenbrock2(method: Method, options: &Options) -> Result<OptimizeResult, SolveError> {
+    solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, options)
+}
+
+/// Asserts that `result` is the minimum of [`SeparableExp`] in `n` variables.
+pub fn assert_at_separable_minimum(result: &OptimizeResult, n: usize) {
+    assert!(
+        close(result.fun, n as f64 * SeparableExp::F_STAR, 1e-9),
+        "{}",
+        result.fun
+    );
+    assert!(
+        result
+            .x
+            .iter()
+            .all(|&x| (x - SeparableExp::X_STAR).abs() < 1e-5)
+    );
+}
+
 pub fn inf_norm(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m: f64, x| m.max(x.abs()))
 }
