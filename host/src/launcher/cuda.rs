@@ -383,6 +383,8 @@ impl CudaEvaluator {
     /// Sends `x` to the device (through the page-locked staging buffer).
     fn send_x(&mut self, x: &[f64]) -> Result<(), BackendError> {
         self.launcher.make_current()?;
+        // An evaluation that failed part-way may have left a copy from `x_host` in flight.
+        self.launcher.synchronize("an earlier evaluation")?;
         self.x_host.as_mut_slice().copy_from_slice(x);
         // SAFETY: both buffers live until the stream is synchronized, before `x_host` is
         // written again.
@@ -391,9 +393,9 @@ impl CudaEvaluator {
     }
 }
 
-/// Page-locked host buffers and their device buffers are `Send`: cust marks neither, but they
-/// are plain allocations used only through `&mut self`, with the context made current first.
-// SAFETY: see above; the evaluator never shares its buffers between threads.
+// SAFETY: cust leaves `DeviceBuffer` !Send because it holds a raw device address. The
+// evaluator owns its buffers, uses them only through `&mut self` and makes its context current
+// on the calling thread first, so moving it to another thread is sound.
 unsafe impl Send for CudaEvaluator {}
 
 impl Evaluator for CudaEvaluator {
