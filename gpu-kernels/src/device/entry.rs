@@ -21,6 +21,22 @@ mod nvptx {
     };
     use crate::term::{Data, Term, Window};
 
+    /// `x` and the data as the term kernels' raw arguments describe them.
+    ///
+    /// # Safety
+    /// `x` holds `n` f64 and `data` holds `data_len`, neither written during the kernel.
+    #[inline(always)]
+    unsafe fn term_inputs<'a>(
+        x: *const f64,
+        n: usize,
+        data: *const f64,
+        data_len: usize,
+        data_rows: usize,
+    ) -> (&'a [f64], Data<'a>) {
+        let x = unsafe { slice(x, n) };
+        (x, Data::new(unsafe { slice(data, data_len) }, data_rows))
+    }
+
     /// Value kernel: `partials[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
     ///
     /// # Safety
@@ -34,8 +50,7 @@ mod nvptx {
         data_rows: usize,
         partials: *mut f64,
     ) {
-        let x = unsafe { slice(x, n) };
-        let data = Data::new(unsafe { slice(data, data_len) }, data_rows);
+        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
         let mut sum = CompensatedSum::default();
         for k in grid_stride(T::terms(n, data)) {
             sum.add(term_value::<T>(k, x, data));
@@ -61,8 +76,7 @@ mod nvptx {
         data_rows: usize,
         out: *mut f64,
     ) {
-        let x = unsafe { slice(x, n) };
-        let data = Data::new(unsafe { slice(data, data_len) }, data_rows);
+        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
         match T::WINDOW {
             Window::Dense => unsafe { dense_partials::<T, S>(x, data, out) },
             Window::Separable | Window::Banded { .. } => {
