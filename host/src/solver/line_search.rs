@@ -177,9 +177,17 @@ mod tests {
 
     type Search = fn(&mut Ray<'_, '_>, &Wolfe, f64) -> Result<Option<Accepted>, EvalError>;
 
-    /// Runs `search` on the ray from 0 along +1, from `initial`; returns the accepted step, the
-    /// point and gradient the ray holds, and the evaluation counts.
-    fn run(search: Search, initial: f64) -> (Option<Accepted>, f64, f64, usize, usize) {
+    /// The Wolfe conditions of the tests' ray: `φ(0) = 9`, `φ'(0) = −6`.
+    const WOLFE: Wolfe = Wolfe {
+        c1: 1e-4,
+        c2: 0.9,
+        value0: 9.0,
+        slope0: -6.0,
+    };
+
+    /// Runs `body` on the ray from 0 along +1 of [`NanBeyondFour`]; returns what it returns, the
+    /// point and gradient the ray holds afterwards, and the evaluation counts.
+    fn on_ray<R>(body: impl FnOnce(&mut Ray<'_, '_>) -> R) -> (R, f64, f64, usize, usize) {
         let (mut objective, mut point, mut gradient) = (NanBeyondFour, [0.0], [0.0]);
         let mut counted = CountedObjective::new(&mut objective);
         let mut ray = Ray {
@@ -189,14 +197,13 @@ mod tests {
             point: &mut point,
             gradient: &mut gradient,
         };
-        let wolfe = Wolfe {
-            c1: 1e-4,
-            c2: 0.9,
-            value0: 9.0,
-            slope0: -6.0,
-        };
-        let accepted = search(&mut ray, &wolfe, initial).unwrap();
-        (accepted, point[0], gradient[0], counted.nfev, counted.njev)
+        let result = body(&mut ray);
+        (result, point[0], gradient[0], counted.nfev, counted.njev)
+    }
+
+    /// Runs `search` from `initial` under [`WOLFE`].
+    fn run(search: Search, initial: f64) -> (Option<Accepted>, f64, f64, usize, usize) {
+        on_ray(|ray| search(ray, &WOLFE, initial).unwrap())
     }
 
     #[test]
@@ -204,15 +211,9 @@ mod tests {
         for search in [more_thuente::search as Search, zoom::search] {
             let (accepted, point, gradient, nfev, njev) = run(search, 10.0);
             let accepted = accepted.expect("a step");
-            let wolfe = Wolfe {
-                c1: 1e-4,
-                c2: 0.9,
-                value0: 9.0,
-                slope0: -6.0,
-            };
             assert!(accepted.step <= 4.0);
-            assert!(wolfe.sufficient_decrease(accepted.step, accepted.value));
-            assert!(wolfe.curvature(gradient));
+            assert!(WOLFE.sufficient_decrease(accepted.step, accepted.value));
+            assert!(WOLFE.curvature(gradient));
             // The ray holds the accepted point and its gradient.
             assert_eq!(point, accepted.step);
             assert_eq!(gradient, 2.0 * (accepted.step - 3.0));
@@ -229,29 +230,22 @@ mod tests {
 
     #[test]
     fn search_refuses_what_it_cannot_decrease() {
-        let (mut objective, mut point, mut gradient) = (NanBeyondFour, [0.0], [0.0]);
-        let mut counted = CountedObjective::new(&mut objective);
-        let mut ray = Ray {
-            objective: &mut counted,
-            origin: &[0.0],
-            direction: &[1.0],
-            point: &mut point,
-            gradient: &mut gradient,
-        };
         let (c1, c2) = (1e-4, 0.9);
-        for (value0, slope0, initial) in [
-            (9.0, 6.0, 1.0),
-            (9.0, 0.0, 1.0),
-            (f64::INFINITY, -6.0, 1.0),
-            (9.0, -6.0, 0.0),
-        ] {
-            assert!(
-                search(&mut ray, value0, slope0, initial, c1, c2)
-                    .unwrap()
-                    .is_none()
-            );
-        }
-        assert_eq!(counted.nfev, 0, "refused before evaluating");
+        let ((), _, _, nfev, _) = on_ray(|ray| {
+            for (value0, slope0, initial) in [
+                (9.0, 6.0, 1.0),
+                (9.0, 0.0, 1.0),
+                (f64::INFINITY, -6.0, 1.0),
+                (9.0, -6.0, 0.0),
+            ] {
+                assert!(
+                    search(ray, value0, slope0, initial, c1, c2)
+                        .unwrap()
+                        .is_none()
+                );
+            }
+        });
+        assert_eq!(nfev, 0, "refused before evaluating");
     }
 
     #[test]
