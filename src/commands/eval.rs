@@ -47,7 +47,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
 
     let report = EvalReport {
         problem: &args.problem.problem,
-        n: setup.n,
+        n: x.len(),
         backend: setup.backend.name(),
         fun,
         grad_inf_norm: inf_norm(&g),

@@ -36,7 +36,6 @@ pub struct Setup {
     pub instance: Instance,
     pub backend: Backend,
     pub backend_reason: String,
-    pub n: usize,
 }
 
 impl ProblemArgs {
@@ -49,12 +48,10 @@ impl ProblemArgs {
         };
         let (backend, backend_reason) = cudamin::backend_with_launch(self.backend.into(), launch)?;
         let instance = problem.instantiate(&backend, self.n, self.points)?;
-        let n = instance.x0.len();
         Ok(Setup {
             instance,
             backend,
             backend_reason,
-            n,
         })
     }
 }

@@ -104,7 +104,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
 
     let report = SolveReport {
         problem: &args.problem.problem,
-        n: setup.n,
+        n: setup.instance.x0.len(),
         method: method.name(),
         grad: fd.name(),
         backend: setup.backend.name(),
