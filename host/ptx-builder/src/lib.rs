@@ -357,6 +357,18 @@ fn tail(bytes: &[u8], lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Mutex, MutexGuard};
+
+    /// Tests in this module that write an executable or start a process hold this lock.
+    /// Without it, a sibling test thread can fork while a fake `rustc` is still open for
+    /// writing; the child inherits that descriptor until it execs, and running the fake
+    /// then fails with ETXTBSY ("Text file busy"), as it once did in CI.
+    fn spawn_lock() -> MutexGuard<'static, ()> {
+        static SPAWN: Mutex<()> = Mutex::new(());
+        SPAWN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 
     fn scratch_dir(name: &str) -> PathBuf {
         let dir =
@@ -367,6 +379,7 @@ mod tests {
 
     #[test]
     fn missing_rustup_toolchain_is_reported_not_panicked() {
+        let _spawning = spawn_lock();
         let dir = scratch_dir("missing");
         let err = PtxBuilder::new(&dir)
             .toolchain(Toolchain::Rustup("cudamin-no-such-toolchain".into()))
@@ -400,6 +413,7 @@ mod tests {
 
     #[cfg(unix)]
     fn check_with_fake_rustc(version: &str, sysroot: &Path) -> Result<(), PtxBuildError> {
+        let _spawning = spawn_lock();
         let dir = scratch_dir(&version.replace([' ', '(', ')'], "_"));
         let rustc = fake_rustc(&dir, version, sysroot);
         PtxBuilder::new(&dir)
