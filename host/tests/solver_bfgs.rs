@@ -136,18 +136,16 @@ fn random_quadratics_reach_the_minimizer_in_about_n_iterations() {
 }
 
 #[test]
-fn separable_10_000_solves_quickly() {
+fn separable_10_000_solves_in_eleven_iterations() {
+    // Its speed (the implicit form never builds the 800 MB matrix) is measured by the
+    // `bfgs/seed-expsum/n=1e4/forward` bench, not timed here.
     let n = 10_000;
     let mut objective = SeparableExp { n };
     let x0 = objective.x0();
-    let start = std::time::Instant::now();
     let result = solve(&mut objective, &x0, Method::Bfgs, &Options::default()).unwrap();
-    let elapsed = start.elapsed();
     assert_eq!(result.status, Status::Success);
     assert_eq!((result.nit, result.nfev), (11, 16));
     assert_at_separable_minimum(&result, n);
-    // About 20 ms in a debug build: the implicit form never builds the 800 MB matrix.
-    assert!(elapsed.as_secs_f64() < 2.0, "{elapsed:?}");
 }
 
 #[test]
