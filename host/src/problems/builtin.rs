@@ -4,9 +4,11 @@ use super::random::SplitMix64;
 use super::{Problem, load};
 use crate::launcher::abi::term_launches;
 use crate::objective::TermProblem;
+use crate::solver::dense::cholesky;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
 };
+use ndarray::ArrayView2;
 
 /// `x² + eˣ` at its minimum `x = −W(½)`: `W(½)·(W(½) + 2)`.
 const SEED_EXPSUM_MIN_PER_VARIABLE: f64 = 0.827184026128;
@@ -193,22 +195,9 @@ pub fn quadratic_data(n: usize) -> Vec<f64> {
 /// `−½·bᵀA⁻¹b`, the minimum of `½xᵀAx − bᵀx`, via Cholesky `A = LLᵀ`: `bᵀA⁻¹b = ‖L⁻¹b‖²`.
 /// `None` if `A` is not positive definite (it always is, by construction).
 fn quadratic_minimum(values: &[f64], n: usize) -> Option<f64> {
-    let a = |i: usize, j: usize| values[j * n + i];
-    let mut l = vec![0.0; n * n]; // row-major lower triangle
-    for i in 0..n {
-        for j in 0..=i {
-            let dot: f64 = (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum();
-            if i == j {
-                let d = a(i, i) - dot;
-                if d <= 0.0 {
-                    return None;
-                }
-                l[i * n + i] = d.sqrt();
-            } else {
-                l[i * n + j] = (a(i, j) - dot) / l[j * n + j];
-            }
-        }
-    }
+    // `A` is symmetric, so its column-major columns read as rows.
+    let a = ArrayView2::from_shape((n, n), &values[..n * n]).ok()?;
+    let l = cholesky(a).ok()?; // by rows
     let b = &values[n * n..];
     let mut z = vec![0.0; n]; // z = L⁻¹b by forward substitution
     for i in 0..n {

@@ -3,7 +3,7 @@
 //! rayon-parallel over rows from [`PARALLEL_MIN_DIM`] on.
 
 use super::vector::dot;
-use ndarray::{Array2, ArrayView1, ArrayViewMut1, Zip};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, Zip};
 use rayon::prelude::*;
 
 /// From this dimension on, rows are processed in parallel (a row then holds enough work to
@@ -66,15 +66,15 @@ pub(super) fn symmetric_positive_definite(h: &Array2<f64>) -> Result<Array2<f64>
         ));
     }
     let symmetric = Array2::from_shape_fn(h.dim(), |(i, j)| 0.5 * (h[[i, j]] + h[[j, i]]));
-    cholesky_succeeds(&symmetric)?;
+    cholesky(symmetric.view())?;
     Ok(symmetric)
 }
 
-/// Runs a Cholesky factorization `H = L Lᵀ` of the symmetric `h`; fails at the first pivot
-/// that is not positive, i.e. iff `h` is not positive definite. `L` is kept by rows, so each
-/// entry is a dot product of two contiguous row prefixes; the rows below a pivot are
-/// independent of each other and go in parallel.
-fn cholesky_succeeds(h: &Array2<f64>) -> Result<(), String> {
+/// The Cholesky factor `L` of the symmetric `h` (`H = L Lᵀ`), by rows, `n×n` with zeros above
+/// the diagonal; fails at the first pivot that is not positive, i.e. iff `h` is not positive
+/// definite. Kept by rows, each entry is a dot product of two contiguous row prefixes; the rows
+/// below a pivot are independent of each other and go in parallel.
+pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
     let n = h.nrows();
     let mut l = vec![0.0; n * n];
     for j in 0..n {
@@ -97,7 +97,7 @@ fn cholesky_succeeds(h: &Array2<f64>) -> Result<(), String> {
             below.par_chunks_mut(n).enumerate().for_each(fill_column_j);
         }
     }
-    Ok(())
+    Ok(l)
 }
 
 #[cfg(test)]
@@ -162,10 +162,10 @@ mod tests {
         let n = PARALLEL_MIN_DIM + 5;
         // Diagonally dominant, hence SPD; flipping one diagonal entry makes it indefinite.
         let mut h = Array2::from_shape_fn((n, n), |(i, j)| if i == j { n as f64 } else { 0.5 });
-        assert!(cholesky_succeeds(&h).is_ok());
+        assert!(cholesky(h.view()).is_ok());
         h[[n - 1, n - 1]] = -1.0;
         assert!(
-            cholesky_succeeds(&h)
+            cholesky(h.view())
                 .unwrap_err()
                 .contains(&format!("pivot {}", n - 1))
         );

@@ -12,7 +12,7 @@
 //! ```
 
 pub mod bfgs;
-mod dense;
+pub(crate) mod dense;
 pub mod lbfgs;
 mod line_search;
 mod quasi_newton;
