@@ -151,6 +151,8 @@ fn bad_input_is_a_one_line_error() {
             &["solve", "lsq-expsin", "--points", "18446744073709551615"],
             "more memory",
         ),
+        // 8 TB of matrix: refused where the data are made, not aborted.
+        (&["solve", "quadratic", "--n", "1000000"], "more memory"),
     ];
     for (args, expected) in cases {
         let line = one_line_error(args);
@@ -307,7 +309,7 @@ fn lbfgs_solves_a_million_variable_ext_rosenbrock() {
 /// plain Rust from the data, independently of the kernels.
 fn lsq_expsin_noise_floor(p: usize, points: usize) -> f64 {
     let theta = lsq_expsin_theta_true(p);
-    let (data, rows) = lsq_expsin_data(p, points);
+    let (data, rows) = lsq_expsin_data(p, points).unwrap();
     let (t, y) = data.split_at(rows);
     t.iter()
         .zip(y)

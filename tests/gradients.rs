@@ -59,7 +59,7 @@ fn ext_powell(x: &[f64], _: usize) -> Vec<f64> {
 /// Σ_j (y_j − m_j)² with m = θ0·e^{−θ1 t} + Σ θk sin(kt).
 fn lsq_expsin(theta: &[f64], points: usize) -> Vec<f64> {
     let p = theta.len();
-    let (data, rows) = lsq_expsin_data(p, points);
+    let (data, rows) = lsq_expsin_data(p, points).unwrap();
     let (t, y) = data.split_at(rows);
     let mut g = vec![0.0; p];
     for (&t, &y) in t.iter().zip(y) {
@@ -78,7 +78,7 @@ fn lsq_expsin(theta: &[f64], points: usize) -> Vec<f64> {
 /// Ax − b.
 fn quadratic(x: &[f64], _: usize) -> Vec<f64> {
     let n = x.len();
-    let data = quadratic_data(n);
+    let data = quadratic_data(n).unwrap();
     (0..n)
         .map(|i| (0..n).map(|j| data[j * n + i] * x[j]).sum::<f64>() - data[n * n + i])
         .collect()

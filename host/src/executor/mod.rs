@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn lanes_agree_with_one_variable_at_a_time() {
         let n = 7;
-        let (values, rows) = crate::problems::lsq_expsin_data(n, 500);
+        let (values, rows) = crate::problems::lsq_expsin_data(n, 500).unwrap();
         let problem = || TermProblem::<LsqExpSin>::with_data(n, values.clone(), rows).unwrap();
         let x = [1.9, 0.65, 0.4, -0.3, 0.3, -0.2, 0.1];
         let evaluator = CpuEvaluator::new(problem());

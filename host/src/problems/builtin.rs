@@ -1,7 +1,7 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
 use super::random::SplitMix64;
-use super::{Problem, load};
+use super::{LoadError, Problem, load, zeros};
 use crate::launcher::abi::term_launches;
 use crate::objective::TermProblem;
 use crate::solver::dense::cholesky;
@@ -97,7 +97,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         x0_rule: "0.5 everywhere",
         f_star_rule: "data-dependent: about 1e-4·(points - n), the generated noise",
         setup: |backend, n, points| {
-            let (values, rows) = lsq_expsin_data(n, points);
+            let (values, rows) = lsq_expsin_data(n, points)?;
             load(
                 backend,
                 TermProblem::<LsqExpSin>::with_data(n, values, rows)?,
@@ -116,7 +116,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         x0_rule: "0 everywhere",
         f_star_rule: "-½·bᵀA⁻¹b (by Cholesky)",
         setup: |backend, n, _| {
-            let values = quadratic_data(n);
+            let values = quadratic_data(n)?;
             let f_star = quadratic_minimum(&values, n);
             load(
                 backend,
@@ -148,11 +148,12 @@ pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {
 
 /// The `lsq-expsin` data for `p` parameters and `points` points, column-major: `t`, `y`, then
 /// `sin(k·t)` for `k = 2 .. p−1` (the model's basis, computed here once). `t ~ U(0, 10)` and
-/// `y = m(θ_true, t) + 0.01·ε`, `ε ~ N(0, 1)`. Returns (values, rows).
-pub fn lsq_expsin_data(p: usize, points: usize) -> (Vec<f64>, usize) {
+/// `y = m(θ_true, t) + 0.01·ε`, `ε ~ N(0, 1)`. Returns (values, rows), or `TooLarge` when the
+/// values cannot be allocated.
+pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadError> {
+    let mut values = zeros(points.checked_mul(p.max(2)), p, points)?;
     let theta = lsq_expsin_theta_true(p);
     let mut rng = SplitMix64::new(LSQ_EXPSIN_SEED);
-    let mut values = vec![0.0; points * p.max(2)];
     let (t_y, basis) = values.split_at_mut(2 * points);
     let (t, y) = t_y.split_at_mut(points);
     for j in 0..points {
@@ -166,15 +167,15 @@ pub fn lsq_expsin_data(p: usize, points: usize) -> (Vec<f64>, usize) {
         t[j] = tj;
         y[j] = model + 0.01 * rng.normal();
     }
-    (values, points)
+    Ok((values, points))
 }
 
 /// `quadratic`'s data: the `n` columns of a symmetric, diagonally dominant (hence positive
 /// definite) `A` with off-diagonal entries `U(−1, 1)` and diagonal `1 + Σ_j |A_ij|`, then `b` with
-/// `N(0, 1)` entries. Column-major, `n` rows.
-pub fn quadratic_data(n: usize) -> Vec<f64> {
+/// `N(0, 1)` entries. Column-major, `n` rows; `TooLarge` when it cannot be allocated.
+pub fn quadratic_data(n: usize) -> Result<Vec<f64>, LoadError> {
+    let mut values = zeros(n.checked_add(1).and_then(|c| c.checked_mul(n)), n, 0)?;
     let mut rng = SplitMix64::new(QUADRATIC_SEED);
-    let mut values = vec![0.0; n * (n + 1)];
     for i in 0..n {
         for j in i + 1..n {
             let a = 2.0 * rng.uniform() - 1.0;
@@ -189,7 +190,7 @@ pub fn quadratic_data(n: usize) -> Vec<f64> {
     for b in &mut values[n * n..] {
         *b = rng.normal();
     }
-    values
+    Ok(values)
 }
 
 /// `−½·bᵀA⁻¹b`, the minimum of `½xᵀAx − bᵀx`, via Cholesky `A = LLᵀ`: `bᵀA⁻¹b = ‖L⁻¹b‖²`.

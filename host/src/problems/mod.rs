@@ -23,12 +23,20 @@ pub enum LoadError {
     NoPoints { problem: &'static str },
     #[error("{problem}: --points must be at least 1")]
     NoData { problem: &'static str },
-    #[error("n = {n} with {points} data points needs more memory than this machine can allocate")]
+    #[error("n = {n}{} needs more memory than this machine can allocate", with_points(*.points))]
     TooLarge { n: usize, points: usize },
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error(transparent)]
     Backend(#[from] BackendError),
+}
+
+/// `TooLarge`'s mention of the data points, for the problems that have them.
+fn with_points(points: usize) -> String {
+    match points {
+        0 => String::new(),
+        points => format!(" with {points} data points"),
+    }
 }
 
 /// A problem set up on a backend, ready to solve.
@@ -81,20 +89,30 @@ impl Problem {
 
 /// Refuses sizes whose vectors could not even be allocated, before anything is built: an
 /// allocation failure would abort the process. The estimate (ten n-vectors for `x0`, the
-/// gradient and the solver's work vectors; `n + 2` columns of data) is a floor, not a promise.
+/// gradient and the solver's work vectors) is a floor, not a promise; data arrays are checked
+/// where they are made, by [`zeros`].
 fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
-    let data = n
-        .checked_add(2)
-        .and_then(|columns| columns.checked_mul(points));
     let bytes = n
         .checked_mul(10)
-        .and_then(|v| v.checked_add(data?))
         .and_then(|values| values.checked_mul(size_of::<f64>()));
     let fits = bytes.is_some_and(|bytes| Vec::<u8>::new().try_reserve_exact(bytes).is_ok());
     if fits {
         Ok(())
     } else {
         Err(LoadError::TooLarge { n, points })
+    }
+}
+
+/// `len` zeros (`None`: a length that overflowed) for a problem's data, or [`LoadError::TooLarge`]
+/// where `vec!` would abort the process.
+fn zeros(len: Option<usize>, n: usize, points: usize) -> Result<Vec<f64>, LoadError> {
+    let mut values = Vec::new();
+    match len {
+        Some(len) if values.try_reserve_exact(len).is_ok() => {
+            values.resize(len, 0.0);
+            Ok(values)
+        }
+        _ => Err(LoadError::TooLarge { n, points }),
     }
 }
 
