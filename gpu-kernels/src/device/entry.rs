@@ -17,7 +17,8 @@ mod nvptx {
     };
     use crate::fd::{Central, FdScheme, Forward};
     use crate::kernel::{
-        CompensatedSum, DenseTerm, banded_group_gradient, gradient_groups, term_value,
+        CompensatedSum, DenseTerm, banded_group_gradient, dense_gradient_component,
+        gradient_groups, term_value,
     };
     use crate::term::{Data, Term, Window};
 
@@ -134,11 +135,8 @@ mod nvptx {
         let x = unsafe { slice(x, n) };
         let partials = unsafe { slice(partials, n * blocks) };
         for i in grid_stride(n) {
-            let mut sum = 0.0;
-            for b in 0..blocks {
-                sum += partials[b * n + i];
-            }
-            unsafe { g.add(i).write(sum / S::steps(x[i]).spacing) };
+            let gi = dense_gradient_component::<S>(x[i], (0..blocks).map(|b| partials[b * n + i]));
+            unsafe { g.add(i).write(gi) };
         }
     }
 

@@ -177,6 +177,17 @@ impl<'a, T: Term> DenseTerm<'a, T> {
     }
 }
 
+/// The dense gradient's second stage for the variable at `xi`: its partial sums (one per block
+/// or chunk), added in the order given, over the spacing of its step.
+#[inline(always)]
+pub fn dense_gradient_component<S: FdScheme>(xi: f64, partials: impl Iterator<Item = f64>) -> f64 {
+    let mut sum = 0.0;
+    for partial in partials {
+        sum += partial;
+    }
+    sum / S::steps(xi).spacing
+}
+
 /// Emits the PTX entry points of a [`Term`] and implements [`Kernels`] for it.
 ///
 /// ```ignore

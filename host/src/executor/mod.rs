@@ -10,7 +10,9 @@ pub use raw::launch_raw;
 
 use crate::backend::{BackendError, Evaluator};
 use crate::objective::{FiniteDifference, TermProblem};
-use gpu_kernels::kernel::{CompensatedSum, DenseTerm, banded_group_gradient, term_value};
+use gpu_kernels::kernel::{
+    CompensatedSum, DenseTerm, banded_group_gradient, dense_gradient_component, term_value,
+};
 use gpu_kernels::lanes::{LANES, Lanes};
 use gpu_kernels::{Central, FdScheme, Forward, Term, Window};
 use rayon::prelude::*;
@@ -96,7 +98,7 @@ impl<T: Term> CpuEvaluator<T> {
                     })
                     .collect();
                 for (i, gi) in g.iter_mut().enumerate() {
-                    *gi = partials.iter().map(|p| p[i]).sum::<f64>() / S::steps(x[i]).spacing;
+                    *gi = dense_gradient_component::<S>(x[i], partials.iter().map(|p| p[i]));
                 }
             }
         }
