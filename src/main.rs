@@ -9,6 +9,7 @@ mod commands;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use cudamin::{BackendChoice, FiniteDifference, Method};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -17,11 +18,18 @@ use std::process::ExitCode;
     version,
     about = "Minimize sums of terms with BFGS / L-BFGS on a GPU or all CPU cores"
 )]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(
+    override_usage = "cudamin [COMMAND]",
+    after_help = "With no command, cudamin runs `cudamin solve seed-expsum` (n = 10 000)."
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Command,
 }
+
+/// What `cudamin` with no arguments runs, parsed like any other command line: `seed-expsum` at
+/// its default n = 10 000, every option at its default.
+const DEFAULT_JOB: [&str; 3] = ["cudamin", "solve", "seed-expsum"];
 
 #[derive(Subcommand)]
 enum Command {
@@ -95,7 +103,12 @@ impl From<MethodArg> for Method {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<OsString> = if std::env::args_os().len() > 1 {
+        std::env::args_os().collect()
+    } else {
+        DEFAULT_JOB.map(OsString::from).to_vec()
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
             // --help and --version
@@ -115,11 +128,10 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        None => commands::solve::run(&commands::solve::SolveArgs::default_job()),
-        Some(Command::Solve(args)) => commands::solve::run(&args),
-        Some(Command::Eval(args)) => commands::eval::run(&args),
-        Some(Command::List { json }) => commands::list::run(json),
-        Some(Command::Info { json }) => commands::info::run(json),
+        Command::Solve(args) => commands::solve::run(&args),
+        Command::Eval(args) => commands::eval::run(&args),
+        Command::List { json } => commands::list::run(json),
+        Command::Info { json } => commands::info::run(json),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 //! `cudamin solve PROBLEM`: minimize a built-in problem and report scipy's result fields.
 
 use super::{ProblemArgs, inf_norm, print_json};
-use crate::{BackendArg, GradArg, MethodArg};
+use crate::{GradArg, MethodArg};
 use cudamin::solver::{Iterate, minimize};
 use cudamin::{FiniteDifference, Method, Options, TermObjective};
 use std::ops::ControlFlow;
@@ -28,25 +28,6 @@ pub struct SolveArgs {
 }
 
 impl SolveArgs {
-    /// What `cudamin` with no arguments runs: seed-expsum, n = 10 000, backend auto.
-    pub fn default_job() -> Self {
-        SolveArgs {
-            problem: ProblemArgs {
-                problem: "seed-expsum".to_owned(),
-                n: Some(10_000),
-                points: None,
-                backend: BackendArg::Auto,
-                threads: None,
-                blocks: None,
-            },
-            method: MethodArg::Bfgs,
-            grad: GradArg::Forward,
-            gtol: None,
-            maxiter: None,
-            json: false,
-        }
-    }
-
     fn options(&self) -> anyhow::Result<Options> {
         let defaults = Options::default();
         let maxiter = match self.maxiter {
