@@ -58,10 +58,8 @@ struct KernelReport {
     spill_loads: u32,
 }
 
-/// Runs ptxas for `arch`; panics with its message if it rejects the PTX.
-fn assemble(ptxas: &PathBuf, arch: &str) -> (String, BTreeMap<String, KernelReport>) {
-    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kernels-{arch}.ptx"));
-    std::fs::write(&file, embedded_ptx()).unwrap();
+/// Runs ptxas on the PTX file `ptx` for `arch`; panics with its message if it rejects the PTX.
+fn assemble(ptxas: &PathBuf, ptx: &PathBuf, arch: &str) -> BTreeMap<String, KernelReport> {
     let output = Command::new(ptxas)
         .args([
             &format!("-arch={arch}"),
@@ -70,15 +68,15 @@ fn assemble(ptxas: &PathBuf, arch: &str) -> (String, BTreeMap<String, KernelRepo
             "-o",
             "/dev/null",
         ])
-        .arg(&file)
+        .arg(ptx)
         .output()
         .expect("run ptxas");
-    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    let log = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
         "ptxas rejected the PTX for {arch}:\n{log}"
     );
-    (log.clone(), parse_report(&log))
+    parse_report(&log)
 }
 
 fn number_before(line: &str, unit: &str) -> u32 {
@@ -117,9 +115,11 @@ fn parse_report(log: &str) -> BTreeMap<String, KernelReport> {
 fn ptxas_assembles_every_arch_without_spills() {
     let Some(ptxas) = ptxas_or_skip() else { return };
     let entries = ptx::entries(embedded_ptx()).unwrap();
+    let ptx = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernels.ptx");
+    std::fs::write(&ptx, embedded_ptx()).unwrap();
     let mut report = String::new();
     for arch in ARCHS {
-        let (_, kernels) = assemble(&ptxas, arch);
+        let kernels = assemble(&ptxas, &ptx, arch);
         report += &format!("== ptxas -arch={arch}: {} kernels\n", kernels.len());
         report += &format!(
             "{:<40} {:>9} {:>12} {:>12} {:>11}\n",
