@@ -38,6 +38,22 @@ fn driver(call: &'static str) -> impl Fn(CudaError) -> BackendError {
     }
 }
 
+/// As [`driver`], for a call that allocates `len` f64 for `what`: running out of device memory
+/// gets its own error, which names the buffer.
+fn allocating(
+    what: &'static str,
+    len: usize,
+    call: &'static str,
+) -> impl Fn(CudaError) -> BackendError {
+    move |err| match err {
+        CudaError::OutOfMemory => BackendError::OutOfMemory {
+            what,
+            bytes: len * size_of::<f64>(),
+        },
+        other => driver(call)(other),
+    }
+}
+
 /// A CUDA device with cudamin's kernels loaded.
 pub struct CudaLauncher {
     // Field order is drop order: module and stream go before the context that owns them.
@@ -155,13 +171,7 @@ impl CudaLauncher {
     }
 
     fn alloc(&self, what: &'static str, len: usize) -> Result<DeviceBuffer<f64>, BackendError> {
-        DeviceBuffer::zeroed(len).map_err(|e| match e {
-            CudaError::OutOfMemory => BackendError::OutOfMemory {
-                what,
-                bytes: len * 8,
-            },
-            other => driver("cuMemAlloc")(other),
-        })
+        DeviceBuffer::zeroed(len).map_err(allocating(what, len, "cuMemAlloc"))
     }
 
     /// Runs a raw kernel: uploads its slices, launches it, waits, and copies its outputs back.
@@ -214,13 +224,7 @@ impl CudaLauncher {
         what: &'static str,
         values: &[f64],
     ) -> Result<DeviceBuffer<f64>, BackendError> {
-        DeviceBuffer::from_slice(values).map_err(|e| match e {
-            CudaError::OutOfMemory => BackendError::OutOfMemory {
-                what,
-                bytes: values.len() * 8,
-            },
-            other => driver("cuMemcpyHtoD")(other),
-        })
+        DeviceBuffer::from_slice(values).map_err(allocating(what, values.len(), "cuMemcpyHtoD"))
     }
 }
 
