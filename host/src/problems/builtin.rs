@@ -1,7 +1,7 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
 use super::random::SplitMix64;
-use super::{LoadError, Problem, load, zeros};
+use super::{LoadError, Problem, load, repeating, zeros};
 use crate::launcher::abi::term_launches;
 use crate::objective::TermProblem;
 use crate::solver::dense::cholesky;
@@ -50,7 +50,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
             load(
                 backend,
                 TermProblem::<ExtRosenbrock>::new(n)?,
-                rosenbrock_x0(n),
+                repeating(&[-1.2, 1.0], n),
                 Some(0.0),
             )
         },
@@ -68,7 +68,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
             load(
                 backend,
                 TermProblem::<ChainedRosenbrock>::new(n)?,
-                rosenbrock_x0(n),
+                repeating(&[-1.2, 1.0], n),
                 Some(0.0),
             )
         },
@@ -83,8 +83,13 @@ pub(super) static PROBLEMS: &[Problem] = &[
         x0_rule: "(3, -1, 0, 1, 3, -1, 0, 1, ...)",
         f_star_rule: "0 at the origin (singular Hessian)",
         setup: |backend, n, _| {
-            let x0 = (0..n).map(|i| [3.0, -1.0, 0.0, 1.0][i % 4]).collect();
-            load(backend, TermProblem::<ExtPowell>::new(n)?, x0, Some(0.0))
+            let problem = TermProblem::<ExtPowell>::new(n)?;
+            load(
+                backend,
+                problem,
+                repeating(&[3.0, -1.0, 0.0, 1.0], n),
+                Some(0.0),
+            )
         },
         launches: term_launches::<ExtPowell>,
     },
@@ -128,12 +133,6 @@ pub(super) static PROBLEMS: &[Problem] = &[
         launches: term_launches::<Quadratic>,
     },
 ];
-
-fn rosenbrock_x0(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| if i % 2 == 0 { -1.2 } else { 1.0 })
-        .collect()
-}
 
 /// `θ_true` of the `lsq-expsin` data: `(2, 0.7, 1/2, −1/3, 1/4, …)`, i.e. `θ_k = (−1)^k / k`.
 pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {

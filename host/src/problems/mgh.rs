@@ -3,7 +3,7 @@
 //! and the documented local minima where a descent method legitimately stops.
 //! Facts: ../shared/reference/problems.md.
 
-use super::{Instance, LoadError, Problem, load};
+use super::{Instance, LoadError, Problem, load, repeating};
 use crate::backend::Backend;
 use crate::launcher::abi::term_launches;
 use crate::objective::TermProblem;
@@ -28,11 +28,6 @@ fn instance<T: Kernels + 'static>(
         alternative_minima,
         ..load(backend, problem, x0(n), f_star)?
     })
-}
-
-/// `pattern` repeated to `n` entries.
-fn repeating(pattern: &[f64], n: usize) -> Vec<f64> {
-    pattern.iter().copied().cycle().take(n).collect()
 }
 
 pub(super) static PROBLEMS: &[Problem] = &[

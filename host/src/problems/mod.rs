@@ -131,6 +131,11 @@ fn load<T: Kernels + 'static>(
     })
 }
 
+/// `pattern` repeated to `n` entries.
+fn repeating(pattern: &[f64], n: usize) -> Vec<f64> {
+    pattern.iter().copied().cycle().take(n).collect()
+}
+
 /// Every built-in problem, in `cudamin list` order.
 pub fn all() -> impl Iterator<Item = &'static Problem> {
     builtin::PROBLEMS.iter().chain(mgh::PROBLEMS)
