@@ -50,14 +50,14 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&info);
     }
-    match cudamin::PTX {
-        Ok(_) => println!(
+    match info.ptx_reason {
+        None => println!(
             "PTX        embedded, target {}, {} kernels: {}",
             info.ptx_target.as_deref().unwrap_or("?"),
             info.kernels.len(),
             info.kernels.join(", ")
         ),
-        Err(why) => println!("PTX        GPU kernels not built: {why}"),
+        Some(why) => println!("PTX        GPU kernels not built: {why}"),
     }
     println!(
         "cuda       feature {}",
