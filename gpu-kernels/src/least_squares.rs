@@ -8,8 +8,12 @@ use core::marker::PhantomData;
 pub trait Residuals {
     /// The number of residuals `m` for `n` variables.
     fn count(n: usize) -> usize;
-    /// Rejects an `n` the problem is not defined for.
-    fn check(n: usize) -> Result<(), &'static str>;
+    /// Rejects an `n` the problem is not defined for, beyond `n ≥ 1` (checked by the window).
+    /// The default accepts every `n`.
+    fn check(n: usize) -> Result<(), &'static str> {
+        let _ = n;
+        Ok(())
+    }
     /// `f_i(x)`.
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R;
 }

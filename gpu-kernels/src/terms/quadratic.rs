@@ -20,9 +20,7 @@ impl Term for Quadratic {
     const EVAL_IN_LANES: bool = true;
 
     fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
-        if n == 0 {
-            Err("n must be at least 1")
-        } else if data.rows() != n || data.cols() != n + 1 {
+        if data.rows() != n || data.cols() != n + 1 {
             Err("quadratic data must be A (n columns of n) followed by b")
         } else {
             Ok(())

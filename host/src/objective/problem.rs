@@ -67,7 +67,10 @@ impl<T: Kernels> TermProblem<T> {
             return Err(ProblemError::NonFiniteData { term, index, value });
         }
         let data = Data::new(&values, rows);
-        T::check(n, data).map_err(|reason| ProblemError::InvalidN { term, n, reason })?;
+        T::WINDOW
+            .check(n)
+            .and_then(|()| T::check(n, data))
+            .map_err(|reason| ProblemError::InvalidN { term, n, reason })?;
         if T::terms(n, data) == 0 {
             return Err(ProblemError::NoTerms { term, n, rows });
         }

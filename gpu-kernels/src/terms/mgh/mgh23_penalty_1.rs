@@ -1,7 +1,6 @@
 //! MGH 23, penalty function I: `n ≥ 1`, `m = n + 1`.
 //! `f_i = √a(x_i − 1)` for `i = 1..n`, `f_{n+1} = Σ_j x_j² − ¼`, with `a = 10⁻⁵`.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -13,10 +12,6 @@ const A: f64 = 1e-5;
 impl Residuals for Mgh23 {
     fn count(n: usize) -> usize {
         n + 1
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

@@ -4,7 +4,6 @@
 //! - `f_i = √a(e^{x_{i−n+1}/10} − e^{−1/10})`, `i = n+1..2n−1`
 //! - `f_{2n} = Σ_j (n − j + 1)x_j² − 1`
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -16,10 +15,6 @@ const A: f64 = 1e-5;
 impl Residuals for Mgh24 {
     fn count(n: usize) -> usize {
         2 * n
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

@@ -1,7 +1,6 @@
 //! MGH 25, variably dimensioned: `n ≥ 1`, `m = n + 2`.
 //! `f_i = x_i − 1` for `i = 1..n`, `f_{n+1} = Σ_j j(x_j − 1)`, `f_{n+2} = f_{n+1}²`.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -10,10 +9,6 @@ pub struct Mgh25;
 impl Residuals for Mgh25 {
     fn count(n: usize) -> usize {
         n + 2
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

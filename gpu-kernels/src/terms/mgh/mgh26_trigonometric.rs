@@ -1,7 +1,6 @@
 //! MGH 26, trigonometric: `n ≥ 1`, `m = n`.
 //! `f_i = n − Σ_j cos x_j + i(1 − cos x_i) − sin x_i`.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -10,10 +9,6 @@ pub struct Mgh26;
 impl Residuals for Mgh26 {
     fn count(n: usize) -> usize {
         n
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

@@ -1,7 +1,6 @@
 //! MGH 30, Broyden tridiagonal: `n ≥ 1`, `m = n`.
 //! `f_i = (3 − 2x_i)x_i − x_{i−1} − 2x_{i+1} + 1`, with `x₀ = x_{n+1} = 0`.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -10,10 +9,6 @@ pub struct Mgh30;
 impl Residuals for Mgh30 {
     fn count(n: usize) -> usize {
         n
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

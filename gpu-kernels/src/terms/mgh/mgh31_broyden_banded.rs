@@ -2,7 +2,6 @@
 //! `f_i = x_i(2 + 5x_i²) + 1 − Σ_{j ∈ J_i} x_j(1 + x_j)`, where `J_i` is the band
 //! `i − 5 ≤ j ≤ i + 1` within `1..n`, without `i` itself.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -15,10 +14,6 @@ const UPPER: usize = 1;
 impl Residuals for Mgh31 {
     fn count(n: usize) -> usize {
         n
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

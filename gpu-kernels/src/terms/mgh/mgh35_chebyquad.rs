@@ -2,7 +2,6 @@
 //! `f_i = (1/n) Σ_j T*_i(x_j) − ∫₀¹ T*_i`, where `T*_i(x) = T_i(2x − 1)` is the Chebyshev
 //! polynomial shifted to [0, 1]; its integral is 0 for odd `i` and `−1/(i² − 1)` for even `i`.
 
-use super::at_least_one;
 use crate::least_squares::{LeastSquares, Residuals};
 use crate::{Real, Vars};
 
@@ -32,10 +31,6 @@ fn integral(order: usize) -> f64 {
 impl Residuals for Mgh35 {
     fn count(n: usize) -> usize {
         n
-    }
-
-    fn check(n: usize) -> Result<(), &'static str> {
-        at_least_one(n)
     }
 
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {

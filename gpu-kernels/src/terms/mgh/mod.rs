@@ -56,12 +56,3 @@ pub use mgh35_chebyquad::Mgh35;
 fn sample_point(i: usize, divisor: f64) -> f64 {
     (i + 1) as f64 / divisor
 }
-
-/// `Ok` when `n ≥ 1`, for problems of any size.
-const fn at_least_one(n: usize) -> Result<(), &'static str> {
-    if n >= 1 {
-        Ok(())
-    } else {
-        Err("n must be at least 1")
-    }
-}
