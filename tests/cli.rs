@@ -135,6 +135,8 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "seed-expsum", "--points", "10"], "--points"),
         (&["solve", "lsq-expsin", "--points", "0"], "--points"),
         (&["solve", "lsq-expsin", "--n", "65"], "n = 65"),
+        (&["solve", "lsq-expsin", "--n", "1"], "2 <= n <= 64"),
+        (&["solve", "lsq-expsin", "--n", "0"], "n = 0"),
         (&["solve", "seed-expsum", "--n", "ten"], "--n"),
         (&["solve", "seed-expsum", "--method", "newton"], "newton"),
         (&["eval", "seed-expsum", "--repeat", "0"], "--repeat"),

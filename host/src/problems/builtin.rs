@@ -151,7 +151,9 @@ pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {
 /// values cannot be allocated.
 pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadError> {
     let mut values = zeros(points.checked_mul(p.max(2)), p, points)?;
-    let theta = lsq_expsin_theta_true(p);
+    // The model always reads θ0 and θ1; a p below 2 gets its t and y columns, and the term's
+    // check then refuses it with its own message.
+    let theta = lsq_expsin_theta_true(p.max(2));
     let mut rng = SplitMix64::new(LSQ_EXPSIN_SEED);
     let (t_y, basis) = values.split_at_mut(2 * points);
     let (t, y) = t_y.split_at_mut(points);
