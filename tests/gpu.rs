@@ -4,6 +4,9 @@
 //! device a failure. With a GPU, run them with `cargo test --features cuda --test gpu`.
 #![cfg(feature = "cuda")]
 
+mod common;
+
+use common::relative_error;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::launcher::abi::LaunchConfig;
 use cudamin::solver::minimize;
@@ -89,15 +92,10 @@ fn gpu_values_and_gradients_match_the_cpu() {
             let mut g_cpu = vec![0.0; x.len()];
             on_gpu.evaluator.gradient(&x, fd, &mut g_gpu).unwrap();
             on_cpu.evaluator.gradient(&x, fd, &mut g_cpu).unwrap();
-            let scale = g_cpu.iter().fold(1.0_f64, |m, g| m.max(g.abs()));
-            let diff = g_gpu
-                .iter()
-                .zip(&g_cpu)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max);
+            let error = relative_error(&g_gpu, &g_cpu);
             assert!(
-                diff <= 1e-10 * scale,
-                "{name} {fd:?}: gradients differ by {diff:e}"
+                error <= 1e-10,
+                "{name} {fd:?}: gradients differ by {error:e} relative to max(‖g‖∞, 1)"
             );
         }
     }

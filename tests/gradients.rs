@@ -2,6 +2,9 @@
 //! analytic gradients, at random points, on the CPU executor (which runs the kernels' code).
 //! Error is measured relative to max(‖g‖∞, 1): central within 1e-6, forward within 1e-4.
 
+mod common;
+
+use common::relative_error;
 use cudamin::problems::{self, lsq_expsin_data, quadratic_data};
 use cudamin::{Backend, FiniteDifference};
 use proptest::prelude::*;
@@ -82,16 +85,6 @@ fn quadratic(x: &[f64], _: usize) -> Vec<f64> {
     (0..n)
         .map(|i| (0..n).map(|j| data[j * n + i] * x[j]).sum::<f64>() - data[n * n + i])
         .collect()
-}
-
-/// max_i |fd_i − exact_i| / max(‖exact‖∞, 1).
-fn relative_error(fd: &[f64], exact: &[f64]) -> f64 {
-    let scale = exact.iter().fold(1.0_f64, |m, g| m.max(g.abs()));
-    fd.iter()
-        .zip(exact)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
-        / scale
 }
 
 fn check(name: &str, x: &[f64], points: Option<usize>, analytic: Analytic) {

@@ -7,6 +7,9 @@
 //!   those independent residuals;
 //! - BFGS solves at least as many of the 25 runs as scipy's BFGS does, with a printed table.
 
+mod common;
+
+use common::{gradient_scale, relative_error};
 use cudamin::problems::{self, Instance};
 use cudamin::solver;
 use cudamin::{Backend, FiniteDifference, Method, Options, TermObjective};
@@ -417,16 +420,6 @@ fn reference_gradient(residuals: fn(&[f64]) -> Vec<f64>, x: &[f64]) -> Vec<f64> 
         .collect()
 }
 
-/// max_i |g_i − exact_i| / max(‖exact‖∞, 1).
-fn relative_error(g: &[f64], exact: &[f64]) -> f64 {
-    let scale = exact.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
-    g.iter()
-        .zip(exact)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max)
-        / scale
-}
-
 // ---- Tests.
 
 #[test]
@@ -533,7 +526,7 @@ fn central_gradients_match_an_extrapolated_reference() {
             let err = relative_error(&g, &exact);
             // Central differences lose about ε·F/h to rounding, h = ∛ε. That exceeds 1e-6 of
             // the gradient only where F dwarfs it: mgh-4, F ≈ 10¹², ‖g‖∞ ≈ 2·10⁶.
-            let scale = exact.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+            let scale = gradient_scale(&exact);
             let f = sum_of_squares(&(run.residuals)(&x));
             let tol = f64::max(1e-6, f64::EPSILON.powf(2.0 / 3.0) * f / scale);
             assert!(
