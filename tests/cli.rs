@@ -5,16 +5,27 @@ use cudamin::problems::{lsq_expsin_data, lsq_expsin_theta_true};
 use serde_json::Value;
 use std::process::{Command, Output};
 
-fn cudamin(args: &[&str]) -> Output {
+/// Runs `cudamin args` with the environment variables `env` set.
+fn cudamin_in(env: &[(&str, &str)], args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cudamin"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run cudamin")
 }
 
+fn cudamin(args: &[&str]) -> Output {
+    cudamin_in(&[], args)
+}
+
 /// Runs a `--json` command that must succeed and returns its one JSON object.
 fn json(args: &[&str]) -> Value {
-    let out = cudamin(args);
+    json_in(&[], args)
+}
+
+/// [`json`] with the environment variables `env` set.
+fn json_in(env: &[(&str, &str)], args: &[&str]) -> Value {
+    let out = cudamin_in(env, args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "cudamin {args:?} failed: {stderr}");
     serde_json::from_slice(&out.stdout)
@@ -250,8 +261,9 @@ fn eval_reports_value_gradient_and_timings() {
 #[test]
 fn results_are_bit_identical_for_any_thread_count() {
     let run = |threads: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_cudamin"))
-            .args([
+        let v = json_in(
+            &[("RAYON_NUM_THREADS", threads)],
+            &[
                 "solve",
                 "lsq-expsin",
                 "--n",
@@ -261,12 +273,8 @@ fn results_are_bit_identical_for_any_thread_count() {
                 "--grad",
                 "central",
                 "--json",
-            ])
-            .env("RAYON_NUM_THREADS", threads)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            ],
+        );
         (
             v["fun"].as_f64().unwrap().to_bits(),
             xs(&v).iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
