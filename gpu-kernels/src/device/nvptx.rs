@@ -1,7 +1,7 @@
 //! nvptx64 implementations of the device prelude.
 
 use super::{MAX_BLOCK_THREADS, WARP_SIZE};
-use core::arch::{asm, global_asm, nvptx};
+use core::arch::{asm, nvptx};
 
 // SAFETY (all four): reading the special index registers has no preconditions.
 /// `threadIdx.x`.
@@ -50,17 +50,8 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-// One slot per warp of the largest block, for block reductions.
-global_asm!(".shared .align 8 .b8 cudamin_reduce_scratch[256];");
-const _: () = assert!(MAX_BLOCK_THREADS / WARP_SIZE * 8 == 256);
-
-#[inline(always)]
-fn reduce_scratch() -> *mut f64 {
-    let ptr: u64;
-    // SAFETY: converts the shared array's address to a generic pointer; no memory is touched.
-    unsafe { asm!("cvta.shared.u64 {p}, cudamin_reduce_scratch;", p = out(reg64) ptr) };
-    ptr as *mut f64
-}
+// The block reduction's scratch has one slot per warp of the largest block.
+const _: () = assert!(MAX_BLOCK_THREADS / WARP_SIZE == 32);
 
 /// `__shfl_down_sync(0xffffffff, v, delta)` for an f64 (two 32-bit shuffles). All 32 lanes of
 /// the warp must call it.
@@ -102,21 +93,16 @@ pub fn block_reduce_sum(v: f64) -> f64 {
     let lane = thread_idx() % WARP_SIZE;
     let warp = thread_idx() / WARP_SIZE;
     let warps = block_dim() / WARP_SIZE;
-    let scratch = reduce_scratch();
+    let scratch = crate::shared_array!(cudamin_reduce_scratch, 32);
     let warp_sum = warp_reduce_sum(v);
     if lane == 0 {
-        // SAFETY: warp < 32 slots, since blocks have at most 1024 threads.
-        unsafe { scratch.add(warp).write_volatile(warp_sum) };
+        scratch.set(warp, warp_sum);
     }
     sync_threads();
     let mut total = 0.0;
     if warp == 0 {
-        // SAFETY: as above; the barrier made the warp sums visible.
-        let mine = if lane < warps {
-            unsafe { scratch.add(lane).read_volatile() }
-        } else {
-            0.0
-        };
+        // The barrier made the warp sums visible.
+        let mine = if lane < warps { scratch.get(lane) } else { 0.0 };
         total = warp_reduce_sum(mine);
     }
     sync_threads();
