@@ -65,6 +65,7 @@ fn assemble(ptxas: &PathBuf, ptx: &PathBuf, arch: &str) -> BTreeMap<String, Kern
             &format!("-arch={arch}"),
             "-v",
             "--warn-on-spills",
+            "--warn-on-local-memory-usage",
             "-o",
             "/dev/null",
         ])
