@@ -91,25 +91,52 @@ fn number_before(line: &str, unit: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// Each entry's registers, its own stack frame, and the spills of the entry and of the device
+/// functions it calls (e.g. libm's argument reduction), whose properties follow the entry's.
 fn parse_report(log: &str) -> BTreeMap<String, KernelReport> {
     let mut kernels = BTreeMap::new();
     let mut current: Option<String> = None;
+    let mut in_callee = false;
     for line in log.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap().to_owned();
             kernels.insert(name.clone(), KernelReport::default());
             current = Some(name);
+        } else if let Some(function) = line.split("Function properties for ").nth(1) {
+            in_callee = current.as_deref() != Some(function.trim());
         } else if let Some(report) = current.as_ref().and_then(|k| kernels.get_mut(k)) {
             if line.contains("bytes stack frame") {
-                report.stack_frame = number_before(line, "bytes stack frame");
-                report.spill_stores = number_before(line, "bytes spill stores");
-                report.spill_loads = number_before(line, "bytes spill loads");
+                if !in_callee {
+                    report.stack_frame = number_before(line, "bytes stack frame");
+                }
+                report.spill_stores += number_before(line, "bytes spill stores");
+                report.spill_loads += number_before(line, "bytes spill loads");
             } else if line.contains("Used ") && line.contains("registers") {
                 report.registers = number_before(line, "registers");
             }
         }
     }
     kernels
+}
+
+/// The layout of `ptxas -v` for an entry that calls a device function (mgh26 calls libm's
+/// `rem_pio2`): the callee's properties must not replace the entry's stack frame, and its spills
+/// count against the entry.
+#[test]
+fn report_keeps_the_entrys_stack_and_counts_its_callees_spills() {
+    let log = "\
+ptxas info    : Compiling entry function 'k' for 'sm_70'
+ptxas info    : Function properties for k
+    1168 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 77 registers, used 1 barriers, 1168 bytes cumulative stack size
+ptxas info    : Function properties for callee
+    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+";
+    let k = &parse_report(log)["k"];
+    assert_eq!(
+        (k.registers, k.stack_frame, k.spill_stores, k.spill_loads),
+        (77, 1168, 8, 4)
+    );
 }
 
 #[test]
