@@ -21,7 +21,8 @@
 //! assert!(result.success);
 //! ```
 
-pub use cudamin_host::launcher::abi::LaunchOverride;
+#![forbid(unsafe_code)]
+
 pub use cudamin_host::*;
 pub use gpu_kernels as kernels;
 

@@ -5,11 +5,14 @@
 //! Bad input, an unknown problem or an unavailable backend that was asked for is a one-line
 //! error on stderr and a non-zero exit code.
 
+#![forbid(unsafe_code)]
+
 mod commands;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use cudamin::{BackendChoice, FiniteDifference, Method};
+use cudamin::{BackendChoice, FiniteDifference, Gradient, Method};
 use std::ffi::OsString;
+use std::io::Write;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -68,19 +71,24 @@ impl From<BackendArg> for BackendChoice {
     }
 }
 
-/// The finite-difference scheme (`--grad`).
+/// How the gradient is computed (`--grad`).
 #[derive(Clone, Copy, Debug, Default, ValueEnum)]
 pub enum GradArg {
+    /// Exact derivatives of the terms (dual numbers): no step, no truncation error.
     #[default]
+    Exact,
+    /// Forward differences per term, scipy's '2-point'.
     Forward,
+    /// Central differences per term, scipy's '3-point'.
     Central,
 }
 
-impl From<GradArg> for FiniteDifference {
+impl From<GradArg> for Gradient {
     fn from(arg: GradArg) -> Self {
         match arg {
-            GradArg::Forward => FiniteDifference::Forward,
-            GradArg::Central => FiniteDifference::Central,
+            GradArg::Exact => Gradient::Exact,
+            GradArg::Forward => FiniteDifference::Forward.into(),
+            GradArg::Central => FiniteDifference::Central.into(),
         }
     }
 }
@@ -111,8 +119,8 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
-            // --help and --version
-            print!("{err}");
+            // --help and --version; a closed stdout has nothing to be told.
+            let _ = write!(std::io::stdout(), "{err}");
             return ExitCode::SUCCESS;
         }
         Err(err) => {
@@ -135,6 +143,11 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => {
+            // The reader went away (`cudamin ... | head`): end quietly, with the status a
+            // shell gives a process killed by SIGPIPE.
+            ExitCode::from(141)
+        }
         Err(err) => {
             // One line: the error and its causes.
             let causes: Vec<String> = err.chain().map(|c| c.to_string()).collect();
@@ -142,4 +155,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `err` comes from writing to a stdout whose reader has closed it.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

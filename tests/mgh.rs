@@ -520,7 +520,7 @@ fn central_gradients_match_an_extrapolated_reference() {
             let mut g = vec![f64::NAN; x.len()];
             instance
                 .evaluator
-                .gradient(&x, FiniteDifference::Central, &mut g)
+                .gradient(&x, FiniteDifference::Central.into(), &mut g)
                 .unwrap();
             let exact = reference_gradient(run.residuals, &x);
             let err = relative_error(&g, &exact);
@@ -563,6 +563,7 @@ fn bfgs_solves_at_least_as_many_runs_as_scipy() {
             x0,
             f_star,
             alternative_minima,
+            ..
         } = instantiate(run);
         let f_star = f_star.expect("every MGH run has a known minimum");
         let mut objective = TermObjective::new(evaluator, FiniteDifference::Central);

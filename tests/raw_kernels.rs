@@ -1,8 +1,8 @@
 //! Numba-style raw kernels on the CPU backend: the grid kernel runs from the same source as
 //! its PTX and matches plain Rust exactly; the shared-memory kernel is refused.
 
+use cudamin::LaunchConfig;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
-use cudamin::launcher::abi::LaunchConfig;
 use cudamin::{Backend, BackendError, RawArg};
 
 fn inputs(n: usize) -> Vec<f64> {

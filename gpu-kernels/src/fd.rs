@@ -39,6 +39,10 @@ pub trait FdScheme {
     /// What a term computes once before its perturbations: `φ_k(x)` for forward differences.
     fn base<T: Term>(x: &[f64], local: &T::Local<'_>) -> f64;
 
+    /// `φ_k(x)`, for a value taken in the same pass as the gradient: the base itself for
+    /// forward differences, one more evaluation for central ones.
+    fn value<T: Term>(x: &[f64], local: &T::Local<'_>, base: f64) -> f64;
+
     /// The points a variable whose value is `xi` is evaluated at.
     fn steps(xi: f64) -> Steps;
 
@@ -78,7 +82,7 @@ fn eval_perturbed_lanes<T: Term, S: FdScheme>(
         *kept = *lane;
         *lane = point(S::steps(*lane));
     }
-    let value = T::eval(Vars::new(lanes), local);
+    let value = T::eval(Vars::new(lanes), local).0;
     for (l, kept) in saved.iter().enumerate().take(count) {
         lanes[first + l].0[l] = *kept;
     }
@@ -96,7 +100,12 @@ pub struct Central;
 impl FdScheme for Forward {
     #[inline(always)]
     fn base<T: Term>(x: &[f64], local: &T::Local<'_>) -> f64 {
-        T::eval(Vars::new(x), local)
+        T::eval(Vars::new(x), local).0
+    }
+
+    #[inline(always)]
+    fn value<T: Term>(_x: &[f64], _local: &T::Local<'_>, base: f64) -> f64 {
+        base
     }
 
     #[inline(always)]
@@ -117,7 +126,7 @@ impl FdScheme for Forward {
         base: f64,
         steps: Steps,
     ) -> f64 {
-        T::eval(Vars::with(x, j, steps.plus), local) - base
+        T::eval(Vars::with(x, j, steps.plus), local).0 - base
     }
 
     #[inline(always)]
@@ -140,6 +149,11 @@ impl FdScheme for Central {
     }
 
     #[inline(always)]
+    fn value<T: Term>(x: &[f64], local: &T::Local<'_>, _base: f64) -> f64 {
+        T::eval(Vars::new(x), local).0
+    }
+
+    #[inline(always)]
     fn steps(xi: f64) -> Steps {
         let h = raw_step(xi, CBRT_EPS);
         let (plus, minus) = (xi + h, xi - h);
@@ -158,7 +172,8 @@ impl FdScheme for Central {
         _base: f64,
         steps: Steps,
     ) -> f64 {
-        T::eval(Vars::with(x, j, steps.plus), local) - T::eval(Vars::with(x, j, steps.minus), local)
+        let at = |point| T::eval(Vars::with(x, j, point), local).0;
+        at(steps.plus) - at(steps.minus)
     }
 
     #[inline(always)]

@@ -108,12 +108,32 @@ impl Real for Lanes {
         self.map_uniform(Real::cos)
     }
     #[inline(always)]
-    fn sqrt(self) -> Self {
-        self.map_uniform(Real::sqrt)
+    fn tan(self) -> Self {
+        self.map_uniform(Real::tan)
     }
     #[inline(always)]
     fn atan(self) -> Self {
         self.map_uniform(Real::atan)
+    }
+    #[inline(always)]
+    fn atan2(self, x: Self) -> Self {
+        self.zip(x, Real::atan2)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        self.map_uniform(Real::tanh)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        self.map_uniform(Real::sqrt)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        self.map(Real::abs)
+    }
+    #[inline(always)]
+    fn powf(self, p: f64) -> Self {
+        self.map_uniform(|v| Real::powf(v, p))
     }
 }
 
@@ -124,9 +144,11 @@ mod tests {
     #[test]
     fn lanes_compute_what_scalars_compute() {
         let x = Lanes([0.5, -1.25, 3.0, 1e-3]);
-        let y = ((x * x + 2.0).exp() - x / 3.0).sqrt();
+        let y = ((x * x + 2.0).exp() - x / 3.0).sqrt() + x.tanh() + x.abs().powf(1.5);
         for (lane, &xi) in y.0.iter().zip(&x.0) {
-            let scalar: f64 = Real::sqrt(Real::exp(xi * xi + 2.0) - xi / 3.0);
+            let scalar: f64 = Real::sqrt(Real::exp(xi * xi + 2.0) - xi / 3.0)
+                + Real::tanh(xi)
+                + Real::powf(Real::abs(xi), 1.5);
             assert_eq!(lane.to_bits(), scalar.to_bits());
         }
         assert_eq!(Lanes::splat(1.0).exp(), Lanes::splat(core::f64::consts::E));

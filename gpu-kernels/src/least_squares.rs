@@ -1,7 +1,7 @@
 //! Sums of squares, `F(x) = Σ_i f_i(x)²`, as terms: write the residuals, get a [`Term`] whose
 //! term `i` is `f_i(x)²` over a dense window. The Moré–Garbow–Hillstrom problems are written so.
 
-use crate::{Data, Real, Term, Vars, Window};
+use crate::{Data, Num, Real, Term, Vars, Window};
 use core::marker::PhantomData;
 
 /// The residuals `f_i(x)`, `i < count(n)`, of a least-squares objective.
@@ -15,7 +15,7 @@ pub trait Residuals {
         Ok(())
     }
     /// `f_i(x)`.
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R;
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R>;
 }
 
 /// The term objective `Σ_i f_i(x)²` of residuals `P`. Register it as
@@ -38,7 +38,7 @@ impl<P: Residuals> Term for LeastSquares<P> {
         i
     }
 
-    fn eval<R: Real>(x: Vars<'_, R>, &i: &usize) -> R {
+    fn eval<R: Real>(x: Vars<'_, R>, &i: &usize) -> Num<R> {
         P::residual(i, x).sq()
     }
 }

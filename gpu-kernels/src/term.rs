@@ -7,7 +7,8 @@
 //! once per perturbed variable, so expensive x-independent work (say, `sin(k·t_j)` in a data
 //! fit) belongs in `prepare`.
 
-use crate::real::Real;
+use crate::device::as_nums;
+use crate::real::{Num, Real};
 use core::ops::Index;
 
 /// Which variables term `k` reads: `x[offset(k) .. offset(k) + width]`.
@@ -122,17 +123,46 @@ impl<'a> Data<'a> {
     pub const fn values(&self) -> &'a [f64] {
         self.values
     }
+
+    /// Row `index`: one data point, its columns read where they lie.
+    #[inline(always)]
+    pub const fn row(&self, index: usize) -> Row<'a> {
+        Row {
+            values: self.values,
+            rows: self.rows,
+            index,
+        }
+    }
+}
+
+/// One row of [`Data`]: `row.get(c)` is column `c` of this row. A view, so a term's
+/// [`Local`](Term::Local) can hold its row without copying it (a copied row of many columns
+/// would live in a GPU thread's local memory, which is slow).
+#[derive(Clone, Copy, Debug)]
+pub struct Row<'a> {
+    values: &'a [f64],
+    rows: usize,
+    index: usize,
+}
+
+impl Row<'_> {
+    /// Column `c` of this row.
+    #[inline(always)]
+    pub fn get(&self, c: usize) -> f64 {
+        self.values[c * self.rows + self.index]
+    }
 }
 
 /// The variables one term sees: its window of `x`, with at most one of them perturbed.
 ///
-/// `x[j]` is the window's `j`-th variable. The finite-difference kernels hand `eval` the same
-/// window with one variable replaced, instead of copying the window for every perturbation.
+/// `x[j]` is the window's `j`-th variable, a [`Num`]. The finite-difference kernels hand `eval`
+/// the same window with one variable replaced, instead of copying the window for every
+/// perturbation.
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a, R> {
-    x: &'a [R],
+    x: &'a [Num<R>],
     bumped_at: usize,
-    bumped: R,
+    bumped: Num<R>,
 }
 
 impl<'a, R: Copy> Vars<'a, R> {
@@ -140,6 +170,7 @@ impl<'a, R: Copy> Vars<'a, R> {
     /// [`Window`] produces.
     #[inline(always)]
     pub fn new(x: &'a [R]) -> Self {
+        let x = as_nums(x);
         Vars {
             x,
             bumped_at: usize::MAX,
@@ -151,9 +182,9 @@ impl<'a, R: Copy> Vars<'a, R> {
     #[inline(always)]
     pub fn with(x: &'a [R], j: usize, value: R) -> Self {
         Vars {
-            x,
+            x: as_nums(x),
             bumped_at: j,
-            bumped: value,
+            bumped: Num(value),
         }
     }
 
@@ -171,38 +202,51 @@ impl<'a, R: Copy> Vars<'a, R> {
 
 impl<R: Real> Vars<'_, R> {
     /// `Σ_i x[start + i]·weights[i]`: the inner loop of linear models.
+    #[inline(always)]
+    pub fn dot(&self, start: usize, weights: &[f64]) -> Num<R> {
+        self.weighted_sum(start, weights.len(), |i| weights[i])
+    }
+
+    /// `Σ_{i ≥ start} x[i]·row.get(i)`: the window from `start` on, weighted by the same
+    /// columns of a data row. For a model whose column `i` multiplies parameter `i`, read in
+    /// place: nothing is copied out of the data first.
+    #[inline(always)]
+    pub fn dot_row(&self, start: usize, row: Row<'_>) -> Num<R> {
+        self.weighted_sum(start, self.x.len() - start, |i| row.get(start + i))
+    }
+
+    /// `Σ_{i < len} x[start + i]·weight(i)`.
     ///
     /// The loop runs over the unperturbed window, in four partial sums so the additions do not
     /// wait on each other; a perturbed variable in range then enters as the correction
     /// `(x'_j − x_j)·w_j`. That keeps the loop free of per-element checks, and the difference a
     /// finite-difference gradient takes is then formed from the step itself.
     #[inline(always)]
-    pub fn dot(&self, start: usize, weights: &[f64]) -> R {
-        let x = &self.x[start..start + weights.len()];
-        let zero = R::from_f64(0.0);
+    fn weighted_sum(&self, start: usize, len: usize, weight: impl Fn(usize) -> f64) -> Num<R> {
+        let x = &self.x[start..start + len];
+        let zero = Num::constant(0.0);
         let mut partial = [zero; 4];
-        let (x_chunks, w_chunks) = (x.chunks_exact(4), weights.chunks_exact(4));
-        let (x_rest, w_rest) = (x_chunks.remainder(), w_chunks.remainder());
-        for (xs, ws) in x_chunks.zip(w_chunks) {
-            for ((p, &xi), &wi) in partial.iter_mut().zip(xs).zip(ws) {
-                *p = *p + xi * wi;
+        let whole = len - len % 4;
+        for base in (0..whole).step_by(4) {
+            for (l, p) in partial.iter_mut().enumerate() {
+                *p = *p + x[base + l] * weight(base + l);
             }
         }
-        for (&xi, &wi) in x_rest.iter().zip(w_rest) {
-            partial[0] = partial[0] + xi * wi;
+        for (i, &xi) in x.iter().enumerate().skip(whole) {
+            partial[0] = partial[0] + xi * weight(i);
         }
         let sum = (partial[0] + partial[1]) + (partial[2] + partial[3]);
         match self.bumped_at.checked_sub(start) {
-            Some(j) if j < weights.len() => sum + (self.bumped - x[j]) * weights[j],
+            Some(j) if j < len => sum + (self.bumped - x[j]) * weight(j),
             _ => sum,
         }
     }
 }
 
 impl<R> Index<usize> for Vars<'_, R> {
-    type Output = R;
+    type Output = Num<R>;
     #[inline(always)]
-    fn index(&self, j: usize) -> &R {
+    fn index(&self, j: usize) -> &Num<R> {
         if j == self.bumped_at {
             &self.bumped
         } else {
@@ -244,8 +288,9 @@ pub trait Term {
     /// x-independent work for term `k`, done once per term per kernel launch.
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Self::Local<'a>;
 
-    /// The term's value at `x`, the term's window.
-    fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local<'_>) -> R;
+    /// The term's value at `x`, the term's window. Compute with `x[j]` and `f64` constants
+    /// freely (see [`Num`]); return the result.
+    fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local<'_>) -> Num<R>;
 }
 
 #[cfg(test)]
@@ -274,9 +319,9 @@ mod tests {
     fn vars_replace_one_variable() {
         let x = [1.0, 2.0, 3.0];
         let v = Vars::with(&x, 1, 5.0);
-        assert_eq!((v[0], v[1], v[2]), (1.0, 5.0, 3.0));
+        assert_eq!((v[0].0, v[1].0, v[2].0), (1.0, 5.0, 3.0));
         let plain = Vars::new(&x);
-        assert_eq!((plain[0], plain[1], plain[2]), (1.0, 2.0, 3.0));
+        assert_eq!((plain[0].0, plain[1].0, plain[2].0), (1.0, 2.0, 3.0));
     }
 
     #[test]
@@ -285,10 +330,22 @@ mod tests {
         let v = Vars::with(&x, 3, 30.0);
         // 1 + 4 + 90 + 16 + 25 + 36, the fifth product (in the remainder) included.
         assert_eq!(
-            v.dot(1, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+            v.dot(1, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).0,
             1.0 + 4.0 + 90.0 + 16.0 + 25.0 + 36.0
         );
-        assert_eq!(v.dot(0, &[]), 0.0);
+        assert_eq!(v.dot(0, &[]).0, 0.0);
+    }
+
+    #[test]
+    fn dot_row_weights_by_the_rows_columns() {
+        // Two rows, three columns: row 1 is (20, 2, 0.5).
+        let values = [10.0, 20.0, 1.0, 2.0, 0.25, 0.5];
+        let row = Data::new(&values, 2).row(1);
+        assert_eq!((row.get(0), row.get(1), row.get(2)), (20.0, 2.0, 0.5));
+        let x = [7.0, 3.0, 4.0];
+        let v = Vars::with(&x, 2, 8.0);
+        assert_eq!(v.dot_row(1, row).0, 3.0 * 2.0 + 8.0 * 0.5);
+        assert_eq!(Vars::new(&x).dot_row(0, row).0, 140.0 + 6.0 + 2.0);
     }
 
     #[test]

@@ -1,21 +1,28 @@
 //! cudamin's host side. Data flows one way:
 //!
-//! 1. a term function (`gpu-kernels/src/terms/`),
-//! 2. run by the CPU [`executor`] (rayon) or by the GPU kernels through the [`launcher`]
-//!    (cust, feature `cuda`), chosen by [`backend`],
-//! 3. gives an [`objective`]: the value and finite-difference gradient of a sum of terms,
+//! 1. a term function (in a kernel crate: `gpu-kernels`' built-ins, or your own),
+//! 2. run by a [`backend`]: the CPU executor ([`backend::cpu`], rayon) or the GPU launcher
+//!    ([`backend::cuda`], cust, feature `cuda`), both behind one contract
+//!    ([`backend::evaluator`]),
+//! 3. gives an [`objective`]: the value and gradient of a sum of terms,
 //! 4. which a [`solver`] (BFGS, L-BFGS) minimizes,
 //! 5. into a scipy-like [`OptimizeResult`].
 //!
-//! [`problems`] names the built-in objectives for the command line.
+//! [`problems`] names the built-in objectives for the command line; `linalg` holds the
+//! host-memory vector and matrix kernels the solver and the problems share.
+
+// `unsafe` is the GPU launcher's alone (`backend::cuda::launcher`, the one audited file).
+#![deny(unsafe_code)]
 
 pub mod backend;
-pub mod executor;
-pub mod launcher;
+mod linalg;
 pub mod objective;
 pub mod problems;
 pub mod solver;
 
-pub use backend::{Backend, BackendChoice, BackendError, RawArg};
-pub use objective::{EvalError, FiniteDifference, Objective, TermObjective, TermProblem};
+pub use backend::{
+    Backend, BackendChoice, BackendError, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
+    RawArg, TermProblem,
+};
+pub use objective::{EvalError, Objective, TermObjective};
 pub use solver::{Method, OptimizeResult, Options, SolveError, Status};

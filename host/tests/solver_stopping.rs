@@ -50,7 +50,7 @@ fn the_observer_sees_every_iteration_and_can_stop_the_run() {
     for method in METHODS {
         let mut seen = Vec::new();
         let mut observer = |it: &Iterate<'_>| {
-            seen.push((it.nit, it.fun, it.grad_norm, it.x.to_vec()));
+            seen.push((it.nit, it.fun, it.grad_norm, it.x().unwrap().to_vec()));
             if it.nit == 3 {
                 ControlFlow::Break(())
             } else {

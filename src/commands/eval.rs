@@ -3,14 +3,15 @@
 
 use super::{ProblemArgs, inf_norm, print_json};
 use crate::GradArg;
-use cudamin::FiniteDifference;
+use cudamin::Gradient;
+use std::io::Write;
 use std::time::Instant;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct EvalArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
-    /// Finite-difference scheme of the gradient.
+    /// How the gradient is computed: exact (default), or forward / central differences.
     #[arg(long, value_enum, default_value_t)]
     pub grad: GradArg,
     /// Timed evaluations of each kind (after one untimed warm-up); the median is reported.
@@ -33,11 +34,12 @@ struct EvalReport<'a> {
 }
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
+    let mut out = super::stdout();
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     let setup = args.problem.setup()?;
     let mut evaluator = setup.instance.evaluator;
     let x = setup.instance.x0;
-    let fd = FiniteDifference::from(args.grad);
+    let fd = Gradient::from(args.grad);
     let mut g = vec![0.0; x.len()];
 
     let fun = evaluator.value(&x)?;
@@ -58,25 +60,29 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
     if args.json {
         return print_json(&report);
     }
-    println!(
+    writeln!(
+        out,
         "problem   {} (n = {}) on {} ({})",
         report.problem, report.n, report.backend, setup.backend_reason
-    );
-    println!("f(x0)     {:.12e}", report.fun);
-    println!(
-        "‖∇f‖∞     {:.6e} ({} differences)",
+    )?;
+    writeln!(out, "f(x0)     {:.12e}", report.fun)?;
+    writeln!(
+        out,
+        "‖∇f‖∞     {:.6e} ({} gradient)",
         report.grad_inf_norm,
         fd.name()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "value     {:.6} s (median of {})",
         report.value_s, report.repeat
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "gradient  {:.6} s ({:.2}× the value)",
         report.grad_s,
         report.grad_s / report.value_s
-    );
+    )?;
     Ok(())
 }
 

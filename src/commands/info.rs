@@ -3,7 +3,8 @@
 
 use super::print_json;
 use cudamin::BackendChoice;
-use cudamin::launcher::ptx;
+use cudamin::backend::cuda::ptx;
+use std::io::Write;
 
 #[derive(serde::Serialize)]
 struct Info {
@@ -17,10 +18,14 @@ struct Info {
     gpu: bool,
     /// The device, or the driver's reason there is none.
     gpu_reason: String,
+    /// Seconds the driver took to load the PTX: its JIT compilation, or a hit in the driver's
+    /// compute cache (`~/.nv/ComputeCache`) on later runs.
+    module_load_s: Option<f64>,
     cpu_threads: usize,
 }
 
 pub fn run(json: bool) -> anyhow::Result<()> {
+    let mut out = super::stdout();
     let (kernels, ptx_target) = match cudamin::PTX {
         Ok(text) => (
             ptx::entries(text)
@@ -32,9 +37,9 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         ),
         Err(_) => (Vec::new(), None),
     };
-    let (gpu, gpu_reason) = match cudamin::backend(BackendChoice::Cuda) {
-        Ok((_, why)) => (true, why),
-        Err(err) => (false, err.to_string()),
+    let (gpu, gpu_reason, module_load_s) = match cudamin::backend(BackendChoice::Cuda) {
+        Ok((backend, why)) => (true, why, backend.module_load_seconds()),
+        Err(err) => (false, err.to_string(), None),
     };
     let info = Info {
         version: env!("CARGO_PKG_VERSION"),
@@ -45,29 +50,39 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         cuda_feature: cfg!(feature = "cuda"),
         gpu,
         gpu_reason,
-        cpu_threads: cudamin::executor::threads(),
+        module_load_s,
+        cpu_threads: cudamin::backend::cpu::threads(),
     };
     if json {
         return print_json(&info);
     }
     match info.ptx_reason {
-        None => println!(
+        None => writeln!(
+            out,
             "PTX        embedded, target {}, {} kernels: {}",
             info.ptx_target.as_deref().unwrap_or("?"),
             info.kernels.len(),
             info.kernels.join(", ")
-        ),
-        Some(why) => println!("PTX        GPU kernels not built: {why}"),
+        )?,
+        Some(why) => writeln!(out, "PTX        GPU kernels not built: {why}")?,
     }
-    println!(
+    writeln!(
+        out,
         "cuda       feature {}",
         if info.cuda_feature { "on" } else { "off" }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "GPU        {}: {}",
         if info.gpu { "yes" } else { "no" },
         info.gpu_reason
-    );
-    println!("CPU        {} threads", info.cpu_threads);
+    )?;
+    if let Some(seconds) = info.module_load_s {
+        writeln!(
+            out,
+            "PTX load   {seconds:.3} s (JIT compilation, or the driver's compute cache)"
+        )?;
+    }
+    writeln!(out, "CPU        {} threads", info.cpu_threads)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use super::print_json;
 use cudamin::problems;
+use std::io::Write;
 
 #[derive(serde::Serialize)]
 struct Entry {
@@ -20,6 +21,7 @@ struct Listing {
 }
 
 pub fn run(json: bool) -> anyhow::Result<()> {
+    let mut out = super::stdout();
     let problems: Vec<Entry> = problems::all()
         .map(|p| Entry {
             name: p.name,
@@ -35,11 +37,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         return print_json(&Listing { problems });
     }
     for p in &problems {
-        println!("{:<16} {}", p.name, p.title);
-        println!(
+        writeln!(out, "{:<16} {}", p.name, p.title)?;
+        writeln!(
+            out,
             "{:<16} n: {} (default {}); x0: {}; f*: {}",
             "", p.n_rule, p.default_n, p.x0, p.f_star
-        );
+        )?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod solve;
 use crate::BackendArg;
 use cudamin::problems::{self, Instance};
 use cudamin::{Backend, LaunchOverride};
+use std::io::Write;
 
 /// Which built-in problem, how big, and where (shared by `solve` and `eval`).
 #[derive(clap::Args, Clone, Debug)]
@@ -23,7 +24,7 @@ pub struct ProblemArgs {
     /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
-    /// GPU threads per block, instead of the occupancy API's choice (a multiple of 32).
+    /// GPU threads per block (1 to 1024), instead of the occupancy API's choice.
     #[arg(long)]
     pub threads: Option<u32>,
     /// GPU blocks per grid, instead of the resident-block count.
@@ -67,8 +68,33 @@ pub fn inf_norm(v: &[f64]) -> f64 {
     })
 }
 
+/// Standard output for a command's report. A write that fails is an error that names stdout,
+/// which `main` turns into the usual quiet exit (a closed pipe) or a one-line message (a full
+/// disk), never a panic as `println!` would.
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(writing_stdout)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(writing_stdout)
+    }
+}
+
+fn writing_stdout(err: std::io::Error) -> std::io::Error {
+    std::io::Error::new(err.kind(), format!("writing to stdout: {err}"))
+}
+
 /// Prints one JSON object on stdout.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string(value)?);
+    let mut out = stdout();
+    writeln!(out, "{}", serde_json::to_string(value)?)?;
+    out.flush()?;
     Ok(())
 }

@@ -3,7 +3,8 @@
 use super::{ProblemArgs, inf_norm, print_json};
 use crate::{GradArg, MethodArg};
 use cudamin::solver::{Iterate, minimize};
-use cudamin::{FiniteDifference, Method, Options, TermObjective};
+use cudamin::{Gradient, Method, Options, TermObjective};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ pub struct SolveArgs {
     pub problem: ProblemArgs,
     #[arg(long, value_enum, default_value_t)]
     pub method: MethodArg,
-    /// Finite-difference scheme of the gradient.
+    /// How the gradient is computed: exact (default), or forward / central differences.
     #[arg(long, value_enum, default_value_t)]
     pub grad: GradArg,
     /// Stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5).
@@ -64,10 +65,11 @@ struct SolveReport<'a> {
 }
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
+    let mut out = super::stdout();
     let options = args.options()?;
     let setup = args.problem.setup()?;
     let method = Method::from(args.method);
-    let fd = FiniteDifference::from(args.grad);
+    let fd = Gradient::from(args.grad);
     let mut objective = TermObjective::new(setup.instance.evaluator, fd);
     let mut progress = Progress::new();
     let start = Instant::now();
@@ -105,18 +107,18 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
         return print_json(&report);
     }
     let r = &report;
-    println!("problem        {} (n = {})", r.problem, r.n);
-    println!("backend        {} ({})", r.backend, r.backend_reason);
-    println!("method         {}, {} differences", r.method, r.grad);
-    println!("status         {}: {}", r.status, r.message);
-    println!("fun            {:.12e}", r.fun);
+    writeln!(out, "problem        {} (n = {})", r.problem, r.n)?;
+    writeln!(out, "backend        {} ({})", r.backend, r.backend_reason)?;
+    writeln!(out, "method         {}, {} gradient", r.method, r.grad)?;
+    writeln!(out, "status         {}: {}", r.status, r.message)?;
+    writeln!(out, "fun            {:.12e}", r.fun)?;
     if let Some(f_star) = setup.instance.f_star {
-        println!("known minimum  {f_star:.12e}");
+        writeln!(out, "known minimum  {f_star:.12e}")?;
     }
-    println!("‖∇f‖∞          {:.3e}", r.grad_inf_norm);
-    println!("nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev);
-    println!("elapsed        {:.3} s", r.elapsed_s);
-    println!("x              {}", preview(r.x));
+    writeln!(out, "‖∇f‖∞          {:.3e}", r.grad_inf_norm)?;
+    writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
+    writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
+    writeln!(out, "x              {}", preview(r.x))?;
     Ok(())
 }
 

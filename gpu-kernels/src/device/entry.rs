@@ -4,23 +4,33 @@
 //!
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
 //! - term value / gradient: `(x: *const f64, n: u64, data: *const f64, data_len: u64,
-//!   data_rows: u64, out: *mut f64)`;
+//!   data_rows: u64, out: *mut f64, values: *mut f64)`: the gradient (or its dense partials)
+//!   in `out`, the value's per-block partials in `values`;
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
-//! - the dense finishing kernels: `(x: *const f64, n: u64, partials: *const f64, blocks: u64,
-//!   g: *mut f64)`.
+//! - the dense finishing kernels (forward, central, exact): `(x: *const f64, n: u64,
+//!   partials: *const f64, blocks: u64, g: *mut f64)`;
+//! - the vector kernels of a solver that keeps its vectors on the device
+//!   ([`AXPY`](crate::kernel::AXPY) and its neighbours): `n` first, then scalars and vectors in
+//!   the order of their formulas.
 
 pub use nvptx::*;
 
 mod nvptx {
     use crate::device::{
-        block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
+        block_dim, block_idx, block_reduce, block_reduce_sum, global_thread_idx, grid_dim,
+        grid_stride, slice, slice_mut, thread_idx,
     };
+    use crate::dual::Dual;
     use crate::fd::{Central, FdScheme, Forward};
-    use crate::kernel::{
-        CompensatedSum, DenseTerm, banded_group_gradient, dense_gradient_component,
-        gradient_groups, term_value,
+    use crate::kernel::exact::{
+        EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
+        fill_constants,
     };
-    use crate::term::{Data, Term, Window};
+    use crate::kernel::{
+        CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
+        sum_in_order, value_partial,
+    };
+    use crate::term::{Data, Term};
 
     /// `x` and the data as the term kernels' raw arguments describe them.
     ///
@@ -38,10 +48,26 @@ mod nvptx {
         (x, Data::new(unsafe { slice(data, data_len) }, data_rows))
     }
 
-    /// Value kernel: `partials[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
+    /// Writes the block's sum of the threads' `value` partials to `values[block]`, when the
+    /// launch asked for values (`values` not null: uniform over the grid, so every thread of
+    /// the block reaches the reduction or none does).
+    #[inline(always)]
+    unsafe fn block_value(value: CompensatedSum, values: *mut f64) {
+        if values.is_null() {
+            return;
+        }
+        let block_sum = block_reduce_sum(value.value());
+        if thread_idx() == 0 {
+            // SAFETY: the launcher passes one slot per block.
+            unsafe { values.add(block_idx()).write(block_sum) };
+        }
+    }
+
+    /// Value kernel: `values[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
+    /// `out` is unused.
     ///
     /// # Safety
-    /// `x` holds `n` f64, `data` holds `data_len`, `partials` has one slot per block.
+    /// `x` holds `n` f64, `data` holds `data_len`, `values` has one slot per block.
     #[inline(always)]
     pub unsafe fn value<T: Term>(
         x: *const f64,
@@ -49,25 +75,25 @@ mod nvptx {
         data: *const f64,
         data_len: usize,
         data_rows: usize,
-        partials: *mut f64,
+        _out: *mut f64,
+        values: *mut f64,
     ) {
         let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
-        let mut sum = CompensatedSum::default();
-        for k in grid_stride(T::terms(n, data)) {
-            sum.add(term_value::<T>(k, x, data));
-        }
-        let block_sum = block_reduce_sum(sum.value());
+        let sum = value_partial::<T>(grid_stride(T::terms(n, data)), x, data);
+        let block_sum = block_reduce_sum(sum);
         if thread_idx() == 0 {
-            unsafe { partials.add(block_idx()).write(block_sum) };
+            unsafe { values.add(block_idx()).write(block_sum) };
         }
     }
 
     /// Gradient kernel. Banded windows: `out` is the gradient, each thread gathers its groups.
-    /// Dense windows: `out` holds `n` partial sums per block, finished by
-    /// the dense finishing kernels.
+    /// Dense windows: `out` holds `n` partial sums per block, finished by the dense finishing
+    /// kernels. Unless `values` is null, the same pass also writes the block's partial sum of
+    /// the value to `values[block]` (each term counted once: see `banded_group_gradient`).
     ///
     /// # Safety
-    /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense).
+    /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense); `values` is null
+    /// or has one slot per block.
     #[inline(always)]
     pub unsafe fn gradient<T: Term, S: FdScheme>(
         x: *const f64,
@@ -76,28 +102,39 @@ mod nvptx {
         data_len: usize,
         data_rows: usize,
         out: *mut f64,
+        values: *mut f64,
     ) {
         let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
-        match T::WINDOW {
-            Window::Dense => unsafe { dense_partials::<T, S>(x, data, out) },
-            Window::Separable | Window::Banded { .. } => {
-                let (stride, _) = T::WINDOW.stride_width(n);
-                for group in grid_stride(gradient_groups::<T>(n)) {
+        let with_value = !values.is_null();
+        let mut value = CompensatedSum::default();
+        match GradientWork::of::<T>(n, data) {
+            GradientWork::Terms(_) => unsafe {
+                dense_partials::<T, S>(x, data, out, with_value.then_some(&mut value))
+            },
+            GradientWork::Groups { groups, stride } => {
+                for group in grid_stride(groups) {
                     let first = group * stride;
                     let len = stride.min(n - first);
                     // SAFETY: groups are disjoint and each belongs to one thread.
                     let g = unsafe { slice_mut(out.add(first), len) };
-                    banded_group_gradient::<T, S>(group, x, data, g);
+                    value.add(banded_group_gradient::<T, S>(group, x, data, g, with_value));
                 }
             }
         }
+        unsafe { block_value(value, values) };
     }
 
     /// Dense gradient, first stage. The block takes tiles of `blockDim` terms, one term per
     /// thread; each term is prepared once, then for every variable the block sums the terms'
     /// differences and thread 0 adds that to the block's partial, tile after tile in order.
+    /// With `value`, each thread also adds up its terms' values.
     #[inline(always)]
-    unsafe fn dense_partials<T: Term, S: FdScheme>(x: &[f64], data: Data<'_>, partials: *mut f64) {
+    unsafe fn dense_partials<T: Term, S: FdScheme>(
+        x: &[f64],
+        data: Data<'_>,
+        partials: *mut f64,
+        mut value: Option<&mut CompensatedSum>,
+    ) {
         let n = x.len();
         let terms = T::terms(n, data);
         let mine = unsafe { partials.add(block_idx() * n) };
@@ -111,6 +148,9 @@ mod nvptx {
         while tile < tiles {
             let k = tile * block_dim() + thread_idx();
             let term = (k < terms).then(|| DenseTerm::<T>::prepare::<S>(k, x, data));
+            if let (Some(term), Some(value)) = (&term, value.as_deref_mut()) {
+                value.add(term.value::<S>(x));
+            }
             for i in 0..n {
                 let d = term.as_ref().map_or(0.0, |t| t.difference::<S>(x, i));
                 let sum = block_reduce_sum(d);
@@ -123,19 +163,101 @@ mod nvptx {
         }
     }
 
-    /// Second stage of the dense gradient: `g_i = Σ_b partials[b·n + i] / spacing(x_i)`.
+    /// Exact-gradient kernel: as [`gradient`], with each term differentiated on duals (see
+    /// `kernel::exact`) instead of differenced.
+    ///
+    /// # Safety
+    /// As [`gradient`]; a dense window has at most `EXACT_DENSE_WIDTH_MAX_GPU` variables.
     #[inline(always)]
-    unsafe fn dense_finish<S: FdScheme>(
+    pub unsafe fn gradient_exact<T: Term>(
+        x: *const f64,
+        n: usize,
+        data: *const f64,
+        data_len: usize,
+        data_rows: usize,
+        out: *mut f64,
+        values: *mut f64,
+    ) {
+        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let with_value = !values.is_null();
+        let mut value = CompensatedSum::default();
+        match GradientWork::of::<T>(n, data) {
+            GradientWork::Terms(_) => unsafe {
+                dense_exact_partials::<T>(x, data, out, with_value.then_some(&mut value))
+            },
+            GradientWork::Groups { groups, stride } => {
+                for group in grid_stride(groups) {
+                    let first = group * stride;
+                    let len = stride.min(n - first);
+                    // SAFETY: groups are disjoint and each belongs to one thread.
+                    let g = unsafe { slice_mut(out.add(first), len) };
+                    value.add(banded_group_gradient_exact::<T>(
+                        group, x, data, g, with_value,
+                    ));
+                }
+            }
+        }
+        unsafe { block_value(value, values) };
+    }
+
+    /// Dense exact gradient, first stage: as [`dense_partials`], with each thread's term
+    /// evaluated on its own copy of the window as duals, `EXACT_LANES` variables at a time.
+    #[inline(always)]
+    unsafe fn dense_exact_partials<T: Term>(
+        x: &[f64],
+        data: Data<'_>,
+        partials: *mut f64,
+        mut value: Option<&mut CompensatedSum>,
+    ) {
+        let n = x.len();
+        let terms = T::terms(n, data);
+        let mine = unsafe { partials.add(block_idx() * n) };
+        if thread_idx() == 0 {
+            for i in 0..n {
+                unsafe { mine.add(i).write(0.0) };
+            }
+        }
+        let mut storage = [Dual::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+        let window = &mut storage[..n];
+        fill_constants(window, x);
+        let tiles = terms.div_ceil(block_dim());
+        let mut tile = block_idx();
+        while tile < tiles {
+            let k = tile * block_dim() + thread_idx();
+            let local = (k < terms).then(|| T::prepare(k, n, data));
+            for first in (0..n).step_by(EXACT_LANES) {
+                let result = local.as_ref().map(|l| eval_seeded::<T>(l, window, first));
+                if let (Some(result), Some(value), 0) = (result, value.as_deref_mut(), first) {
+                    value.add(result.value);
+                }
+                for lane in 0..EXACT_LANES.min(n - first) {
+                    let d = result.map_or(0.0, |r| r.derivatives[lane]);
+                    let sum = block_reduce_sum(d);
+                    if thread_idx() == 0 {
+                        // SAFETY: the block's own partials, written by thread 0 only.
+                        unsafe { *mine.add(first + lane) += sum };
+                    }
+                }
+            }
+            tile += grid_dim();
+        }
+    }
+
+    /// Second stage of the dense gradient: `g_i = Σ_b partials[b·n + i] / divisor(x_i)`.
+    #[inline(always)]
+    unsafe fn dense_finish(
         x: *const f64,
         n: usize,
         partials: *const f64,
         blocks: usize,
         g: *mut f64,
+        divisor: impl Fn(f64) -> f64,
     ) {
         let x = unsafe { slice(x, n) };
         let partials = unsafe { slice(partials, n * blocks) };
         for i in grid_stride(n) {
-            let gi = dense_gradient_component::<S>(x[i], (0..blocks).map(|b| partials[b * n + i]));
+            let parts = (0..blocks).map(|b| partials[b * n + i]);
+            let gi = dense_gradient_component(divisor(x[i]), parts);
             unsafe { g.add(i).write(gi) };
         }
     }
@@ -149,7 +271,7 @@ mod nvptx {
         g: *mut f64,
     ) {
         // SAFETY: the launcher passes `n` variables and `blocks · n` partials.
-        unsafe { dense_finish::<Forward>(x, n, partials, blocks, g) }
+        unsafe { dense_finish(x, n, partials, blocks, g, |xi| Forward::steps(xi).spacing) }
     }
 
     #[unsafe(export_name = "cudamin_dense_finish_central")]
@@ -161,23 +283,119 @@ mod nvptx {
         g: *mut f64,
     ) {
         // SAFETY: as above.
-        unsafe { dense_finish::<Central>(x, n, partials, blocks, g) }
+        unsafe { dense_finish(x, n, partials, blocks, g, |xi| Central::steps(xi).spacing) }
     }
 
-    /// `out[0] = Σ partials`, summed by one block in a fixed order.
+    #[unsafe(export_name = "cudamin_dense_finish_exact")]
+    unsafe extern "ptx-kernel" fn dense_finish_exact(
+        x: *const f64,
+        n: usize,
+        partials: *const f64,
+        blocks: usize,
+        g: *mut f64,
+    ) {
+        // SAFETY: as above.
+        unsafe { dense_finish(x, n, partials, blocks, g, |_| 1.0) }
+    }
+
+    /// `|a|` and `|b|`'s maximum, NaN when either is NaN (an ∞-norm must not hide a NaN).
+    #[inline(always)]
+    fn max_abs_nan(a: f64, b: f64) -> f64 {
+        let (a, b) = (a.abs(), b.abs());
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    }
+
+    /// `y ← y + alpha·x`.
+    #[unsafe(export_name = "cudamin_axpy")]
+    unsafe extern "ptx-kernel" fn axpy(n: usize, alpha: f64, x: *const f64, y: *mut f64) {
+        for i in grid_stride(n) {
+            // SAFETY: the launcher passes vectors of `n` f64; each thread owns its `i`.
+            unsafe { *y.add(i) = *y.add(i) + alpha * *x.add(i) };
+        }
+    }
+
+    /// `v ← alpha·v`.
+    #[unsafe(export_name = "cudamin_scale")]
+    unsafe extern "ptx-kernel" fn scale(n: usize, alpha: f64, v: *mut f64) {
+        for i in grid_stride(n) {
+            // SAFETY: as in `axpy`.
+            unsafe { *v.add(i) = alpha * *v.add(i) };
+        }
+    }
+
+    /// `out ← x + step·p`: a point on the line search's ray.
+    #[unsafe(export_name = "cudamin_ray_point")]
+    unsafe extern "ptx-kernel" fn ray_point(
+        n: usize,
+        x: *const f64,
+        step: f64,
+        p: *const f64,
+        out: *mut f64,
+    ) {
+        for i in grid_stride(n) {
+            // SAFETY: as in `axpy`.
+            unsafe { *out.add(i) = *x.add(i) + step * *p.add(i) };
+        }
+    }
+
+    /// `old ← new − old`: a gradient change `y = g₊ − g` in the old gradient's place.
+    #[unsafe(export_name = "cudamin_difference")]
+    unsafe extern "ptx-kernel" fn difference(n: usize, new: *const f64, old: *mut f64) {
+        for i in grid_stride(n) {
+            // SAFETY: as in `axpy`.
+            unsafe { *old.add(i) = *new.add(i) - *old.add(i) };
+        }
+    }
+
+    /// `partials[block] = Σ a_i·b_i` over the block's grid-stride share; [`sum_partials`]
+    /// finishes the dot product.
+    #[unsafe(export_name = "cudamin_dot_partials")]
+    unsafe extern "ptx-kernel" fn dot_partials(
+        n: usize,
+        a: *const f64,
+        b: *const f64,
+        partials: *mut f64,
+    ) {
+        // SAFETY: the launcher passes vectors of `n` f64 and one partial per block.
+        let (a, b) = unsafe { (slice(a, n), slice(b, n)) };
+        let mut sum = 0.0;
+        for i in grid_stride(n) {
+            sum += a[i] * b[i];
+        }
+        let block_sum = block_reduce_sum(sum);
+        if thread_idx() == 0 {
+            unsafe { partials.add(block_idx()).write(block_sum) };
+        }
+    }
+
+    /// `partials[block] = max |v_i|` over the block's share, NaN if any is NaN; then
+    /// [`max_abs_partials`] over the partials with one block gives `‖v‖∞`.
+    #[unsafe(export_name = "cudamin_max_abs_partials")]
+    unsafe extern "ptx-kernel" fn max_abs_partials(n: usize, v: *const f64, partials: *mut f64) {
+        // SAFETY: the launcher passes `n` f64 and one partial per block.
+        let v = unsafe { slice(v, n) };
+        let mut max = 0.0;
+        for i in grid_stride(n) {
+            max = max_abs_nan(max, v[i]);
+        }
+        let block_max = block_reduce(max, 0.0, max_abs_nan);
+        if thread_idx() == 0 {
+            unsafe { partials.add(block_idx()).write(block_max) };
+        }
+    }
+
+    /// `out[0] = Σ partials`, added in order by one thread ([`sum_in_order`]), as the CPU adds
+    /// its chunks' partials.
     #[unsafe(export_name = "cudamin_sum_partials")]
     unsafe extern "ptx-kernel" fn sum_partials(partials: *const f64, count: usize, out: *mut f64) {
         // SAFETY: the launcher passes `count` partials and one output slot.
         let partials = unsafe { slice(partials, count) };
-        let mut sum = 0.0;
-        let mut i = thread_idx();
-        while i < count {
-            sum += partials[i];
-            i += block_dim();
-        }
-        let total = block_reduce_sum(sum);
-        if thread_idx() == 0 {
-            unsafe { out.write(total) };
+        if global_thread_idx() == 0 {
+            unsafe { out.write(sum_in_order(partials.iter().copied())) };
         }
     }
 }

@@ -8,6 +8,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 pub mod entry;
+mod macros;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
@@ -15,7 +16,7 @@ pub use nvptx::*;
 mod views;
 pub use views::*;
 
-/// Threads per warp; blocks are launched in whole warps.
+/// Threads per warp.
 pub const WARP_SIZE: usize = 32;
 /// The most threads a block may have (CUDA's limit); the reduction scratch holds one value per
 /// warp of such a block.

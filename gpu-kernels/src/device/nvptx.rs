@@ -53,60 +53,87 @@ pub fn sync_threads() {
 // The block reduction's scratch has one slot per warp of the largest block.
 const _: () = assert!(MAX_BLOCK_THREADS / WARP_SIZE == 32);
 
-/// `__shfl_down_sync(0xffffffff, v, delta)` for an f64 (two 32-bit shuffles). All 32 lanes of
-/// the warp must call it.
+/// `__shfl_down_sync(mask, v, delta)` for an f64 (two 32-bit shuffles). Every lane in `mask`
+/// must call it, with the same mask.
 #[inline(always)]
-pub fn shfl_down(v: f64, delta: u32) -> f64 {
+pub fn shfl_down(v: f64, delta: u32, mask: u32) -> f64 {
     let out: f64;
-    // SAFETY: a full-warp shuffle; blocks are launched in whole warps.
+    // SAFETY: a warp shuffle over the lanes in `mask`, which the callers make the lanes that
+    // exist.
     unsafe {
         asm!(
             "{{ .reg .b32 lo, hi;",
             "mov.b64 {{lo, hi}}, {v};",
-            "shfl.sync.down.b32 lo, lo, {d}, 0x1f, -1;",
-            "shfl.sync.down.b32 hi, hi, {d}, 0x1f, -1;",
+            "shfl.sync.down.b32 lo, lo, {d}, 0x1f, {m};",
+            "shfl.sync.down.b32 hi, hi, {d}, 0x1f, {m};",
             "mov.b64 {o}, {{lo, hi}}; }}",
             v = in(reg64) v,
             d = in(reg32) delta,
+            m = in(reg32) mask,
             o = out(reg64) out,
         )
     };
     out
 }
 
-/// Sum over the warp, valid in lane 0. The tree is fixed, so the result is reproducible.
+/// `v` combined over the warp's first `lanes` lanes (`1..=32`: the lanes that exist; the last
+/// warp of a block whose size is not a multiple of 32 has fewer), valid in lane 0. Every one
+/// of those lanes must call it. The tree is fixed, so the result is reproducible.
 #[inline(always)]
-pub fn warp_reduce_sum(mut v: f64) -> f64 {
-    let mut delta = WARP_SIZE as u32 / 2;
+pub fn warp_reduce(mut v: f64, lanes: usize, combine: impl Fn(f64, f64) -> f64) -> f64 {
+    let lane = thread_idx() % WARP_SIZE;
+    let mask = if lanes >= WARP_SIZE {
+        u32::MAX
+    } else {
+        (1u32 << lanes) - 1
+    };
+    let mut delta = WARP_SIZE / 2;
     while delta > 0 {
-        v += shfl_down(v, delta);
+        // Every lane shuffles (the instruction needs the whole mask); only a value from a lane
+        // that exists is combined.
+        let other = shfl_down(v, delta as u32, mask);
+        if lane + delta < lanes {
+            v = combine(v, other);
+        }
         delta /= 2;
     }
     v
 }
 
-/// Sum of `v` over the block, valid in thread 0. Every thread of the block must call it; the
-/// block must be whole warps. Deterministic: warp trees, then warp sums in warp order. Ends with
-/// a barrier, so it can be called again at once.
+/// `v` combined over the block, valid in thread 0, `identity` being `combine`'s neutral
+/// value. Every thread of the block must call it; any block size works. Deterministic: warp
+/// trees, then the warps' results in warp order. Ends with a barrier, so it can be called
+/// again at once.
 #[inline(always)]
-pub fn block_reduce_sum(v: f64) -> f64 {
+pub fn block_reduce(v: f64, identity: f64, combine: impl Fn(f64, f64) -> f64 + Copy) -> f64 {
+    let threads = block_dim();
     let lane = thread_idx() % WARP_SIZE;
     let warp = thread_idx() / WARP_SIZE;
-    let warps = block_dim() / WARP_SIZE;
+    let warps = threads.div_ceil(WARP_SIZE);
     let scratch = crate::shared_array!(cudamin_reduce_scratch, 32);
-    let warp_sum = warp_reduce_sum(v);
+    let warp_result = warp_reduce(v, (threads - warp * WARP_SIZE).min(WARP_SIZE), combine);
     if lane == 0 {
-        scratch.set(warp, warp_sum);
+        scratch.set(warp, warp_result);
     }
     sync_threads();
-    let mut total = 0.0;
+    let mut total = identity;
     if warp == 0 {
-        // The barrier made the warp sums visible.
-        let mine = if lane < warps { scratch.get(lane) } else { 0.0 };
-        total = warp_reduce_sum(mine);
+        // The barrier made the warps' results visible.
+        let mine = if lane < warps {
+            scratch.get(lane)
+        } else {
+            identity
+        };
+        total = warp_reduce(mine, threads.min(WARP_SIZE), combine);
     }
     sync_threads();
     total
+}
+
+/// Sum of `v` over the block: [`block_reduce`] with `+`.
+#[inline(always)]
+pub fn block_reduce_sum(v: f64) -> f64 {
+    block_reduce(v, 0.0, |a, b| a + b)
 }
 
 /// `atomicAdd(address, value)` on global memory; returns the old value. Not used by the
@@ -155,4 +182,12 @@ pub unsafe fn slice_mut<'a>(ptr: *mut f64, len: usize) -> &'a mut [f64] {
     } else {
         unsafe { core::slice::from_raw_parts_mut(ptr, len) }
     }
+}
+
+/// On the GPU a panic (an out-of-bounds index, say) traps the kernel; the host sees a launch
+/// failure. `-Cpanic=immediate-abort` already inlines the trap at every panic site.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` aborts the kernel; it has no preconditions.
+    unsafe { nvptx::trap() }
 }

@@ -1,4 +1,15 @@
-//! Raw kernels' arguments: how a kernel sees its slices, on either target.
+//! Raw kernels' arguments: how a kernel sees its slices, on either target; and the terms'
+//! view of their variables as [`Num`]s.
+
+use crate::real::Num;
+
+/// `x` as the [`Num`]s a term computes with, without copying.
+#[inline(always)]
+pub fn as_nums<R>(x: &[R]) -> &[Num<R>] {
+    // SAFETY: `Num<R>` is `#[repr(transparent)]` over `R`: same size, alignment and validity,
+    // so the slice reinterprets element for element, for as long as `x` is borrowed.
+    unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<Num<R>>(), x.len()) }
+}
 
 /// A slice argument as a raw kernel receives it: device address and length, one 16-byte
 /// `.param` (the struct is `#[repr(C)]`).
@@ -151,6 +162,12 @@ impl<const N: usize> SharedArray<N> {
 /// in module-level PTX and addressed with `cvta.shared`.)
 #[cfg(target_arch = "nvptx64")]
 #[macro_export]
+// Declares the array with inline PTX, in the caller's crate: this crate's plumbing.
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(asm_experimental_arch),
+    allow_internal_unsafe
+)]
 macro_rules! shared_array {
     ($symbol:ident, $len:literal) => {{
         ::core::arch::global_asm!(concat!(

@@ -13,29 +13,52 @@
 //! `device::entry` wraps these in PTX entry points; [`register_term!`](crate::register_term)
 //! emits them for a term.
 
+pub mod exact;
+
 use crate::fd::FdScheme;
 use crate::lanes::{LANES, Lanes};
-use crate::term::{Data, Term, Vars};
+use crate::term::{Data, Term, Vars, Window};
 
-/// Sums the value kernel's per-block partials, in block order. Launch one block.
+/// Sums the value kernel's per-block partials in block order ([`sum_in_order`]). Launch one
+/// thread.
 pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
 /// Sums a dense forward-difference gradient's per-block partials and divides by the spacing.
 pub const DENSE_FINISH_FORWARD: &str = "cudamin_dense_finish_forward";
 /// As [`DENSE_FINISH_FORWARD`], for central differences.
 pub const DENSE_FINISH_CENTRAL: &str = "cudamin_dense_finish_central";
+/// Sums a dense exact gradient's per-block partials (nothing to divide).
+pub const DENSE_FINISH_EXACT: &str = "cudamin_dense_finish_exact";
+/// `y ← y + α·x`, for a solver whose vectors stay on the device.
+pub const AXPY: &str = "cudamin_axpy";
+/// `v ← α·v`.
+pub const SCALE: &str = "cudamin_scale";
+/// `out ← x + step·p`.
+pub const RAY_POINT: &str = "cudamin_ray_point";
+/// `old ← new − old`.
+pub const DIFFERENCE: &str = "cudamin_difference";
+/// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIALS`] adds them.
+pub const DOT_PARTIALS: &str = "cudamin_dot_partials";
+/// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one block on
+/// the partials, it gives `‖v‖∞`.
+pub const MAX_ABS_PARTIALS: &str = "cudamin_max_abs_partials";
 
 /// The PTX entry points of a registered term. Implemented by
 /// [`register_term!`](crate::register_term); the host launches kernels by these names.
 pub trait Kernels: Term {
     /// The name the term was registered under.
     const NAME: &'static str;
-    /// `(x, n, data, data_len, data_rows, partials)`: one partial sum per block.
+    /// `(x, n, data, data_len, data_rows, out, values)`: one partial sum per block into
+    /// `values`; `out` unused.
     const VALUE: &'static str;
-    /// `(x, n, data, data_len, data_rows, out)`: the gradient (banded), or one partial gradient
-    /// per block (dense).
+    /// `(x, n, data, data_len, data_rows, out, values)`: the gradient (banded), or one partial
+    /// gradient per block (dense), into `out`; unless `values` is null, the value's per-block
+    /// partials, from the same pass.
     const GRADIENT_FORWARD: &'static str;
     /// As [`GRADIENT_FORWARD`](Kernels::GRADIENT_FORWARD), with central differences.
     const GRADIENT_CENTRAL: &'static str;
+    /// As [`GRADIENT_FORWARD`](Kernels::GRADIENT_FORWARD), with exact derivatives (see
+    /// [`exact`]).
+    const GRADIENT_EXACT: &'static str;
 }
 
 /// Neumaier's compensated sum: the error is about `ε·Σ|v|`, whatever the number of terms,
@@ -83,25 +106,86 @@ pub fn window<T: Term>(x: &[f64], k: usize) -> &[f64] {
 #[inline(always)]
 pub fn term_value<T: Term>(k: usize, x: &[f64], data: Data<'_>) -> f64 {
     let local = T::prepare(k, x.len(), data);
-    T::eval(Vars::new(window::<T>(x, k)), &local)
+    T::eval(Vars::new(window::<T>(x, k)), &local).0
 }
 
-/// The number of variable groups of a banded (or separable) window: one per stride.
+/// `Σ φ_k(x)` over `terms`, compensated: the partial sum one GPU thread or one CPU chunk makes
+/// of a value.
 #[inline(always)]
-pub fn gradient_groups<T: Term>(n: usize) -> usize {
-    let (stride, _) = T::WINDOW.stride_width(n);
-    n.div_ceil(stride)
+pub fn value_partial<T: Term>(
+    terms: impl Iterator<Item = usize>,
+    x: &[f64],
+    data: Data<'_>,
+) -> f64 {
+    let mut sum = CompensatedSum::default();
+    for k in terms {
+        sum.add(term_value::<T>(k, x, data));
+    }
+    sum.value()
+}
+
+/// The last stage of a value on either backend: the partial sums (one per GPU block or CPU
+/// chunk) added in their order, compensated.
+#[inline(always)]
+pub fn sum_in_order(partials: impl Iterator<Item = f64>) -> f64 {
+    let mut sum = CompensatedSum::default();
+    for partial in partials {
+        sum.add(partial);
+    }
+    sum.value()
+}
+
+/// How a gradient's work is divided, by the term's window. Both backends hand out these units:
+/// GPU threads (and blocks), or CPU chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GradientWork {
+    /// A banded or separable window: `groups` groups of `stride` variables (the last may be
+    /// shorter), each owning its variables' part of `∇f` (see [`banded_group_gradient`]).
+    Groups { groups: usize, stride: usize },
+    /// A dense window: `terms` terms, each adding a difference to every variable's partial
+    /// sum, which a second stage finishes (see [`DenseTerm`], [`dense_gradient_component`]).
+    Terms(usize),
+}
+
+impl GradientWork {
+    #[inline(always)]
+    pub fn of<T: Term>(n: usize, data: Data<'_>) -> Self {
+        match T::WINDOW {
+            Window::Dense => GradientWork::Terms(T::terms(n, data)),
+            Window::Separable | Window::Banded { .. } => {
+                let (stride, _) = T::WINDOW.stride_width(n);
+                GradientWork::Groups {
+                    groups: n.div_ceil(stride),
+                    stride,
+                }
+            }
+        }
+    }
+
+    /// How many units: groups or terms.
+    #[inline(always)]
+    pub fn units(self) -> usize {
+        match self {
+            GradientWork::Groups { groups, .. } => groups,
+            GradientWork::Terms(terms) => terms,
+        }
+    }
 }
 
 /// The gradient over one group of variables, `[group·stride, group·stride + g.len())`, for a
 /// banded or separable window. `g` is the group's slice of the gradient.
+///
+/// Group `g` owns term `g` (the one whose window starts in it), when there is one: with
+/// `value`, the return is that term's `φ_g(x)`, so that a value taken in the same pass sums
+/// every term once (free for forward differences, one more evaluation for central ones); else 0.
 #[inline(always)]
 pub fn banded_group_gradient<T: Term, S: FdScheme>(
     group: usize,
     x: &[f64],
     data: Data<'_>,
     g: &mut [f64],
-) {
+    value: bool,
+) -> f64 {
     let n = x.len();
     let (stride, width) = T::WINDOW.stride_width(n);
     let first = group * stride;
@@ -119,13 +203,18 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
                 0.0
             };
         }
-        return;
+        return if value {
+            S::value::<T>(win, &local, base)
+        } else {
+            0.0
+        };
     }
     // Overlapping windows: gather the differences of every term [stride·k, stride·k + width)
     // that meets [first, end), in ascending k, then divide by the spacing.
     let terms = T::terms(n, data);
     let end = first + g.len();
     g.fill(0.0);
+    let mut owned = 0.0;
     let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
     let k_hi = ((end - 1) / stride).min(terms - 1);
     for k in k_lo..=k_hi {
@@ -137,10 +226,14 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
             let steps = S::steps(x[i]);
             g[i - first] += S::difference::<T>(win, i - offset, &local, base, steps);
         }
+        if value && k == group {
+            owned = S::value::<T>(win, &local, base);
+        }
     }
     for (i, gi) in (first..end).zip(g.iter_mut()) {
         *gi /= S::steps(x[i]).spacing;
     }
+    owned
 }
 
 /// A dense term, prepared once and ready to be differenced in every variable.
@@ -175,24 +268,31 @@ impl<'a, T: Term> DenseTerm<'a, T> {
     pub fn difference<S: FdScheme>(&self, x: &[f64], i: usize) -> f64 {
         S::difference::<T>(x, i, &self.local, self.base, S::steps(x[i]))
     }
+
+    /// `φ_k(x)`, for a value taken in the same pass (see [`FdScheme::value`]).
+    #[inline(always)]
+    pub fn value<S: FdScheme>(&self, x: &[f64]) -> f64 {
+        S::value::<T>(x, &self.local, self.base)
+    }
 }
 
-/// The dense gradient's second stage for the variable at `xi`: its partial sums (one per block
-/// or chunk), added in the order given, over the spacing of its step.
+/// The dense gradient's second stage for one variable: its partial sums (one per block or
+/// chunk), added in the order given, over `divisor`: the spacing of the variable's step for
+/// finite differences, 1 for exact derivatives.
 #[inline(always)]
-pub fn dense_gradient_component<S: FdScheme>(xi: f64, partials: impl Iterator<Item = f64>) -> f64 {
+pub fn dense_gradient_component(divisor: f64, partials: impl Iterator<Item = f64>) -> f64 {
     let mut sum = 0.0;
     for partial in partials {
         sum += partial;
     }
-    sum / S::steps(xi).spacing
+    sum / divisor
 }
 
 /// Emits the PTX entry points of a [`Term`] and implements [`Kernels`] for it.
 ///
 /// ```ignore
 /// register_term!(SeedExpSum, seed_expsum);
-/// // PTX: seed_expsum_value, seed_expsum_gradient_forward, seed_expsum_gradient_central
+/// // PTX: seed_expsum_value, seed_expsum_gradient_{forward,central,exact}
 /// ```
 #[macro_export]
 macro_rules! register_term {
@@ -202,6 +302,7 @@ macro_rules! register_term {
             const VALUE: &'static str = concat!(stringify!($name), "_value");
             const GRADIENT_FORWARD: &'static str = concat!(stringify!($name), "_gradient_forward");
             const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
+            const GRADIENT_EXACT: &'static str = concat!(stringify!($name), "_gradient_exact");
         }
 
         $crate::__term_entry!(
@@ -216,31 +317,10 @@ macro_rules! register_term {
             concat!(stringify!($name), "_gradient_central"),
             $crate::device::entry::gradient::<$term, $crate::fd::Central>
         );
-    };
-}
-
-/// One PTX entry of a term, with the term kernels' argument list, calling `$body` (one of
-/// `device::entry`'s bodies).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __term_entry {
-    ($export:expr, $($body:tt)+) => {
-        #[cfg(target_arch = "nvptx64")]
-        const _: () = {
-            #[unsafe(export_name = $export)]
-            unsafe extern "ptx-kernel" fn entry(
-                x: *const f64,
-                n: usize,
-                data: *const f64,
-                data_len: usize,
-                data_rows: usize,
-                out: *mut f64,
-            ) {
-                // SAFETY: the host launcher passes buffers of the lengths given (a test checks
-                // every launch against this signature).
-                unsafe { $($body)+(x, n, data, data_len, data_rows, out) }
-            }
-        };
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_gradient_exact"),
+            $crate::device::entry::gradient_exact::<$term>
+        );
     };
 }
 

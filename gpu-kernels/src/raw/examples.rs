@@ -11,22 +11,23 @@ pub fn square_plus_two_x_plus_one(thread: Thread, x: &[f64], out: Out<'_>) {
 
 crate::grid_kernel!(SQUARE_PLUS_TWO_X_PLUS_ONE = square_plus_two_x_plus_one(x: In, out: Out));
 
-/// `out[0] += x·y`: each block reduces its threads' partial sums in shared memory (a tree, so
-/// `blockDim` must be a power of two, at most 1024: one cache slot per thread), then adds the
-/// block's sum atomically. GPU-only.
+/// `out[0] += x·y`: each block reduces its threads' partial sums in shared memory (a tree over
+/// the next power of two, so any block size up to 1024 works: one cache slot per thread), then
+/// adds the block's sum atomically. GPU-only.
 #[cfg(target_arch = "nvptx64")]
 pub fn dot_shared(block: crate::raw::Block, x: &[f64], y: &[f64], out: Out<'_>) {
     let cache = crate::shared_array!(cudamin_dot_cache, 1024);
     let t = block.thread_idx();
+    let threads = block.block_dim();
     let mut sum = 0.0;
     for i in block.thread().grid_stride(x.len().min(y.len())) {
         sum += x[i] * y[i];
     }
     cache.set(t, sum);
     block.sync();
-    let mut half = block.block_dim() / 2;
+    let mut half = threads.next_power_of_two() / 2;
     while half > 0 {
-        if t < half {
+        if t < half && t + half < threads {
             cache.set(t, cache.get(t) + cache.get(t + half));
         }
         block.sync();

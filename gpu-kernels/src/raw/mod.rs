@@ -9,33 +9,47 @@
 //!   (mark them `#[cfg(target_arch = "nvptx64")]`); the CPU backend refuses them. Register with
 //!   [`block_kernel!`](crate::block_kernel).
 //!
-//! Arguments are slices of f64 ([`In`](RawParam::In), read-only), output buffers
+//! Arguments ([`Arg`]) are slices of f64 (read-only), output buffers
 //! ([`Out`](crate::device::Out), which any thread may set or add to), `f64` and `u64` scalars.
 
+#[cfg(feature = "builtin")]
 pub mod examples;
 
 pub use crate::device::Out;
 
-/// The kind of one raw-kernel parameter.
+/// One argument of a raw kernel, in any of its forms; the same four kinds throughout:
+/// - [`RawParam`], the kind a kernel declares (its registration builds the list);
+/// - `RawArg` (in cudamin's host crate), what a launch passes: input slices, output buffers,
+///   scalars;
+/// - [`CpuArg`], what the CPU executor hands each thread of a grid kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RawParam {
-    /// `&[f64]`, read-only. One 16-byte `.param` (address, length).
-    In,
-    /// [`Out`], written by the kernel. One 16-byte `.param` (address, length).
-    Out,
+pub enum Arg<In, Output, F, U> {
+    /// `&[f64]`, read-only. On the GPU, one 16-byte `.param` (address, length).
+    In(In),
+    /// An output buffer ([`Out`] in the kernel). On the GPU, one 16-byte `.param`.
+    Out(Output),
     /// An `f64` scalar.
-    F64,
+    F64(F),
     /// A `u64` scalar.
-    U64,
+    U64(U),
 }
 
+/// The kind of one raw-kernel parameter.
+pub type RawParam = Arg<(), (), (), ()>;
+
 /// An argument as the CPU executor hands it to a grid kernel.
-#[derive(Clone, Copy)]
-pub enum CpuArg<'a> {
-    In(&'a [f64]),
-    Out(Out<'a>),
-    F64(f64),
-    U64(u64),
+pub type CpuArg<'a> = Arg<&'a [f64], Out<'a>, f64, u64>;
+
+impl<I, O, F, U> Arg<I, O, F, U> {
+    /// Which of the four kinds this is.
+    pub fn kind(&self) -> RawParam {
+        match self {
+            Arg::In(_) => Arg::In(()),
+            Arg::Out(_) => Arg::Out(()),
+            Arg::F64(_) => Arg::F64(()),
+            Arg::U64(_) => Arg::U64(()),
+        }
+    }
 }
 
 /// A registered raw kernel: its PTX entry name, parameters, and how the CPU runs it.
@@ -133,7 +147,7 @@ macro_rules! grid_kernel {
     ($name:ident = $function:ident($($arg:ident: $kind:ident),* $(,)?)) => {
         pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
             name: stringify!($function),
-            params: &[$($crate::raw::RawParam::$kind),*],
+            params: &[$($crate::raw::Arg::$kind(())),*],
             cpu: Some(|thread, args| {
                 let mut args = args.iter();
                 $(let Some(&$crate::__raw_cpu_pattern!($kind, $arg)) = args.next() else { return };)*
@@ -151,25 +165,10 @@ macro_rules! block_kernel {
     ($name:ident = $function:ident($($arg:ident: $kind:ident),* $(,)?)) => {
         pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
             name: stringify!($function),
-            params: &[$($crate::raw::RawParam::$kind),*],
+            params: &[$($crate::raw::Arg::$kind(())),*],
             cpu: None,
         };
         $crate::__raw_entry!($function, $crate::raw::Block::current(), $($arg: $kind),*);
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __raw_entry {
-    ($function:ident, $context:expr, $($arg:ident: $kind:ident),*) => {
-        #[cfg(target_arch = "nvptx64")]
-        const _: () = {
-            #[unsafe(export_name = stringify!($function))]
-            unsafe extern "ptx-kernel" fn entry($($arg: $crate::__raw_ptx_type!($kind)),*) {
-                $(let $arg = $crate::__raw_view!($kind, $arg);)*
-                $function($context, $($arg),*)
-            }
-        };
     };
 }
 
@@ -192,24 +191,6 @@ macro_rules! __raw_ptx_type {
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __raw_view {
-    // SAFETY (both): the host launcher passes a live device buffer for every slice argument.
-    (In, $arg:ident) => {
-        unsafe { $crate::device::input($arg) }
-    };
-    (Out, $arg:ident) => {
-        unsafe { $crate::device::output($arg) }
-    };
-    (F64, $arg:ident) => {
-        $arg
-    };
-    (U64, $arg:ident) => {
-        $arg
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
 macro_rules! __raw_cpu_pattern {
     (In, $arg:ident) => {
         $crate::raw::CpuArg::In($arg)
@@ -226,4 +207,5 @@ macro_rules! __raw_cpu_pattern {
 }
 
 /// Every raw kernel in this crate, for the host's launch-signature test.
+#[cfg(feature = "builtin")]
 pub static KERNELS: &[&RawKernel] = &[&examples::SQUARE_PLUS_TWO_X_PLUS_ONE, &examples::DOT_SHARED];

@@ -1,7 +1,7 @@
 //! MGH 22, extended Powell singular: blocks of four variables, `n` a multiple of 4.
 //! `(x₀ + 10x₁)² + 5(x₂ − x₃)² + (x₁ − 2x₂)⁴ + 10(x₀ − x₃)⁴` per block.
 
-use crate::{Data, Real, Term, Vars, Window};
+use crate::{Data, Num, Real, Term, Vars, Window};
 
 pub struct ExtPowell;
 
@@ -14,7 +14,7 @@ impl Term for ExtPowell {
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
-    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
+    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         (x[0] + x[1] * 10.0).sq()
             + (x[2] - x[3]).sq() * 5.0
             + (x[1] - x[2] * 2.0).powi(4)

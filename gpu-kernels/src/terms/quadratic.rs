@@ -2,7 +2,7 @@
 //! `x_k·(½·A_k·x − b_k)`. Data: the `n` columns of `A`, then `b` (so `n + 1` columns of `n`
 //! rows). Every term reads all of `x`: this is the dense path's test bed.
 
-use crate::{Data, Real, Term, Vars, Window};
+use crate::{Data, Num, Real, Term, Vars, Window};
 
 pub struct Quadratic;
 
@@ -35,8 +35,8 @@ impl Term for Quadratic {
         }
     }
 
-    fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> R {
-        let mut ax = R::from_f64(0.0);
+    fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
+        let mut ax = Num::constant(0.0);
         for (j, &a) in row.a.iter().enumerate() {
             ax = ax + x[j] * a;
         }

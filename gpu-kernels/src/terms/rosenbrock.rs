@@ -1,11 +1,11 @@
 //! Rosenbrock's function, in its two large-scale forms. Both sum the same pair term
 //! `100(x₁ − x₀²)² + (1 − x₀)²`; they differ only in which pairs.
 
-use crate::{Data, Real, Term, Vars, Window};
+use crate::{Data, Num, Real, Term, Vars, Window};
 
 #[inline(always)]
-fn pair<R: Real>(x0: R, x1: R) -> R {
-    (x1 - x0 * x0).sq() * 100.0 + (-x0 + 1.0).sq()
+fn pair<R: Real>(x0: Num<R>, x1: Num<R>) -> Num<R> {
+    (x1 - x0 * x0).sq() * 100.0 + (1.0 - x0).sq()
 }
 
 /// MGH 21, extended Rosenbrock: disjoint pairs `(x₂ₖ, x₂ₖ₊₁)`; `n` even.
@@ -20,7 +20,7 @@ impl Term for ExtRosenbrock {
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
-    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
+    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         pair(x[0], x[1])
     }
 }
@@ -39,7 +39,7 @@ impl Term for ChainedRosenbrock {
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
-    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
+    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         pair(x[0], x[1])
     }
 }

@@ -1,6 +1,6 @@
 //! `f(x) = Σ x_i² + e^{x_i}`: the seed articles' Numba example, one term per variable.
 
-use crate::{Data, Real, Term, Vars, Window};
+use crate::{Data, Num, Real, Term, Vars, Window};
 
 pub struct SeedExpSum;
 
@@ -10,7 +10,7 @@ impl Term for SeedExpSum {
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
-    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> R {
+    fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         x[0] * x[0] + x[0].exp()
     }
 }

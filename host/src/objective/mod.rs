@@ -1,15 +1,12 @@
 //! Objectives: what a solver minimizes.
 //!
 //! [`Objective`] is the solver's view: a value and a gradient at `x`. [`TermObjective`] is the
-//! one built from a registered term: a [`TermProblem`] (term, `n`, data) loaded on a
-//! [`Backend`](crate::Backend), with finite-difference gradients computed per term by the
-//! kernels. Implement [`Objective`] yourself for a function with an analytic gradient.
+//! one built from a registered term: a [`TermProblem`](crate::TermProblem) (term, `n`, data)
+//! loaded on a [`Backend`](crate::Backend), with gradients computed per term by the kernels,
+//! exactly or by finite differences ([`Gradient`]). Implement [`Objective`] yourself for a
+//! function with an analytic gradient.
 
-mod problem;
-
-pub use problem::{ProblemError, TermProblem};
-
-use crate::backend::{BackendError, Evaluator};
+use crate::backend::{BackendError, Evaluator, Gradient};
 
 /// A function to minimize, with its gradient.
 pub trait Objective {
@@ -19,6 +16,23 @@ pub trait Objective {
     fn value(&mut self, x: &[f64]) -> Result<f64, EvalError>;
     /// `∇f(x)`, written to `g`.
     fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError>;
+
+    /// `f(x)`, and `∇f(x)` written to `g`: what the solver asks for when it needs both at one
+    /// point. The default calls [`value`](Objective::value) then
+    /// [`gradient`](Objective::gradient); implement it when both share work.
+    fn value_and_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        let f = self.value(x)?;
+        self.gradient(x, g)?;
+        Ok(f)
+    }
+
+    /// The GPU evaluator behind this objective and its gradient scheme, when it has one: the
+    /// solver then keeps its vectors on the device. Only term objectives loaded on the cuda
+    /// backend have one; leave the default for your own objectives.
+    #[cfg(feature = "cuda")]
+    fn cuda(&mut self) -> Option<(&mut crate::backend::cuda::CudaEvaluator, Gradient)> {
+        None
+    }
 }
 
 /// Why an objective could not be evaluated. A non-finite value is not an error: the solver
@@ -34,38 +48,25 @@ pub enum EvalError {
     Failed(String),
 }
 
-/// The finite-difference scheme of a term objective's gradient.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FiniteDifference {
-    /// `[φ(x + h e_i) − φ(x)] / h` with `h = √ε·max(1, |x_i|)`: scipy's `'2-point'`.
-    #[default]
-    Forward,
-    /// `[φ(x + h e_i) − φ(x − h e_i)] / 2h` with `h = ∛ε·max(1, |x_i|)`: scipy's `'3-point'`.
-    Central,
-}
-
-impl FiniteDifference {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Forward => "forward",
-            Self::Central => "central",
-        }
-    }
-}
-
 /// A term objective on a backend: value and gradient each one pass of the kernels.
 pub struct TermObjective {
     evaluator: Box<dyn Evaluator>,
-    fd: FiniteDifference,
+    gradient: Gradient,
 }
 
 impl TermObjective {
-    pub fn new(evaluator: Box<dyn Evaluator>, fd: FiniteDifference) -> Self {
-        Self { evaluator, fd }
+    /// `gradient`: [`Gradient::Exact`], or a [`FiniteDifference`](crate::FiniteDifference)
+    /// scheme.
+    pub fn new(evaluator: Box<dyn Evaluator>, gradient: impl Into<Gradient>) -> Self {
+        Self {
+            evaluator,
+            gradient: gradient.into(),
+        }
     }
 
-    pub fn finite_difference(&self) -> FiniteDifference {
-        self.fd
+    /// How the gradient is computed.
+    pub fn gradient_kind(&self) -> Gradient {
+        self.gradient
     }
 
     fn check_len(&self, got: usize) -> Result<(), EvalError> {
@@ -91,6 +92,22 @@ impl Objective for TermObjective {
     fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
         self.check_len(x.len())?;
         self.check_len(g.len())?;
-        Ok(self.evaluator.gradient(x, self.fd, g)?)
+        Ok(self.evaluator.gradient(x, self.gradient, g)?)
+    }
+
+    /// One pass of the gradient kernels, which take the value too.
+    fn value_and_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        self.check_len(x.len())?;
+        self.check_len(g.len())?;
+        Ok(self.evaluator.value_and_gradient(x, self.gradient, g)?)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda(&mut self) -> Option<(&mut crate::backend::cuda::CudaEvaluator, Gradient)> {
+        let gradient = self.gradient;
+        let evaluator: &mut dyn std::any::Any = self.evaluator.as_mut();
+        evaluator
+            .downcast_mut::<crate::backend::cuda::CudaEvaluator>()
+            .map(|evaluator| (evaluator, gradient))
     }
 }

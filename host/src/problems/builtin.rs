@@ -1,10 +1,9 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
+use super::problem::{LoadError, Problem, load, repeating, zeros};
 use super::random::SplitMix64;
-use super::{LoadError, Problem, load, repeating, zeros};
-use crate::launcher::abi::term_launches;
-use crate::objective::TermProblem;
-use crate::solver::dense::cholesky;
+use crate::backend::TermProblem;
+use crate::linalg::cholesky;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
 };
@@ -19,15 +18,10 @@ pub const LSQ_EXPSIN_SEED: u64 = 20_261_122;
 pub const QUADRATIC_SEED: u64 = 1_981;
 
 pub(super) static PROBLEMS: &[Problem] = &[
-    Problem {
-        name: "seed-expsum",
-        title: "Σ x_i² + e^{x_i} (the seed articles' example)",
-        n_rule: "n >= 1",
-        default_n: 10_000,
-        default_points: None,
-        x0_rule: "0.5 everywhere",
-        f_star_rule: "n · 0.827184026128",
-        setup: |backend, n, _| {
+    Problem::new(
+        "seed-expsum",
+        "Σ x_i² + e^{x_i} (the seed articles' example)",
+        |backend, n, _| {
             let f_star = n as f64 * SEED_EXPSUM_MIN_PER_VARIABLE;
             load(
                 backend,
@@ -36,17 +30,14 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(f_star),
             )
         },
-        launches: term_launches::<SeedExpSum>,
-    },
-    Problem {
-        name: "ext-rosenbrock",
-        title: "extended Rosenbrock (MGH 21), disjoint pairs",
-        n_rule: "n even, >= 2",
-        default_n: 1_000,
-        default_points: None,
-        x0_rule: "(-1.2, 1, -1.2, 1, ...)",
-        f_star_rule: "0 at (1, ..., 1)",
-        setup: |backend, n, _| {
+    )
+    .n("n >= 1", 10_000)
+    .x0("0.5 everywhere")
+    .f_star("n · 0.827184026128"),
+    Problem::new(
+        "ext-rosenbrock",
+        "extended Rosenbrock (MGH 21), disjoint pairs",
+        |backend, n, _| {
             load(
                 backend,
                 TermProblem::<ExtRosenbrock>::new(n)?,
@@ -54,17 +45,14 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
             )
         },
-        launches: term_launches::<ExtRosenbrock>,
-    },
-    Problem {
-        name: "rosenbrock",
-        title: "chained Rosenbrock, = scipy.optimize.rosen",
-        n_rule: "n >= 2",
-        default_n: 100,
-        default_points: None,
-        x0_rule: "(-1.2, 1, -1.2, 1, ...)",
-        f_star_rule: "0 at (1, ..., 1); a local minimum near x_1 = -1 for 4 <= n <= 7, f ≈ 3.99 at n = 1000",
-        setup: |backend, n, _| {
+    )
+    .n("n even, >= 2", 1_000)
+    .x0("(-1.2, 1, -1.2, 1, ...)")
+    .f_star("0 at (1, ..., 1)"),
+    Problem::new(
+        "rosenbrock",
+        "chained Rosenbrock, = scipy.optimize.rosen",
+        |backend, n, _| {
             load(
                 backend,
                 TermProblem::<ChainedRosenbrock>::new(n)?,
@@ -72,17 +60,16 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
             )
         },
-        launches: term_launches::<ChainedRosenbrock>,
-    },
-    Problem {
-        name: "ext-powell",
-        title: "extended Powell singular (MGH 22)",
-        n_rule: "n a multiple of 4",
-        default_n: 1_000,
-        default_points: None,
-        x0_rule: "(3, -1, 0, 1, 3, -1, 0, 1, ...)",
-        f_star_rule: "0 at the origin (singular Hessian)",
-        setup: |backend, n, _| {
+    )
+    .n("n >= 2", 100)
+    .x0("(-1.2, 1, -1.2, 1, ...)")
+    .f_star(
+        "0 at (1, ..., 1); a local minimum near x_1 = -1 for 4 <= n <= 7, f ≈ 3.99 at n = 1000",
+    ),
+    Problem::new(
+        "ext-powell",
+        "extended Powell singular (MGH 22)",
+        |backend, n, _| {
             let problem = TermProblem::<ExtPowell>::new(n)?;
             load(
                 backend,
@@ -91,17 +78,14 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
             )
         },
-        launches: term_launches::<ExtPowell>,
-    },
-    Problem {
-        name: "lsq-expsin",
-        title: "least-squares fit y ≈ θ0·exp(-θ1·t) + Σ_{k=2}^{n-1} θk·sin(k·t)",
-        n_rule: "2 <= n <= 64 parameters; --points data points (default 100000)",
-        default_n: 16,
-        default_points: Some(100_000),
-        x0_rule: "0.5 everywhere",
-        f_star_rule: "data-dependent: about 1e-4·(points - n), the generated noise",
-        setup: |backend, n, points| {
+    )
+    .n("n a multiple of 4", 1_000)
+    .x0("(3, -1, 0, 1, 3, -1, 0, 1, ...)")
+    .f_star("0 at the origin (singular Hessian)"),
+    Problem::new(
+        "lsq-expsin",
+        "least-squares fit y ≈ θ0·exp(-θ1·t) + Σ_{k=2}^{n-1} θk·sin(k·t)",
+        |backend, n, points| {
             let (values, rows) = lsq_expsin_data(n, points)?;
             load(
                 backend,
@@ -110,17 +94,18 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 None,
             )
         },
-        launches: term_launches::<LsqExpSin>,
-    },
-    Problem {
-        name: "quadratic",
-        title: "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
-        n_rule: "n >= 1 (dense: the gradient costs O(n³))",
-        default_n: 100,
-        default_points: None,
-        x0_rule: "0 everywhere",
-        f_star_rule: "-½·bᵀA⁻¹b (by Cholesky)",
-        setup: |backend, n, _| {
+    )
+    .n(
+        "n >= 2 parameters; --points data points (default 100000)",
+        16,
+    )
+    .points(100_000)
+    .x0("0.5 everywhere")
+    .f_star("data-dependent: about 1e-4·(points - n), the generated noise"),
+    Problem::new(
+        "quadratic",
+        "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
+        |backend, n, _| {
             let values = quadratic_data(n)?;
             let f_star = quadratic_minimum(&values, n);
             load(
@@ -130,8 +115,10 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 f_star,
             )
         },
-        launches: term_launches::<Quadratic>,
-    },
+    )
+    .n("n >= 1 (dense: the gradient costs O(n³))", 100)
+    .x0("0 everywhere")
+    .f_star("-½·bᵀA⁻¹b (by Cholesky)"),
 ];
 
 /// `θ_true` of the `lsq-expsin` data: `(2, 0.7, 1/2, −1/3, 1/4, …)`, i.e. `θ_k = (−1)^k / k`.

@@ -3,10 +3,9 @@
 //! and the documented local minima where a descent method legitimately stops.
 //! Facts: ../shared/reference/problems.md.
 
-use super::{Instance, LoadError, Problem, load, repeating};
+use super::problem::{Instance, LoadError, Problem, load, repeating};
 use crate::backend::Backend;
-use crate::launcher::abi::term_launches;
-use crate::objective::TermProblem;
+use crate::backend::TermProblem;
 use gpu_kernels::terms::mgh::{
     Mgh01, Mgh02, Mgh03, Mgh04, Mgh05, Mgh07, Mgh08, Mgh09, Mgh12, Mgh13, Mgh14, Mgh16, Mgh18,
     Mgh20, Mgh23, Mgh24, Mgh25, Mgh26, Mgh30, Mgh31, Mgh35,
@@ -31,28 +30,13 @@ fn instance<T: Kernels + 'static>(
 }
 
 pub(super) static PROBLEMS: &[Problem] = &[
-    Problem {
-        name: "mgh-1",
-        title: "Rosenbrock (MGH 1)",
-        n_rule: "n = 2",
-        default_n: 2,
-        default_points: None,
-        x0_rule: "(-1.2, 1)",
-        f_star_rule: "0 at (1, 1)",
-        setup: |backend, n, _| {
+    Problem::new("mgh-1", "Rosenbrock (MGH 1)", |backend, n, _| {
             instance::<LeastSquares<Mgh01>>(backend, n, |_| vec![-1.2, 1.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh01>>,
-    },
-    Problem {
-        name: "mgh-2",
-        title: "Freudenstein and Roth (MGH 2)",
-        n_rule: "n = 2",
-        default_n: 2,
-        default_points: None,
-        x0_rule: "(0.5, -2)",
-        f_star_rule: "0 at (5, 4); a local minimum 48.9842536792 near (11.4128, -0.8968), where BFGS from x0 ends",
-        setup: |backend, n, _| {
+        })
+        .n("n = 2", 2)
+        .x0("(-1.2, 1)")
+        .f_star("0 at (1, 1)"),
+    Problem::new("mgh-2", "Freudenstein and Roth (MGH 2)", |backend, n, _| {
             instance::<LeastSquares<Mgh02>>(
                 backend,
                 n,
@@ -60,70 +44,35 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
                 &[48.9842536792],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh02>>,
-    },
-    Problem {
-        name: "mgh-3",
-        title: "Powell badly scaled (MGH 3)",
-        n_rule: "n = 2",
-        default_n: 2,
-        default_points: None,
-        x0_rule: "(0, 1)",
-        f_star_rule: "0 at ≈ (1.098159e-5, 9.106147)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 2", 2)
+        .x0("(0.5, -2)")
+        .f_star("0 at (5, 4); a local minimum 48.9842536792 near (11.4128, -0.8968), where BFGS from x0 ends"),
+    Problem::new("mgh-3", "Powell badly scaled (MGH 3)", |backend, n, _| {
             instance::<LeastSquares<Mgh03>>(backend, n, |_| vec![0.0, 1.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh03>>,
-    },
-    Problem {
-        name: "mgh-4",
-        title: "Brown badly scaled (MGH 4)",
-        n_rule: "n = 2",
-        default_n: 2,
-        default_points: None,
-        x0_rule: "(1, 1)",
-        f_star_rule: "0 at (1e6, 2e-6)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 2", 2)
+        .x0("(0, 1)")
+        .f_star("0 at ≈ (1.098159e-5, 9.106147)"),
+    Problem::new("mgh-4", "Brown badly scaled (MGH 4)", |backend, n, _| {
             instance::<LeastSquares<Mgh04>>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh04>>,
-    },
-    Problem {
-        name: "mgh-5",
-        title: "Beale (MGH 5)",
-        n_rule: "n = 2",
-        default_n: 2,
-        default_points: None,
-        x0_rule: "(1, 1)",
-        f_star_rule: "0 at (3, 0.5)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 2", 2)
+        .x0("(1, 1)")
+        .f_star("0 at (1e6, 2e-6)"),
+    Problem::new("mgh-5", "Beale (MGH 5)", |backend, n, _| {
             instance::<LeastSquares<Mgh05>>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh05>>,
-    },
-    Problem {
-        name: "mgh-7",
-        title: "helical valley (MGH 7)",
-        n_rule: "n = 3",
-        default_n: 3,
-        default_points: None,
-        x0_rule: "(-1, 0, 0)",
-        f_star_rule: "0 at (1, 0, 0)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 2", 2)
+        .x0("(1, 1)")
+        .f_star("0 at (3, 0.5)"),
+    Problem::new("mgh-7", "helical valley (MGH 7)", |backend, n, _| {
             instance::<LeastSquares<Mgh07>>(backend, n, |_| vec![-1.0, 0.0, 0.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh07>>,
-    },
-    Problem {
-        name: "mgh-8",
-        title: "Bard (MGH 8)",
-        n_rule: "n = 3",
-        default_n: 3,
-        default_points: None,
-        x0_rule: "(1, 1, 1)",
-        f_star_rule: "8.2148773066e-3 at ≈ (0.0824106, 1.1330361, 2.3436952); 17.4286... as x2, x3 -> -inf (asymptotic)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 3", 3)
+        .x0("(-1, 0, 0)")
+        .f_star("0 at (1, 0, 0)"),
+    Problem::new("mgh-8", "Bard (MGH 8)", |backend, n, _| {
             instance::<LeastSquares<Mgh08>>(
                 backend,
                 n,
@@ -131,18 +80,11 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(8.2148773066e-3),
                 &[],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh08>>,
-    },
-    Problem {
-        name: "mgh-9",
-        title: "Gaussian (MGH 9)",
-        n_rule: "n = 3",
-        default_n: 3,
-        default_points: None,
-        x0_rule: "(0.4, 1, 0)",
-        f_star_rule: "1.1279327696e-8 at ≈ (0.3989561, 1.0000191, 0)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 3", 3)
+        .x0("(1, 1, 1)")
+        .f_star("8.2148773066e-3 at ≈ (0.0824106, 1.1330361, 2.3436952); 17.4286... as x2, x3 -> -inf (asymptotic)"),
+    Problem::new("mgh-9", "Gaussian (MGH 9)", |backend, n, _| {
             instance::<LeastSquares<Mgh09>>(
                 backend,
                 n,
@@ -150,31 +92,17 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(1.1279327696e-8),
                 &[],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh09>>,
-    },
-    Problem {
-        name: "mgh-12",
-        title: "Box three-dimensional (MGH 12)",
-        n_rule: "n = 3",
-        default_n: 3,
-        default_points: None,
-        x0_rule: "(0, 10, 20)",
-        f_star_rule: "0 at (1, 10, 1), also at (10, 1, -1) and wherever x1 = x2, x3 = 0",
-        setup: |backend, n, _| {
+        })
+        .n("n = 3", 3)
+        .x0("(0.4, 1, 0)")
+        .f_star("1.1279327696e-8 at ≈ (0.3989561, 1.0000191, 0)"),
+    Problem::new("mgh-12", "Box three-dimensional (MGH 12)", |backend, n, _| {
             instance::<LeastSquares<Mgh12>>(backend, n, |_| vec![0.0, 10.0, 20.0], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh12>>,
-    },
-    Problem {
-        name: "mgh-13",
-        title: "Powell singular (MGH 13)",
-        n_rule: "n = 4",
-        default_n: 4,
-        default_points: None,
-        x0_rule: "(3, -1, 0, 1)",
-        f_star_rule: "0 at the origin (singular Hessian)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 3", 3)
+        .x0("(0, 10, 20)")
+        .f_star("0 at (1, 10, 1), also at (10, 1, -1) and wherever x1 = x2, x3 = 0"),
+    Problem::new("mgh-13", "Powell singular (MGH 13)", |backend, n, _| {
             instance::<LeastSquares<Mgh13>>(
                 backend,
                 n,
@@ -182,18 +110,11 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
                 &[],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh13>>,
-    },
-    Problem {
-        name: "mgh-14",
-        title: "Wood (MGH 14)",
-        n_rule: "n = 4",
-        default_n: 4,
-        default_points: None,
-        x0_rule: "(-3, -1, -3, -1)",
-        f_star_rule: "0 at (1, 1, 1, 1)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 4", 4)
+        .x0("(3, -1, 0, 1)")
+        .f_star("0 at the origin (singular Hessian)"),
+    Problem::new("mgh-14", "Wood (MGH 14)", |backend, n, _| {
             instance::<LeastSquares<Mgh14>>(
                 backend,
                 n,
@@ -201,18 +122,11 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
                 &[],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh14>>,
-    },
-    Problem {
-        name: "mgh-16",
-        title: "Brown and Dennis (MGH 16)",
-        n_rule: "n = 4",
-        default_n: 4,
-        default_points: None,
-        x0_rule: "(25, 5, -5, -1)",
-        f_star_rule: "85822.201626 at ≈ (-11.594440, 13.203630, -0.403439, 0.236779)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 4", 4)
+        .x0("(-3, -1, -3, -1)")
+        .f_star("0 at (1, 1, 1, 1)"),
+    Problem::new("mgh-16", "Brown and Dennis (MGH 16)", |backend, n, _| {
             instance::<LeastSquares<Mgh16>>(
                 backend,
                 n,
@@ -220,18 +134,11 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(8.5822201626e4),
                 &[],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh16>>,
-    },
-    Problem {
-        name: "mgh-18",
-        title: "Biggs EXP6 (MGH 18)",
-        n_rule: "n = 6",
-        default_n: 6,
-        default_points: None,
-        x0_rule: "(1, 2, 1, 1, 1, 1)",
-        f_star_rule: "0 at (1, 10, 1, 5, 4, 3); the paper's local value 5.65565e-3, where BFGS from x0 stops at gtol 1e-5 (a tighter gtol goes on to 0); 0.306367 as x2 -> inf, x4 -> -inf (asymptotic)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 4", 4)
+        .x0("(25, 5, -5, -1)")
+        .f_star("85822.201626 at ≈ (-11.594440, 13.203630, -0.403439, 0.236779)"),
+    Problem::new("mgh-18", "Biggs EXP6 (MGH 18)", |backend, n, _| {
             instance::<LeastSquares<Mgh18>>(
                 backend,
                 n,
@@ -239,63 +146,35 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 Some(0.0),
                 &[5.65565e-3],
             )
-        },
-        launches: term_launches::<LeastSquares<Mgh18>>,
-    },
-    Problem {
-        name: "mgh-20",
-        title: "Watson (MGH 20)",
-        n_rule: "2 <= n <= 31 (the paper: 6, 9, 12)",
-        default_n: 6,
-        default_points: None,
-        x0_rule: "0 everywhere",
-        f_star_rule: "2.2876700536e-3 (n = 6), 1.3997601381e-6 (n = 9)",
-        setup: |backend, n, _| {
+        })
+        .n("n = 6", 6)
+        .x0("(1, 2, 1, 1, 1, 1)")
+        .f_star("0 at (1, 10, 1, 5, 4, 3); the paper's local value 5.65565e-3, where BFGS from x0 stops at gtol 1e-5 (a tighter gtol goes on to 0); 0.306367 as x2 -> inf, x4 -> -inf (asymptotic)"),
+    Problem::new("mgh-20", "Watson (MGH 20)", |backend, n, _| {
             let f_star = match n {
                 6 => Some(2.2876700536e-3),
                 9 => Some(1.3997601381e-6),
                 _ => None,
             };
             instance::<LeastSquares<Mgh20>>(backend, n, |n| vec![0.0; n], f_star, &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh20>>,
-    },
-    Problem {
-        name: "mgh-21",
-        title: "extended Rosenbrock (MGH 21): ext-rosenbrock at the paper's size",
-        n_rule: "n even, >= 2",
-        default_n: 10,
-        default_points: None,
-        x0_rule: "(-1.2, 1, -1.2, 1, ...)",
-        f_star_rule: "0 at (1, ..., 1)",
-        setup: |backend, n, _| {
+        })
+        .n("2 <= n <= 31 (the paper: 6, 9, 12)", 6)
+        .x0("0 everywhere")
+        .f_star("2.2876700536e-3 (n = 6), 1.3997601381e-6 (n = 9)"),
+    Problem::new("mgh-21", "extended Rosenbrock (MGH 21): ext-rosenbrock at the paper's size", |backend, n, _| {
             instance::<ExtRosenbrock>(backend, n, |n| repeating(&[-1.2, 1.0], n), Some(0.0), &[])
-        },
-        launches: term_launches::<ExtRosenbrock>,
-    },
-    Problem {
-        name: "mgh-22",
-        title: "extended Powell singular (MGH 22): ext-powell at the paper's size",
-        n_rule: "n a multiple of 4",
-        default_n: 12,
-        default_points: None,
-        x0_rule: "(3, -1, 0, 1, 3, -1, 0, 1, ...)",
-        f_star_rule: "0 at the origin (singular Hessian)",
-        setup: |backend, n, _| {
+        })
+        .n("n even, >= 2", 10)
+        .x0("(-1.2, 1, -1.2, 1, ...)")
+        .f_star("0 at (1, ..., 1)"),
+    Problem::new("mgh-22", "extended Powell singular (MGH 22): ext-powell at the paper's size", |backend, n, _| {
             let x0 = |n: usize| repeating(&[3.0, -1.0, 0.0, 1.0], n);
             instance::<ExtPowell>(backend, n, x0, Some(0.0), &[])
-        },
-        launches: term_launches::<ExtPowell>,
-    },
-    Problem {
-        name: "mgh-23",
-        title: "penalty function I (MGH 23)",
-        n_rule: "n >= 1 (the paper: 4, 10)",
-        default_n: 4,
-        default_points: None,
-        x0_rule: "(1, 2, ..., n)",
-        f_star_rule: "2.2499775009e-5 (n = 4), 7.0876514671e-5 (n = 10)",
-        setup: |backend, n, _| {
+        })
+        .n("n a multiple of 4", 12)
+        .x0("(3, -1, 0, 1, 3, -1, 0, 1, ...)")
+        .f_star("0 at the origin (singular Hessian)"),
+    Problem::new("mgh-23", "penalty function I (MGH 23)", |backend, n, _| {
             let f_star = match n {
                 4 => Some(2.2499775009e-5),
                 10 => Some(7.0876514671e-5),
@@ -303,87 +182,45 @@ pub(super) static PROBLEMS: &[Problem] = &[
             };
             let x0 = |n: usize| (1..=n).map(|j| j as f64).collect();
             instance::<LeastSquares<Mgh23>>(backend, n, x0, f_star, &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh23>>,
-    },
-    Problem {
-        name: "mgh-24",
-        title: "penalty function II (MGH 24)",
-        n_rule: "n >= 1 (the paper: 4, 10)",
-        default_n: 4,
-        default_points: None,
-        x0_rule: "0.5 everywhere",
-        f_star_rule: "9.3762930074e-6 (n = 4)",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1 (the paper: 4, 10)", 4)
+        .x0("(1, 2, ..., n)")
+        .f_star("2.2499775009e-5 (n = 4), 7.0876514671e-5 (n = 10)"),
+    Problem::new("mgh-24", "penalty function II (MGH 24)", |backend, n, _| {
             let f_star = (n == 4).then_some(9.3762930074e-6);
             instance::<LeastSquares<Mgh24>>(backend, n, |n| vec![0.5; n], f_star, &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh24>>,
-    },
-    Problem {
-        name: "mgh-25",
-        title: "variably dimensioned (MGH 25)",
-        n_rule: "n >= 1",
-        default_n: 10,
-        default_points: None,
-        x0_rule: "x_j = 1 - j/n",
-        f_star_rule: "0 at (1, ..., 1)",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1 (the paper: 4, 10)", 4)
+        .x0("0.5 everywhere")
+        .f_star("9.3762930074e-6 (n = 4)"),
+    Problem::new("mgh-25", "variably dimensioned (MGH 25)", |backend, n, _| {
             let x0 = |n: usize| (1..=n).map(|j| 1.0 - j as f64 / n as f64).collect();
             instance::<LeastSquares<Mgh25>>(backend, n, x0, Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh25>>,
-    },
-    Problem {
-        name: "mgh-26",
-        title: "trigonometric (MGH 26)",
-        n_rule: "n >= 1",
-        default_n: 10,
-        default_points: None,
-        x0_rule: "1/n everywhere",
-        f_star_rule: "0 at the origin (and its shifts by 2π); for n = 10 a local minimum 2.795056e-5, where BFGS from x0 ends",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1", 10)
+        .x0("x_j = 1 - j/n")
+        .f_star("0 at (1, ..., 1)"),
+    Problem::new("mgh-26", "trigonometric (MGH 26)", |backend, n, _| {
             let alternative_minima: &[f64] = if n == 10 { &[2.795056e-5] } else { &[] };
             let x0 = |n: usize| vec![1.0 / n as f64; n];
             instance::<LeastSquares<Mgh26>>(backend, n, x0, Some(0.0), alternative_minima)
-        },
-        launches: term_launches::<LeastSquares<Mgh26>>,
-    },
-    Problem {
-        name: "mgh-30",
-        title: "Broyden tridiagonal (MGH 30)",
-        n_rule: "n >= 1",
-        default_n: 10,
-        default_points: None,
-        x0_rule: "-1 everywhere",
-        f_star_rule: "0 at a root of the system",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1", 10)
+        .x0("1/n everywhere")
+        .f_star("0 at the origin (and its shifts by 2π); for n = 10 a local minimum 2.795056e-5, where BFGS from x0 ends"),
+    Problem::new("mgh-30", "Broyden tridiagonal (MGH 30)", |backend, n, _| {
             instance::<LeastSquares<Mgh30>>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh30>>,
-    },
-    Problem {
-        name: "mgh-31",
-        title: "Broyden banded (MGH 31)",
-        n_rule: "n >= 1",
-        default_n: 10,
-        default_points: None,
-        x0_rule: "-1 everywhere",
-        f_star_rule: "0 at a root of the system",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1", 10)
+        .x0("-1 everywhere")
+        .f_star("0 at a root of the system"),
+    Problem::new("mgh-31", "Broyden banded (MGH 31)", |backend, n, _| {
             instance::<LeastSquares<Mgh31>>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh31>>,
-    },
-    Problem {
-        name: "mgh-35",
-        title: "Chebyquad (MGH 35), m = n",
-        n_rule: "n >= 1",
-        default_n: 8,
-        default_points: None,
-        x0_rule: "x_j = j/(n + 1)",
-        f_star_rule: "0 for n <= 7 and n = 9; 3.5168737257e-3 (n = 8); 6.5039548009e-3 (n = 10)",
-        setup: |backend, n, _| {
+        })
+        .n("n >= 1", 10)
+        .x0("-1 everywhere")
+        .f_star("0 at a root of the system"),
+    Problem::new("mgh-35", "Chebyquad (MGH 35), m = n", |backend, n, _| {
             let f_star = match n {
                 1..=7 | 9 => Some(0.0),
                 8 => Some(3.5168737257e-3),
@@ -393,7 +230,8 @@ pub(super) static PROBLEMS: &[Problem] = &[
             };
             let x0 = |n: usize| (1..=n).map(|j| j as f64 / (n + 1) as f64).collect();
             instance::<LeastSquares<Mgh35>>(backend, n, x0, f_star, &[])
-        },
-        launches: term_launches::<LeastSquares<Mgh35>>,
-    },
+        })
+        .n("n >= 1", 8)
+        .x0("x_j = j/(n + 1)")
+        .f_star("0 for n <= 7 and n = 9; 3.5168737257e-3 (n = 8); 6.5039548009e-3 (n = 10)"),
 ];

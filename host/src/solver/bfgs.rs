@@ -24,14 +24,17 @@
 //!
 //! The dense form is only used while `n²` doubles fit in 2 GiB (`n ≤ 16384`). Beyond that, BFGS
 //! stays implicit and its pairs grow by `16n` bytes an iteration: for long runs at that size,
-//! L-BFGS is the method.
+//! L-BFGS is the method. There, for a term problem on a GPU, the pairs and every other vector
+//! live on the device (see `workspace`); below it the matrix and the vectors are on the host.
 
 use super::dense::{self, bfgs_update, matvec};
+use super::options::{Options, check_start, invalid_option};
 use super::quasi_newton::{self, InverseHessian};
+use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
-use super::vector::{dot, map_in_place};
-use super::{Iterate, OptimizeResult, Options, SolveError, check_start, invalid_option};
-use crate::objective::Objective;
+use super::workspace::{HostWorkspace, Workspace};
+use crate::linalg::vector::{dot, map_in_place};
+use crate::objective::{EvalError, Objective};
 use ndarray::Array2;
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -71,8 +74,22 @@ fn minimize_with(
             reason,
         ));
     }
+    // Past the dense limit BFGS stays implicit (see the module docs); for a term problem on a
+    // GPU its pairs then live on the device too. Below it, the n×n matrix is on the host, and
+    // so are the vectors.
+    #[cfg(feature = "cuda")]
+    if h0.is_none()
+        && !dense_fits(n)
+        && n >= super::workspace::DEVICE_MIN_LEN
+        && let Some((evaluator, fd)) = objective.cuda()
+    {
+        let mut workspace = super::workspace::DeviceWorkspace::new(evaluator, fd, n)?;
+        let mut hessian = ImplicitBfgs::new();
+        return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
+    }
     let mut hessian = BfgsInverseHessian::new(n, h0, switch);
-    let mut result = quasi_newton::run(objective, x0, options, observer, &mut hessian)?;
+    let mut workspace = HostWorkspace::new(objective);
+    let mut result = quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian)?;
     if options.return_hess_inv {
         result.hess_inv = Some(hessian.into_dense());
     }
@@ -134,23 +151,85 @@ struct BfgsInverseHessian {
 }
 
 enum Form {
-    Implicit {
-        pairs: VecDeque<CurvaturePair>,
-        alphas: Vec<f64>,
-    },
+    Implicit(ImplicitBfgs<Vec<f64>>),
     Dense(Array2<f64>),
+}
+
+/// The implicit form: every curvature pair so far, applied by the two-loop recursion.
+struct ImplicitBfgs<V> {
+    pairs: VecDeque<CurvaturePair<V>>,
+    alphas: Vec<f64>,
+}
+
+impl<V> ImplicitBfgs<V> {
+    fn new() -> Self {
+        Self {
+            pairs: VecDeque::new(),
+            alphas: Vec::new(),
+        }
+    }
+
+    /// `p ← H·g`, with `apply_h0` doing `v ← H₀·v`.
+    fn product<W: Workspace<Vector = V>>(
+        &mut self,
+        workspace: &mut W,
+        g: &V,
+        p: &mut V,
+        apply_h0: impl FnOnce(&mut W, &mut V) -> Result<(), EvalError>,
+    ) -> Result<(), EvalError> {
+        workspace.copy(g, p)?;
+        two_loop(workspace, &self.pairs, p, &mut self.alphas, apply_h0)
+    }
+
+    /// Appends the pair `(s, y)`.
+    fn push<W: Workspace<Vector = V>>(
+        &mut self,
+        workspace: &mut W,
+        s: &V,
+        y: &V,
+    ) -> Result<(), EvalError> {
+        let rho = rho(workspace.dot(y, s)?);
+        let mut pair = CurvaturePair {
+            s: workspace.zeros()?,
+            y: workspace.zeros()?,
+            rho,
+        };
+        workspace.copy(s, &mut pair.s)?;
+        workspace.copy(y, &mut pair.y)?;
+        self.pairs.push_back(pair);
+        Ok(())
+    }
+}
+
+/// `ρ = 1/yᵀs`, with scipy's guard against dividing by zero: it takes ρ = 1000 and updates all
+/// the same.
+fn rho(ys: f64) -> f64 {
+    if ys == 0.0 { 1000.0 } else { 1.0 / ys }
+}
+
+/// With `H₀ = I`, on any workspace (the form BFGS keeps on a GPU).
+impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
+    fn direction(
+        &mut self,
+        workspace: &mut W,
+        g: &W::Vector,
+        p: &mut W::Vector,
+    ) -> Result<(), EvalError> {
+        self.product(workspace, g, p, |_, _| Ok(()))?;
+        workspace.scale(-1.0, p)
+    }
+
+    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError> {
+        self.push(workspace, s, y)
+    }
 }
 
 impl BfgsInverseHessian {
     fn new(n: usize, h0: Option<Array2<f64>>, switch: Switch) -> Self {
-        let form = Form::Implicit {
-            pairs: VecDeque::new(),
-            alphas: Vec::new(),
-        };
         Self {
             n,
             h0,
-            form,
+            form: Form::Implicit(ImplicitBfgs::new()),
             switch,
             implicit_work: 0.0,
             scratch: vec![0.0; n],
@@ -158,11 +237,12 @@ impl BfgsInverseHessian {
     }
 
     fn switch_to_dense_if_due(&mut self) {
-        let Form::Implicit { pairs, .. } = &self.form else {
+        let Form::Implicit(implicit) = &self.form else {
             return;
         };
-        let price = self.switch.work_ratio * materialization_cost(self.n, pairs.len());
+        let price = self.switch.work_ratio * materialization_cost(self.n, implicit.pairs.len());
         if self.implicit_work >= price && dense_fits(self.n) {
+            let pairs = &implicit.pairs;
             let dense = dense_from_pairs(self.n, self.h0.as_ref(), pairs, &mut self.scratch);
             (self.form, self.h0) = (Form::Dense(dense), None);
         }
@@ -171,8 +251,8 @@ impl BfgsInverseHessian {
     fn into_dense(mut self) -> Array2<f64> {
         match self.form {
             Form::Dense(h) => h,
-            Form::Implicit { pairs, .. } => {
-                dense_from_pairs(self.n, self.h0.as_ref(), &pairs, &mut self.scratch)
+            Form::Implicit(implicit) => {
+                dense_from_pairs(self.n, self.h0.as_ref(), &implicit.pairs, &mut self.scratch)
             }
         }
     }
@@ -183,7 +263,7 @@ impl BfgsInverseHessian {
 fn dense_from_pairs(
     n: usize,
     h0: Option<&Array2<f64>>,
-    pairs: &VecDeque<CurvaturePair>,
+    pairs: &VecDeque<CurvaturePair<Vec<f64>>>,
     scratch: &mut [f64],
 ) -> Array2<f64> {
     let mut h = h0.cloned().unwrap_or_else(|| Array2::eye(n));
@@ -193,40 +273,45 @@ fn dense_from_pairs(
     h
 }
 
-impl InverseHessian for BfgsInverseHessian {
-    fn direction(&mut self, g: &[f64], p: &mut [f64]) {
+impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
+    fn direction(
+        &mut self,
+        workspace: &mut HostWorkspace<'_>,
+        g: &Vec<f64>,
+        p: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
         self.switch_to_dense_if_due();
         match &mut self.form {
-            Form::Implicit { pairs, alphas } => {
-                let cost = implicit_product_cost(self.n, pairs.len(), self.h0.is_some());
-                p.copy_from_slice(g);
+            Form::Implicit(implicit) => {
+                let pairs = implicit.pairs.len();
                 let (h0, scratch) = (&self.h0, &mut self.scratch);
-                two_loop(pairs, p, alphas, |v| {
+                implicit.product(workspace, g, p, |_, v| {
                     if let Some(h0) = h0 {
                         matvec(h0, v, scratch);
                         v.copy_from_slice(scratch);
                     }
-                });
-                self.implicit_work += cost;
+                    Ok(())
+                })?;
+                self.implicit_work += implicit_product_cost(self.n, pairs, h0.is_some());
             }
             Form::Dense(h) => matvec(h, g, p),
         }
         map_in_place(p, |v| -v);
+        Ok(())
     }
 
-    fn update(&mut self, s: &[f64], y: &[f64]) {
-        let ys = dot(y, s);
-        // scipy's guard against dividing by zero: it takes ρ = 1000 and updates all the same.
-        let rho = if ys == 0.0 { 1000.0 } else { 1.0 / ys };
+    fn update(
+        &mut self,
+        workspace: &mut HostWorkspace<'_>,
+        s: &Vec<f64>,
+        y: &Vec<f64>,
+    ) -> Result<(), EvalError> {
         match &mut self.form {
-            Form::Implicit { pairs, .. } => {
-                pairs.push_back(CurvaturePair {
-                    s: s.to_vec(),
-                    y: y.to_vec(),
-                    rho,
-                });
+            Form::Implicit(implicit) => implicit.push(workspace, s, y),
+            Form::Dense(h) => {
+                bfgs_update(h, s, y, rho(dot(y, s)), &mut self.scratch);
+                Ok(())
             }
-            Form::Dense(h) => bfgs_update(h, s, y, rho, &mut self.scratch),
         }
     }
 }
@@ -234,7 +319,6 @@ impl InverseHessian for BfgsInverseHessian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objective::EvalError;
     use ndarray::array;
 
     /// scipy's `rosen`, with its gradient.
@@ -352,7 +436,7 @@ mod tests {
     fn the_dense_matrix_built_from_pairs_is_the_two_loop_operator() {
         let n = 3;
         let h0 = array![[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]];
-        let pairs: VecDeque<CurvaturePair> = [
+        let pairs: VecDeque<CurvaturePair<Vec<f64>>> = [
             ([0.5, -0.2, 0.1], [1.0, 0.1, 0.3]),
             ([-0.1, 0.4, 0.2], [0.2, 0.5, 0.6]),
         ]
@@ -364,14 +448,24 @@ mod tests {
         })
         .collect();
         let dense = dense_from_pairs(n, Some(&h0), &pairs, &mut [0.0; 3]);
+        let mut objective = Rosenbrock(n); // only for the workspace's vector operations
+        let mut workspace = HostWorkspace::new(&mut objective);
         for j in 0..n {
             let mut column = vec![0.0; n];
             column[j] = 1.0;
             let mut scratch = [0.0; 3];
-            two_loop(&pairs, &mut column, &mut Vec::new(), |v| {
-                matvec(&h0, v, &mut scratch);
-                v.copy_from_slice(&scratch);
-            });
+            two_loop(
+                &mut workspace,
+                &pairs,
+                &mut column,
+                &mut Vec::new(),
+                |_, v| {
+                    matvec(&h0, v, &mut scratch);
+                    v.copy_from_slice(&scratch);
+                    Ok(())
+                },
+            )
+            .unwrap();
             assert_close(
                 &column,
                 dense

@@ -2,13 +2,9 @@
 //! initial matrix. Everything is `O(n²)` (except the Cholesky check, `O(n³)` once) and
 //! rayon-parallel over rows from [`PARALLEL_MIN_DIM`] on.
 
-use super::vector::dot;
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, Zip};
-use rayon::prelude::*;
-
-/// From this dimension on, rows are processed in parallel (a row then holds enough work to
-/// outweigh the scheduling).
-const PARALLEL_MIN_DIM: usize = 256;
+use crate::linalg::vector::dot;
+use crate::linalg::{PARALLEL_MIN_DIM, cholesky};
+use ndarray::{Array2, ArrayView1, ArrayViewMut1, Zip};
 
 /// How far from symmetric a user's `hess_inv0` may be, relative to its largest entry.
 const SYMMETRY_RTOL: f64 = 1e-10;
@@ -70,36 +66,6 @@ pub(super) fn symmetric_positive_definite(h: &Array2<f64>) -> Result<Array2<f64>
     Ok(symmetric)
 }
 
-/// The Cholesky factor `L` of the symmetric `h` (`H = L Lᵀ`), by rows, `n×n` with zeros above
-/// the diagonal; fails at the first pivot that is not positive, i.e. iff `h` is not positive
-/// definite. Kept by rows, each entry is a dot product of two contiguous row prefixes; the rows
-/// below a pivot are independent of each other and go in parallel.
-pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
-    let n = h.nrows();
-    let mut l = vec![0.0; n * n];
-    for j in 0..n {
-        let (done, below) = l.split_at_mut((j + 1) * n);
-        let row_j = &mut done[j * n..];
-        let pivot = h[[j, j]] - dot(&row_j[..j], &row_j[..j]);
-        if pivot.is_nan() || pivot <= 0.0 {
-            return Err(format!("Cholesky pivot {j} is {pivot:e}"));
-        }
-        let l_jj = pivot.sqrt();
-        row_j[j] = l_jj;
-        let row_j = &row_j[..j];
-        let fill_column_j = |(offset, row_i): (usize, &mut [f64])| {
-            let i = j + 1 + offset;
-            row_i[j] = (h[[i, j]] - dot(&row_i[..j], row_j)) / l_jj;
-        };
-        if n < PARALLEL_MIN_DIM {
-            below.chunks_mut(n).enumerate().for_each(fill_column_j);
-        } else {
-            below.par_chunks_mut(n).enumerate().for_each(fill_column_j);
-        }
-    }
-    Ok(l)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,20 +120,6 @@ mod tests {
             symmetric_positive_definite(&nan)
                 .unwrap_err()
                 .contains("NaN")
-        );
-    }
-
-    #[test]
-    fn cholesky_in_parallel_agrees_on_a_large_spd_matrix() {
-        let n = PARALLEL_MIN_DIM + 5;
-        // Diagonally dominant, hence SPD; flipping one diagonal entry makes it indefinite.
-        let mut h = Array2::from_shape_fn((n, n), |(i, j)| if i == j { n as f64 } else { 0.5 });
-        assert!(cholesky(h.view()).is_ok());
-        h[[n - 1, n - 1]] = -1.0;
-        assert!(
-            cholesky(h.view())
-                .unwrap_err()
-                .contains(&format!("pivot {}", n - 1))
         );
     }
 }

@@ -1,6 +1,8 @@
 //! L-BFGS: the inverse Hessian from the last `m` curvature pairs (Nocedal & Wright,
 //! Algorithm 7.5), with BFGS's line search and stopping rules. Memory is `2m + 5` vectors of
 //! length `n`, allocated as the first `m` pairs arrive; after that an iteration allocates nothing.
+//! The vectors live where the objective computes: on the GPU for a term problem loaded there,
+//! so that an iteration moves only scalars between host and device.
 //!
 //! - `H₀ = γI` with `γ = sᵀy / yᵀy` of the newest pair (`γ = 1` before the first one; the line
 //!   search's first-step scaling then sets the length of the first step).
@@ -8,11 +10,12 @@
 //!   `sᵀy ≥ (1 − c2)·|gᵀs| > 0`, so this only drops pairs whose curvature was lost to rounding:
 //!   they would make `H` indefinite or `γ` meaningless.
 
+use super::options::{Options, check_start, invalid_option};
 use super::quasi_newton::{self, InverseHessian};
+use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
-use super::vector::{dot, map_in_place};
-use super::{Iterate, OptimizeResult, Options, SolveError, check_start, invalid_option};
-use crate::objective::Objective;
+use super::workspace::{HostWorkspace, Workspace};
+use crate::objective::{EvalError, Objective};
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
@@ -28,19 +31,34 @@ pub fn minimize(
     if options.memory == 0 {
         return Err(invalid_option("memory", 0, "must be at least 1"));
     }
+    #[cfg(feature = "cuda")]
+    if x0.len() >= super::workspace::DEVICE_MIN_LEN
+        && let Some((evaluator, fd)) = objective.cuda()
+    {
+        let n = x0.len();
+        let mut workspace = super::workspace::DeviceWorkspace::new(evaluator, fd, n)?;
+        let mut hessian = LimitedMemory::new(options.memory);
+        return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
+    }
     let mut hessian = LimitedMemory::new(options.memory);
-    quasi_newton::run(objective, x0, options, observer, &mut hessian)
+    quasi_newton::run(
+        &mut HostWorkspace::new(objective),
+        x0,
+        options,
+        observer,
+        &mut hessian,
+    )
 }
 
 /// The last `memory` pairs, oldest first, and `γ`.
-struct LimitedMemory {
+struct LimitedMemory<V> {
     memory: usize,
-    pairs: VecDeque<CurvaturePair>,
+    pairs: VecDeque<CurvaturePair<V>>,
     gamma: f64,
     alphas: Vec<f64>,
 }
 
-impl LimitedMemory {
+impl<V> LimitedMemory<V> {
     fn new(memory: usize) -> Self {
         // No `with_capacity(memory)`: `memory` may be huge; the deque grows to at most it.
         Self {
@@ -52,46 +70,57 @@ impl LimitedMemory {
     }
 
     /// Appends the pair `(s, y, ρ)`, reusing the oldest pair's storage once memory is full.
-    fn store(&mut self, s: &[f64], y: &[f64], rho: f64) {
+    fn store<W: Workspace<Vector = V>>(
+        &mut self,
+        workspace: &mut W,
+        s: &V,
+        y: &V,
+        rho: f64,
+    ) -> Result<(), EvalError> {
         let recycled = if self.pairs.len() < self.memory {
             None
         } else {
             self.pairs.pop_front()
         };
-        let pair = match recycled {
-            Some(mut oldest) => {
-                oldest.s.copy_from_slice(s);
-                oldest.y.copy_from_slice(y);
-                oldest.rho = rho;
-                oldest
-            }
+        let mut pair = match recycled {
+            Some(oldest) => oldest,
             None => CurvaturePair {
-                s: s.to_vec(),
-                y: y.to_vec(),
+                s: workspace.zeros()?,
+                y: workspace.zeros()?,
                 rho,
             },
         };
+        workspace.copy(s, &mut pair.s)?;
+        workspace.copy(y, &mut pair.y)?;
+        pair.rho = rho;
         self.pairs.push_back(pair);
+        Ok(())
     }
 }
 
-impl InverseHessian for LimitedMemory {
-    fn direction(&mut self, g: &[f64], p: &mut [f64]) {
-        p.copy_from_slice(g);
+impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
+    fn direction(
+        &mut self,
+        workspace: &mut W,
+        g: &W::Vector,
+        p: &mut W::Vector,
+    ) -> Result<(), EvalError> {
+        workspace.copy(g, p)?;
         let gamma = self.gamma;
-        two_loop(&self.pairs, p, &mut self.alphas, |v| {
-            map_in_place(v, |v| gamma * v)
-        });
-        map_in_place(p, |v| -v);
+        two_loop(workspace, &self.pairs, p, &mut self.alphas, |w, v| {
+            w.scale(gamma, v)
+        })?;
+        workspace.scale(-1.0, p)
     }
 
-    fn update(&mut self, s: &[f64], y: &[f64]) {
-        let (sy, yy) = (dot(s, y), dot(y, y));
+    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError> {
+        let (sy, yy) = (workspace.dot(s, y)?, workspace.dot(y, y)?);
         if sy.is_nan() || sy <= f64::EPSILON * yy {
             // Curvature lost to rounding (see the module docs): keep the pairs we have.
-            return;
+            return Ok(());
         }
-        self.store(s, y, 1.0 / sy);
+        self.store(workspace, s, y, 1.0 / sy)?;
         self.gamma = sy / yy;
+        Ok(())
     }
 }

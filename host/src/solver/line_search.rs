@@ -7,103 +7,89 @@
 //! the best finite point.
 
 mod more_thuente;
+mod wolfe;
 mod zoom;
 
-use super::vector::{dot, fill_with};
-use crate::objective::{EvalError, Objective};
+use wolfe::Wolfe;
+pub(super) use wolfe::{Accepted, Line};
 
-/// An objective with its evaluation counts, scipy's `nfev` and `njev`.
-pub(super) struct CountedObjective<'a> {
-    objective: &'a mut dyn Objective,
+use super::workspace::Workspace;
+use crate::objective::EvalError;
+
+/// A workspace's objective with its evaluation counts, scipy's `nfev` and `njev`.
+pub(super) struct Counted<'w, W: Workspace> {
+    pub workspace: &'w mut W,
     pub nfev: usize,
     pub njev: usize,
 }
 
-impl<'a> CountedObjective<'a> {
-    pub fn new(objective: &'a mut dyn Objective) -> Self {
+impl<'w, W: Workspace> Counted<'w, W> {
+    pub fn new(workspace: &'w mut W) -> Self {
         Self {
-            objective,
+            workspace,
             nfev: 0,
             njev: 0,
         }
     }
 
-    pub fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+    pub fn value(&mut self, x: &W::Vector) -> Result<f64, EvalError> {
         self.nfev += 1;
-        self.objective.value(x)
+        self.workspace.value(x)
     }
 
-    pub fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+    pub fn gradient(&mut self, x: &W::Vector, g: &mut W::Vector) -> Result<(), EvalError> {
         self.njev += 1;
-        self.objective.gradient(x, g)
+        self.workspace.gradient(x, g)
+    }
+
+    /// One evaluation of both, counted as scipy counts them: one of each.
+    pub fn value_and_gradient(
+        &mut self,
+        x: &W::Vector,
+        g: &mut W::Vector,
+    ) -> Result<f64, EvalError> {
+        self.nfev += 1;
+        self.njev += 1;
+        self.workspace.value_and_gradient(x, g)
     }
 }
 
-/// `φ(α) = f(x + α·p)` and `φ'(α) = ∇f(x + α·p)ᵀp`. It keeps the last trial point and the
-/// gradient there, so that the solver takes both over without evaluating again.
-pub(super) struct Ray<'r, 'o> {
-    pub objective: &'r mut CountedObjective<'o>,
-    pub origin: &'r [f64],
-    pub direction: &'r [f64],
-    /// `x + α·p` for the last `α` passed to [`Ray::value`].
-    pub point: &'r mut [f64],
-    /// `∇f(point)`, once [`Ray::slope`] has been called there.
-    pub gradient: &'r mut [f64],
+/// The [`Line`] along `x + α·p` in a workspace. It keeps the last trial point and the gradient
+/// there, so that the solver takes both over without evaluating again.
+pub(super) struct Ray<'r, 'w, W: Workspace> {
+    pub objective: &'r mut Counted<'w, W>,
+    pub origin: &'r W::Vector,
+    pub direction: &'r W::Vector,
+    /// `x + α·p` for the last `α` passed to [`Line::value`].
+    pub point: &'r mut W::Vector,
+    /// `∇f(point)`, once [`Line::slope`] has been called there.
+    pub gradient: &'r mut W::Vector,
 }
 
-impl Ray<'_, '_> {
-    /// `φ(step)`; moves the trial point to `x + step·p`.
+impl<W: Workspace> Line for Ray<'_, '_, W> {
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
-        fill_with(self.point, self.origin, self.direction, |x, p| x + step * p);
+        let workspace = &mut *self.objective.workspace;
+        workspace.ray_point(self.origin, step, self.direction, self.point)?;
         self.objective.value(self.point)
     }
 
-    /// `φ'` at the trial point of the last [`Ray::value`] call.
     fn slope(&mut self) -> Result<f64, EvalError> {
         self.objective.gradient(self.point, self.gradient)?;
-        Ok(dot(self.gradient, self.direction))
-    }
-}
-
-/// A step with `φ` and `φ'` there.
-#[derive(Clone, Copy, Debug)]
-struct Sample {
-    step: f64,
-    value: f64,
-    slope: f64,
-}
-
-/// The strong Wolfe conditions on `φ`, with `φ(0) = value0` and `φ'(0) = slope0 < 0`.
-#[derive(Clone, Copy, Debug)]
-struct Wolfe {
-    c1: f64,
-    c2: f64,
-    value0: f64,
-    slope0: f64,
-}
-
-impl Wolfe {
-    /// The least decrease a step must achieve, per unit step: `c1·φ'(0)`.
-    fn decrease_rate(&self) -> f64 {
-        self.c1 * self.slope0
+        self.objective.workspace.dot(self.gradient, self.direction)
     }
 
-    /// Armijo: `φ(α) ≤ φ(0) + α·c1·φ'(0)`. False for a non-finite `value`.
-    fn sufficient_decrease(&self, step: f64, value: f64) -> bool {
-        value <= self.value0 + step * self.decrease_rate() && value.is_finite()
+    fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
+        let workspace = &mut *self.objective.workspace;
+        workspace.ray_point(self.origin, step, self.direction, self.point)?;
+        let value = self
+            .objective
+            .value_and_gradient(self.point, self.gradient)?;
+        let slope = self
+            .objective
+            .workspace
+            .dot(self.gradient, self.direction)?;
+        Ok((value, slope))
     }
-
-    /// `|φ'(α)| ≤ c2·|φ'(0)|`.
-    fn curvature(&self, slope: f64) -> bool {
-        slope.abs() <= -self.c2 * self.slope0
-    }
-}
-
-/// An accepted step. The ray's `point` and `gradient` hold `x + step·p` and the gradient there.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Accepted {
-    pub step: f64,
-    pub value: f64,
 }
 
 /// scipy's first trial step: `min(1, 1.01·2·(f − f_previous)/φ'(0))`, the step to the minimum
@@ -122,7 +108,7 @@ pub(super) fn initial_step(value: f64, previous_value: f64, slope0: f64) -> f64 
 /// `φ(0)` is not finite, `p` is not a descent direction, or `initial` is 0, which means the last
 /// iteration did not change `f`: scipy then reports precision loss too).
 pub(super) fn search(
-    ray: &mut Ray<'_, '_>,
+    ray: &mut dyn Line,
     value0: f64,
     slope0: f64,
     initial: f64,
@@ -148,6 +134,8 @@ pub(super) fn search(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objective::Objective;
+    use crate::solver::workspace::HostWorkspace;
 
     /// `(x − 3)²` in one variable, NaN beyond `x > 4`.
     struct NanBeyondFour;
@@ -175,7 +163,7 @@ mod tests {
         }
     }
 
-    type Search = fn(&mut Ray<'_, '_>, &Wolfe, f64) -> Result<Option<Accepted>, EvalError>;
+    type Search = fn(&mut dyn Line, &Wolfe, f64) -> Result<Option<Accepted>, EvalError>;
 
     /// The Wolfe conditions of the tests' ray: `φ(0) = 9`, `φ'(0) = −6`.
     const WOLFE: Wolfe = Wolfe {
@@ -187,13 +175,14 @@ mod tests {
 
     /// Runs `body` on the ray from 0 along +1 of [`NanBeyondFour`]; returns what it returns, the
     /// point and gradient the ray holds afterwards, and the evaluation counts.
-    fn on_ray<R>(body: impl FnOnce(&mut Ray<'_, '_>) -> R) -> (R, f64, f64, usize, usize) {
-        let (mut objective, mut point, mut gradient) = (NanBeyondFour, [0.0], [0.0]);
-        let mut counted = CountedObjective::new(&mut objective);
+    fn on_ray<R>(body: impl FnOnce(&mut dyn Line) -> R) -> (R, f64, f64, usize, usize) {
+        let (mut objective, mut point, mut gradient) = (NanBeyondFour, vec![0.0], vec![0.0]);
+        let mut workspace = HostWorkspace::new(&mut objective);
+        let mut counted = Counted::new(&mut workspace);
         let mut ray = Ray {
             objective: &mut counted,
-            origin: &[0.0],
-            direction: &[1.0],
+            origin: &vec![0.0],
+            direction: &vec![1.0],
             point: &mut point,
             gradient: &mut gradient,
         };

@@ -12,160 +12,20 @@
 //! ```
 
 pub mod bfgs;
-pub(crate) mod dense;
+mod dense;
 pub mod lbfgs;
 mod line_search;
+mod options;
 mod quasi_newton;
 mod result;
 mod two_loop;
-mod vector;
+mod workspace;
 
-pub use result::{OptimizeResult, Status};
+pub use options::{Method, Options};
+pub use result::{Iterate, OptimizeResult, SolveError, Status};
 
-use crate::objective::{EvalError, Objective};
-use ndarray::Array2;
+use crate::objective::Objective;
 use std::ops::ControlFlow;
-
-/// Which quasi-Newton method.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Method {
-    /// BFGS with a dense (or, while cheaper, implicit) inverse Hessian: scipy's `'BFGS'`.
-    #[default]
-    Bfgs,
-    /// Limited-memory BFGS (two-loop recursion) for large `n`.
-    Lbfgs,
-}
-
-impl Method {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Method::Bfgs => "bfgs",
-            Method::Lbfgs => "lbfgs",
-        }
-    }
-}
-
-/// Solver options, with scipy's defaults.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Stop when `‖∇f‖ ≤ gtol` (norm [`norm`](Options::norm)). scipy: 1e-5.
-    pub gtol: f64,
-    /// The order of the gradient norm: `f64::INFINITY` (max |g_i|, scipy's default),
-    /// `f64::NEG_INFINITY` (min |g_i|), or any `p > 0`.
-    pub norm: f64,
-    /// Iteration limit; `None` is scipy's `200·n`.
-    pub maxiter: Option<usize>,
-    /// Armijo (sufficient decrease) constant of the strong Wolfe conditions. scipy: 1e-4.
-    pub c1: f64,
-    /// Curvature constant of the strong Wolfe conditions. scipy: 0.9.
-    pub c2: f64,
-    /// Stop when the step is at most `xrtol·(xrtol + ‖x‖)`. scipy: 0.
-    pub xrtol: f64,
-    /// BFGS: the initial inverse Hessian, `n×n`, symmetric (to a relative `1e-10` of its largest
-    /// entry; its symmetric part is used) and positive definite (checked by a Cholesky
-    /// factorization, `O(n³)` once). `None` is the identity. L-BFGS ignores it.
-    pub hess_inv0: Option<Array2<f64>>,
-    /// BFGS: materialize [`OptimizeResult::hess_inv`]. Refused when the `n×n` matrix would
-    /// exceed 2 GiB (`n > 16384`). L-BFGS ignores it.
-    pub return_hess_inv: bool,
-    /// L-BFGS: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS ignores it.
-    pub memory: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            gtol: 1e-5,
-            norm: f64::INFINITY,
-            maxiter: None,
-            c1: 1e-4,
-            c2: 0.9,
-            xrtol: 0.0,
-            hess_inv0: None,
-            return_hess_inv: false,
-            memory: 10,
-        }
-    }
-}
-
-impl Options {
-    /// `maxiter`, or scipy's default `200·n`.
-    fn iteration_limit(&self, n: usize) -> usize {
-        self.maxiter.unwrap_or(n.saturating_mul(200))
-    }
-
-    /// Checks the options both methods use.
-    fn check_shared(&self) -> Result<(), SolveError> {
-        if self.gtol.is_nan() || self.gtol <= 0.0 {
-            return Err(invalid_option("gtol", self.gtol, "must be positive"));
-        }
-        let norm = self.norm;
-        if !(norm > 0.0 || norm == f64::NEG_INFINITY) {
-            return Err(invalid_option("norm", norm, "must be > 0, inf or -inf"));
-        }
-        if !(self.c1 > 0.0 && self.c1 < self.c2 && self.c2 < 1.0) {
-            let value = format!("({}, {})", self.c1, self.c2);
-            return Err(invalid_option("(c1, c2)", value, "need 0 < c1 < c2 < 1"));
-        }
-        if self.xrtol.is_nan() || self.xrtol < 0.0 {
-            return Err(invalid_option("xrtol", self.xrtol, "must be >= 0"));
-        }
-        Ok(())
-    }
-}
-
-fn invalid_option(name: &'static str, value: impl ToString, reason: &'static str) -> SolveError {
-    SolveError::InvalidOption {
-        name,
-        value: value.to_string(),
-        reason,
-    }
-}
-
-/// What every method checks before it evaluates anything: `x0` fits the objective and is
-/// finite, and the shared options are valid.
-fn check_start(objective: &dyn Objective, x0: &[f64], options: &Options) -> Result<(), SolveError> {
-    let expected = objective.dim();
-    if x0.len() != expected {
-        return Err(SolveError::WrongLength {
-            expected,
-            got: x0.len(),
-        });
-    }
-    if let Some((index, &value)) = x0.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(SolveError::NonFiniteX0 { index, value });
-    }
-    options.check_shared()
-}
-
-/// Why a solve could not start, or had to stop without a result.
-#[derive(Debug, thiserror::Error)]
-pub enum SolveError {
-    #[error("x0 has {got} entries, the objective has {expected} variables")]
-    WrongLength { expected: usize, got: usize },
-    #[error("x0[{index}] is {value}; the starting point must be finite")]
-    NonFiniteX0 { index: usize, value: f64 },
-    #[error("invalid option {name} = {value}: {reason}")]
-    InvalidOption {
-        name: &'static str,
-        value: String,
-        reason: &'static str,
-    },
-    #[error("hess_inv0 is not symmetric positive definite: {0}")]
-    NotPositiveDefinite(String),
-    #[error("objective evaluation failed: {0}")]
-    Eval(#[from] EvalError),
-}
-
-/// The state the observer sees after each iteration.
-#[derive(Clone, Copy, Debug)]
-pub struct Iterate<'a> {
-    pub nit: usize,
-    pub fun: f64,
-    /// `‖∇f‖` in the norm of [`Options::norm`].
-    pub grad_norm: f64,
-    pub x: &'a [f64],
-}
 
 /// Minimizes `objective` from `x0`. `observer` runs after every iteration and may stop the run
 /// (status 99) by returning `ControlFlow::Break(())`.

@@ -1,51 +1,57 @@
 //! The quasi-Newton iteration BFGS and L-BFGS share: scipy's `_minimize_bfgs` loop, stopping
 //! rules and statuses, around an inverse-Hessian approximation ([`InverseHessian`]).
 
-use super::line_search::{self, CountedObjective, Ray};
-use super::vector::{dot, map_in_place, norm, norm2, update_with};
-use super::{Iterate, OptimizeResult, Options, SolveError, Status};
-use crate::objective::Objective;
+use super::line_search::{self, Counted, Ray};
+use super::options::Options;
+use super::result::{Iterate, OptimizeResult, SolveError, Status};
+use super::workspace::Workspace;
+use crate::objective::EvalError;
 use std::ops::ControlFlow;
 
-/// An approximation `H` of the inverse Hessian.
-pub(super) trait InverseHessian {
+/// An approximation `H` of the inverse Hessian, over a workspace's vectors.
+pub(super) trait InverseHessian<W: Workspace> {
     /// Writes the search direction `−H·g` to `p`.
-    fn direction(&mut self, g: &[f64], p: &mut [f64]);
+    fn direction(
+        &mut self,
+        workspace: &mut W,
+        g: &W::Vector,
+        p: &mut W::Vector,
+    ) -> Result<(), EvalError>;
     /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration.
-    fn update(&mut self, s: &[f64], y: &[f64]);
+    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError>;
 }
 
 /// Minimizes from `x0` (already checked: finite, of the objective's length, valid options).
-pub(super) fn run(
-    objective: &mut dyn Objective,
+pub(super) fn run<W: Workspace>(
+    workspace: &mut W,
     x0: &[f64],
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
-    hessian: &mut impl InverseHessian,
+    hessian: &mut impl InverseHessian<W>,
 ) -> Result<OptimizeResult, SolveError> {
-    let n = x0.len();
-    let maxiter = options.iteration_limit(n);
-    let mut objective = CountedObjective::new(objective);
-    let mut x = x0.to_vec();
-    let mut f = objective.value(&x)?;
-    let mut g = vec![0.0; n];
-    objective.gradient(&x, &mut g)?;
+    let maxiter = options.iteration_limit(x0.len());
+    let mut objective = Counted::new(workspace);
+    let mut x = objective.workspace.upload(x0)?;
+    let mut g = objective.workspace.zeros()?;
+    let mut f = objective.value_and_gradient(&x, &mut g)?;
     // scipy's first-step scaling: pretend the previous value was f + ‖g‖₂/2, so that the first
     // trial step (see `line_search::initial_step`) moves about 1 along −H₀g.
-    let mut f_previous = f + norm2(&g) / 2.0;
-    let mut gnorm = norm(&g, options.norm);
+    let mut f_previous = f + objective.workspace.norm(&g, 2.0)? / 2.0;
+    let mut gnorm = objective.workspace.norm(&g, options.norm)?;
 
     // After a step, `p` is turned into s = α·p and the old gradient's buffer into y = g₊ − g,
     // and the trial point and gradient are swapped in: no copies, no allocations.
-    let (mut p, mut x_trial, mut g_trial) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let mut p = objective.workspace.zeros()?;
+    let mut x_trial = objective.workspace.zeros()?;
+    let mut g_trial = objective.workspace.zeros()?;
     let (c1, c2) = (options.c1, options.c2);
     let mut nit = 0;
     let mut stopped_early = None;
     // A NaN gradient norm ends the loop (the comparison is false), as in scipy; so does a NaN
     // f(x0), which no line search could decrease. Both give status 3 below.
     while gnorm > options.gtol && nit < maxiter && !f.is_nan() {
-        hessian.direction(&g, &mut p);
-        let slope = dot(&g, &p);
+        hessian.direction(objective.workspace, &g, &mut p)?;
+        let slope = objective.workspace.dot(&g, &p)?;
         let initial = line_search::initial_step(f, f_previous, slope);
         let mut ray = Ray {
             objective: &mut objective,
@@ -58,8 +64,9 @@ pub(super) fn run(
             stopped_early = Some(Status::PrecisionLoss);
             break;
         };
-        map_in_place(&mut p, |p| accepted.step * p);
-        update_with(&mut g, &g_trial, |g, g_new| g_new - g);
+        let w = &mut *objective.workspace;
+        w.scale(accepted.step, &mut p)?;
+        w.difference(&g_trial, &mut g)?;
         std::mem::swap(&mut x, &mut x_trial);
         std::mem::swap(&mut g, &mut g_trial);
         let (s, y) = (&p, &g_trial);
@@ -67,13 +74,15 @@ pub(super) fn run(
         // for a non-finite f after a step cannot fire here.
         (f_previous, f) = (f, accepted.value);
         nit += 1;
-        gnorm = norm(&g, options.norm);
+        gnorm = w.norm(&g, options.norm)?;
 
+        let current = &*w;
+        let x_now = || current.download(&x);
         let iterate = Iterate {
             nit,
             fun: f,
             grad_norm: gnorm,
-            x: &x,
+            x: &x_now,
         };
         if observer(&iterate).is_break() {
             stopped_early = Some(Status::Stopped);
@@ -82,17 +91,25 @@ pub(super) fn run(
         if gnorm <= options.gtol {
             break;
         }
-        if norm2(s) <= options.xrtol * (options.xrtol + norm2(&x)) {
+        // scipy's xrtol test; ‖x‖ is needed only when xrtol > 0 (else the test is ‖s‖ = 0).
+        let x_norm = if options.xrtol > 0.0 {
+            w.norm(&x, 2.0)?
+        } else {
+            0.0
+        };
+        if w.norm(s, 2.0)? <= options.xrtol * (options.xrtol + x_norm) {
             break;
         }
-        hessian.update(s, y);
+        hessian.update(w, s, y)?;
     }
 
+    let x = objective.workspace.download(&x)?.into_owned();
+    let jac = objective.workspace.download(&g)?.into_owned();
     let status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, &x));
     Ok(OptimizeResult {
         x,
         fun: f,
-        jac: g,
+        jac,
         hess_inv: None,
         nfev: objective.nfev,
         njev: objective.njev,

@@ -1,6 +1,9 @@
-//! What a solve returns, in scipy's vocabulary.
+//! What a solve reports, in scipy's vocabulary: the result, each iterate as it goes, and the
+//! errors that stop a solve without a result.
 
+use crate::objective::EvalError;
 use ndarray::Array2;
+use std::borrow::Cow;
 
 /// How a solve ended: scipy's status codes and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,4 +71,52 @@ pub struct OptimizeResult {
     pub status: Status,
     pub success: bool,
     pub message: String,
+}
+
+/// Why a solve could not start, or had to stop without a result.
+#[derive(Debug, thiserror::Error)]
+pub enum SolveError {
+    #[error("x0 has {got} entries, the objective has {expected} variables")]
+    WrongLength { expected: usize, got: usize },
+    #[error("x0[{index}] is {value}; the starting point must be finite")]
+    NonFiniteX0 { index: usize, value: f64 },
+    #[error("invalid option {name} = {value}: {reason}")]
+    InvalidOption {
+        name: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+    #[error("hess_inv0 is not symmetric positive definite: {0}")]
+    NotPositiveDefinite(String),
+    #[error("objective evaluation failed: {0}")]
+    Eval(#[from] EvalError),
+}
+
+/// The state the observer sees after each iteration.
+#[derive(Clone, Copy)]
+pub struct Iterate<'a> {
+    pub nit: usize,
+    pub fun: f64,
+    /// `‖∇f‖` in the norm of [`Options::norm`].
+    pub grad_norm: f64,
+    /// Fetches `x` (from the device, when the solver's vectors live there).
+    pub(super) x: &'a dyn Fn() -> Result<Cow<'a, [f64]>, EvalError>,
+}
+
+impl<'a> Iterate<'a> {
+    /// The iterate `x`: borrowed when the solver keeps it in host memory, copied from the GPU
+    /// when it keeps it there (one transfer of `n` values, so only when needed).
+    pub fn x(&self) -> Result<Cow<'a, [f64]>, EvalError> {
+        (self.x)()
+    }
+}
+
+impl std::fmt::Debug for Iterate<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iterate")
+            .field("nit", &self.nit)
+            .field("fun", &self.fun)
+            .field("grad_norm", &self.grad_norm)
+            .finish_non_exhaustive()
+    }
 }

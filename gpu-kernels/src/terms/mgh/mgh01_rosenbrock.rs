@@ -2,7 +2,7 @@
 //! `f₁ = 10(x₂ − x₁²)`, `f₂ = 1 − x₁`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh01;
 
@@ -15,10 +15,10 @@ impl Residuals for Mgh01 {
         exactly(n, 2)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         match i {
             0 => (x[1] - x[0].sq()) * 10.0,
-            _ => R::from_f64(1.0) - x[0],
+            _ => 1.0 - x[0],
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Besides the zero at (5, 4) it has a local minimum, F = 48.98425…, near (11.41, −0.8968).
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh02;
 
@@ -16,10 +16,10 @@ impl Residuals for Mgh02 {
         exactly(n, 2)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let (x1, x2) = (x[0], x[1]);
         match i {
-            0 => x1 - 13.0 + ((R::from_f64(5.0) - x2) * x2 - 2.0) * x2,
+            0 => x1 - 13.0 + ((5.0 - x2) * x2 - 2.0) * x2,
             _ => x1 - 29.0 + ((x2 + 1.0) * x2 - 14.0) * x2,
         }
     }

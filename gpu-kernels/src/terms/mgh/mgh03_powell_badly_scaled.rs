@@ -2,7 +2,7 @@
 //! `f₁ = 10⁴x₁x₂ − 1`, `f₂ = e^{−x₁} + e^{−x₂} − 1.0001`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh03;
 
@@ -15,7 +15,7 @@ impl Residuals for Mgh03 {
         exactly(n, 2)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         match i {
             0 => x[0] * x[1] * 1e4 - 1.0,
             _ => (-x[0]).exp() + (-x[1]).exp() - 1.0001,

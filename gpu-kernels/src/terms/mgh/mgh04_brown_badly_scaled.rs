@@ -2,7 +2,7 @@
 //! `f₁ = x₁ − 10⁶`, `f₂ = x₂ − 2·10⁻⁶`, `f₃ = x₁x₂ − 2`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh04;
 
@@ -15,7 +15,7 @@ impl Residuals for Mgh04 {
         exactly(n, 2)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         match i {
             0 => x[0] - 1e6,
             1 => x[1] - 2e-6,

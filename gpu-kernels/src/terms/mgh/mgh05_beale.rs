@@ -2,7 +2,7 @@
 //! `f_i = y_i − x₁(1 − x₂^i)`, `y = (1.5, 2.25, 2.625)`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh05;
 
@@ -17,9 +17,9 @@ impl Residuals for Mgh05 {
         exactly(n, 2)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let power = x[1].powi(i as i32 + 1);
-        R::from_f64(Y[i]) - x[0] * (R::from_f64(1.0) - power)
+        Y[i] - x[0] * (1.0 - power)
     }
 }
 

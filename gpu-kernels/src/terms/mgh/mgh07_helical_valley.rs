@@ -3,20 +3,20 @@
 //! of `(x₁, x₂)` in turns: `arctan(x₂/x₁)/2π`, plus ½ when `x₁ < 0`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh07;
 
 /// `θ(x₁, x₂)`. The paper leaves `x₁ = 0` undefined; like MINPACK, take the limit from
 /// `x₁ > 0`: ±¼ by the sign of `x₂`.
-fn turns<R: Real>(x1: R, x2: R) -> R {
+fn turns<R: Real>(x1: Num<R>, x2: Num<R>) -> Num<R> {
     let principal = || (x2 / x1).atan() * (0.5 / core::f64::consts::PI);
     if x1.value() > 0.0 {
         principal()
     } else if x1.value() < 0.0 {
         principal() + 0.5
     } else {
-        R::from_f64(if x2.value() < 0.0 { -0.25 } else { 0.25 })
+        Num::constant(if x2.value() < 0.0 { -0.25 } else { 0.25 })
     }
 }
 
@@ -29,7 +29,7 @@ impl Residuals for Mgh07 {
         exactly(n, 3)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         match i {
             0 => (x[2] - turns(x[0], x[1]) * 10.0) * 10.0,
             1 => ((x[0].sq() + x[1].sq()).sqrt() - 1.0) * 10.0,

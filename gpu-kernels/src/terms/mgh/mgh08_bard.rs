@@ -3,7 +3,7 @@
 //! `w_i = min(u_i, v_i)`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh08;
 
@@ -20,10 +20,10 @@ impl Residuals for Mgh08 {
         exactly(n, 3)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let (u, v) = (i + 1, 15 - i);
         let w = u.min(v);
-        R::from_f64(Y[i]) - (x[0] + R::from_f64(u as f64) / (x[1] * v as f64 + x[2] * w as f64))
+        Y[i] - (x[0] + u as f64 / (x[1] * v as f64 + x[2] * w as f64))
     }
 }
 

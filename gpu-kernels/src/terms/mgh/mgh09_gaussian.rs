@@ -2,7 +2,7 @@
 //! `f_i = x₁·exp(−x₂(t_i − x₃)²/2) − y_i`, `t_i = (8 − i)/2`, `y` symmetric about `i = 8`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh09;
 
@@ -20,7 +20,7 @@ impl Residuals for Mgh09 {
         exactly(n, 3)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let t = (7.0 - i as f64) / 2.0;
         let y = Y_HALF[i.min(14 - i)];
         x[0] * ((x[1] * (x[2] - t).sq()) * -0.5).exp() - y

@@ -3,7 +3,7 @@
 
 use super::sample_point;
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh12;
 
@@ -16,7 +16,7 @@ impl Residuals for Mgh12 {
         exactly(n, 3)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let t = sample_point(i, 10.0);
         let target = Real::exp(-t) - Real::exp(-10.0 * t);
         (x[0] * -t).exp() - (x[1] * -t).exp() - x[2] * target

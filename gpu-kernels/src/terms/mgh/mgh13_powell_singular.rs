@@ -3,7 +3,7 @@
 //! The minimum, 0 at the origin, has a singular Hessian.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh13;
 
@@ -16,7 +16,7 @@ impl Residuals for Mgh13 {
         exactly(n, 4)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         match i {
             0 => x[0] + x[1] * 10.0,
             1 => (x[2] - x[3]) * Real::sqrt(5.0_f64),

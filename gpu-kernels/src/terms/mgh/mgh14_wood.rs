@@ -3,7 +3,7 @@
 //! `f₅ = √10(x₂ + x₄ − 2)`, `f₆ = (x₂ − x₄)/√10`.
 
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh14;
 
@@ -16,8 +16,8 @@ impl Residuals for Mgh14 {
         exactly(n, 4)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
-        let one = R::from_f64(1.0);
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
+        let one = Num::constant(1.0);
         match i {
             0 => (x[1] - x[0].sq()) * 10.0,
             1 => one - x[0],

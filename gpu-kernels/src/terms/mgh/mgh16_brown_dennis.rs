@@ -3,7 +3,7 @@
 
 use super::sample_point;
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh16;
 
@@ -16,7 +16,7 @@ impl Residuals for Mgh16 {
         exactly(n, 4)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let t = sample_point(i, 5.0);
         let linear = x[0] + x[1] * t - Real::exp(t);
         let periodic = x[2] + x[3] * Real::sin(t) - Real::cos(t);

@@ -4,7 +4,7 @@
 
 use super::sample_point;
 use crate::least_squares::{LeastSquares, Residuals, exactly};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh18;
 
@@ -17,7 +17,7 @@ impl Residuals for Mgh18 {
         exactly(n, 6)
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let t = sample_point(i, 10.0);
         let y = Real::exp(-t) - 5.0 * Real::exp(-10.0 * t) + 3.0 * Real::exp(-4.0 * t);
         x[2] * (x[0] * -t).exp() - x[3] * (x[1] * -t).exp() + x[5] * (x[4] * -t).exp() - y

@@ -4,7 +4,7 @@
 
 use super::sample_point;
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh20;
 
@@ -24,7 +24,7 @@ impl Residuals for Mgh20 {
         }
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         if i == SAMPLES {
             return x[0];
         }
@@ -33,7 +33,7 @@ impl Residuals for Mgh20 {
         }
         let t = sample_point(i, SAMPLES as f64);
         let mut p = x[0];
-        let mut dp = R::from_f64(0.0);
+        let mut dp = Num::constant(0.0);
         let mut t_pow = 1.0; // t^{j−1}
         for j in 1..x.len() {
             dp = dp + x[j] * (j as f64 * t_pow);

@@ -2,7 +2,7 @@
 //! `f_i = √a(x_i − 1)` for `i = 1..n`, `f_{n+1} = Σ_j x_j² − ¼`, with `a = 10⁻⁵`.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh23;
 
@@ -14,12 +14,12 @@ impl Residuals for Mgh23 {
         n + 1
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let n = x.len();
         if i < n {
             return (x[i] - 1.0) * Real::sqrt(A);
         }
-        let mut norm_sq = R::from_f64(0.0);
+        let mut norm_sq = Num::constant(0.0);
         for j in 0..n {
             norm_sq = norm_sq + x[j].sq();
         }

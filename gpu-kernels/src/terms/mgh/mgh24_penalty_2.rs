@@ -5,7 +5,7 @@
 //! - `f_{2n} = Σ_j (n − j + 1)x_j² − 1`
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh24;
 
@@ -17,13 +17,13 @@ impl Residuals for Mgh24 {
         2 * n
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let n = x.len();
-        let tenth_exp = |v: R| (v * 0.1).exp();
+        let tenth_exp = |v: Num<R>| (v * 0.1).exp();
         if i == 0 {
             x[0] - 0.2
         } else if i == 2 * n - 1 {
-            let mut weighted = R::from_f64(0.0);
+            let mut weighted = Num::constant(0.0);
             for j in 0..n {
                 weighted = weighted + x[j].sq() * (n - j) as f64;
             }

@@ -2,7 +2,7 @@
 //! `f_i = x_i − 1` for `i = 1..n`, `f_{n+1} = Σ_j j(x_j − 1)`, `f_{n+2} = f_{n+1}²`.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh25;
 
@@ -11,12 +11,12 @@ impl Residuals for Mgh25 {
         n + 2
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let n = x.len();
         if i < n {
             return x[i] - 1.0;
         }
-        let mut weighted = R::from_f64(0.0);
+        let mut weighted = Num::constant(0.0);
         for j in 0..n {
             weighted = weighted + (x[j] - 1.0) * (j + 1) as f64;
         }

@@ -2,7 +2,7 @@
 //! `f_i = n − Σ_j cos x_j + i(1 − cos x_i) − sin x_i`.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh26;
 
@@ -11,14 +11,14 @@ impl Residuals for Mgh26 {
         n
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let n = x.len();
-        let mut cos_sum = R::from_f64(0.0);
+        let mut cos_sum = Num::constant(0.0);
         for j in 0..n {
             cos_sum = cos_sum + x[j].cos();
         }
-        let own = (R::from_f64(1.0) - x[i].cos()) * (i + 1) as f64 - x[i].sin();
-        R::from_f64(n as f64) - cos_sum + own
+        let own = (1.0 - x[i].cos()) * (i + 1) as f64 - x[i].sin();
+        n as f64 - cos_sum + own
     }
 }
 

@@ -2,7 +2,7 @@
 //! `f_i = (3 − 2x_i)x_i − x_{i−1} − 2x_{i+1} + 1`, with `x₀ = x_{n+1} = 0`.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh30;
 
@@ -11,11 +11,11 @@ impl Residuals for Mgh30 {
         n
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
-        let zero = R::from_f64(0.0);
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
+        let zero = Num::constant(0.0);
         let left = if i > 0 { x[i - 1] } else { zero };
         let right = if i + 1 < x.len() { x[i + 1] } else { zero };
-        (R::from_f64(3.0) - x[i] * 2.0) * x[i] - left - right * 2.0 + 1.0
+        (3.0 - x[i] * 2.0) * x[i] - left - right * 2.0 + 1.0
     }
 }
 

@@ -3,7 +3,7 @@
 //! `i − 5 ≤ j ≤ i + 1` within `1..n`, without `i` itself.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh31;
 
@@ -16,9 +16,9 @@ impl Residuals for Mgh31 {
         n
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let last = (i + UPPER).min(x.len() - 1);
-        let mut coupling = R::from_f64(0.0);
+        let mut coupling = Num::constant(0.0);
         for j in i.saturating_sub(LOWER)..=last {
             if j != i {
                 coupling = coupling + x[j] * (x[j] + 1.0);

@@ -3,14 +3,14 @@
 //! polynomial shifted to [0, 1]; its integral is 0 for odd `i` and `−1/(i² − 1)` for even `i`.
 
 use crate::least_squares::{LeastSquares, Residuals};
-use crate::{Real, Vars};
+use crate::{Num, Real, Vars};
 
 pub struct Mgh35;
 
 /// `T*_order(x)` for `order ≥ 1`, by the three-term recurrence `T_{k+1} = 2zT_k − T_{k−1}`.
-fn shifted_chebyshev<R: Real>(order: usize, x: R) -> R {
+fn shifted_chebyshev<R: Real>(order: usize, x: Num<R>) -> Num<R> {
     let z = x * 2.0 - 1.0;
-    let (mut previous, mut current) = (R::from_f64(1.0), z);
+    let (mut previous, mut current) = (Num::constant(1.0), z);
     for _ in 1..order {
         let next = z * current * 2.0 - previous;
         previous = current;
@@ -33,9 +33,9 @@ impl Residuals for Mgh35 {
         n
     }
 
-    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> R {
+    fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
         let order = i + 1;
-        let mut sum = R::from_f64(0.0);
+        let mut sum = Num::constant(0.0);
         for j in 0..x.len() {
             sum = sum + shifted_chebyshev(order, x[j]);
         }

@@ -7,7 +7,7 @@
 //! `ψ(α) = φ(α) − φ(0) − α·c1·φ'(0)` so far) and `other`, and picks trial steps by safeguarded
 //! cubic, quadratic and secant interpolation, extrapolating until a minimizer is bracketed.
 
-use super::{Accepted, Ray, Sample, Wolfe};
+use super::wolfe::{Accepted, Line, Sample, Wolfe};
 use crate::objective::EvalError;
 
 /// The relative width at which the interval of uncertainty counts as collapsed.
@@ -27,7 +27,7 @@ const SHRINK_MIN: f64 = 0.66;
 
 /// Runs the search from `initial`; `Ok(None)` when it fails.
 pub(super) fn search(
-    ray: &mut Ray<'_, '_>,
+    ray: &mut dyn Line,
     wolfe: &Wolfe,
     initial: f64,
 ) -> Result<Option<Accepted>, EvalError> {
@@ -37,14 +37,10 @@ pub(super) fn search(
     let mut state = State::new(wolfe, initial);
     let mut step = initial;
     for _ in 0..MAX_TRIALS {
-        let value = ray.value(step)?;
-        // Where the value is not finite the step retreats anyway: skip the gradient.
-        let slope = if value.is_finite() {
-            ray.slope()?
-        } else {
-            f64::NAN
-        };
-        if !slope.is_finite() {
+        // Every trial needs both (a value that is not finite makes the step retreat, and then
+        // the slope goes unused, a rare waste).
+        let (value, slope) = ray.value_and_slope(step)?;
+        if !(value.is_finite() && slope.is_finite()) {
             step = state.retreat(step);
             continue;
         }

@@ -6,7 +6,7 @@
 //! sufficient decrease, becomes the far end of the bracket, and the interpolants through it are
 //! not finite, so the zoom bisects toward the last finite point.
 
-use super::{Accepted, Ray, Sample, Wolfe};
+use super::wolfe::{Accepted, Line, Sample, Wolfe};
 use crate::objective::EvalError;
 
 const STEP_MAX: f64 = 1e100;
@@ -19,7 +19,7 @@ const QUADRATIC_MARGIN: f64 = 0.1;
 
 /// Runs the search from `initial`; `Ok(None)` when it fails.
 pub(super) fn search(
-    ray: &mut Ray<'_, '_>,
+    ray: &mut dyn Line,
     wolfe: &Wolfe,
     initial: f64,
 ) -> Result<Option<Accepted>, EvalError> {
@@ -86,7 +86,7 @@ fn finite_or_infinite(value: f64) -> f64 {
 /// Algorithm 3.6: `low` has the least value so far, satisfies the sufficient decrease and has a
 /// slope pointing toward `high`.
 fn zoom(
-    ray: &mut Ray<'_, '_>,
+    ray: &mut dyn Line,
     wolfe: &Wolfe,
     mut low: Sample,
     mut high: Point,

@@ -1,4 +1,4 @@
-//! The GPU side of the host: launches the term kernels with cust (feature `cuda`).
+//! The GPU backend: launches the term kernels with cust (feature `cuda`).
 //!
 //! [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry` signatures
 //! of the embedded PTX; both are compiled without the `cuda` feature too, so that a test can
@@ -8,6 +8,7 @@ pub mod abi;
 pub mod ptx;
 
 #[cfg(feature = "cuda")]
-mod cuda;
+#[allow(unsafe_code)]
+mod launcher;
 #[cfg(feature = "cuda")]
-pub use cuda::{CudaEvaluator, CudaLauncher};
+pub use launcher::{CudaEvaluator, CudaLauncher, DeviceVector, DeviceVectors};

@@ -4,45 +4,14 @@
 //! Parameters are 64-bit scalars (pointers, `usize`, `f64`) or, for raw kernels' slices, a
 //! 16-byte `(address, length)` struct; the launcher passes each as one or two `u64` words.
 
-use crate::launcher::ptx::ParamType;
-use gpu_kernels::kernel::{DENSE_FINISH_CENTRAL, DENSE_FINISH_FORWARD, SUM_PARTIALS};
-use gpu_kernels::raw::{RawKernel, RawParam};
-use gpu_kernels::{Central, FdScheme, Forward, Kernels};
-
-/// Grid and block of one launch (one-dimensional).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub blocks: u32,
-    pub threads: u32,
-}
-
-/// Launch sizes the user imposes on the term kernels instead of the occupancy API's choice.
-/// The one-block kernel that sums partials keeps its single block.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LaunchOverride {
-    /// Threads per block: a multiple of 32 (the block reductions work in whole warps), at most
-    /// 1024.
-    pub threads: Option<u32>,
-    /// Blocks per grid, at least 1 (the kernels loop grid-stride over any amount of work).
-    pub blocks: Option<u32>,
-}
-
-impl LaunchOverride {
-    pub fn check(&self) -> Result<(), crate::BackendError> {
-        let invalid = |why: String| Err(crate::BackendError::InvalidLaunch(why));
-        if let Some(t) = self.threads
-            && (t == 0 || t % 32 != 0 || t > 1024)
-        {
-            return invalid(format!(
-                "{t} threads per block; need a multiple of 32, at most 1024"
-            ));
-        }
-        if self.blocks == Some(0) {
-            return invalid("0 blocks; need at least 1".to_owned());
-        }
-        Ok(())
-    }
-}
+use super::ptx::ParamType;
+use KernelArg::{F64, Ptr};
+use gpu_kernels::kernel::{
+    AXPY, DENSE_FINISH_CENTRAL, DENSE_FINISH_EXACT, DENSE_FINISH_FORWARD, DIFFERENCE, DOT_PARTIALS,
+    MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_PARTIALS,
+};
+use gpu_kernels::raw::{Arg, RawKernel, RawParam};
+use gpu_kernels::{Central, Forward, Kernels};
 
 /// One kernel argument: a device address, an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,8 +78,8 @@ pub struct TermBuffers {
 }
 
 impl TermBuffers {
-    /// `(x, n, data, data_len, data_rows, out)`: the signature of a term's kernels.
-    fn args(self, out: u64) -> Vec<KernelArg> {
+    /// `(x, n, data, data_len, data_rows, out, values)`: the signature of a term's kernels.
+    fn args(self, out: u64, values: u64) -> Vec<KernelArg> {
         vec![
             KernelArg::Ptr(self.x),
             count(self.n),
@@ -118,14 +87,25 @@ impl TermBuffers {
             count(self.data_len),
             count(self.data_rows),
             KernelArg::Ptr(out),
+            KernelArg::Ptr(values),
         ]
     }
 }
 
 /// The gradient kernel of a term for a scheme, and the dense finishing kernel that goes with it.
-pub trait SchemeKernels: FdScheme {
+pub trait SchemeKernels {
     fn gradient_kernel<T: Kernels>() -> &'static str;
     const DENSE_FINISH: &'static str;
+}
+
+/// Exact derivatives (the `_gradient_exact` entries).
+pub struct Exact;
+
+impl SchemeKernels for Exact {
+    fn gradient_kernel<T: Kernels>() -> &'static str {
+        T::GRADIENT_EXACT
+    }
+    const DENSE_FINISH: &'static str = DENSE_FINISH_EXACT;
 }
 
 impl SchemeKernels for Forward {
@@ -154,7 +134,7 @@ impl Launch {
     pub fn value<T: Kernels>(buffers: TermBuffers, partials: u64) -> Launch {
         Launch {
             kernel: T::VALUE,
-            args: buffers.args(partials),
+            args: buffers.args(0, partials),
         }
     }
 
@@ -167,10 +147,15 @@ impl Launch {
     }
 
     /// A term's gradient kernel: the gradient (banded) or per-block partials (dense) into `out`.
-    pub fn gradient<T: Kernels, S: SchemeKernels>(buffers: TermBuffers, out: u64) -> Launch {
+    /// With `values` not 0, the same pass writes the value's per-block partials there.
+    pub fn gradient<T: Kernels, S: SchemeKernels>(
+        buffers: TermBuffers,
+        out: u64,
+        values: u64,
+    ) -> Launch {
         Launch {
             kernel: S::gradient_kernel::<T>(),
-            args: buffers.args(out),
+            args: buffers.args(out, values),
         }
     }
 
@@ -195,6 +180,94 @@ impl Launch {
     }
 }
 
+/// The vector kernels of a solver whose vectors stay on the device; vectors by address.
+impl Launch {
+    /// `y ← y + alpha·x`.
+    pub fn axpy(n: usize, alpha: f64, x: u64, y: u64) -> Launch {
+        Launch::of(AXPY, vec![count(n), F64(alpha), Ptr(x), Ptr(y)])
+    }
+
+    /// `v ← alpha·v`.
+    pub fn scale(n: usize, alpha: f64, v: u64) -> Launch {
+        Launch::of(SCALE, vec![count(n), F64(alpha), Ptr(v)])
+    }
+
+    /// `out ← x + step·p`.
+    pub fn ray_point(n: usize, x: u64, step: f64, p: u64, out: u64) -> Launch {
+        Launch::of(
+            RAY_POINT,
+            vec![count(n), Ptr(x), F64(step), Ptr(p), Ptr(out)],
+        )
+    }
+
+    /// `old ← new − old`.
+    pub fn difference(n: usize, new: u64, old: u64) -> Launch {
+        Launch::of(DIFFERENCE, vec![count(n), Ptr(new), Ptr(old)])
+    }
+
+    /// One partial sum of `a·b` per block into `partials`.
+    pub fn dot_partials(n: usize, a: u64, b: u64, partials: u64) -> Launch {
+        Launch::of(DOT_PARTIALS, vec![count(n), Ptr(a), Ptr(b), Ptr(partials)])
+    }
+
+    /// One partial `max |v_i|` per block into `partials`.
+    pub fn max_abs_partials(n: usize, v: u64, partials: u64) -> Launch {
+        Launch::of(MAX_ABS_PARTIALS, vec![count(n), Ptr(v), Ptr(partials)])
+    }
+
+    fn of(kernel: &'static str, args: Vec<KernelArg>) -> Launch {
+        Launch { kernel, args }
+    }
+}
+
+/// Checks `launches` against the `.entry` signatures of `ptx`: every launch must find its
+/// entry with the parameters it passes (count, width, pointer-ness), and every entry must be
+/// launched by one of them. Returns every mismatch found.
+pub fn check_launches(ptx: &str, launches: &[Launch]) -> Result<(), Vec<String>> {
+    let entries = super::ptx::entries(ptx).map_err(|e| vec![e])?;
+    let mut problems = Vec::new();
+    for launch in launches {
+        let passed: Vec<_> = launch.args.iter().map(|a| a.param_type()).collect();
+        match entries.iter().find(|e| e.name == launch.kernel) {
+            None => problems.push(format!(
+                "`{}` is launched but not in the PTX",
+                launch.kernel
+            )),
+            Some(entry) if entry.params != passed => problems.push(format!(
+                "`{}`: the launch passes {passed:?}, the .entry takes {:?}",
+                launch.kernel, entry.params
+            )),
+            Some(_) => {}
+        }
+    }
+    for entry in &entries {
+        if !launches.iter().any(|l| l.kernel == entry.name) {
+            problems.push(format!(
+                "`{}` is in the PTX but nothing launches it",
+                entry.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// A launch of every vector kernel, with placeholder arguments, for the PTX signature test.
+pub fn vector_launches() -> Vec<Launch> {
+    vec![
+        Launch::axpy(1, 1.0, 1, 2),
+        Launch::scale(1, 1.0, 1),
+        Launch::ray_point(1, 1, 1.0, 2, 3),
+        Launch::difference(1, 1, 2),
+        Launch::dot_partials(1, 1, 2, 3),
+        Launch::max_abs_partials(1, 1, 2),
+        Launch::sum_partials(1, 1, 2),
+    ]
+}
+
 impl Launch {
     /// A raw kernel with its arguments, which must be one per parameter, of the matching kind
     /// (`Slice` for `In` and `Out`). `None` if they are not.
@@ -202,9 +275,9 @@ impl Launch {
         let fits = |(param, arg): (&RawParam, &KernelArg)| {
             matches!(
                 (param, arg),
-                (RawParam::In | RawParam::Out, KernelArg::Slice { .. })
-                    | (RawParam::F64, KernelArg::F64(_))
-                    | (RawParam::U64, KernelArg::U64(_))
+                (Arg::In(()) | Arg::Out(()), KernelArg::Slice { .. })
+                    | (Arg::F64(()), KernelArg::F64(_))
+                    | (Arg::U64(()), KernelArg::U64(_))
             )
         };
         let matches =
@@ -226,9 +299,9 @@ pub fn raw_launches() -> Vec<Launch> {
                 .params
                 .iter()
                 .map(|p| match p {
-                    RawParam::In | RawParam::Out => KernelArg::Slice { ptr: 1, len: 1 },
-                    RawParam::F64 => KernelArg::F64(0.0),
-                    RawParam::U64 => KernelArg::U64(0),
+                    Arg::In(()) | Arg::Out(()) => KernelArg::Slice { ptr: 1, len: 1 },
+                    Arg::F64(()) => KernelArg::F64(0.0),
+                    Arg::U64(()) => KernelArg::U64(0),
                 })
                 .collect();
             Launch::raw(kernel, args)
@@ -249,9 +322,11 @@ pub fn term_launches<T: Kernels>() -> Vec<Launch> {
     vec![
         Launch::value::<T>(b, 3),
         Launch::sum_partials(3, 1, 4),
-        Launch::gradient::<T, Forward>(b, 3),
-        Launch::gradient::<T, Central>(b, 3),
+        Launch::gradient::<T, Forward>(b, 3, 5),
+        Launch::gradient::<T, Central>(b, 3, 5),
+        Launch::gradient::<T, Exact>(b, 3, 5),
         Launch::dense_finish::<Forward>(1, 1, 3, 1, 4),
         Launch::dense_finish::<Central>(1, 1, 3, 1, 4),
+        Launch::dense_finish::<Exact>(1, 1, 3, 1, 4),
     ]
 }

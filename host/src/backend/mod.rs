@@ -1,11 +1,20 @@
-//! Where terms run: on all CPU cores ([`executor`](crate::executor)) or on an NVIDIA GPU
-//! ([`launcher`](crate::launcher), feature `cuda`), and how `--backend auto` chooses.
+//! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`cuda`], cust,
+//! feature `cuda`), and how `--backend auto` chooses. Both backends implement the contract in
+//! [`evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
 
-use crate::executor::CpuEvaluator;
-use crate::launcher::abi::{LaunchConfig, LaunchOverride};
-use crate::objective::{FiniteDifference, TermProblem};
+pub mod cpu;
+pub mod cuda;
+pub mod evaluator;
+pub mod problem;
+
+pub use evaluator::{
+    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, RawArg,
+};
+pub use problem::{ProblemError, TermProblem};
+
+use cpu::CpuEvaluator;
 use gpu_kernels::Kernels;
-use gpu_kernels::raw::{RawKernel, RawParam};
+use gpu_kernels::raw::RawKernel;
 
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,71 +27,11 @@ pub enum BackendChoice {
     Cuda,
 }
 
-/// Why a backend is unavailable or failed. Every message names the cause.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BackendError {
-    #[error("the cuda backend is not compiled in: rebuild with `--features cuda`")]
-    CudaNotCompiled,
-    #[error("GPU kernels not built: {0}")]
-    PtxMissing(String),
-    #[error("no CUDA device: {0}")]
-    NoDevice(String),
-    #[error("the CUDA driver rejected the embedded PTX: {0}")]
-    PtxRejected(String),
-    #[error("kernel `{0}` is not in the embedded PTX")]
-    KernelMissing(String),
-    #[error("out of device memory allocating {what} ({bytes} bytes)")]
-    OutOfMemory { what: &'static str, bytes: usize },
-    #[error("launch of `{kernel}` failed: {detail}")]
-    Launch { kernel: String, detail: String },
-    #[error("CUDA call `{call}` failed: {detail}")]
-    Driver { call: &'static str, detail: String },
-    #[error("kernel `{kernel}` {reason}")]
-    Kernel { kernel: String, reason: String },
-    #[error("invalid launch configuration: {0}")]
-    InvalidLaunch(String),
-}
-
-/// The value and finite-difference gradient of one problem loaded on a backend. A backend's
-/// implementation holds the problem's data (uploaded once, for the GPU).
-pub trait Evaluator: Send {
-    fn dim(&self) -> usize;
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError>;
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        fd: FiniteDifference,
-        g: &mut [f64],
-    ) -> Result<(), BackendError>;
-}
-
-/// An argument of a raw kernel launch (see `gpu_kernels::raw`).
-pub enum RawArg<'a> {
-    /// An input slice (`In`).
-    In(&'a [f64]),
-    /// An output buffer (`Out`): its contents go to the kernel and come back.
-    Out(&'a mut [f64]),
-    F64(f64),
-    U64(u64),
-}
-
-impl RawArg<'_> {
-    fn fits(&self, param: RawParam) -> bool {
-        matches!(
-            (self, param),
-            (RawArg::In(_), RawParam::In)
-                | (RawArg::Out(_), RawParam::Out)
-                | (RawArg::F64(_), RawParam::F64)
-                | (RawArg::U64(_), RawParam::U64)
-        )
-    }
-}
-
 /// A backend ready to load problems.
 pub enum Backend {
     Cpu,
     #[cfg(feature = "cuda")]
-    Cuda(std::sync::Arc<crate::launcher::CudaLauncher>),
+    Cuda(std::sync::Arc<cuda::CudaLauncher>),
 }
 
 impl Backend {
@@ -113,7 +62,7 @@ impl Backend {
         launch: LaunchOverride,
     ) -> Result<(Backend, String), BackendError> {
         let ptx = ptx.map_err(|why| BackendError::PtxMissing(why.to_owned()))?;
-        let launcher = crate::launcher::CudaLauncher::new(ptx, launch)?;
+        let launcher = cuda::CudaLauncher::new(ptx, launch)?;
         let why = format!("CUDA device: {}", launcher.device_summary());
         Ok((Backend::Cuda(std::sync::Arc::new(launcher)), why))
     }
@@ -135,6 +84,16 @@ impl Backend {
         }
     }
 
+    /// Seconds the GPU backend's driver took to load the kernels (the PTX's JIT compilation,
+    /// unless its compute cache held them); `None` on the CPU.
+    pub fn module_load_seconds(&self) -> Option<f64> {
+        match self {
+            Backend::Cpu => None,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(launcher) => Some(launcher.module_load_seconds()),
+        }
+    }
+
     /// Launches a raw kernel, Numba's `kernel[blocks, threads](args)`: on the GPU, or on the
     /// CPU for grid kernels (block kernels need the GPU and are refused here with an error).
     pub fn launch_raw(
@@ -148,7 +107,7 @@ impl Backend {
             reason,
         };
         if args.len() != kernel.params.len()
-            || !args.iter().zip(kernel.params).all(|(a, &p)| a.fits(p))
+            || !args.iter().zip(kernel.params).all(|(a, &p)| a.kind() == p)
         {
             return Err(refuse(format!(
                 "takes parameters {:?}; the arguments do not match",
@@ -162,7 +121,7 @@ impl Backend {
             )));
         }
         match self {
-            Backend::Cpu => crate::executor::launch_raw(kernel, config, args),
+            Backend::Cpu => cpu::launch_raw(kernel, config, args),
             #[cfg(feature = "cuda")]
             Backend::Cuda(launcher) => launcher.launch_raw(kernel, config, args),
         }
@@ -176,7 +135,7 @@ impl Backend {
         match self {
             Backend::Cpu => Ok(Box::new(CpuEvaluator::new(problem))),
             #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => Ok(Box::new(crate::launcher::CudaEvaluator::new(
+            Backend::Cuda(launcher) => Ok(Box::new(cuda::CudaEvaluator::new(
                 launcher.clone(),
                 problem,
             )?)),

@@ -15,11 +15,13 @@
 //! In the `build.rs` of a crate whose kernels live in `./kernels`:
 //!
 //! ```no_run
-//! ptx_builder::PtxBuilder::new("kernels").build_for_build_script("kernels").unwrap();
+//! cudamin_builder::PtxBuilder::new("kernels").build_for_build_script("kernels").unwrap();
 //! ```
 //!
 //! and in its `lib.rs`, `include!(concat!(env!("OUT_DIR"), "/kernels.rs"));`, which defines
 //! `pub const PTX: Result<&str, &str>`: the PTX text, or why it was not built.
+
+pub mod ptxas;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -74,7 +76,9 @@ impl std::error::Error for PtxBuildError {}
 /// Which toolchain compiles the kernels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Toolchain {
-    /// The toolchain running the build script (`$CARGO`, `$RUSTC`), else `cargo`/`rustc` on PATH.
+    /// The toolchain running the build script (`$CARGO`, `$RUSTC`), else `cargo`/`rustc` on
+    /// PATH; when that is not a nightly (a user's crate is usually built with stable), rustup's
+    /// `nightly` if it is installed.
     Current,
     /// A rustup toolchain by name, run as `rustup run NAME cargo ...`.
     Rustup(String),
@@ -103,6 +107,7 @@ pub struct PtxBuilder {
     arch: String,
     toolchain: Toolchain,
     target_dir: Option<PathBuf>,
+    features: Vec<String>,
 }
 
 impl PtxBuilder {
@@ -114,7 +119,14 @@ impl PtxBuilder {
             arch: "sm_70".to_owned(),
             toolchain: Toolchain::Current,
             target_dir: None,
+            features: Vec::new(),
         }
+    }
+
+    /// Cargo features of the kernel crate to enable in the PTX build.
+    pub fn features<S: Into<String>>(mut self, features: impl IntoIterator<Item = S>) -> Self {
+        self.features = features.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The virtual architecture, `sm_70` by default. Always explicit: without it rustc emits
@@ -145,9 +157,27 @@ impl PtxBuilder {
         ]
     }
 
-    /// Checks the toolchain, then compiles the crate and writes the PTX to `out`.
+    /// Checks the toolchain (see [`Toolchain::Current`] for the nightly fallback), then
+    /// compiles the crate and writes the PTX to `out`.
     pub fn build(&self, out: &Path) -> Result<(), PtxBuildError> {
-        self.check_toolchain()?;
+        let resolved;
+        let this = match self.check_toolchain() {
+            Ok(()) => self,
+            Err(err @ PtxBuildError::NotNightly { .. }) if self.toolchain == Toolchain::Current => {
+                resolved = self
+                    .clone()
+                    .toolchain(Toolchain::Rustup("nightly".to_owned()));
+                // Keep the first error when rustup has no usable nightly either: it names
+                // the toolchain the user is running.
+                resolved.check_toolchain().map_err(|_| err)?;
+                &resolved
+            }
+            Err(err) => return Err(err),
+        };
+        this.compile(out)
+    }
+
+    fn compile(&self, out: &Path) -> Result<(), PtxBuildError> {
         let target_dir = self
             .target_dir
             .clone()
@@ -162,8 +192,11 @@ impl PtxBuilder {
                 "-Zbuild-std=core",
             ])
             .args(["--crate-type", "cdylib", "--target-dir"])
-            .arg(&target_dir)
-            .arg("--")
+            .arg(&target_dir);
+        if !self.features.is_empty() {
+            cmd.arg("--features").arg(self.features.join(","));
+        }
+        cmd.arg("--")
             .arg(format!("--emit=asm={}", out.display()))
             .arg("-Clinker=true");
         // Flags and profile are set here, not taken from the caller's workspace, so the PTX is
@@ -233,7 +266,7 @@ impl PtxBuilder {
         let ptx_path = out_dir.join(format!("{name}.ptx"));
         let source = match self.build(&ptx_path) {
             Ok(()) => format!(
-                "/// The kernels, as PTX for `{}` (built by ptx-builder).\npub const PTX: ::core::result::Result<&str, &str> = Ok(include_str!({:?}));\n",
+                "/// The kernels, as PTX for `{}` (built by cudamin-builder).\npub const PTX: ::core::result::Result<&str, &str> = Ok(include_str!({:?}));\n",
                 self.arch,
                 ptx_path.display().to_string()
             ),
@@ -241,9 +274,16 @@ impl PtxBuilder {
                 if std::env::var_os("CUDAMIN_REQUIRE_PTX").is_some_and(|v| v == "1") {
                     return Err(err);
                 }
+                let kernels = self.crate_dir.display();
+                println!(
+                    "cargo:warning=GPU kernels NOT built from {kernels}: the program will run on the CPU only."
+                );
                 for line in err.to_string().lines() {
-                    println!("cargo:warning=GPU kernels not built: {line}");
+                    println!("cargo:warning=  {line}");
                 }
+                println!(
+                    "cargo:warning=  Set CUDAMIN_REQUIRE_PTX=1 to make this an error instead."
+                );
                 unavailable_source(&err)
             }
         };
@@ -264,9 +304,15 @@ impl PtxBuilder {
                 }
             })?;
             if !output.status.success() {
+                // The first line says why (rustup may follow it with a backtrace).
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let why = stderr
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("no message");
                 return Err(PtxBuildError::ToolchainMissing {
                     toolchain: toolchain.clone(),
-                    detail: tail(&output.stderr, 3),
+                    detail: why.trim().to_owned(),
                 });
             }
             Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
@@ -371,8 +417,10 @@ mod tests {
     }
 
     fn scratch_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("ptx-builder-test-{}-{name}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "cudamin-builder-test-{}-{name}",
+            std::process::id()
+        ));
         fs::create_dir_all(&dir).unwrap();
         dir
     }

@@ -1,7 +1,6 @@
 //! Grid kernels on the CPU: the executor supplies each thread's index.
 
-use crate::backend::{BackendError, RawArg};
-use crate::launcher::abi::LaunchConfig;
+use crate::backend::evaluator::{BackendError, LaunchConfig, RawArg};
 use gpu_kernels::raw::{CpuArg, Out, RawKernel, Thread};
 use rayon::prelude::*;
 

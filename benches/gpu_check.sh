@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Everything a user with an NVIDIA GPU runs to see cudamin's CUDA path work, in one command,
+# with one report: target/gpu-report/report.md (or --out DIR).
+#
+#   bash benches/gpu_check.sh                 # build with --features cuda, then check
+#   bash benches/gpu_check.sh --bundle DIR    # only build, and copy the binaries into DIR
+#   bash benches/gpu_check.sh --prebuilt DIR  # check with the binaries in DIR (no cargo needed)
+#   ... [--out DIR] [--peers] [--quick]
+#
+# --bundle / --prebuilt serve a GPU machine without a Rust toolchain: build here, carry DIR.
+# --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side).
+#
+# The steps: the device and `cudamin info` with the PTX's JIT time (cold, then from the
+# driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
+# CPU, launch sizes, raw kernels, drop order, JIT log, solver vectors on the device);
+# seed-expsum at n = 10⁸ with L-BFGS and BFGS; compute-sanitizer (memcheck, racecheck,
+# synccheck) on evaluations, a solve and the raw kernels; and
+# timings of the value and gradient passes, GPU and CPU, with the value pass's bandwidth against
+# the device's own copy bandwidth.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode=build bin= out=target/gpu-report peers=0 quick=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bundle) mode=bundle bin=$2; shift ;;
+    --prebuilt) mode=prebuilt bin=$2; shift ;;
+    --out) out=$2; shift ;;
+    --peers) peers=1 ;;
+    --quick) quick=1 ;;
+    *) echo "unknown argument: $1 (see the head of $0)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# Builds the binaries and copies them to $1: the cudamin binary and the gpu test.
+bundle() {
+  local dir=$1
+  CUDAMIN_REQUIRE_PTX=1 cargo build --release --features cuda || return 1
+  local test
+  test=$(CUDAMIN_REQUIRE_PTX=1 cargo test --release --features cuda --test gpu --no-run \
+    --message-format=json | grep '"kind":\["test"\],.*"name":"gpu"' \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+  [ -n "$test" ] || { echo "cargo did not name the gpu test binary" >&2; return 1; }
+  mkdir -p "$dir"
+  cp target/release/cudamin "$dir/cudamin"
+  cp "$test" "$dir/gpu-test"
+  strip "$dir/cudamin" "$dir/gpu-test" 2>/dev/null || true
+}
+
+case $mode in
+  bundle) bundle "$bin"; exit ;;
+  build) bin=target/gpu-bundle; bundle "$bin" || exit 1 ;;
+  prebuilt) [ -x "$bin/cudamin" ] || chmod +x "$bin"/* ;;
+esac
+cudamin=$bin/cudamin
+mkdir -p "$out"
+report=$out/report.md
+: >"$report"
+
+# Appends a heading, the command and its output (in a code block) to the report, and echoes
+# the output. Returns the command's status.
+step() {
+  local title=$1; shift
+  printf '\n## %s\n\n```\n$ %s\n' "$title" "$*" >>"$report"
+  echo "== $title" >&2
+  "$@" 2>&1 | tee -a "$report"
+  local status=${PIPESTATUS[0]}
+  printf '```\nexit status %s\n' "$status" >>"$report"
+  return "$status"
+}
+
+# Runs compute-sanitizer's tool $1 on the rest of the command line; prints its summary line.
+sanitize() {
+  local tool=$1; shift
+  compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$@" 2>&1 \
+    | grep -E '^=========' | grep -vE 'COMPUTE-SANITIZER$'
+  return "${PIPESTATUS[0]}"
+}
+
+failures=()
+check() { step "$@" || failures+=("$1"); }
+
+{
+  echo "# cudamin on a GPU: check report"
+  echo
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n)"
+} >>"$report"
+check "device" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+  --format=csv
+# The first load compiles the PTX (an empty cache forces it); the second hits the driver's
+# compute cache, as every later run on this machine does.
+cold_cache=$(mktemp -d)
+check "cudamin info (JIT from an empty cache)" env CUDA_CACHE_PATH="$cold_cache" "$cudamin" info
+check "cudamin info (driver's JIT cache warm)" env CUDA_CACHE_PATH="$cold_cache" "$cudamin" info
+rm -rf "$cold_cache"
+
+check "tests/gpu.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --test-threads=1 --nocapture
+
+big=100000000 points=10000000
+[ $quick = 1 ] && big=1000000 points=100000
+
+# Solves seed-expsum at n = $big with method $1 on the GPU and prints the result's scalar
+# fields (everything before the vector x, which at n = 10⁸ is gigabytes of text).
+big_solve() {
+  local json=$out/big-solve.json status
+  "$cudamin" solve seed-expsum --n "$big" --method "$1" --backend cuda --json >"$json"
+  status=$?
+  head -c 4096 "$json" | sed 's/,"x":\[.*/}/'
+  echo
+  rm -f "$json"
+  return $status
+}
+check "seed-expsum, n = $big, L-BFGS on the GPU" big_solve lbfgs
+check "seed-expsum, n = $big, BFGS on the GPU" big_solve bfgs
+
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck synccheck; do
+    check "compute-sanitizer $tool: seed-expsum eval" sanitize $tool \
+      "$cudamin" eval seed-expsum --n 100000 --backend cuda --grad central --repeat 1
+    check "compute-sanitizer $tool: rosenbrock eval (banded, odd block)" sanitize $tool \
+      "$cudamin" eval rosenbrock --n 10001 --backend cuda --threads 100 --repeat 1
+    check "compute-sanitizer $tool: lsq-expsin eval, 10⁵ points" sanitize $tool \
+      "$cudamin" eval lsq-expsin --points 100000 --backend cuda --grad central --repeat 1
+    check "compute-sanitizer $tool: mgh-16 eval (dense)" sanitize $tool \
+      "$cudamin" eval mgh-16 --backend cuda --repeat 1
+    check "compute-sanitizer $tool: L-BFGS solve (vectors on the device)" sanitize $tool \
+      "$cudamin" solve seed-expsum --n 100000 --method lbfgs --backend cuda
+    check "compute-sanitizer $tool: raw kernels" sanitize $tool \
+      env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --test-threads=1 raw_kernels
+  done
+else
+  echo "compute-sanitizer not found: sanitizer steps skipped" | tee -a "$report"
+fi
+
+# Value and gradient passes, GPU and CPU, median seconds per evaluation (`eval --repeat`).
+timings() {
+  printf '%-15s %9s %9s %-5s %-8s %12s %12s\n' problem n points where grad value_s grad_s
+  local problem n pts where grad line status=0
+  while read -r problem n pts; do
+    for where in cuda cpu; do
+      for grad in forward central; do
+        local args=(eval "$problem" --backend "$where" --grad "$grad" --json)
+        [ "$n" != - ] && args+=(--n "$n")
+        [ "$pts" != - ] && args+=(--points "$pts")
+        [ "$where" = cuda ] && args+=(--repeat 20) || args+=(--repeat 3)
+        if ! line=$("$cudamin" "${args[@]}" 2>&1); then
+          echo "$problem $where $grad: $line"
+          status=1
+          continue
+        fi
+        printf '%-15s %9s %9s %-5s %-8s %12s %12s\n' "$problem" "$n" "$pts" "$where" "$grad" \
+          "$(sed 's/.*"value_s":\([^,]*\).*/\1/' <<<"$line")" \
+          "$(sed 's/.*"grad_s":\([^,]*\).*/\1/' <<<"$line")"
+      done
+    done
+  done
+  return $status
+}
+check "timings" timings <<EOF
+seed-expsum $((big / 10)) -
+ext-rosenbrock $((big / 10)) -
+rosenbrock $((big / 10)) -
+lsq-expsin 16 $points
+quadratic 300 -
+mgh-16 - -
+EOF
+
+# The value pass of lsq-expsin reads its 16 data columns once: bytes / time against a
+# device-to-device copy's bytes read + written / time.
+bandwidth() {
+  local line value_s
+  line=$("$cudamin" eval lsq-expsin --n 16 --points "$points" --backend cuda --repeat 50 --json) \
+    || return 1
+  value_s=$(sed 's/.*"value_s":\([^,]*\).*/\1/' <<<"$line")
+  python3 - "$value_s" "$points" <<'PY'
+import sys
+value_s, points = float(sys.argv[1]), int(sys.argv[2])
+value_gbs = 16 * points * 8 / value_s / 1e9
+print(f"lsq-expsin value pass: {value_s * 1e3:.3f} ms for {points} points, {value_gbs:.0f} GB/s "
+      "(16 columns of f64 read once; launch and copy-back included)")
+try:
+    import torch
+    x = torch.empty(2**28, dtype=torch.float64, device="cuda").normal_()
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(20):
+        start.record(); y.copy_(x); stop.record(); stop.synchronize()
+        times.append(start.elapsed_time(stop) / 1e3)
+    copy_gbs = 2 * x.numel() * 8 / sorted(times)[10] / 1e9
+    print(f"device-to-device copy (torch, 2 GiB, median of 20): {copy_gbs:.0f} GB/s read + written")
+    print(f"value pass / copy: {value_gbs / copy_gbs:.1%}")
+except Exception as err:  # no torch, or no CUDA torch: the ratio is left out
+    print(f"copy bandwidth not measured: {err}")
+PY
+}
+check "lsq-expsin value pass against the copy bandwidth" bandwidth
+
+if [ $peers = 1 ]; then
+  peer_args=(--cudamin "$cudamin" --out "$out")
+  [ $quick = 1 ] && peer_args+=(--quick)
+  check "GPU peers (benches/gpu_peers.py)" python3 benches/gpu_peers.py "${peer_args[@]}"
+fi
+
+{
+  echo
+  echo "## Summary"
+  echo
+  if [ ${#failures[@]} = 0 ]; then
+    echo "Every step passed."
+  else
+    echo "Failed steps:"
+    printf -- '- %s\n' "${failures[@]}"
+  fi
+} | tee -a "$report"
+echo "report: $report" >&2
+[ ${#failures[@]} = 0 ]

@@ -1,0 +1,9 @@
+//! Your objective's terms. `no_std`, because the same source is compiled twice: for the CPU,
+//! as the library `my-app` links, and to PTX, by `my-app`'s build script. Add a term as one more
+//! file like `robust_line.rs` and one more `mod` line here.
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod robust_line;
+
+pub use robust_line::RobustLine;

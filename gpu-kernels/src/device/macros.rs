@@ -1,0 +1,76 @@
+//! The registration macros' unsafe halves: each expands a `ptx-kernel` entry point, with its
+//! raw arguments turned into safe views, in the crate that registers a term or raw kernel.
+//! They carry this module's permission (`allow_internal_unstable`, `allow_internal_unsafe`), so
+//! the registering crate needs neither the `abi_ptx` feature nor `unsafe`: a term file, here or
+//! in a user's crate, contains none. `register_term!`, `grid_kernel!` and `block_kernel!` call
+//! them.
+
+/// One PTX entry of a term, with the term kernels' argument list, calling `$body` (one of
+/// `device::entry`'s bodies).
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(abi_ptx),
+    allow_internal_unsafe
+)]
+macro_rules! __term_entry {
+    ($export:expr, $($body:tt)+) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = $export)]
+            unsafe extern "ptx-kernel" fn entry(
+                x: *const f64,
+                n: usize,
+                data: *const f64,
+                data_len: usize,
+                data_rows: usize,
+                out: *mut f64,
+                values: *mut f64,
+            ) {
+                // SAFETY: the host launcher passes buffers of the lengths given (a test checks
+                // every launch against this signature).
+                unsafe { $($body)+(x, n, data, data_len, data_rows, out, values) }
+            }
+        };
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(
+    target_arch = "nvptx64",
+    allow_internal_unstable(abi_ptx),
+    allow_internal_unsafe
+)]
+macro_rules! __raw_entry {
+    ($function:ident, $context:expr, $($arg:ident: $kind:ident),*) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = stringify!($function))]
+            unsafe extern "ptx-kernel" fn entry($($arg: $crate::__raw_ptx_type!($kind)),*) {
+                $(let $arg = $crate::__raw_view!($kind, $arg);)*
+                $function($context, $($arg),*)
+            }
+        };
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg_attr(target_arch = "nvptx64", allow_internal_unsafe)]
+macro_rules! __raw_view {
+    // SAFETY (both): the host launcher passes a live device buffer for every slice argument.
+    (In, $arg:ident) => {
+        unsafe { $crate::device::input($arg) }
+    };
+    (Out, $arg:ident) => {
+        unsafe { $crate::device::output($arg) }
+    };
+    (F64, $arg:ident) => {
+        $arg
+    };
+    (U64, $arg:ident) => {
+        $arg
+    };
+}

@@ -1,0 +1,194 @@
+//! Exact gradients from the term's own source: each term is evaluated on [`Dual`]s, which carry
+//! `EXACT_LANES` derivatives with every value (forward-mode differentiation). One evaluation
+//! gives the term's partial derivatives in `EXACT_LANES` of its variables; a window of `w`
+//! variables takes `⌈w / EXACT_LANES⌉` evaluations, each about as costly as a few values.
+//! There is no step to choose and no truncation error: the result is the derivative of the
+//! computed function, rounded like any other arithmetic.
+//!
+//! The work is divided as for finite differences ([`GradientWork`](super::GradientWork)):
+//! banded and separable windows by variable groups, each gathering the terms that touch it
+//! (no atomics, the same bits for any number of threads), dense windows by terms, whose
+//! per-variable contributions the backends reduce.
+
+use crate::dual::Dual;
+use crate::term::{Data, Term, Vars, Window};
+
+/// Derivative directions per evaluation: variables seeded at once.
+pub const EXACT_LANES: usize = 4;
+
+/// The widest banded window the exact gradient takes (its window lives in a fixed array).
+pub const EXACT_BANDED_WIDTH_MAX: usize = 16;
+
+/// The widest dense window the GPU's exact gradient takes: each thread keeps the window as
+/// duals in local memory. The CPU takes any width.
+pub const EXACT_DENSE_WIDTH_MAX_GPU: usize = 64;
+
+/// Whether the exact gradient takes term `T` with `n` variables: a banded window of at most
+/// [`EXACT_BANDED_WIDTH_MAX`] variables, and on the GPU (`gpu`) a dense window of at most
+/// [`EXACT_DENSE_WIDTH_MAX_GPU`]. The reason names the way out when it does not.
+pub fn exact_supported<T: Term>(n: usize, gpu: bool) -> Result<(), &'static str> {
+    match T::WINDOW {
+        Window::Banded { width, .. } if width > EXACT_BANDED_WIDTH_MAX => Err(
+            "exact gradients take banded windows of at most 16 variables; use finite differences",
+        ),
+        Window::Dense if gpu && n > EXACT_DENSE_WIDTH_MAX_GPU => Err(
+            "exact gradients on the GPU take dense windows of at most 64 variables; use finite differences or the CPU",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A window of duals seeded along variables `first .. first + EXACT_LANES` (those that exist):
+/// each of them carries derivative 1 in its own lane, every other variable is a constant.
+#[inline(always)]
+fn seed(window: &mut [Dual<EXACT_LANES>], first: usize, on: bool) {
+    let lanes = EXACT_LANES.min(window.len() - first);
+    for lane in 0..lanes {
+        window[first + lane].derivatives[lane] = if on { 1.0 } else { 0.0 };
+    }
+}
+
+/// `φ` on `window` with variables `first .. first + EXACT_LANES` seeded: its value and its
+/// partial derivatives in those variables (lanes past the window's end are 0). `window`
+/// holds the window's values as constants, and is left so.
+#[inline(always)]
+pub fn eval_seeded<T: Term>(
+    local: &T::Local<'_>,
+    window: &mut [Dual<EXACT_LANES>],
+    first: usize,
+) -> Dual<EXACT_LANES> {
+    seed(window, first, true);
+    let result = T::eval(Vars::new(window), local).0;
+    seed(window, first, false);
+    result
+}
+
+/// `values` as constant duals, into `window` (same length).
+#[inline(always)]
+pub fn fill_constants(window: &mut [Dual<EXACT_LANES>], values: &[f64]) {
+    for (w, &v) in window.iter_mut().zip(values) {
+        *w = Dual::constant(v);
+    }
+}
+
+/// The exact gradient over one group of variables, `[group·stride, group·stride + g.len())`,
+/// of a banded or separable window (as [`banded_group_gradient`](super::banded_group_gradient)
+/// for finite differences). With `value`, returns `φ_group(x)`, the value of the term the group
+/// owns, so that a value taken in the same pass counts every term once; else 0.
+#[inline(always)]
+pub fn banded_group_gradient_exact<T: Term>(
+    group: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+    value: bool,
+) -> f64 {
+    // The window lives in an array sized for the term's (constant) width, so that on the GPU
+    // its entries stay in registers: every index below is then known at compile time.
+    let (_, width) = T::WINDOW.stride_width(x.len());
+    match width {
+        0..=1 => banded_exact_in::<T, 1>(group, x, data, g, value),
+        2 => banded_exact_in::<T, 2>(group, x, data, g, value),
+        3..=4 => banded_exact_in::<T, 4>(group, x, data, g, value),
+        5..=8 => banded_exact_in::<T, 8>(group, x, data, g, value),
+        _ => banded_exact_in::<T, EXACT_BANDED_WIDTH_MAX>(group, x, data, g, value),
+    }
+}
+
+/// [`banded_group_gradient_exact`] with the window in an array of `W ≥ width` duals.
+#[inline(always)]
+fn banded_exact_in<T: Term, const W: usize>(
+    group: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+    value: bool,
+) -> f64 {
+    let n = x.len();
+    let (stride, width) = T::WINDOW.stride_width(n);
+    let terms = T::terms(n, data);
+    let first = group * stride;
+    let end = first + g.len();
+    g.fill(0.0);
+    let mut owned = 0.0;
+    let mut storage = [Dual::constant(0.0); W];
+    let window = &mut storage[..width];
+    // The terms [stride·k, stride·k + width) that meet [first, end), in ascending k.
+    let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
+    let k_hi = ((end - 1) / stride).min(terms - 1);
+    for k in k_lo..=k_hi {
+        let local = T::prepare(k, n, data);
+        let offset = stride * k;
+        fill_constants(window, &x[offset..offset + width]);
+        // Seed the window's variables that lie in this group, EXACT_LANES at a time.
+        let (seeded_lo, seeded_hi) = (first.max(offset), end.min(offset + width));
+        let mut lo = seeded_lo;
+        while lo < seeded_hi {
+            let result = eval_seeded::<T>(&local, window, lo - offset);
+            for i in lo..seeded_hi.min(lo + EXACT_LANES) {
+                g[i - first] += result.derivatives[i - lo];
+            }
+            if value && k == group && lo == seeded_lo {
+                owned = result.value;
+            }
+            lo += EXACT_LANES;
+        }
+    }
+    owned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::real::{Num, Real};
+
+    /// Chained Rosenbrock-like pairs with an extra coupling, to exercise overlapping windows of
+    /// width 3 and stride 1: φ_k = (x_{k+2} − x_k·x_{k+1})² + sin(x_k).
+    struct Triples;
+
+    impl Term for Triples {
+        const WINDOW: Window = Window::Banded {
+            stride: 1,
+            width: 3,
+        };
+        type Local<'a> = ();
+        fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+        fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
+            (x[2] - x[0] * x[1]).sq() + x[0].sin()
+        }
+    }
+
+    #[test]
+    fn banded_exact_gradient_is_the_hand_derived_one() {
+        let x = [0.3, -1.2, 0.7, 2.0, -0.5, 1.1];
+        let n = x.len();
+        let mut expected = [0.0; 6];
+        for k in 0..n - 2 {
+            let r = x[k + 2] - x[k] * x[k + 1];
+            expected[k] += -2.0 * r * x[k + 1] + Real::cos(x[k]);
+            expected[k + 1] += -2.0 * r * x[k];
+            expected[k + 2] += 2.0 * r;
+        }
+        let mut g = [0.0; 6];
+        let mut f = 0.0;
+        for (i, gi) in g.iter_mut().enumerate() {
+            f += banded_group_gradient_exact::<Triples>(
+                i,
+                &x,
+                Data::EMPTY,
+                core::slice::from_mut(gi),
+                true,
+            );
+        }
+        for (a, b) in g.iter().zip(expected) {
+            assert!(
+                (a - b).abs() <= 1e-14 * b.abs().max(1.0),
+                "{g:?} vs {expected:?}"
+            );
+        }
+        let value: f64 = (0..n - 2)
+            .map(|k| (x[k + 2] - x[k] * x[k + 1]).powi(2) + Real::sin(x[k]))
+            .sum();
+        assert!((f - value).abs() <= 1e-14 * value.abs());
+    }
+}

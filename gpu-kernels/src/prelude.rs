@@ -1,0 +1,26 @@
+//! Everything a term file needs, in one line: `use gpu_kernels::prelude::*;`.
+//!
+//! ```
+//! use gpu_kernels::prelude::*;
+//!
+//! /// Σ (2 − x_i)² + e^{x_i/2}: one term per variable.
+//! pub struct Bowl;
+//!
+//! impl Term for Bowl {
+//!     const WINDOW: Window = Window::Separable;
+//!     type Local<'a> = ();
+//!     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+//!     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
+//!         (2.0 - x[0]).sq() + (x[0] * 0.5).exp()
+//!     }
+//! }
+//! register_term!(Bowl, bowl);
+//! ```
+
+pub use crate::least_squares::{LeastSquares, Residuals};
+pub use crate::raw::{Out, Thread};
+pub use crate::real::{Num, Real};
+pub use crate::term::{Data, Row, Term, Vars, Window};
+pub use crate::{block_kernel, grid_kernel, register_term};
+#[cfg(target_arch = "nvptx64")]
+pub use crate::{raw::Block, shared_array};

@@ -1,0 +1,139 @@
+//! What a backend is asked to do, and how it answers: the contract between the CPU executor
+//! ([`cpu`](super::cpu)), the GPU launcher ([`cuda`](super::cuda)) and the layers above. It
+//! imports neither backend, and both import it.
+
+use gpu_kernels::raw::Arg;
+use std::any::Any;
+
+/// Grid and block of one launch (one-dimensional).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub blocks: u32,
+    pub threads: u32,
+}
+
+/// Launch sizes the user imposes on the term kernels instead of the occupancy API's choice.
+/// The one-block kernel that sums partials keeps its single block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchOverride {
+    /// Threads per block, 1 to 1024 (CUDA's limit; a kernel using many registers allows fewer,
+    /// which the launcher checks per kernel). Whole warps (multiples of 32) waste no lanes.
+    pub threads: Option<u32>,
+    /// Blocks per grid, at least 1 (the kernels loop grid-stride over any amount of work).
+    pub blocks: Option<u32>,
+}
+
+impl LaunchOverride {
+    pub fn check(&self) -> Result<(), BackendError> {
+        let invalid = |why: String| Err(BackendError::InvalidLaunch(why));
+        if let Some(t) = self.threads
+            && !(1..=1024).contains(&t)
+        {
+            return invalid(format!("{t} threads per block; need 1 to 1024"));
+        }
+        if self.blocks == Some(0) {
+            return invalid("0 blocks; need at least 1".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// The finite-difference scheme of a term objective's gradient.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FiniteDifference {
+    /// `[φ(x + h e_i) − φ(x)] / h` with `h = √ε·max(1, |x_i|)`: scipy's `'2-point'`.
+    #[default]
+    Forward,
+    /// `[φ(x + h e_i) − φ(x − h e_i)] / 2h` with `h = ∛ε·max(1, |x_i|)`: scipy's `'3-point'`.
+    Central,
+}
+
+impl FiniteDifference {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Central => "central",
+        }
+    }
+}
+
+/// How a term objective's gradient is computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Gradient {
+    /// The exact derivative of every term, from the term's own source evaluated on dual numbers
+    /// (forward-mode differentiation): no step, no truncation error.
+    #[default]
+    Exact,
+    /// Finite differences, per term.
+    FiniteDifference(FiniteDifference),
+}
+
+impl Gradient {
+    /// `"exact"`, `"forward"` or `"central"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Exact => "exact",
+            Self::FiniteDifference(fd) => fd.name(),
+        }
+    }
+}
+
+impl From<FiniteDifference> for Gradient {
+    fn from(fd: FiniteDifference) -> Self {
+        Gradient::FiniteDifference(fd)
+    }
+}
+
+/// Why a backend is unavailable or failed. Every message names the cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error("the cuda backend is not compiled in: rebuild with `--features cuda`")]
+    CudaNotCompiled,
+    #[error("GPU kernels not built: {0}")]
+    PtxMissing(String),
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    #[error("the CUDA driver rejected the embedded PTX: {0}")]
+    PtxRejected(String),
+    #[error("kernel `{0}` is not in the embedded PTX")]
+    KernelMissing(String),
+    #[error("out of device memory allocating {what} ({bytes} bytes)")]
+    OutOfMemory { what: &'static str, bytes: usize },
+    #[error("launch of `{kernel}` failed: {detail}")]
+    Launch { kernel: String, detail: String },
+    #[error("CUDA call `{call}` failed: {detail}")]
+    Driver { call: &'static str, detail: String },
+    #[error("kernel `{kernel}` {reason}")]
+    Kernel { kernel: String, reason: String },
+    #[error("invalid launch configuration: {0}")]
+    InvalidLaunch(String),
+    #[error("{0}")]
+    ExactUnsupported(&'static str),
+}
+
+/// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
+/// implementation holds the problem's data (uploaded once, for the GPU). `Any`, so that a
+/// layer above can reach a backend's own evaluator (a solver keeps its vectors on the GPU next
+/// to a `CudaEvaluator`) without this contract naming it.
+pub trait Evaluator: Any + Send {
+    fn dim(&self) -> usize;
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError>;
+    fn gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<(), BackendError>;
+    /// `f(x)`, and `∇f(x)` into `g`, in one pass over the terms: exact derivatives and forward
+    /// differences evaluate every `φ_k(x)` anyway, and the data are read once instead of twice.
+    fn value_and_gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<f64, BackendError>;
+}
+
+/// An argument of a raw kernel launch (see `gpu_kernels::raw`): an input slice (`In`), an
+/// output buffer whose contents go to the kernel and come back (`Out`), or a scalar.
+pub type RawArg<'a> = Arg<&'a [f64], &'a mut [f64], f64, u64>;

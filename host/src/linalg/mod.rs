@@ -1,0 +1,63 @@
+//! Host-memory linear algebra the solver and the problem registry share: the `n`-vector
+//! kernels ([`vector`]) and a dense Cholesky factorization. Rayon-parallel and deterministic:
+//! results never depend on the number of threads.
+
+pub(crate) mod vector;
+
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+use vector::dot;
+
+/// From this dimension on, rows are processed in parallel (a row then holds enough work to
+/// outweigh the scheduling).
+pub(crate) const PARALLEL_MIN_DIM: usize = 256;
+
+/// The Cholesky factor `L` of the symmetric `h` (`H = L Lᵀ`), by rows, `n×n` with zeros above
+/// the diagonal; fails at the first pivot that is not positive, i.e. iff `h` is not positive
+/// definite. Kept by rows, each entry is a dot product of two contiguous row prefixes; the rows
+/// below a pivot are independent of each other and go in parallel.
+pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
+    let n = h.nrows();
+    let mut l = vec![0.0; n * n];
+    for j in 0..n {
+        let (done, below) = l.split_at_mut((j + 1) * n);
+        let row_j = &mut done[j * n..];
+        let pivot = h[[j, j]] - dot(&row_j[..j], &row_j[..j]);
+        if pivot.is_nan() || pivot <= 0.0 {
+            return Err(format!("Cholesky pivot {j} is {pivot:e}"));
+        }
+        let l_jj = pivot.sqrt();
+        row_j[j] = l_jj;
+        let row_j = &row_j[..j];
+        let fill_column_j = |(offset, row_i): (usize, &mut [f64])| {
+            let i = j + 1 + offset;
+            row_i[j] = (h[[i, j]] - dot(&row_i[..j], row_j)) / l_jj;
+        };
+        if n < PARALLEL_MIN_DIM {
+            below.chunks_mut(n).enumerate().for_each(fill_column_j);
+        } else {
+            below.par_chunks_mut(n).enumerate().for_each(fill_column_j);
+        }
+    }
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    #[test]
+    fn cholesky_in_parallel_agrees_on_a_large_spd_matrix() {
+        let n = PARALLEL_MIN_DIM + 5;
+        // Diagonally dominant, hence SPD; flipping one diagonal entry makes it indefinite.
+        let mut h = Array2::from_shape_fn((n, n), |(i, j)| if i == j { n as f64 } else { 0.5 });
+        assert!(cholesky(h.view()).is_ok());
+        h[[n - 1, n - 1]] = -1.0;
+        assert!(
+            cholesky(h.view())
+                .unwrap_err()
+                .contains(&format!("pivot {}", n - 1))
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! What a built-in problem is: a registered term with its rule for `n`, its starting point,
+//! generated data and known minimum, set up on a backend as an [`Instance`].
+
+use crate::backend::cuda::abi::{Launch, term_launches};
+use crate::backend::{Backend, BackendError, Evaluator};
+use crate::backend::{ProblemError, TermProblem};
+use gpu_kernels::{Kernels, Window};
+
+/// Why a named problem could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("unknown problem `{name}`; `cudamin list` shows the built-in ones: {known}")]
+    UnknownProblem { name: String, known: String },
+    #[error("{problem} has no data points; drop --points")]
+    NoPoints { problem: &'static str },
+    #[error("{problem}: --points must be at least 1")]
+    NoData { problem: &'static str },
+    #[error("n = {n}{} needs more memory than this machine can allocate", with_points(*.points))]
+    TooLarge { n: usize, points: usize },
+    #[error(transparent)]
+    Problem(#[from] ProblemError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// `TooLarge`'s mention of the data points, for the problems that have them.
+fn with_points(points: usize) -> String {
+    match points {
+        0 => String::new(),
+        points => format!(" with {points} data points"),
+    }
+}
+
+/// A problem set up on a backend, ready to solve.
+pub struct Instance {
+    pub evaluator: Box<dyn Evaluator>,
+    pub x0: Vec<f64>,
+    /// The known minimum of this instance, when there is one.
+    pub f_star: Option<f64>,
+    /// Other documented local minima, where a descent method legitimately stops.
+    pub alternative_minima: &'static [f64],
+    /// Which variables each term reads (the term's [`Window`]).
+    pub window: Window,
+    /// Every kernel launch the term makes on the GPU (placeholder addresses), for the PTX
+    /// signature test.
+    pub launches: Vec<Launch>,
+}
+
+/// How a problem is set up: with the backend, `n` and the number of data points.
+pub type Setup = fn(&Backend, usize, usize) -> Result<Instance, LoadError>;
+
+/// A built-in problem. Listed with the builder, as `Problem::new(name, title, setup)` followed
+/// by its rules, for example:
+///
+/// ```ignore
+/// Problem::new("seed-expsum", "Σ x_i² + e^{x_i}", |backend, n, _| {
+///     load(backend, TermProblem::<SeedExpSum>::new(n)?, vec![0.5; n], None)
+/// })
+/// .n("n >= 1", 10_000)
+/// .x0("0.5 everywhere")
+/// .f_star("n · 0.827184026128")
+/// ```
+pub struct Problem {
+    pub name: &'static str,
+    pub title: &'static str,
+    /// Which `n` are allowed, in words.
+    pub n_rule: &'static str,
+    pub default_n: usize,
+    /// `Some(default)` for problems with generated data points (`--points`).
+    pub default_points: Option<usize>,
+    pub x0_rule: &'static str,
+    /// The known minimum, in words.
+    pub f_star_rule: &'static str,
+    setup: Setup,
+}
+
+impl Problem {
+    /// A problem called `name`: `setup` builds it on a backend (see [`load`]). The rules below
+    /// default to "n >= 1" with n = 1, no data points, and nothing said of x0 or the minimum.
+    pub const fn new(name: &'static str, title: &'static str, setup: Setup) -> Self {
+        Problem {
+            name,
+            title,
+            n_rule: "n >= 1",
+            default_n: 1,
+            default_points: None,
+            x0_rule: "",
+            f_star_rule: "unknown",
+            setup,
+        }
+    }
+
+    /// Which `n` are allowed, in words, and the default.
+    pub const fn n(self, rule: &'static str, default: usize) -> Self {
+        Problem {
+            n_rule: rule,
+            default_n: default,
+            ..self
+        }
+    }
+
+    /// The problem has generated data points (`--points`), `default` of them unless asked.
+    pub const fn points(self, default: usize) -> Self {
+        Problem {
+            default_points: Some(default),
+            ..self
+        }
+    }
+
+    /// The starting point, in words.
+    pub const fn x0(self, rule: &'static str) -> Self {
+        Problem {
+            x0_rule: rule,
+            ..self
+        }
+    }
+
+    /// The known minimum, in words.
+    pub const fn f_star(self, rule: &'static str) -> Self {
+        Problem {
+            f_star_rule: rule,
+            ..self
+        }
+    }
+
+    /// Sets the problem up with `n` variables (default [`default_n`](Problem::default_n)) and,
+    /// for data problems, `points` data points.
+    pub fn instantiate(
+        &self,
+        backend: &Backend,
+        n: Option<usize>,
+        points: Option<usize>,
+    ) -> Result<Instance, LoadError> {
+        let n = n.unwrap_or(self.default_n);
+        let points = match (self.default_points, points) {
+            (None, Some(_)) => return Err(LoadError::NoPoints { problem: self.name }),
+            (None, None) => 0,
+            (Some(_), Some(0)) => return Err(LoadError::NoData { problem: self.name }),
+            (Some(default), points) => points.unwrap_or(default),
+        };
+        check_memory(n, points)?;
+        (self.setup)(backend, n, points)
+    }
+}
+
+/// Refuses sizes whose vectors could not even be allocated, before anything is built: an
+/// allocation failure would abort the process. The estimate (ten n-vectors for `x0`, the
+/// gradient and the solver's work vectors) is a floor, not a promise; data arrays are checked
+/// where they are made, by [`zeros`].
+fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
+    let bytes = n
+        .checked_mul(10)
+        .and_then(|values| values.checked_mul(size_of::<f64>()));
+    let fits = bytes.is_some_and(|bytes| Vec::<u8>::new().try_reserve_exact(bytes).is_ok());
+    if fits {
+        Ok(())
+    } else {
+        Err(LoadError::TooLarge { n, points })
+    }
+}
+
+/// `len` zeros (`None`: a length that overflowed) for a problem's data, or [`LoadError::TooLarge`]
+/// where `vec!` would abort the process.
+pub(super) fn zeros(len: Option<usize>, n: usize, points: usize) -> Result<Vec<f64>, LoadError> {
+    let mut values = Vec::new();
+    match len {
+        Some(len) if values.try_reserve_exact(len).is_ok() => {
+            values.resize(len, 0.0);
+            Ok(values)
+        }
+        _ => Err(LoadError::TooLarge { n, points }),
+    }
+}
+
+/// Loads a term problem and pairs it with its starting point and known minimum.
+pub(super) fn load<T: Kernels + 'static>(
+    backend: &Backend,
+    problem: TermProblem<T>,
+    x0: Vec<f64>,
+    f_star: Option<f64>,
+) -> Result<Instance, LoadError> {
+    Ok(Instance {
+        evaluator: backend.load(problem)?,
+        x0,
+        f_star,
+        alternative_minima: &[],
+        window: T::WINDOW,
+        launches: term_launches::<T>(),
+    })
+}
+
+/// `pattern` repeated to `n` entries.
+pub(super) fn repeating(pattern: &[f64], n: usize) -> Vec<f64> {
+    pattern.iter().copied().cycle().take(n).collect()
+}

@@ -1,0 +1,264 @@
+//! Where a solve keeps its `n`-vectors, and the objective evaluated at them.
+//!
+//! The quasi-Newton driver, the line search and L-BFGS's two-loop recursion need little of
+//! their vectors: a few BLAS-1 operations, reductions that return a scalar, and the objective's
+//! value and gradient. [`Workspace`] is that list. [`HostWorkspace`] keeps the vectors in host
+//! memory, for any [`Objective`]; [`DeviceWorkspace`] (feature `cuda`) keeps them on the GPU
+//! next to a term problem's data, so an iteration moves only scalars over PCIe. The solver's
+//! logic is written once, over the trait.
+
+use crate::linalg::vector::{self, dot, map_in_place, norm};
+use crate::objective::{EvalError, Objective};
+use std::borrow::Cow;
+
+/// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
+/// L-BFGS iteration with device vectors took about 0.75 ms at n = 1000 (dozens of launches and
+/// scalar round trips) against 0.08 ms with host vectors, and 1 ms against 3 ms at n = 10⁵,
+/// where copying `x` and `∇f` over PCIe for every evaluation starts to dominate.
+#[cfg(feature = "cuda")]
+pub(super) const DEVICE_MIN_LEN: usize = 1 << 15;
+
+/// The vectors of a solve and the objective at them. Each vector has the objective's `n`
+/// entries.
+pub(super) trait Workspace {
+    type Vector;
+
+    /// `n` zeros.
+    fn zeros(&mut self) -> Result<Self::Vector, EvalError>;
+    /// A vector holding `x`.
+    fn upload(&mut self, x: &[f64]) -> Result<Self::Vector, EvalError>;
+    /// `v` in host memory (borrowed where it already is).
+    fn download<'v>(&'v self, v: &'v Self::Vector) -> Result<Cow<'v, [f64]>, EvalError>;
+
+    /// `f(x)`.
+    fn value(&mut self, x: &Self::Vector) -> Result<f64, EvalError>;
+    /// `∇f(x)` into `g`.
+    fn gradient(&mut self, x: &Self::Vector, g: &mut Self::Vector) -> Result<(), EvalError>;
+    /// `f(x)`, and `∇f(x)` into `g`, in one evaluation.
+    fn value_and_gradient(
+        &mut self,
+        x: &Self::Vector,
+        g: &mut Self::Vector,
+    ) -> Result<f64, EvalError>;
+
+    /// `aᵀb`.
+    fn dot(&mut self, a: &Self::Vector, b: &Self::Vector) -> Result<f64, EvalError>;
+    /// scipy's `vecnorm(v, ord)` (see `vector::norm`).
+    fn norm(&mut self, v: &Self::Vector, ord: f64) -> Result<f64, EvalError>;
+    /// `y ← y + alpha·x`.
+    fn axpy(&mut self, alpha: f64, x: &Self::Vector, y: &mut Self::Vector)
+    -> Result<(), EvalError>;
+    /// `v ← alpha·v`.
+    fn scale(&mut self, alpha: f64, v: &mut Self::Vector) -> Result<(), EvalError>;
+    /// `out ← x + step·p`.
+    fn ray_point(
+        &mut self,
+        x: &Self::Vector,
+        step: f64,
+        p: &Self::Vector,
+        out: &mut Self::Vector,
+    ) -> Result<(), EvalError>;
+    /// `old ← new − old`.
+    fn difference(&mut self, new: &Self::Vector, old: &mut Self::Vector) -> Result<(), EvalError>;
+    /// `to ← from`.
+    fn copy(&mut self, from: &Self::Vector, to: &mut Self::Vector) -> Result<(), EvalError>;
+}
+
+/// Vectors in host memory (rayon-parallel operations), for any objective.
+pub(super) struct HostWorkspace<'o> {
+    objective: &'o mut dyn Objective,
+}
+
+impl<'o> HostWorkspace<'o> {
+    pub fn new(objective: &'o mut dyn Objective) -> Self {
+        Self { objective }
+    }
+}
+
+impl Workspace for HostWorkspace<'_> {
+    type Vector = Vec<f64>;
+
+    fn zeros(&mut self) -> Result<Vec<f64>, EvalError> {
+        Ok(vec![0.0; self.objective.dim()])
+    }
+
+    fn upload(&mut self, x: &[f64]) -> Result<Vec<f64>, EvalError> {
+        Ok(x.to_vec())
+    }
+
+    fn download<'v>(&'v self, v: &'v Vec<f64>) -> Result<Cow<'v, [f64]>, EvalError> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn value(&mut self, x: &Vec<f64>) -> Result<f64, EvalError> {
+        self.objective.value(x)
+    }
+
+    fn gradient(&mut self, x: &Vec<f64>, g: &mut Vec<f64>) -> Result<(), EvalError> {
+        self.objective.gradient(x, g)
+    }
+
+    fn value_and_gradient(&mut self, x: &Vec<f64>, g: &mut Vec<f64>) -> Result<f64, EvalError> {
+        self.objective.value_and_gradient(x, g)
+    }
+
+    fn dot(&mut self, a: &Vec<f64>, b: &Vec<f64>) -> Result<f64, EvalError> {
+        Ok(dot(a, b))
+    }
+
+    fn norm(&mut self, v: &Vec<f64>, ord: f64) -> Result<f64, EvalError> {
+        Ok(norm(v, ord))
+    }
+
+    fn axpy(&mut self, alpha: f64, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<(), EvalError> {
+        vector::axpy(alpha, x, y);
+        Ok(())
+    }
+
+    fn scale(&mut self, alpha: f64, v: &mut Vec<f64>) -> Result<(), EvalError> {
+        map_in_place(v, |v| alpha * v);
+        Ok(())
+    }
+
+    fn ray_point(
+        &mut self,
+        x: &Vec<f64>,
+        step: f64,
+        p: &Vec<f64>,
+        out: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
+        vector::fill_with(out, x, p, |x, p| x + step * p);
+        Ok(())
+    }
+
+    fn difference(&mut self, new: &Vec<f64>, old: &mut Vec<f64>) -> Result<(), EvalError> {
+        vector::update_with(old, new, |old, new| new - old);
+        Ok(())
+    }
+
+    fn copy(&mut self, from: &Vec<f64>, to: &mut Vec<f64>) -> Result<(), EvalError> {
+        to.copy_from_slice(from);
+        Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+pub(super) use device::DeviceWorkspace;
+
+#[cfg(feature = "cuda")]
+mod device {
+    use super::{Cow, EvalError, Workspace, vector};
+    use crate::backend::Gradient;
+    use crate::backend::cuda::{CudaEvaluator, DeviceVector, DeviceVectors};
+
+    /// Vectors on the GPU, next to a term problem loaded there. Every operation is a launch on
+    /// the evaluator's stream; dot products and norms bring one scalar back.
+    pub(in crate::solver) struct DeviceWorkspace<'e> {
+        evaluator: &'e mut CudaEvaluator,
+        gradient: Gradient,
+        vectors: DeviceVectors,
+        n: usize,
+    }
+
+    impl<'e> DeviceWorkspace<'e> {
+        pub fn new(
+            evaluator: &'e mut CudaEvaluator,
+            gradient: Gradient,
+            n: usize,
+        ) -> Result<Self, EvalError> {
+            let vectors = evaluator.vectors()?;
+            Ok(Self {
+                evaluator,
+                gradient,
+                vectors,
+                n,
+            })
+        }
+    }
+
+    impl Workspace for DeviceWorkspace<'_> {
+        type Vector = DeviceVector;
+
+        fn zeros(&mut self) -> Result<DeviceVector, EvalError> {
+            Ok(self.vectors.zeros()?)
+        }
+
+        fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, EvalError> {
+            Ok(self.vectors.upload(x)?)
+        }
+
+        fn download<'v>(&'v self, v: &'v DeviceVector) -> Result<Cow<'v, [f64]>, EvalError> {
+            let mut host = vector::touched_zeros(self.n);
+            self.vectors.download(v, &mut host)?;
+            Ok(Cow::Owned(host))
+        }
+
+        fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {
+            Ok(self.evaluator.value_on_device(x)?)
+        }
+
+        fn gradient(&mut self, x: &DeviceVector, g: &mut DeviceVector) -> Result<(), EvalError> {
+            Ok(self.evaluator.gradient_on_device(x, self.gradient, g)?)
+        }
+
+        fn value_and_gradient(
+            &mut self,
+            x: &DeviceVector,
+            g: &mut DeviceVector,
+        ) -> Result<f64, EvalError> {
+            Ok(self
+                .evaluator
+                .value_and_gradient_on_device(x, self.gradient, g)?)
+        }
+
+        fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
+            Ok(self.vectors.dot(a, b)?)
+        }
+
+        fn norm(&mut self, v: &DeviceVector, ord: f64) -> Result<f64, EvalError> {
+            if ord == f64::INFINITY {
+                Ok(self.vectors.max_abs(v)?)
+            } else if ord == 2.0 {
+                Ok(self.vectors.dot(v, v)?.sqrt())
+            } else {
+                // Other norms are rare options: computed on the host, as scipy does.
+                Ok(vector::norm(&self.download(v)?, ord))
+            }
+        }
+
+        fn axpy(
+            &mut self,
+            alpha: f64,
+            x: &DeviceVector,
+            y: &mut DeviceVector,
+        ) -> Result<(), EvalError> {
+            Ok(self.vectors.axpy(alpha, x, y)?)
+        }
+
+        fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), EvalError> {
+            Ok(self.vectors.scale(alpha, v)?)
+        }
+
+        fn ray_point(
+            &mut self,
+            x: &DeviceVector,
+            step: f64,
+            p: &DeviceVector,
+            out: &mut DeviceVector,
+        ) -> Result<(), EvalError> {
+            Ok(self.vectors.ray_point(x, step, p, out)?)
+        }
+
+        fn difference(
+            &mut self,
+            new: &DeviceVector,
+            old: &mut DeviceVector,
+        ) -> Result<(), EvalError> {
+            Ok(self.vectors.difference(new, old)?)
+        }
+
+        fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
+            Ok(self.vectors.copy(from, to)?)
+        }
+    }
+}
