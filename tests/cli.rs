@@ -397,3 +397,39 @@ fn a_closed_or_full_stdout_ends_cleanly() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("writing to stdout"), "{stderr}");
 }
+
+/// Issue 9's false convergence: on lsq-expsin, forward differences reach ‖g‖∞ <= gtol on a
+/// gradient whose own error (checked against the exact one) is far larger, so the solve is
+/// not a success; the default exact gradient converges.
+#[test]
+fn a_noisy_finite_difference_gradient_is_not_reported_as_converged() {
+    let solve = |grad: &str| {
+        json(&[
+            "solve",
+            "lsq-expsin",
+            "--points",
+            "20000",
+            "--grad",
+            grad,
+            "--json",
+        ])
+    };
+    let forward = solve("forward");
+    // The stopping test passed: only the error check stands between this and "success".
+    assert!(f64_of(&forward, "grad_inf_norm") <= 1e-5);
+    assert_eq!(forward["status"], 2, "{}", forward["message"]);
+    assert_eq!(forward["success"], false);
+    assert_eq!(
+        forward["message"],
+        "Desired error not necessarily achieved due to precision loss."
+    );
+    assert_eq!(forward["jac_error"]["reference"], "exact");
+    let estimate = forward["jac_error"]["estimate"].as_f64().unwrap();
+    assert!(estimate > 1e-5, "forward error estimate {estimate:e}");
+
+    let exact = solve("exact");
+    assert_eq!(exact["status"], 0, "{}", exact["message"]);
+    assert_eq!(exact["grad"], "exact");
+    assert!(exact["jac_error"].is_null());
+    assert!(f64_of(&exact, "grad_inf_norm") <= 1e-5);
+}

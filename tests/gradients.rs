@@ -8,7 +8,7 @@ mod common;
 
 use common::relative_error;
 use cudamin::problems::{self, lsq_expsin_data, quadratic_data};
-use cudamin::{Backend, FiniteDifference, Gradient};
+use cudamin::{Backend, FiniteDifference, Gradient, Objective, TermObjective};
 use proptest::prelude::*;
 
 const EXACT_TOL: f64 = 1e-12;
@@ -217,4 +217,48 @@ fn value_and_gradient_is_value_plus_gradient() {
             );
         }
     }
+}
+
+/// A finite-difference gradient's error estimate (what a solve reports as `jac_error`) is its
+/// true error: against the hand-derived gradient of lsq-expsin, the estimate, measured against
+/// the exact gradient, agrees to the exact gradient's rounding.
+#[test]
+fn a_finite_difference_error_estimate_is_its_true_error() {
+    let (p, points) = (8, 20_000);
+    let theta: Vec<f64> = (0..p).map(|k| 0.9 - 0.1 * k as f64).collect();
+    let analytic = lsq_expsin(&theta, points);
+    for scheme in [FiniteDifference::Forward, FiniteDifference::Central] {
+        let instance = problems::find("lsq-expsin")
+            .unwrap()
+            .instantiate(&Backend::Cpu, Some(p), Some(points))
+            .unwrap();
+        let mut objective = TermObjective::new(instance.evaluator, scheme);
+        let mut g = vec![0.0; p];
+        objective.gradient(&theta, &mut g).unwrap();
+        let error = objective
+            .gradient_error(&theta, &g, f64::INFINITY)
+            .unwrap()
+            .expect("finite differences carry an estimate");
+        assert_eq!(error.reference, Gradient::Exact);
+        let truth = g
+            .iter()
+            .zip(&analytic)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let scale = analytic.iter().fold(1.0, |m, v| v.abs().max(m));
+        assert!(truth > 0.0, "{scheme:?}: no error to estimate");
+        assert!(
+            (error.estimate - truth).abs() <= 1e-11 * scale,
+            "{scheme:?}: estimate {:.3e}, true error {truth:.3e}",
+            error.estimate
+        );
+    }
+    let instance = problems::find("lsq-expsin")
+        .unwrap()
+        .instantiate(&Backend::Cpu, Some(p), Some(points))
+        .unwrap();
+    let mut exact = TermObjective::new(instance.evaluator, Gradient::Exact);
+    let mut g = vec![0.0; p];
+    exact.gradient(&theta, &mut g).unwrap();
+    assert_eq!(exact.gradient_error(&theta, &g, 2.0).unwrap(), None);
 }

@@ -24,5 +24,5 @@ pub use backend::{
     Backend, BackendChoice, BackendError, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
     RawArg, TermProblem,
 };
-pub use objective::{EvalError, Objective, TermObjective};
+pub use objective::{EvalError, GradientError, Objective, TermObjective};
 pub use solver::{Method, OptimizeResult, Options, SolveError, Status};

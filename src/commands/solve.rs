@@ -54,6 +54,8 @@ struct SolveReport<'a> {
     backend_reason: &'a str,
     fun: f64,
     grad_inf_norm: f64,
+    /// For finite differences: the estimated ‖∇f error‖∞ at x, and what it was measured against.
+    jac_error: Option<JacErrorReport>,
     nit: usize,
     nfev: usize,
     njev: usize,
@@ -62,6 +64,12 @@ struct SolveReport<'a> {
     message: &'a str,
     elapsed_s: f64,
     x: &'a [f64],
+}
+
+#[derive(serde::Serialize)]
+struct JacErrorReport {
+    estimate: f64,
+    reference: &'static str,
 }
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
@@ -94,6 +102,10 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
         backend_reason: &setup.backend_reason,
         fun: result.fun,
         grad_inf_norm: inf_norm(&result.jac),
+        jac_error: result.jac_error.map(|e| JacErrorReport {
+            estimate: e.estimate,
+            reference: e.reference.name(),
+        }),
         nit: result.nit,
         nfev: result.nfev,
         njev: result.njev,
@@ -116,6 +128,13 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
         writeln!(out, "known minimum  {f_star:.12e}")?;
     }
     writeln!(out, "‖∇f‖∞          {:.3e}", r.grad_inf_norm)?;
+    if let Some(e) = &r.jac_error {
+        writeln!(
+            out,
+            "‖∇f error‖∞    {:.3e} (estimated against the {} gradient; gtol {:.1e})",
+            e.estimate, e.reference, options.gtol
+        )?;
+    }
     writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
     writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
     writeln!(out, "x              {}", preview(r.x))?;

@@ -76,6 +76,35 @@ impl Gradient {
             Self::FiniteDifference(fd) => fd.name(),
         }
     }
+
+    /// A gradient of `self` checked against a more accurate one: `compute` is called with the
+    /// best reference a backend takes, and returns what it made of it (with the reference
+    /// used), or `None` for [`Exact`](Self::Exact), which needs no check.
+    ///
+    /// The reference is the exact gradient; where the backend does not take it (see
+    /// [`BackendError::ExactUnsupported`]), the other finite-difference scheme. Against central
+    /// differences, a forward difference's error (O(h), h = √ε) is measured well; a central
+    /// difference checked against forward differences gets an upper bound, forward's own error.
+    pub fn checked_against<T>(
+        self,
+        mut compute: impl FnMut(Gradient) -> Result<T, BackendError>,
+    ) -> Result<Option<(Gradient, T)>, BackendError> {
+        let Self::FiniteDifference(scheme) = self else {
+            return Ok(None);
+        };
+        let other = match scheme {
+            FiniteDifference::Forward => FiniteDifference::Central,
+            FiniteDifference::Central => FiniteDifference::Forward,
+        };
+        match compute(Gradient::Exact) {
+            Ok(made) => Ok(Some((Gradient::Exact, made))),
+            Err(BackendError::ExactUnsupported(_)) => {
+                let reference = Gradient::FiniteDifference(other);
+                Ok(Some((reference, compute(reference)?)))
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl From<FiniteDifference> for Gradient {
@@ -137,3 +166,35 @@ pub trait Evaluator: Any + Send {
 /// An argument of a raw kernel launch (see `gpu_kernels::raw`): an input slice (`In`), an
 /// output buffer whose contents go to the kernel and come back (`Out`), or a scalar.
 pub type RawArg<'a> = Arg<&'a [f64], &'a mut [f64], f64, u64>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference each gradient is checked against, on a backend that takes exact gradients
+    /// and on one that does not.
+    #[test]
+    fn finite_differences_are_checked_against_the_best_reference_taken() {
+        let forward = Gradient::FiniteDifference(FiniteDifference::Forward);
+        let central = Gradient::FiniteDifference(FiniteDifference::Central);
+        let takes_exact = |kind: Gradient| Ok(kind);
+        let refuses_exact = |kind: Gradient| match kind {
+            Gradient::Exact => Err(BackendError::ExactUnsupported("too wide")),
+            other => Ok(other),
+        };
+        for scheme in [forward, central] {
+            let (reference, used) = scheme.checked_against(takes_exact).unwrap().unwrap();
+            assert_eq!((reference, used), (Gradient::Exact, Gradient::Exact));
+        }
+        let check = |scheme: Gradient| scheme.checked_against(refuses_exact).unwrap().unwrap().0;
+        assert_eq!(check(forward), central);
+        assert_eq!(check(central), forward);
+        assert_eq!(Gradient::Exact.checked_against(takes_exact).unwrap(), None);
+        // Other failures are failures, not a reason to try another reference.
+        let fails = |_: Gradient| -> Result<(), _> { Err(BackendError::CudaNotCompiled) };
+        assert_eq!(
+            forward.checked_against(fails),
+            Err(BackendError::CudaNotCompiled)
+        );
+    }
+}

@@ -7,6 +7,7 @@
 //! function with an analytic gradient.
 
 use crate::backend::{BackendError, Evaluator, Gradient};
+use crate::linalg::vector;
 
 /// A function to minimize, with its gradient.
 pub trait Objective {
@@ -24,6 +25,20 @@ pub trait Objective {
         let f = self.value(x)?;
         self.gradient(x, g)?;
         Ok(f)
+    }
+
+    /// An estimate of the error in the gradient `g` this objective gave at `x`, as
+    /// `‖g − ∇f(x)‖` in scipy's `vecnorm(·, ord)`, or `None` when `g` is exact. The solver asks
+    /// once, at the solution, and reports success only when the estimate is at most `gtol`.
+    /// The default says exact: implement it when your gradient is approximate.
+    fn gradient_error(
+        &mut self,
+        x: &[f64],
+        g: &[f64],
+        ord: f64,
+    ) -> Result<Option<GradientError>, EvalError> {
+        let _ = (x, g, ord);
+        Ok(None)
     }
 
     /// The GPU evaluator behind this objective and its gradient scheme, when it has one: the
@@ -46,6 +61,16 @@ pub enum EvalError {
     /// For user objectives.
     #[error("{0}")]
     Failed(String),
+}
+
+/// How far an approximate gradient is from the true one, measured against a more accurate
+/// gradient at the same point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GradientError {
+    /// `‖g − g_reference‖` in the solver's norm.
+    pub estimate: f64,
+    /// The gradient measured against (see [`Gradient::checked_against`]).
+    pub reference: Gradient,
 }
 
 /// A term objective on a backend: value and gradient each one pass of the kernels.
@@ -100,6 +125,30 @@ impl Objective for TermObjective {
         self.check_len(x.len())?;
         self.check_len(g.len())?;
         Ok(self.evaluator.value_and_gradient(x, self.gradient, g)?)
+    }
+
+    /// Finite-difference gradients are checked against the exact one (or the other scheme, see
+    /// [`Gradient::checked_against`]): one more gradient pass.
+    fn gradient_error(
+        &mut self,
+        x: &[f64],
+        g: &[f64],
+        ord: f64,
+    ) -> Result<Option<GradientError>, EvalError> {
+        self.check_len(x.len())?;
+        self.check_len(g.len())?;
+        let evaluator = &mut self.evaluator;
+        let mut reference = vec![0.0; g.len()];
+        let checked = self
+            .gradient
+            .checked_against(|kind| evaluator.gradient(x, kind, &mut reference))?;
+        Ok(checked.map(|(kind, ())| {
+            vector::update_with(&mut reference, g, |r, g| g - r);
+            GradientError {
+                estimate: vector::norm(&reference, ord),
+                reference: kind,
+            }
+        }))
     }
 
     #[cfg(feature = "cuda")]

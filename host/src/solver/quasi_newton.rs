@@ -103,13 +103,28 @@ pub(super) fn run<W: Workspace>(
         hessian.update(w, s, y)?;
     }
 
-    let x = objective.workspace.download(&x)?.into_owned();
+    let x_host = objective.workspace.download(&x)?.into_owned();
+    let mut status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, &x_host));
+    // An approximate gradient is checked at the solution: its small norm proves nothing when
+    // its own error is larger than gtol, so that is not reported as success (scipy's status 2,
+    // as when the line search cannot progress on a noisy gradient).
+    let jac_error = if status == Status::NanEncountered {
+        None
+    } else {
+        objective.workspace.gradient_error(&x, &g, options.norm)?
+    };
+    if status == Status::Success
+        && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
+    {
+        status = Status::PrecisionLoss;
+    }
+    let x = x_host;
     let jac = objective.workspace.download(&g)?.into_owned();
-    let status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, &x));
     Ok(OptimizeResult {
         x,
         fun: f,
         jac,
+        jac_error,
         hess_inv: None,
         nfev: objective.nfev,
         njev: objective.njev,
@@ -128,5 +143,78 @@ fn final_status(nit: usize, maxiter: usize, gnorm: f64, f: f64, x: &[f64]) -> St
         Status::NanEncountered
     } else {
         Status::Success
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::objective::{EvalError, GradientError, Objective};
+    use crate::solver::{Iterate, Method, Options, Status, minimize};
+    use std::ops::ControlFlow;
+
+    /// Σ (xᵢ − 1)², whose gradient claims the error `claimed_error`.
+    struct Bowl {
+        claimed_error: f64,
+    }
+
+    impl Objective for Bowl {
+        fn dim(&self) -> usize {
+            3
+        }
+
+        fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+            Ok(x.iter().map(|v| (v - 1.0).powi(2)).sum())
+        }
+
+        fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+            for (g, v) in g.iter_mut().zip(x) {
+                *g = 2.0 * (v - 1.0);
+            }
+            Ok(())
+        }
+
+        fn gradient_error(
+            &mut self,
+            _: &[f64],
+            _: &[f64],
+            _: f64,
+        ) -> Result<Option<GradientError>, EvalError> {
+            Ok(Some(GradientError {
+                estimate: self.claimed_error,
+                reference: crate::Gradient::Exact,
+            }))
+        }
+    }
+
+    /// The same converged run is a success only while the gradient's claimed error is at most
+    /// gtol; above it, or NaN, it is scipy's status 2, with the estimate reported.
+    #[test]
+    fn success_needs_a_gradient_error_within_gtol() {
+        let options = Options::default();
+        for method in [Method::Bfgs, Method::Lbfgs] {
+            for (claimed_error, status) in [
+                (0.0, Status::Success),
+                (options.gtol, Status::Success),
+                (2.0 * options.gtol, Status::PrecisionLoss),
+                (f64::NAN, Status::PrecisionLoss),
+            ] {
+                let mut bowl = Bowl { claimed_error };
+                let mut observer = |_: &Iterate<'_>| ControlFlow::Continue(());
+                let result = minimize(
+                    &mut bowl,
+                    &[0.0, 3.0, -2.0],
+                    method,
+                    &options,
+                    &mut observer,
+                )
+                .unwrap();
+                assert!(result.x.iter().all(|v| (v - 1.0).abs() < 1e-6));
+                assert_eq!(result.status, status, "{method:?}, error {claimed_error}");
+                assert_eq!(result.success, status.success());
+                assert_eq!(result.message, status.message());
+                let reported = result.jac_error.unwrap().estimate;
+                assert!(reported == claimed_error || reported.is_nan() && claimed_error.is_nan());
+            }
+        }
     }
 }

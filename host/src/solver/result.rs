@@ -1,18 +1,20 @@
 //! What a solve reports, in scipy's vocabulary: the result, each iterate as it goes, and the
 //! errors that stop a solve without a result.
 
-use crate::objective::EvalError;
+use crate::objective::{EvalError, GradientError};
 use ndarray::Array2;
 use std::borrow::Cow;
 
 /// How a solve ended: scipy's status codes and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
-    /// 0: the gradient norm fell to `gtol` (or the step to `xrtol`).
+    /// 0: the gradient norm fell to `gtol` (or the step to `xrtol`), and an approximate
+    /// gradient's estimated error is at most `gtol`.
     Success,
     /// 1: `maxiter` iterations were done.
     MaxIter,
-    /// 2: the line search found no acceptable step: precision loss.
+    /// 2: precision loss: the line search found no acceptable step, or the gradient's
+    /// estimated error exceeds `gtol`, so its small norm proves nothing.
     PrecisionLoss,
     /// 3: a NaN appeared in `f`, `∇f` or `x`.
     NanEncountered,
@@ -59,6 +61,10 @@ pub struct OptimizeResult {
     pub fun: f64,
     /// `∇f(x)`, as the solver last computed it.
     pub jac: Vec<f64>,
+    /// For an approximate gradient (finite differences), an estimate of `jac`'s error, measured
+    /// at `x` with one more gradient evaluation (not counted in `njev`). `success` is never
+    /// reported when it exceeds `gtol`: the status is then 2, precision loss.
+    pub jac_error: Option<GradientError>,
     /// The inverse-Hessian approximation at `x`: BFGS only, and only when
     /// [`Options::return_hess_inv`](super::Options::return_hess_inv) is set.
     pub hess_inv: Option<Array2<f64>>,

@@ -8,7 +8,7 @@
 //! logic is written once, over the trait.
 
 use crate::linalg::vector::{self, dot, map_in_place, norm};
-use crate::objective::{EvalError, Objective};
+use crate::objective::{EvalError, GradientError, Objective};
 use std::borrow::Cow;
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
@@ -40,6 +40,13 @@ pub(super) trait Workspace {
         x: &Self::Vector,
         g: &mut Self::Vector,
     ) -> Result<f64, EvalError>;
+    /// An estimate of the error in the gradient `g` at `x` (see `Objective::gradient_error`).
+    fn gradient_error(
+        &mut self,
+        x: &Self::Vector,
+        g: &Self::Vector,
+        ord: f64,
+    ) -> Result<Option<GradientError>, EvalError>;
 
     /// `aᵀb`.
     fn dot(&mut self, a: &Self::Vector, b: &Self::Vector) -> Result<f64, EvalError>;
@@ -102,6 +109,15 @@ impl Workspace for HostWorkspace<'_> {
         self.objective.value_and_gradient(x, g)
     }
 
+    fn gradient_error(
+        &mut self,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        ord: f64,
+    ) -> Result<Option<GradientError>, EvalError> {
+        self.objective.gradient_error(x, g, ord)
+    }
+
     fn dot(&mut self, a: &Vec<f64>, b: &Vec<f64>) -> Result<f64, EvalError> {
         Ok(dot(a, b))
     }
@@ -147,7 +163,7 @@ pub(super) use device::DeviceWorkspace;
 
 #[cfg(feature = "cuda")]
 mod device {
-    use super::{Cow, EvalError, Workspace, vector};
+    use super::{Cow, EvalError, GradientError, Workspace, vector};
     use crate::backend::Gradient;
     use crate::backend::cuda::{CudaEvaluator, DeviceVector, DeviceVectors};
 
@@ -209,6 +225,27 @@ mod device {
             Ok(self
                 .evaluator
                 .value_and_gradient_on_device(x, self.gradient, g)?)
+        }
+
+        fn gradient_error(
+            &mut self,
+            x: &DeviceVector,
+            g: &DeviceVector,
+            ord: f64,
+        ) -> Result<Option<GradientError>, EvalError> {
+            let mut reference = self.zeros()?;
+            let evaluator = &mut *self.evaluator;
+            let checked = self
+                .gradient
+                .checked_against(|kind| evaluator.gradient_on_device(x, kind, &mut reference))?;
+            let Some((kind, ())) = checked else {
+                return Ok(None);
+            };
+            self.difference(g, &mut reference)?;
+            Ok(Some(GradientError {
+                estimate: self.norm(&reference, ord)?,
+                reference: kind,
+            }))
         }
 
         fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
