@@ -226,7 +226,9 @@ mod nvptx {
             let k = tile * block_dim() + thread_idx();
             let local = (k < terms).then(|| T::prepare(k, n, data));
             for first in (0..n).step_by(EXACT_LANES) {
-                let result = local.as_ref().map(|l| eval_seeded::<T>(l, window, first));
+                let result = local
+                    .as_ref()
+                    .map(|l| eval_seeded::<T, EXACT_LANES>(l, window, first));
                 if let (Some(result), Some(value), 0) = (result, value.as_deref_mut(), first) {
                     value.add(result.value);
                 }

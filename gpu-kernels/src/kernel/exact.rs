@@ -38,25 +38,25 @@ pub fn exact_supported<T: Term>(n: usize, gpu: bool) -> Result<(), &'static str>
     }
 }
 
-/// A window of duals seeded along variables `first .. first + EXACT_LANES` (those that exist):
-/// each of them carries derivative 1 in its own lane, every other variable is a constant.
+/// A window of duals seeded along variables `first .. first + L` (those that exist): each of
+/// them carries derivative 1 in its own lane, every other variable is a constant.
 #[inline(always)]
-fn seed(window: &mut [Dual<EXACT_LANES>], first: usize, on: bool) {
-    let lanes = EXACT_LANES.min(window.len() - first);
+fn seed<const L: usize>(window: &mut [Dual<L>], first: usize, on: bool) {
+    let lanes = L.min(window.len() - first);
     for lane in 0..lanes {
         window[first + lane].derivatives[lane] = if on { 1.0 } else { 0.0 };
     }
 }
 
-/// `φ` on `window` with variables `first .. first + EXACT_LANES` seeded: its value and its
+/// `φ` on `window` with variables `first .. first + L` seeded: its value and its
 /// partial derivatives in those variables (lanes past the window's end are 0). `window`
 /// holds the window's values as constants, and is left so.
 #[inline(always)]
-pub fn eval_seeded<T: Term>(
+pub fn eval_seeded<T: Term, const L: usize>(
     local: &T::Local<'_>,
-    window: &mut [Dual<EXACT_LANES>],
+    window: &mut [Dual<L>],
     first: usize,
-) -> Dual<EXACT_LANES> {
+) -> Dual<L> {
     seed(window, first, true);
     let result = T::eval(Vars::new(window), local).0;
     seed(window, first, false);
@@ -65,7 +65,7 @@ pub fn eval_seeded<T: Term>(
 
 /// `values` as constant duals, into `window` (same length).
 #[inline(always)]
-pub fn fill_constants(window: &mut [Dual<EXACT_LANES>], values: &[f64]) {
+pub fn fill_constants<const L: usize>(window: &mut [Dual<L>], values: &[f64]) {
     for (w, &v) in window.iter_mut().zip(values) {
         *w = Dual::constant(v);
     }
@@ -84,20 +84,21 @@ pub fn banded_group_gradient_exact<T: Term>(
     value: bool,
 ) -> f64 {
     // The window lives in an array sized for the term's (constant) width, so that on the GPU
-    // its entries stay in registers: every index below is then known at compile time.
+    // its entries stay in registers: every index below is then known at compile time. Windows
+    // of one or two variables carry two derivative lanes, not four (fewer wasted lanes).
     let (_, width) = T::WINDOW.stride_width(x.len());
     match width {
-        0..=1 => banded_exact_in::<T, 1>(group, x, data, g, value),
-        2 => banded_exact_in::<T, 2>(group, x, data, g, value),
-        3..=4 => banded_exact_in::<T, 4>(group, x, data, g, value),
-        5..=8 => banded_exact_in::<T, 8>(group, x, data, g, value),
-        _ => banded_exact_in::<T, EXACT_BANDED_WIDTH_MAX>(group, x, data, g, value),
+        0..=2 => banded_exact_in::<T, 2, 2>(group, x, data, g, value),
+        3..=4 => banded_exact_in::<T, 4, EXACT_LANES>(group, x, data, g, value),
+        5..=8 => banded_exact_in::<T, 8, EXACT_LANES>(group, x, data, g, value),
+        _ => banded_exact_in::<T, EXACT_BANDED_WIDTH_MAX, EXACT_LANES>(group, x, data, g, value),
     }
 }
 
-/// [`banded_group_gradient_exact`] with the window in an array of `W ≥ width` duals.
+/// [`banded_group_gradient_exact`] with the window in an array of `W ≥ width` duals of `L`
+/// lanes.
 #[inline(always)]
-fn banded_exact_in<T: Term, const W: usize>(
+fn banded_exact_in<T: Term, const W: usize, const L: usize>(
     group: usize,
     x: &[f64],
     data: Data<'_>,
@@ -106,13 +107,30 @@ fn banded_exact_in<T: Term, const W: usize>(
 ) -> f64 {
     let n = x.len();
     let (stride, width) = T::WINDOW.stride_width(n);
-    let terms = T::terms(n, data);
     let first = group * stride;
+    let mut storage = [Dual::constant(0.0); W];
+    let window = &mut storage[..width];
+    if width <= stride {
+        // Disjoint windows: the group's variables belong to term `group` alone (past its
+        // width, to no term), so its derivatives are the group's gradient as they stand.
+        let local = T::prepare(group, n, data);
+        fill_constants(window, &x[first..first + width]);
+        let mut owned = 0.0;
+        for lo in (0..width).step_by(L) {
+            let result = eval_seeded::<T, L>(&local, window, lo);
+            let lanes = L.min(width - lo);
+            g[lo..lo + lanes].copy_from_slice(&result.derivatives[..lanes]);
+            if lo == 0 {
+                owned = result.value;
+            }
+        }
+        g[width..].fill(0.0);
+        return if value { owned } else { 0.0 };
+    }
+    let terms = T::terms(n, data);
     let end = first + g.len();
     g.fill(0.0);
     let mut owned = 0.0;
-    let mut storage = [Dual::constant(0.0); W];
-    let window = &mut storage[..width];
     // The terms [stride·k, stride·k + width) that meet [first, end), in ascending k.
     let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
     let k_hi = ((end - 1) / stride).min(terms - 1);
@@ -120,18 +138,18 @@ fn banded_exact_in<T: Term, const W: usize>(
         let local = T::prepare(k, n, data);
         let offset = stride * k;
         fill_constants(window, &x[offset..offset + width]);
-        // Seed the window's variables that lie in this group, EXACT_LANES at a time.
+        // Seed the window's variables that lie in this group, L at a time.
         let (seeded_lo, seeded_hi) = (first.max(offset), end.min(offset + width));
         let mut lo = seeded_lo;
         while lo < seeded_hi {
-            let result = eval_seeded::<T>(&local, window, lo - offset);
-            for i in lo..seeded_hi.min(lo + EXACT_LANES) {
+            let result = eval_seeded::<T, L>(&local, window, lo - offset);
+            for i in lo..seeded_hi.min(lo + L) {
                 g[i - first] += result.derivatives[i - lo];
             }
             if value && k == group && lo == seeded_lo {
                 owned = result.value;
             }
-            lo += EXACT_LANES;
+            lo += L;
         }
     }
     owned
