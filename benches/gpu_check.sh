@@ -139,7 +139,7 @@ timings() {
   local problem n pts where grad line status=0
   while read -r problem n pts; do
     for where in cuda cpu; do
-      for grad in forward central; do
+      for grad in exact forward central; do
         local args=(eval "$problem" --backend "$where" --grad "$grad" --json)
         [ "$n" != - ] && args+=(--n "$n")
         [ "$pts" != - ] && args+=(--points "$pts")

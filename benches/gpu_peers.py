@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 GTOL = 1e-5  # scipy's default, ∞-norm; the convergence rule for every row
-GRAD_KINDS = ["forward", "central"]  # cudamin --grad kinds; one the binary refuses is skipped
+GRAD_KINDS = ["exact", "forward", "central"]  # cudamin --grad kinds; one the binary refuses is skipped
 ITER_CAP = 5000  # per-tool iteration cap, so that no single run can eat the time budget
 SLOW_S = 15.0  # a tool whose first run takes longer than this is not repeated
 CASES = ("seed-workflows", "expsum-big", "rosenbrock-big", "lsq-expsin")  # --only names

@@ -31,6 +31,7 @@ mod nvptx {
         sum_in_order, value_partial,
     };
     use crate::term::{Data, Term};
+    use core::marker::PhantomData;
 
     /// `x` and the data as the term kernels' raw arguments describe them.
     ///
@@ -86,16 +87,93 @@ mod nvptx {
         }
     }
 
-    /// Gradient kernel. Banded windows: `out` is the gradient, each thread gathers its groups.
-    /// Dense windows: `out` holds `n` partial sums per block, finished by the dense finishing
-    /// kernels. Unless `values` is null, the same pass also writes the block's partial sum of
-    /// the value to `values[block]` (each term counted once: see `banded_group_gradient`).
+    /// How a gradient kernel differentiates each term: by finite differences with scheme `S`
+    /// ([`Differences`]), or exactly, on duals ([`Exact`]).
+    pub trait GradientScheme {
+        /// A banded group's part of `∇f` into `g`; with `value`, the value of the term it owns.
+        fn group<T: Term>(
+            group: usize,
+            x: &[f64],
+            data: Data<'_>,
+            g: &mut [f64],
+            value: bool,
+        ) -> f64;
+        /// The dense gradient's first stage: the block's `n` partial sums into `partials`.
+        ///
+        /// # Safety
+        /// `partials` holds `n · gridDim` f64.
+        unsafe fn dense_partials<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            partials: *mut f64,
+            value: Option<&mut CompensatedSum>,
+        );
+    }
+
+    /// Finite differences with scheme `S`.
+    pub struct Differences<S>(PhantomData<S>);
+
+    impl<S: FdScheme> GradientScheme for Differences<S> {
+        #[inline(always)]
+        fn group<T: Term>(
+            group: usize,
+            x: &[f64],
+            data: Data<'_>,
+            g: &mut [f64],
+            value: bool,
+        ) -> f64 {
+            banded_group_gradient::<T, S>(group, x, data, g, value)
+        }
+
+        #[inline(always)]
+        unsafe fn dense_partials<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            partials: *mut f64,
+            value: Option<&mut CompensatedSum>,
+        ) {
+            unsafe { dense_partials::<T, S>(x, data, partials, value) }
+        }
+    }
+
+    /// Exact derivatives on duals (see `kernel::exact`).
+    pub struct Exact;
+
+    impl GradientScheme for Exact {
+        #[inline(always)]
+        fn group<T: Term>(
+            group: usize,
+            x: &[f64],
+            data: Data<'_>,
+            g: &mut [f64],
+            value: bool,
+        ) -> f64 {
+            banded_group_gradient_exact::<T>(group, x, data, g, value)
+        }
+
+        #[inline(always)]
+        unsafe fn dense_partials<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            partials: *mut f64,
+            value: Option<&mut CompensatedSum>,
+        ) {
+            unsafe { dense_exact_partials::<T>(x, data, partials, value) }
+        }
+    }
+
+    /// Gradient kernel, by scheme `D`. Banded windows: `out` is the gradient, each thread
+    /// gathers its groups. Dense windows: `out` holds `n` partial sums per block, finished by
+    /// the dense finishing kernels. Unless `values` is null, the same pass also writes the
+    /// block's partial sum of the value to `values[block]` (each term counted once: see
+    /// `banded_group_gradient`).
     ///
     /// # Safety
     /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense); `values` is null
-    /// or has one slot per block.
+    /// or has one slot per block; for [`Exact`], a dense window has at most
+    /// `EXACT_DENSE_WIDTH_MAX_GPU` variables.
     #[inline(always)]
-    pub unsafe fn gradient<T: Term, S: FdScheme>(
+    pub unsafe fn gradient<T: Term, D: GradientScheme>(
         x: *const f64,
         n: usize,
         data: *const f64,
@@ -109,7 +187,7 @@ mod nvptx {
         let mut value = CompensatedSum::default();
         match GradientWork::of::<T>(n, data) {
             GradientWork::Terms(_) => unsafe {
-                dense_partials::<T, S>(x, data, out, with_value.then_some(&mut value))
+                D::dense_partials::<T>(x, data, out, with_value.then_some(&mut value))
             },
             GradientWork::Groups { groups, stride } => {
                 for group in grid_stride(groups) {
@@ -117,7 +195,7 @@ mod nvptx {
                     let len = stride.min(n - first);
                     // SAFETY: groups are disjoint and each belongs to one thread.
                     let g = unsafe { slice_mut(out.add(first), len) };
-                    value.add(banded_group_gradient::<T, S>(group, x, data, g, with_value));
+                    value.add(D::group::<T>(group, x, data, g, with_value));
                 }
             }
         }
@@ -161,43 +239,6 @@ mod nvptx {
             }
             tile += grid_dim();
         }
-    }
-
-    /// Exact-gradient kernel: as [`gradient`], with each term differentiated on duals (see
-    /// `kernel::exact`) instead of differenced.
-    ///
-    /// # Safety
-    /// As [`gradient`]; a dense window has at most `EXACT_DENSE_WIDTH_MAX_GPU` variables.
-    #[inline(always)]
-    pub unsafe fn gradient_exact<T: Term>(
-        x: *const f64,
-        n: usize,
-        data: *const f64,
-        data_len: usize,
-        data_rows: usize,
-        out: *mut f64,
-        values: *mut f64,
-    ) {
-        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
-        let with_value = !values.is_null();
-        let mut value = CompensatedSum::default();
-        match GradientWork::of::<T>(n, data) {
-            GradientWork::Terms(_) => unsafe {
-                dense_exact_partials::<T>(x, data, out, with_value.then_some(&mut value))
-            },
-            GradientWork::Groups { groups, stride } => {
-                for group in grid_stride(groups) {
-                    let first = group * stride;
-                    let len = stride.min(n - first);
-                    // SAFETY: groups are disjoint and each belongs to one thread.
-                    let g = unsafe { slice_mut(out.add(first), len) };
-                    value.add(banded_group_gradient_exact::<T>(
-                        group, x, data, g, with_value,
-                    ));
-                }
-            }
-        }
-        unsafe { block_value(value, values) };
     }
 
     /// Dense exact gradient, first stage: as [`dense_partials`], with each thread's term

@@ -311,15 +311,21 @@ macro_rules! register_term {
         );
         $crate::__term_entry!(
             concat!(stringify!($name), "_gradient_forward"),
-            $crate::device::entry::gradient::<$term, $crate::fd::Forward>
+            $crate::device::entry::gradient::<
+                $term,
+                $crate::device::entry::Differences<$crate::fd::Forward>,
+            >
         );
         $crate::__term_entry!(
             concat!(stringify!($name), "_gradient_central"),
-            $crate::device::entry::gradient::<$term, $crate::fd::Central>
+            $crate::device::entry::gradient::<
+                $term,
+                $crate::device::entry::Differences<$crate::fd::Central>,
+            >
         );
         $crate::__term_entry!(
             concat!(stringify!($name), "_gradient_exact"),
-            $crate::device::entry::gradient_exact::<$term>
+            $crate::device::entry::gradient::<$term, $crate::device::entry::Exact>
         );
     };
 }
