@@ -165,6 +165,18 @@ fn bad_input_is_a_one_line_error() {
         ),
         // 8 TB of matrix: refused where the data are made, not aborted.
         (&["solve", "quadratic", "--n", "1000000"], "more memory"),
+        // Counts and tolerances are refused when parsed, before anything is allocated.
+        (
+            &["eval", "mgh-1", "--repeat", "18446744073709551615"],
+            "must be at most 1000000",
+        ),
+        (&["eval", "mgh-1", "--repeat", "4294967296"], "--repeat"),
+        (&["solve", "seed-expsum", "--gtol", "inf"], "must be finite"),
+        (
+            &["solve", "seed-expsum", "--gtol", "1e-400"],
+            "smallest normal double",
+        ),
+        (&["solve", "seed-expsum", "--threads", "-32"], "at least 0"),
     ];
     for (args, expected) in cases {
         let line = one_line_error(args);
@@ -432,4 +444,25 @@ fn a_noisy_finite_difference_gradient_is_not_reported_as_converged() {
     assert_eq!(exact["grad"], "exact");
     assert!(exact["jac_error"].is_null());
     assert!(f64_of(&exact, "grad_inf_norm") <= 1e-5);
+}
+
+/// A negative number is a value, refused in the same words whether it follows its option or
+/// is joined to it with `=`.
+#[test]
+fn negative_numbers_are_values_refused_alike() {
+    for (option, value, expected) in [
+        ("--n", "-5", "must be at least 0, got -5"),
+        ("--points", "-1", "must be at least 0, got -1"),
+        ("--gtol", "-1", "must be positive, got -1"),
+        ("--maxiter", "-3", "must be at least 0, got -3"),
+        ("--blocks", "-7", "must be at least 0, got -7"),
+    ] {
+        let apart = one_line_error(&["solve", "lsq-expsin", option, value]);
+        let joined = one_line_error(&["solve", "lsq-expsin", &format!("{option}={value}")]);
+        assert_eq!(apart, joined, "{option} {value}");
+        assert!(
+            apart.contains(expected) && apart.contains(option),
+            "{apart}"
+        );
+    }
 }

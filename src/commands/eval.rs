@@ -14,8 +14,9 @@ pub struct EvalArgs {
     /// How the gradient is computed: exact (default), or forward / central differences.
     #[arg(long, value_enum, default_value_t)]
     pub grad: GradArg,
-    /// Timed evaluations of each kind (after one untimed warm-up); the median is reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed evaluations of each kind (after one untimed warm-up), 1 to 10⁶; the median is
+    /// reported.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = super::parse::repeat)]
     pub repeat: usize,
     #[arg(long)]
     pub json: bool,
@@ -35,7 +36,6 @@ struct EvalReport<'a> {
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
     let mut out = super::stdout();
-    anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     let setup = args.problem.setup()?;
     let mut evaluator = setup.instance.evaluator;
     let x = setup.instance.x0;

@@ -3,6 +3,7 @@
 pub mod eval;
 pub mod info;
 pub mod list;
+mod parse;
 pub mod solve;
 
 use crate::BackendArg;
@@ -16,19 +17,19 @@ pub struct ProblemArgs {
     /// A built-in problem (see `cudamin list`).
     pub problem: String,
     /// Number of variables (default: the problem's).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse::count)]
     pub n: Option<usize>,
     /// Number of data points, for data problems.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse::count)]
     pub points: Option<usize>,
     /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
     /// GPU threads per block (1 to 1024), instead of the occupancy API's choice.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse::launch_size)]
     pub threads: Option<u32>,
     /// GPU blocks per grid, instead of the resident-block count.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse::launch_size)]
     pub blocks: Option<u32>,
 }
 

@@ -18,29 +18,24 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value_t)]
     pub grad: GradArg,
     /// Stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub gtol: Option<f64>,
     /// Iteration limit (default 200·n, as scipy).
-    #[arg(long, allow_negative_numbers = true)]
-    pub maxiter: Option<i64>,
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
+    pub maxiter: Option<usize>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
 }
 
 impl SolveArgs {
-    fn options(&self) -> anyhow::Result<Options> {
+    fn options(&self) -> Options {
         let defaults = Options::default();
-        let maxiter = match self.maxiter {
-            Some(k) if k < 0 => anyhow::bail!("--maxiter must be >= 0, got {k}"),
-            Some(k) => Some(k as usize),
-            None => None,
-        };
-        Ok(Options {
+        Options {
             gtol: self.gtol.unwrap_or(defaults.gtol),
-            maxiter,
+            maxiter: self.maxiter,
             ..defaults
-        })
+        }
     }
 }
 
@@ -74,7 +69,7 @@ struct JacErrorReport {
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
     let mut out = super::stdout();
-    let options = args.options()?;
+    let options = args.options();
     let setup = args.problem.setup()?;
     let method = Method::from(args.method);
     let fd = Gradient::from(args.grad);

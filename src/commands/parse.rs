@@ -1,0 +1,123 @@
+//! clap value parsers for the numbers on the command line. Negative numbers are read as values
+//! (`allow_negative_numbers`), so `--n -5` and `--n=-5` get the same refusal, in these words.
+
+/// The most timed repetitions `eval --repeat` takes: each stores one time.
+pub const REPEAT_MAX: u64 = 1_000_000;
+
+/// A whole number of at least `min`.
+fn whole(text: &str, min: u64) -> Result<u64, String> {
+    let number: i128 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number, got `{text}`"))?;
+    if number < i128::from(min) {
+        return Err(format!("must be at least {min}, got {number}"));
+    }
+    u64::try_from(number).map_err(|_| format!("must be at most {}, got {number}", u64::MAX))
+}
+
+/// A count that may be 0 here (the problem or the backend decides what it allows, and says so).
+pub fn count(text: &str) -> Result<usize, String> {
+    let n = whole(text, 0)?;
+    usize::try_from(n).map_err(|_| format!("must be at most {}, got {n}", usize::MAX))
+}
+
+/// A launch size: a whole number that fits CUDA's 32-bit dimensions.
+pub fn launch_size(text: &str) -> Result<u32, String> {
+    let n = whole(text, 0)?;
+    u32::try_from(n).map_err(|_| format!("must be at most {}, got {n}", u32::MAX))
+}
+
+/// `eval --repeat`: 1 to [`REPEAT_MAX`].
+pub fn repeat(text: &str) -> Result<usize, String> {
+    let n = whole(text, 1)?;
+    if n > REPEAT_MAX {
+        return Err(format!("must be at most {REPEAT_MAX}, got {n}"));
+    }
+    Ok(n as usize)
+}
+
+/// A tolerance: finite, positive, and a normal double, so that it means what it says (a value
+/// below about 2.2e-308 would silently round to a subnormal or to 0).
+pub fn tolerance(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number, got `{text}`"))?;
+    if value.is_nan() || value.is_infinite() {
+        return Err(format!("must be finite, got {value}"));
+    }
+    // A zero that was written with nonzero digits is an underflow, told apart below.
+    let mantissa = text.trim().split(['e', 'E']).next().unwrap_or("");
+    let written_as_zero = !mantissa.chars().any(|c| ('1'..='9').contains(&c));
+    if value < 0.0 || text.trim().starts_with('-') || written_as_zero {
+        return Err(format!("must be positive, got {value}"));
+    }
+    if !value.is_normal() {
+        return Err(format!(
+            "`{text}` is below the smallest normal double, {:e}",
+            f64::MIN_POSITIVE
+        ));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_refuse_what_they_cannot_hold_in_words() {
+        assert_eq!(count("12"), Ok(12));
+        assert_eq!(count("0"), Ok(0));
+        assert_eq!(count("-5").unwrap_err(), "must be at least 0, got -5");
+        assert_eq!(
+            count("ten").unwrap_err(),
+            "expected a whole number, got `ten`"
+        );
+        assert!(count("1e3").is_err());
+        assert!(
+            count("18446744073709551616")
+                .unwrap_err()
+                .contains("at most")
+        );
+        assert_eq!(launch_size("1024"), Ok(1024));
+        assert!(
+            launch_size("4294967296")
+                .unwrap_err()
+                .contains("at most 4294967295")
+        );
+        assert_eq!(repeat("3"), Ok(3));
+        assert_eq!(repeat("0").unwrap_err(), "must be at least 1, got 0");
+        assert!(
+            repeat("18446744073709551615")
+                .unwrap_err()
+                .contains("at most 1000000")
+        );
+    }
+
+    #[test]
+    fn tolerances_are_finite_positive_normal_numbers() {
+        assert_eq!(tolerance("1e-5"), Ok(1e-5));
+        assert_eq!(tolerance("-1").unwrap_err(), "must be positive, got -1");
+        assert_eq!(tolerance("0").unwrap_err(), "must be positive, got 0");
+        assert_eq!(tolerance("inf").unwrap_err(), "must be finite, got inf");
+        assert_eq!(tolerance("nan").unwrap_err(), "must be finite, got NaN");
+        assert!(
+            tolerance("1e-400")
+                .unwrap_err()
+                .contains("smallest normal double")
+        );
+        assert!(
+            tolerance("1e-310")
+                .unwrap_err()
+                .contains("smallest normal double")
+        );
+        assert!(tolerance("tiny").unwrap_err().contains("expected a number"));
+        assert_eq!(tolerance("0e5").unwrap_err(), "must be positive, got 0");
+        assert_eq!(
+            tolerance("-1e-400").unwrap_err(),
+            "must be positive, got -0"
+        );
+    }
+}
