@@ -466,3 +466,39 @@ fn negative_numbers_are_values_refused_alike() {
         );
     }
 }
+
+/// Under an address-space limit (`ulimit -v`), memory runs out cleanly: one line naming what
+/// could not be allocated, exit status 1, never the allocator's abort. The limit is set by the
+/// shell for the child alone.
+#[test]
+fn running_out_of_memory_is_a_one_line_error() {
+    let limited = |kib: u32, args: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_cudamin"))
+            .args(args)
+            .output()
+            .expect("run cudamin under sh")
+    };
+    for (args, expected) in [
+        // BFGS beyond its dense limit keeps a pair of 2·10⁷ values per iteration, for the ~37
+        // iterations this takes.
+        (
+            &["solve", "ext-rosenbrock", "--n", "10000000", "--json"][..],
+            "keeps every curvature pair",
+        ),
+        // A and its Cholesky factor: 1.15 GB each.
+        (&["eval", "quadratic", "--n", "12000"][..], "more memory"),
+    ] {
+        let out = limited(1_500_000, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        let last = stderr.trim_end().lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("error: ") && last.contains(expected),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
+    }
+}

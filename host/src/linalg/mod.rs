@@ -12,13 +12,21 @@ use vector::dot;
 /// outweigh the scheduling).
 pub(crate) const PARALLEL_MIN_DIM: usize = 256;
 
-/// The Cholesky factor `L` of the symmetric `h` (`H = L Lᵀ`), by rows, `n×n` with zeros above
-/// the diagonal; fails at the first pivot that is not positive, i.e. iff `h` is not positive
-/// definite. Kept by rows, each entry is a dot product of two contiguous row prefixes; the rows
-/// below a pivot are independent of each other and go in parallel.
+/// [`cholesky_into`] a new buffer.
 pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
     let n = h.nrows();
     let mut l = vec![0.0; n * n];
+    cholesky_into(h, &mut l)?;
+    Ok(l)
+}
+
+/// The Cholesky factor `L` of the symmetric `h` (`H = L Lᵀ`), by rows, `n×n` with zeros above
+/// the diagonal, into `l` (`n²` values); fails at the first pivot that is not positive, i.e. iff
+/// `h` is not positive definite. Kept by rows, each entry is a dot product of two contiguous row
+/// prefixes; the rows below a pivot are independent of each other and go in parallel.
+pub(crate) fn cholesky_into(h: ArrayView2<'_, f64>, l: &mut [f64]) -> Result<(), String> {
+    let n = h.nrows();
+    assert_eq!(l.len(), n * n, "the factor's buffer holds n² values");
     for j in 0..n {
         let (done, below) = l.split_at_mut((j + 1) * n);
         let row_j = &mut done[j * n..];
@@ -39,7 +47,15 @@ pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
             below.par_chunks_mut(n).enumerate().for_each(fill_column_j);
         }
     }
-    Ok(l)
+    Ok(())
+}
+
+/// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process).
+pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).ok()?;
+    values.resize(len, 0.0);
+    Some(values)
 }
 
 #[cfg(test)]

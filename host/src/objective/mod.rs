@@ -58,6 +58,9 @@ pub enum EvalError {
     WrongLength { expected: usize, got: usize },
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// A host allocation the solve needed could not be made.
+    #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
+    OutOfMemory { what: &'static str, bytes: usize },
     /// For user objectives.
     #[error("{0}")]
     Failed(String),
@@ -137,8 +140,14 @@ impl Objective for TermObjective {
     ) -> Result<Option<GradientError>, EvalError> {
         self.check_len(x.len())?;
         self.check_len(g.len())?;
+        if self.gradient == Gradient::Exact {
+            return Ok(None);
+        }
+        let mut reference = crate::linalg::try_zeros(g.len()).ok_or(EvalError::OutOfMemory {
+            what: "the reference gradient that checks a finite-difference one",
+            bytes: g.len().saturating_mul(size_of::<f64>()),
+        })?;
         let evaluator = &mut self.evaluator;
-        let mut reference = vec![0.0; g.len()];
         let checked = self
             .gradient
             .checked_against(|kind| evaluator.gradient(x, kind, &mut reference))?;

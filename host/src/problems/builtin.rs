@@ -3,7 +3,7 @@
 use super::problem::{LoadError, Problem, load, repeating, zeros};
 use super::random::SplitMix64;
 use crate::backend::TermProblem;
-use crate::linalg::cholesky;
+use crate::linalg::cholesky_into;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
 };
@@ -107,7 +107,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
         |backend, n, _| {
             let values = quadratic_data(n)?;
-            let f_star = quadratic_minimum(&values, n);
+            let f_star = quadratic_minimum(&values, n)?;
             load(
                 backend,
                 TermProblem::<Quadratic>::with_data(n, values, n)?,
@@ -182,18 +182,24 @@ pub fn quadratic_data(n: usize) -> Result<Vec<f64>, LoadError> {
 }
 
 /// `−½·bᵀA⁻¹b`, the minimum of `½xᵀAx − bᵀx`, via Cholesky `A = LLᵀ`: `bᵀA⁻¹b = ‖L⁻¹b‖²`.
-/// `None` if `A` is not positive definite (it always is, by construction).
-fn quadratic_minimum(values: &[f64], n: usize) -> Option<f64> {
+/// `None` if `A` is not positive definite (it always is, by construction); `TooLarge` when the
+/// factor, another `n²` values, cannot be allocated.
+fn quadratic_minimum(values: &[f64], n: usize) -> Result<Option<f64>, LoadError> {
     // `A` is symmetric, so its column-major columns read as rows.
-    let a = ArrayView2::from_shape((n, n), &values[..n * n]).ok()?;
-    let l = cholesky(a).ok()?; // by rows
+    let Ok(a) = ArrayView2::from_shape((n, n), &values[..n * n]) else {
+        return Ok(None);
+    };
+    let mut l = zeros(n.checked_mul(n), n, 0)?; // by rows
+    if cholesky_into(a, &mut l).is_err() {
+        return Ok(None);
+    }
     let b = &values[n * n..];
     let mut z = vec![0.0; n]; // z = L⁻¹b by forward substitution
     for i in 0..n {
         let dot: f64 = (0..i).map(|k| l[i * n + k] * z[k]).sum();
         z[i] = (b[i] - dot) / l[i * n + i];
     }
-    Some(-0.5 * z.iter().map(|v| v * v).sum::<f64>())
+    Ok(Some(-0.5 * z.iter().map(|v| v * v).sum::<f64>()))
 }
 
 #[cfg(test)]
@@ -212,6 +218,6 @@ mod tests {
     fn quadratic_minimum_of_a_diagonal_system() {
         // A = diag(2, 4), b = (2, 4): x* = (1, 1), f* = ½·(2 + 4) − 6 = −3.
         let values = [2.0, 0.0, 0.0, 4.0, 2.0, 4.0];
-        assert_eq!(quadratic_minimum(&values, 2), Some(-3.0));
+        assert_eq!(quadratic_minimum(&values, 2).unwrap(), Some(-3.0));
     }
 }

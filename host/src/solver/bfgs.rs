@@ -33,6 +33,7 @@ use super::quasi_newton::{self, InverseHessian};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
+use crate::linalg::try_zeros;
 use crate::linalg::vector::{dot, map_in_place};
 use crate::objective::{EvalError, Objective};
 use ndarray::Array2;
@@ -91,7 +92,11 @@ fn minimize_with(
     let mut workspace = HostWorkspace::new(objective);
     let mut result = quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian)?;
     if options.return_hess_inv {
-        result.hess_inv = Some(hessian.into_dense());
+        let dense = hessian.into_dense().ok_or(SolveError::OutOfMemory {
+            what: "hess_inv, the dense n×n inverse Hessian",
+            bytes: n.saturating_mul(n).saturating_mul(size_of::<f64>()),
+        })?;
+        result.hess_inv = Some(dense);
     }
     Ok(result)
 }
@@ -242,15 +247,21 @@ impl BfgsInverseHessian {
         };
         let price = self.switch.work_ratio * materialization_cost(self.n, implicit.pairs.len());
         if self.implicit_work >= price && dense_fits(self.n) {
+            // The dense form only saves time: where its n² values cannot be allocated, BFGS
+            // goes on implicitly.
             let pairs = &implicit.pairs;
-            let dense = dense_from_pairs(self.n, self.h0.as_ref(), pairs, &mut self.scratch);
-            (self.form, self.h0) = (Form::Dense(dense), None);
+            if let Some(dense) =
+                dense_from_pairs(self.n, self.h0.as_ref(), pairs, &mut self.scratch)
+            {
+                (self.form, self.h0) = (Form::Dense(dense), None);
+            }
         }
     }
 
-    fn into_dense(mut self) -> Array2<f64> {
+    /// The dense `H`, for `hess_inv`; `None` where it cannot be allocated.
+    fn into_dense(mut self) -> Option<Array2<f64>> {
         match self.form {
-            Form::Dense(h) => h,
+            Form::Dense(h) => Some(h),
             Form::Implicit(implicit) => {
                 dense_from_pairs(self.n, self.h0.as_ref(), &implicit.pairs, &mut self.scratch)
             }
@@ -259,18 +270,22 @@ impl BfgsInverseHessian {
 }
 
 /// The dense `H`: `H₀` (`None`: the identity) with the updates of `pairs` applied in order,
-/// `O(k·n²)`. `scratch` has length `n`.
+/// `O(k·n²)`, or `None` where its `n²` values cannot be allocated. `scratch` has length `n`.
 fn dense_from_pairs(
     n: usize,
     h0: Option<&Array2<f64>>,
     pairs: &VecDeque<CurvaturePair<Vec<f64>>>,
     scratch: &mut [f64],
-) -> Array2<f64> {
-    let mut h = h0.cloned().unwrap_or_else(|| Array2::eye(n));
+) -> Option<Array2<f64>> {
+    let mut h = Array2::from_shape_vec((n, n), try_zeros(n.checked_mul(n)?)?).ok()?;
+    match h0 {
+        Some(h0) => h.assign(h0),
+        None => h.diag_mut().fill(1.0),
+    }
     for pair in pairs {
         bfgs_update(&mut h, &pair.s, &pair.y, pair.rho, scratch);
     }
-    h
+    Some(h)
 }
 
 impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
@@ -447,7 +462,7 @@ mod tests {
             y: y.to_vec(),
         })
         .collect();
-        let dense = dense_from_pairs(n, Some(&h0), &pairs, &mut [0.0; 3]);
+        let dense = dense_from_pairs(n, Some(&h0), &pairs, &mut [0.0; 3]).unwrap();
         let mut objective = Rosenbrock(n); // only for the workspace's vector operations
         let mut workspace = HostWorkspace::new(&mut objective);
         for j in 0..n {

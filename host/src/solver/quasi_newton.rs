@@ -103,8 +103,10 @@ pub(super) fn run<W: Workspace>(
         hessian.update(w, s, y)?;
     }
 
-    let x_host = objective.workspace.download(&x)?.into_owned();
-    let mut status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, &x_host));
+    // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.
+    let x_has_nan = objective.workspace.dot(&x, &x)?.is_nan();
+    let mut status =
+        stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, x_has_nan));
     // An approximate gradient is checked at the solution: its small norm proves nothing when
     // its own error is larger than gtol, so that is not reported as success (scipy's status 2,
     // as when the line search cannot progress on a noisy gradient).
@@ -118,8 +120,8 @@ pub(super) fn run<W: Workspace>(
     {
         status = Status::PrecisionLoss;
     }
-    let x = x_host;
-    let jac = objective.workspace.download(&g)?.into_owned();
+    let x = objective.workspace.host_vector(x)?;
+    let jac = objective.workspace.host_vector(g)?;
     Ok(OptimizeResult {
         x,
         fun: f,
@@ -136,10 +138,10 @@ pub(super) fn run<W: Workspace>(
 }
 
 /// scipy's status after a loop that was not cut short: the iteration limit first, then NaNs.
-fn final_status(nit: usize, maxiter: usize, gnorm: f64, f: f64, x: &[f64]) -> Status {
+fn final_status(nit: usize, maxiter: usize, gnorm: f64, f: f64, x_has_nan: bool) -> Status {
     if nit >= maxiter {
         Status::MaxIter
-    } else if gnorm.is_nan() || f.is_nan() || x.iter().any(|v| v.is_nan()) {
+    } else if gnorm.is_nan() || f.is_nan() || x_has_nan {
         Status::NanEncountered
     } else {
         Status::Success

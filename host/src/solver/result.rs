@@ -95,7 +95,22 @@ pub enum SolveError {
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
     NotPositiveDefinite(String),
     #[error("objective evaluation failed: {0}")]
-    Eval(#[from] EvalError),
+    Eval(EvalError),
+    /// The solver's own memory ran out: BFGS past its dense limit keeps one curvature pair
+    /// (`2n` values) per iteration, L-BFGS only `m`.
+    #[error(
+        "out of memory: {what} ({bytes} bytes) could not be allocated; BFGS beyond n = 16384 keeps every curvature pair, L-BFGS (`--method lbfgs`) keeps 10"
+    )]
+    OutOfMemory { what: &'static str, bytes: usize },
+}
+
+impl From<EvalError> for SolveError {
+    fn from(error: EvalError) -> Self {
+        match error {
+            EvalError::OutOfMemory { what, bytes } => SolveError::OutOfMemory { what, bytes },
+            other => SolveError::Eval(other),
+        }
+    }
 }
 
 /// The state the observer sees after each iteration.

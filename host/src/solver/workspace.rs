@@ -29,6 +29,8 @@ pub(super) trait Workspace {
     fn upload(&mut self, x: &[f64]) -> Result<Self::Vector, EvalError>;
     /// `v` in host memory (borrowed where it already is).
     fn download<'v>(&'v self, v: &'v Self::Vector) -> Result<Cow<'v, [f64]>, EvalError>;
+    /// `v` as a host vector, moved where it already is one.
+    fn host_vector(&mut self, v: Self::Vector) -> Result<Vec<f64>, EvalError>;
 
     /// `f(x)`.
     fn value(&mut self, x: &Self::Vector) -> Result<f64, EvalError>;
@@ -86,15 +88,25 @@ impl Workspace for HostWorkspace<'_> {
     type Vector = Vec<f64>;
 
     fn zeros(&mut self) -> Result<Vec<f64>, EvalError> {
-        Ok(vec![0.0; self.objective.dim()])
+        let n = self.objective.dim();
+        crate::linalg::try_zeros(n).ok_or(EvalError::OutOfMemory {
+            what: "an n-vector of the solver",
+            bytes: n.saturating_mul(size_of::<f64>()),
+        })
     }
 
     fn upload(&mut self, x: &[f64]) -> Result<Vec<f64>, EvalError> {
-        Ok(x.to_vec())
+        let mut v = self.zeros()?;
+        v.copy_from_slice(x);
+        Ok(v)
     }
 
     fn download<'v>(&'v self, v: &'v Vec<f64>) -> Result<Cow<'v, [f64]>, EvalError> {
         Ok(Cow::Borrowed(v))
+    }
+
+    fn host_vector(&mut self, v: Vec<f64>) -> Result<Vec<f64>, EvalError> {
+        Ok(v)
     }
 
     fn value(&mut self, x: &Vec<f64>) -> Result<f64, EvalError> {
@@ -207,6 +219,10 @@ mod device {
             let mut host = vector::touched_zeros(self.n);
             self.vectors.download(v, &mut host)?;
             Ok(Cow::Owned(host))
+        }
+
+        fn host_vector(&mut self, v: DeviceVector) -> Result<Vec<f64>, EvalError> {
+            Ok(self.download(&v)?.into_owned())
         }
 
         fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {
