@@ -502,3 +502,101 @@ fn running_out_of_memory_is_a_one_line_error() {
         assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
     }
 }
+
+mod fuzz {
+    use super::cudamin;
+    use proptest::prelude::*;
+
+    /// Values for numeric options: small valid ones (so that runs stay short), zero, negatives,
+    /// non-numbers, non-finite, underflowing and overflowing numbers.
+    const VALUES: &[&str] = &[
+        "-1",
+        "0",
+        "1",
+        "2",
+        "7",
+        "64",
+        "1e-3",
+        "1e-400",
+        "inf",
+        "nan",
+        "x",
+        "18446744073709551616",
+    ];
+    const OPTIONS: &[&str] = &[
+        "--n",
+        "--points",
+        "--gtol",
+        "--maxiter",
+        "--repeat",
+        "--threads",
+        "--blocks",
+    ];
+    const CHOICES: &[(&str, &[&str])] = &[
+        ("--method", &["bfgs", "lbfgs", "newton"]),
+        ("--grad", &["exact", "forward", "central", "none"]),
+        ("--backend", &["auto", "cpu", "cuda", "tpu"]),
+    ];
+
+    fn arguments() -> impl Strategy<Value = Vec<String>> {
+        let command = prop::sample::select(&["solve", "eval", "list", "info", "fit"][..]);
+        let problem = prop::sample::select(
+            &[
+                "seed-expsum",
+                "ext-rosenbrock",
+                "mgh-1",
+                "quadratic",
+                "lsq-expsin",
+                "nope",
+            ][..],
+        );
+        let numeric = (
+            prop::sample::select(OPTIONS),
+            prop::sample::select(VALUES),
+            any::<bool>(),
+        )
+            .prop_map(|(option, value, joined)| {
+                if joined {
+                    vec![format!("{option}={value}")]
+                } else {
+                    vec![option.to_owned(), value.to_owned()]
+                }
+            });
+        let choice = prop::sample::select(CHOICES).prop_flat_map(|(option, values)| {
+            prop::sample::select(values).prop_map(move |v| vec![option.to_owned(), v.to_owned()])
+        });
+        let flag = prop::sample::select(&["--json", "--help", "--bogus"][..])
+            .prop_map(|f| vec![f.to_owned()]);
+        let option = prop_oneof![4 => numeric, 2 => choice, 1 => flag];
+        (command, problem, prop::collection::vec(option, 0..4)).prop_map(
+            |(command, problem, options)| {
+                let mut args = vec![command.to_owned(), problem.to_owned()];
+                args.extend(options.into_iter().flatten());
+                // lsq-expsin's default 10⁵ points would make a debug-build solve slow.
+                if problem == "lsq-expsin" && !args.iter().any(|a| a.starts_with("--points")) {
+                    args.extend(["--points".to_owned(), "200".to_owned()]);
+                }
+                args
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Whatever the arguments: exit status 0, 1 or 2, never a panic, and a failure says
+        /// why on exactly one line of stderr.
+        #[test]
+        fn any_arguments_end_in_a_status_and_at_most_one_error_line(args in arguments()) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = cudamin(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            prop_assert!(matches!(code, Some(0..=2)), "cudamin {:?}: status {:?}: {}", args, code, stderr);
+            prop_assert!(!stderr.contains("panicked"), "cudamin {:?} panicked: {}", args, stderr);
+            if code != Some(0) {
+                prop_assert_eq!(stderr.lines().count(), 1, "cudamin {:?}: {}", args, stderr);
+            }
+        }
+    }
+}

@@ -4,7 +4,8 @@ use super::{ProblemArgs, inf_norm, print_json};
 use crate::{GradArg, MethodArg};
 use cudamin::solver::{Iterate, minimize};
 use cudamin::{Gradient, Method, Options, TermObjective};
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{self, IsTerminal, Write};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,9 @@ pub struct SolveArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Show progress on stderr even when it is not a terminal, or with --json.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 impl SolveArgs {
@@ -74,7 +78,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
     let method = Method::from(args.method);
     let fd = Gradient::from(args.grad);
     let mut objective = TermObjective::new(setup.instance.evaluator, fd);
-    let mut progress = Progress::new();
+    let mut progress = Progress::new(args.progress, args.json);
     let start = Instant::now();
     let result = minimize(
         &mut objective,
@@ -86,6 +90,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
             ControlFlow::Continue(())
         },
     )?;
+    progress.finish();
     let elapsed_s = start.elapsed().as_secs_f64();
 
     let report = SolveReport {
@@ -151,26 +156,73 @@ fn preview(x: &[f64]) -> String {
     }
 }
 
-/// A progress line on stderr, at most once a second.
+/// Progress on stderr, for solves that last: from one second in, the iteration, f, ‖∇f‖, the
+/// evaluations and the elapsed time. On a terminal an indicatif line redrawn in place;
+/// elsewhere (with `--progress`), a plain line at most once a second, which logs can keep.
 struct Progress {
-    last: Option<Instant>,
+    shown: Shown,
+    start: Instant,
+    last_line: Option<Instant>,
+}
+
+enum Shown {
+    Off,
+    Bar(ProgressBar),
+    Lines,
 }
 
 impl Progress {
-    fn new() -> Self {
-        Progress { last: None }
+    /// `asked`: `--progress`; `json`: `--json`, which turns progress off unless asked.
+    fn new(asked: bool, json: bool) -> Self {
+        let terminal = io::stderr().is_terminal();
+        let shown = if terminal && (asked || !json) {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+                bar.set_style(style);
+            }
+            Shown::Bar(bar)
+        } else if asked {
+            Shown::Lines
+        } else {
+            Shown::Off
+        };
+        Progress {
+            shown,
+            start: Instant::now(),
+            last_line: None,
+        }
     }
 
     fn show(&mut self, it: &Iterate<'_>) {
-        if self
-            .last
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        let second = Duration::from_secs(1);
+        if self.start.elapsed() < second {
+            return;
+        }
+        let state = format!(
+            "nit {}  f {:.9e}  ‖∇f‖ {:.3e}  nfev {}  njev {}",
+            it.nit, it.fun, it.grad_norm, it.nfev, it.njev
+        );
+        match &self.shown {
+            Shown::Off => {}
+            Shown::Bar(bar) => {
+                bar.set_message(state);
+                bar.tick();
+            }
+            Shown::Lines => {
+                if self.last_line.is_none_or(|t| t.elapsed() >= second) {
+                    eprintln!("[{:.1} s] {state}", self.start.elapsed().as_secs_f64());
+                    self.last_line = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Leaves the bar's last state on screen, when it showed one.
+    fn finish(&self) {
+        if let Shown::Bar(bar) = &self.shown
+            && self.start.elapsed() >= Duration::from_secs(1)
         {
-            eprintln!(
-                "nit {:>6}  f {:>22.15e}  ‖∇f‖ {:.3e}",
-                it.nit, it.fun, it.grad_norm
-            );
-            self.last = Some(Instant::now());
+            bar.abandon();
         }
     }
 }

@@ -82,6 +82,8 @@ pub(super) fn run<W: Workspace>(
             nit,
             fun: f,
             grad_norm: gnorm,
+            nfev: objective.nfev,
+            njev: objective.njev,
             x: &x_now,
         };
         if observer(&iterate).is_break() {

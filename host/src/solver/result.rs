@@ -120,6 +120,9 @@ pub struct Iterate<'a> {
     pub fun: f64,
     /// `‖∇f‖` in the norm of [`Options::norm`].
     pub grad_norm: f64,
+    /// Value and gradient evaluations so far (as [`OptimizeResult`]'s).
+    pub nfev: usize,
+    pub njev: usize,
     /// Fetches `x` (from the device, when the solver's vectors live there).
     pub(super) x: &'a dyn Fn() -> Result<Cow<'a, [f64]>, EvalError>,
 }
@@ -138,6 +141,8 @@ impl std::fmt::Debug for Iterate<'_> {
             .field("nit", &self.nit)
             .field("fun", &self.fun)
             .field("grad_norm", &self.grad_norm)
+            .field("nfev", &self.nfev)
+            .field("njev", &self.njev)
             .finish_non_exhaustive()
     }
 }
