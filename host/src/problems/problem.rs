@@ -15,12 +15,29 @@ pub enum LoadError {
     NoPoints { problem: &'static str },
     #[error("{problem}: --points must be at least 1")]
     NoData { problem: &'static str },
-    #[error("n = {n}{} needs more memory than this machine can allocate", with_points(*.points))]
-    TooLarge { n: usize, points: usize },
+    #[error(
+        "n = {n}{} needs more memory than this machine can allocate ({})",
+        with_points(*.points),
+        gigabytes(*.bytes)
+    )]
+    TooLarge {
+        n: usize,
+        points: usize,
+        /// What the refused allocation asked for; `None` past `usize::MAX`.
+        bytes: Option<usize>,
+    },
     #[error(transparent)]
     Problem(#[from] ProblemError),
     #[error(transparent)]
     Backend(#[from] BackendError),
+}
+
+/// `TooLarge`'s estimate, in the units a user reads.
+fn gigabytes(bytes: Option<usize>) -> String {
+    match bytes {
+        Some(bytes) => format!("{:.3} GB in one allocation", bytes as f64 / 1e9),
+        None => "over 2⁶⁴ bytes".to_owned(),
+    }
 }
 
 /// `TooLarge`'s mention of the data points, for the problems that have them.
@@ -155,7 +172,7 @@ fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
     if fits {
         Ok(())
     } else {
-        Err(LoadError::TooLarge { n, points })
+        Err(LoadError::TooLarge { n, points, bytes })
     }
 }
 
@@ -168,7 +185,11 @@ pub(super) fn zeros(len: Option<usize>, n: usize, points: usize) -> Result<Vec<f
             values.resize(len, 0.0);
             Ok(values)
         }
-        _ => Err(LoadError::TooLarge { n, points }),
+        _ => Err(LoadError::TooLarge {
+            n,
+            points,
+            bytes: len.and_then(|len| len.checked_mul(size_of::<f64>())),
+        }),
     }
 }
 
