@@ -33,7 +33,7 @@ pub fn backend(choice: BackendChoice) -> Result<(Backend, String), BackendError>
     Backend::select(choice, PTX, LaunchOverride::default())
 }
 
-/// As [`backend`], with launch sizes that override the occupancy-based ones on the GPU.
+/// As [`backend()`], with launch sizes that override the occupancy-based ones on the GPU.
 pub fn backend_with_launch(
     choice: BackendChoice,
     launch: LaunchOverride,

@@ -5,12 +5,12 @@
 //! - **Grid kernels** use only their thread index (no shared memory, no barriers). They are
 //!   safe Rust functions of a [`Thread`] and their arguments, so the CPU executor can run them
 //!   too: it supplies the thread index. Register with [`grid_kernel!`](crate::grid_kernel).
-//! - **Block kernels** use shared memory and [`Block::sync`]. They exist only in the PTX
+//! - **Block kernels** use shared memory and `Block::sync`. They exist only in the PTX
 //!   (mark them `#[cfg(target_arch = "nvptx64")]`); the CPU backend refuses them. Register with
 //!   [`block_kernel!`](crate::block_kernel).
 //!
 //! Arguments ([`Arg`]) are slices of f64 (read-only), output buffers
-//! ([`Out`](crate::device::Out), which any thread may set or add to), `f64` and `u64` scalars.
+//! ([`Out`], which any thread may set or add to), `f64` and `u64` scalars.
 
 #[cfg(feature = "builtin")]
 pub mod examples;
@@ -159,7 +159,7 @@ macro_rules! grid_kernel {
 }
 
 /// Registers a block kernel: as [`grid_kernel!`](crate::grid_kernel), but the function takes a
-/// [`Block`] and exists only in the PTX; `NAME.cpu` is `None`.
+/// `Block` and exists only in the PTX; `NAME.cpu` is `None`.
 #[macro_export]
 macro_rules! block_kernel {
     ($name:ident = $function:ident($($arg:ident: $kind:ident),* $(,)?)) => {

@@ -92,7 +92,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// A problem called `name`: `setup` builds it on a backend (see [`load`]). The rules below
+    /// A problem called `name`: `setup` builds it on a backend (with the module's `load`). The rules below
     /// default to "n >= 1" with n = 1, no data points, and nothing said of x0 or the minimum.
     pub const fn new(name: &'static str, title: &'static str, setup: Setup) -> Self {
         Problem {

@@ -44,7 +44,7 @@ pub struct Options {
     /// entry; its symmetric part is used) and positive definite (checked by a Cholesky
     /// factorization, `O(n³)` once). `None` is the identity. L-BFGS ignores it.
     pub hess_inv0: Option<Array2<f64>>,
-    /// BFGS: materialize [`OptimizeResult::hess_inv`]. Refused when the `n×n` matrix would
+    /// BFGS: materialize [`OptimizeResult::hess_inv`](super::OptimizeResult::hess_inv). Refused when the `n×n` matrix would
     /// exceed 2 GiB (`n > 16384`). L-BFGS ignores it.
     pub return_hess_inv: bool,
     /// L-BFGS: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS ignores it.

@@ -118,7 +118,7 @@ impl From<EvalError> for SolveError {
 pub struct Iterate<'a> {
     pub nit: usize,
     pub fun: f64,
-    /// `‖∇f‖` in the norm of [`Options::norm`].
+    /// `‖∇f‖` in the norm of [`Options::norm`](super::Options::norm).
     pub grad_norm: f64,
     /// Value and gradient evaluations so far (as [`OptimizeResult`]'s).
     pub nfev: usize,
