@@ -202,6 +202,36 @@ mod nvptx {
         unsafe { block_value(value, values) };
     }
 
+    /// The block's `n` partial sums of a dense gradient's first stage, in `partials`, zeroed by
+    /// thread 0 (which alone writes them, after each block-wide sum).
+    ///
+    /// # Safety
+    /// `partials` holds `n · gridDim` f64.
+    #[inline(always)]
+    unsafe fn block_partials(partials: *mut f64, n: usize) -> *mut f64 {
+        let mine = unsafe { partials.add(block_idx() * n) };
+        if thread_idx() == 0 {
+            for i in 0..n {
+                unsafe { mine.add(i).write(0.0) };
+            }
+        }
+        mine
+    }
+
+    /// Adds the block's sum of every thread's `d` to `mine[i]`. Every thread of the block calls
+    /// it (it holds a barrier).
+    ///
+    /// # Safety
+    /// `mine` comes from [`block_partials`] and `i < n`.
+    #[inline(always)]
+    unsafe fn add_block_sum(mine: *mut f64, i: usize, d: f64) {
+        let sum = block_reduce_sum(d);
+        if thread_idx() == 0 {
+            // SAFETY: the block's own partials, written by thread 0 only.
+            unsafe { *mine.add(i) += sum };
+        }
+    }
+
     /// Dense gradient, first stage. The block takes tiles of `blockDim` terms, one term per
     /// thread; each term is prepared once, then for every variable the block sums the terms'
     /// differences and thread 0 adds that to the block's partial, tile after tile in order.
@@ -215,12 +245,7 @@ mod nvptx {
     ) {
         let n = x.len();
         let terms = T::terms(n, data);
-        let mine = unsafe { partials.add(block_idx() * n) };
-        if thread_idx() == 0 {
-            for i in 0..n {
-                unsafe { mine.add(i).write(0.0) };
-            }
-        }
+        let mine = unsafe { block_partials(partials, n) };
         let tiles = terms.div_ceil(block_dim());
         let mut tile = block_idx();
         while tile < tiles {
@@ -231,11 +256,7 @@ mod nvptx {
             }
             for i in 0..n {
                 let d = term.as_ref().map_or(0.0, |t| t.difference::<S>(x, i));
-                let sum = block_reduce_sum(d);
-                if thread_idx() == 0 {
-                    // SAFETY: the block's own partials, written by thread 0 only.
-                    unsafe { *mine.add(i) += sum };
-                }
+                unsafe { add_block_sum(mine, i, d) };
             }
             tile += grid_dim();
         }
@@ -252,12 +273,7 @@ mod nvptx {
     ) {
         let n = x.len();
         let terms = T::terms(n, data);
-        let mine = unsafe { partials.add(block_idx() * n) };
-        if thread_idx() == 0 {
-            for i in 0..n {
-                unsafe { mine.add(i).write(0.0) };
-            }
-        }
+        let mine = unsafe { block_partials(partials, n) };
         let mut storage = [Dual::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
         let window = &mut storage[..n];
         fill_constants(window, x);
@@ -275,11 +291,7 @@ mod nvptx {
                 }
                 for lane in 0..EXACT_LANES.min(n - first) {
                     let d = result.map_or(0.0, |r| r.derivatives[lane]);
-                    let sum = block_reduce_sum(d);
-                    if thread_idx() == 0 {
-                        // SAFETY: the block's own partials, written by thread 0 only.
-                        unsafe { *mine.add(first + lane) += sum };
-                    }
+                    unsafe { add_block_sum(mine, first + lane, d) };
                 }
             }
             tile += grid_dim();

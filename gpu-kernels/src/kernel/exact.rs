@@ -10,6 +10,7 @@
 //! (no atomics, the same bits for any number of threads), dense windows by terms, whose
 //! per-variable contributions the backends reduce.
 
+use super::terms_meeting;
 use crate::dual::Dual;
 use crate::term::{Data, Term, Vars, Window};
 
@@ -127,14 +128,10 @@ fn banded_exact_in<T: Term, const W: usize, const L: usize>(
         g[width..].fill(0.0);
         return if value { owned } else { 0.0 };
     }
-    let terms = T::terms(n, data);
     let end = first + g.len();
     g.fill(0.0);
     let mut owned = 0.0;
-    // The terms [stride·k, stride·k + width) that meet [first, end), in ascending k.
-    let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
-    let k_hi = ((end - 1) / stride).min(terms - 1);
-    for k in k_lo..=k_hi {
+    for k in terms_meeting(first..end, stride, width, T::terms(n, data)) {
         let local = T::prepare(k, n, data);
         let offset = stride * k;
         fill_constants(window, &x[offset..offset + width]);

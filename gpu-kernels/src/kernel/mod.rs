@@ -172,6 +172,20 @@ impl GradientWork {
     }
 }
 
+/// The terms `k < terms` of a banded window, `[stride·k, stride·k + width)`, that meet the
+/// variables `group` (not empty), in ascending `k`.
+#[inline(always)]
+pub(crate) fn terms_meeting(
+    group: core::ops::Range<usize>,
+    stride: usize,
+    width: usize,
+    terms: usize,
+) -> core::ops::RangeInclusive<usize> {
+    let k_lo = (group.start + 1).saturating_sub(width).div_ceil(stride);
+    let k_hi = ((group.end - 1) / stride).min(terms - 1);
+    k_lo..=k_hi
+}
+
 /// The gradient over one group of variables, `[group·stride, group·stride + g.len())`, for a
 /// banded or separable window. `g` is the group's slice of the gradient.
 ///
@@ -211,13 +225,10 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
     }
     // Overlapping windows: gather the differences of every term [stride·k, stride·k + width)
     // that meets [first, end), in ascending k, then divide by the spacing.
-    let terms = T::terms(n, data);
     let end = first + g.len();
     g.fill(0.0);
     let mut owned = 0.0;
-    let k_lo = (first + 1).saturating_sub(width).div_ceil(stride);
-    let k_hi = ((end - 1) / stride).min(terms - 1);
-    for k in k_lo..=k_hi {
+    for k in terms_meeting(first..end, stride, width, T::terms(n, data)) {
         let local = T::prepare(k, n, data);
         let offset = stride * k;
         let win = &x[offset..offset + width];
