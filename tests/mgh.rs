@@ -12,6 +12,7 @@ mod common;
 use common::{gradient_scale, relative_error};
 use cudamin::problems::{self, Instance};
 use cudamin::solver;
+use cudamin::solver::{LeastSquaresResult, LmOptions};
 use cudamin::{
     Backend, FiniteDifference, Gradient, Method, OptimizeResult, Options, TermObjective,
 };
@@ -707,5 +708,80 @@ fn bfgs_solves_more_runs_than_scipy() {
         "at gtol 1e-9, exact gradients solved {} of 25 (status 0 in {}), short of 24",
         tight.exact_solved,
         tight.exact_success
+    );
+}
+
+/// Levenberg–Marquardt, with scipy's `least_squares(method='lm')` defaults, solves at least as
+/// many of the least-squares runs as BFGS does (exact derivatives both), with the Jacobian exact
+/// or by forward differences; the table goes to stderr.
+#[test]
+fn levenberg_marquardt_solves_what_bfgs_solves() {
+    let lm = |run: &Run, jacobian: Gradient| {
+        let Instance {
+            evaluator,
+            x0,
+            f_star,
+            alternative_minima,
+            ..
+        } = instantiate(run);
+        let mut objective = TermObjective::new(evaluator, jacobian);
+        let result = solver::least_squares(&mut objective, &x0, &LmOptions::default(), &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let solved = solved(2.0 * result.cost, f_star.unwrap(), alternative_minima, 0.0);
+        (result, solved)
+    };
+    let mut table = format!(
+        "MGH least-squares runs: Levenberg–Marquardt (ftol = xtol = gtol = 1e-8, max_nfev 100·n)\n\
+         against BFGS (gtol 1e-5), CPU backend.\n{:<12} | {:<44} | {:<44} | BFGS exact\n",
+        "", "LM, exact Jacobian", "LM, forward differences"
+    );
+    let (mut lm_exact, mut lm_forward, mut bfgs, mut runs) = (0, 0, 0, 0);
+    for run in RUNS {
+        if instantiate(run).evaluator.least_squares().is_none() {
+            continue; // mgh-21 and mgh-22 are built as plain terms
+        }
+        runs += 1;
+        let exact = lm(run, Gradient::Exact);
+        let forward = lm(run, FiniteDifference::Forward.into());
+        let quasi_newton = solve_run(run, Gradient::Exact, 1e-5);
+        lm_exact += usize::from(exact.1);
+        lm_forward += usize::from(forward.1);
+        bfgs += usize::from(quasi_newton.1);
+        let lm_cell = |(r, solved): &(LeastSquaresResult, bool)| {
+            format!(
+                " {:>4} {:>5} {:>5} {:>6} {:>13.6e} {:>4} ",
+                r.nit,
+                r.nfev,
+                r.njev,
+                r.status.code(),
+                2.0 * r.cost,
+                yes_no(*solved)
+            )
+        };
+        table += &format!(
+            "{:<8} {:>3} |{}|{}| {:>13.6e} {}\n",
+            run.name,
+            run.n,
+            lm_cell(&exact),
+            lm_cell(&forward),
+            quasi_newton.0.fun,
+            yes_no(quasi_newton.1)
+        );
+    }
+    table += &format!(
+        "solved of {runs}: LM exact {lm_exact}, LM forward {lm_forward}, BFGS exact {bfgs}\n"
+    );
+    writeln!(std::io::stderr(), "{table}").unwrap();
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("mgh-lm-table.txt");
+    std::fs::write(&path, &table).unwrap();
+    assert!(
+        lm_exact >= bfgs,
+        "LM (exact) solved {lm_exact}, BFGS {bfgs}"
+    );
+    assert!(
+        lm_forward >= bfgs,
+        "LM (forward) solved {lm_forward}, BFGS {bfgs}"
     );
 }

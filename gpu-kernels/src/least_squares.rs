@@ -1,8 +1,44 @@
-//! Sums of squares, `F(x) = Σ_i f_i(x)²`, as terms: write the residuals, get a [`Term`] whose
-//! term `i` is `f_i(x)²` over a dense window. The Moré–Garbow–Hillstrom problems are written so.
+//! Sums of squares, `F(x) = Σ_k r_k(x)²`. A *residual term* is a [`Term`] whose `eval` returns
+//! the residual `r_k` instead of a summand; [`SumOfSquares`] turns it into the objective's term
+//! `r_k²`, which BFGS and L-BFGS minimize, while Levenberg–Marquardt reads the residuals
+//! themselves (their Jacobian rows, through [`kernel::normal`](crate::kernel::normal)).
+//!
+//! A data fit's residual term reads one data row, `(y_k − m(x, t_k))·w_k`; the
+//! Moré–Garbow–Hillstrom problems give their residuals by index, as [`Residuals`], which
+//! [`ResidualTerm`] makes a residual term.
 
 use crate::{Data, Num, Real, Term, Vars, Window};
 use core::marker::PhantomData;
+
+/// The objective `Σ_k r_k(x)²` of the residual term `T` (whose `eval` returns `r_k`). Every
+/// property of the term (window, data, preparation) is `T`'s; only the value is squared.
+/// Register it with [`register_residuals!`](crate::register_residuals).
+pub struct SumOfSquares<T>(PhantomData<T>);
+
+impl<T: Term> Term for SumOfSquares<T> {
+    const WINDOW: Window = T::WINDOW;
+    type Local<'a> = T::Local<'a>;
+    const EVAL_IN_LANES: bool = T::EVAL_IN_LANES;
+
+    #[inline(always)]
+    fn terms(n: usize, data: Data<'_>) -> usize {
+        T::terms(n, data)
+    }
+
+    fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
+        T::check(n, data)
+    }
+
+    #[inline(always)]
+    fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> T::Local<'a> {
+        T::prepare(k, n, data)
+    }
+
+    #[inline(always)]
+    fn eval<R: Real>(x: Vars<'_, R>, local: &T::Local<'_>) -> Num<R> {
+        T::eval(x, local).sq()
+    }
+}
 
 /// The residuals `f_i(x)`, `i < count(n)`, of a least-squares objective.
 pub trait Residuals {
@@ -18,11 +54,10 @@ pub trait Residuals {
     fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R>;
 }
 
-/// The term objective `Σ_i f_i(x)²` of residuals `P`. Register it as
-/// `register_term!(LeastSquares<P>, name)`.
-pub struct LeastSquares<P>(PhantomData<P>);
+/// The residual term of residuals `P`: term `i` is `f_i(x)`, over a dense window.
+pub struct ResidualTerm<P>(PhantomData<P>);
 
-impl<P: Residuals> Term for LeastSquares<P> {
+impl<P: Residuals> Term for ResidualTerm<P> {
     const WINDOW: Window = Window::Dense;
     type Local<'a> = usize;
 
@@ -39,9 +74,12 @@ impl<P: Residuals> Term for LeastSquares<P> {
     }
 
     fn eval<R: Real>(x: Vars<'_, R>, &i: &usize) -> Num<R> {
-        P::residual(i, x).sq()
+        P::residual(i, x)
     }
 }
+
+/// `Σ_i f_i(x)²` for residuals `P`. Register it as `register_residuals!(ResidualTerm<P>, name)`.
+pub type LeastSquares<P> = SumOfSquares<ResidualTerm<P>>;
 
 /// `Ok` when `n` is `expected`, for problems of one size.
 pub const fn exactly(n: usize, expected: usize) -> Result<(), &'static str> {

@@ -64,8 +64,8 @@ pub mod terms;
 
 pub use dual::Dual;
 pub use fd::{Central, FdScheme, Forward};
-pub use kernel::Kernels;
+pub use kernel::{Kernels, ResidualKernels};
 pub use lanes::Lanes;
-pub use least_squares::{LeastSquares, Residuals};
+pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
 pub use real::{Num, Real};
 pub use term::{Data, Row, Term, Vars, Window};

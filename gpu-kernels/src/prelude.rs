@@ -17,10 +17,10 @@
 //! register_term!(Bowl, bowl);
 //! ```
 
-pub use crate::least_squares::{LeastSquares, Residuals};
+pub use crate::least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
 pub use crate::raw::{Out, Thread};
 pub use crate::real::{Num, Real};
 pub use crate::term::{Data, Row, Term, Vars, Window};
-pub use crate::{block_kernel, grid_kernel, register_term};
+pub use crate::{block_kernel, grid_kernel, register_residuals, register_term};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::{raw::Block, shared_array};

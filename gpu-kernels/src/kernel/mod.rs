@@ -14,6 +14,7 @@
 //! emits them for a term.
 
 pub mod exact;
+pub mod normal;
 
 use crate::fd::FdScheme;
 use crate::lanes::{LANES, Lanes};
@@ -309,13 +310,72 @@ pub fn dense_gradient_component(divisor: f64, partials: impl Iterator<Item = f64
 macro_rules! register_term {
     ($term:ty, $name:ident) => {
         impl $crate::kernel::Kernels for $term {
-            const NAME: &'static str = stringify!($name);
-            const VALUE: &'static str = concat!(stringify!($name), "_value");
-            const GRADIENT_FORWARD: &'static str = concat!(stringify!($name), "_gradient_forward");
-            const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
-            const GRADIENT_EXACT: &'static str = concat!(stringify!($name), "_gradient_exact");
+            $crate::__kernel_names!($name);
         }
+        $crate::__term_entries!($term, $name);
+    };
+}
 
+/// Registers a residual term `T` (its `eval` returns the residual `r_k`): emits the PTX entry
+/// points of its objective [`SumOfSquares<T>`](crate::SumOfSquares), which then implements
+/// [`Kernels`], and implements [`ResidualKernels`] for `T`. A registration in a user's crate
+/// goes through here, since `SumOfSquares` is not that crate's type.
+///
+/// ```ignore
+/// register_residuals!(ExpDecay, exp_decay);
+/// // PTX: exp_decay_value, exp_decay_gradient_{forward,central,exact}, of Σ r_k²
+/// ```
+#[macro_export]
+macro_rules! register_residuals {
+    ($residual:ty, $name:ident) => {
+        impl $crate::kernel::ResidualKernels for $residual {
+            $crate::__kernel_names!($name);
+        }
+        $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
+    };
+}
+
+/// The residual terms registered with [`register_residuals!`](crate::register_residuals): the
+/// entry points of their sum of squares, under the name given.
+pub trait ResidualKernels: Term {
+    /// As [`Kernels::NAME`].
+    const NAME: &'static str;
+    /// As [`Kernels::VALUE`].
+    const VALUE: &'static str;
+    /// As [`Kernels::GRADIENT_FORWARD`].
+    const GRADIENT_FORWARD: &'static str;
+    /// As [`Kernels::GRADIENT_CENTRAL`].
+    const GRADIENT_CENTRAL: &'static str;
+    /// As [`Kernels::GRADIENT_EXACT`].
+    const GRADIENT_EXACT: &'static str;
+}
+
+impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {
+    const NAME: &'static str = T::NAME;
+    const VALUE: &'static str = T::VALUE;
+    const GRADIENT_FORWARD: &'static str = T::GRADIENT_FORWARD;
+    const GRADIENT_CENTRAL: &'static str = T::GRADIENT_CENTRAL;
+    const GRADIENT_EXACT: &'static str = T::GRADIENT_EXACT;
+}
+
+/// The entry-point names of a term registered as `$name`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_names {
+    ($name:ident) => {
+        const NAME: &'static str = stringify!($name);
+        const VALUE: &'static str = concat!(stringify!($name), "_value");
+        const GRADIENT_FORWARD: &'static str = concat!(stringify!($name), "_gradient_forward");
+        const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
+        const GRADIENT_EXACT: &'static str = concat!(stringify!($name), "_gradient_exact");
+    };
+}
+
+/// The PTX entry points of term `$term`, named after `$name`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __term_entries {
+    ($term:ty, $name:ident) => {
         $crate::__term_entry!(
             concat!(stringify!($name), "_value"),
             $crate::device::entry::value::<$term>

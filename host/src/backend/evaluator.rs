@@ -161,6 +161,30 @@ pub trait Evaluator: Any + Send {
         gradient: Gradient,
         g: &mut [f64],
     ) -> Result<f64, BackendError>;
+
+    /// The residuals' view of a sum of squares, for Levenberg–Marquardt: `None` unless the
+    /// problem was loaded as one (`Backend::load_least_squares`) on a backend with the
+    /// normal-equations pass.
+    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
+        None
+    }
+}
+
+/// A sum of squares `f(x) = Σ_k r_k(x)²` seen through its residuals.
+pub trait LeastSquaresEvaluator {
+    /// The number of residuals `m`.
+    fn residuals(&self) -> usize;
+
+    /// One pass over the residuals: returns `Σ r_k²`, and writes `Jᵀr` into `jtr` (`n`) and
+    /// `JᵀJ` into `jtj` (`n × n`, row-major, symmetric), where row `k` of `J` is `∇r_k`, exact
+    /// or by finite differences as `jacobian` says. `J` is never stored.
+    fn normal_equations(
+        &mut self,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> Result<f64, BackendError>;
 }
 
 /// An argument of a raw kernel launch (see `gpu_kernels::raw`): an input slice (`In`), an

@@ -8,13 +8,14 @@ pub mod evaluator;
 pub mod problem;
 
 pub use evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, RawArg,
+    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
+    LeastSquaresEvaluator, RawArg,
 };
 pub use problem::{ProblemError, TermProblem};
 
-use cpu::CpuEvaluator;
-use gpu_kernels::Kernels;
+use cpu::{CpuEvaluator, CpuLeastSquares};
 use gpu_kernels::raw::RawKernel;
+use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -139,6 +140,20 @@ impl Backend {
                 launcher.clone(),
                 problem,
             )?)),
+        }
+    }
+
+    /// Loads a sum of squares of residual term `T`. Its evaluator also answers
+    /// [`least_squares`](Evaluator::least_squares) on the CPU; on the GPU it has the value and
+    /// gradient kernels only (no normal-equations pass yet), so Levenberg–Marquardt needs the CPU.
+    pub fn load_least_squares<T: ResidualKernels + 'static>(
+        &self,
+        problem: TermProblem<SumOfSquares<T>>,
+    ) -> Result<Box<dyn Evaluator>, BackendError> {
+        match self {
+            Backend::Cpu => Ok(Box::new(CpuLeastSquares::new(problem))),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => self.load(problem),
         }
     }
 }

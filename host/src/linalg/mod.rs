@@ -50,6 +50,24 @@ pub(crate) fn cholesky_into(h: ArrayView2<'_, f64>, l: &mut [f64]) -> Result<(),
     Ok(())
 }
 
+/// Solves `L y = b` in place (`b` becomes `y`), `L` lower triangular by rows, `n × n`.
+pub(crate) fn solve_lower(l: &[f64], b: &mut [f64]) {
+    let n = b.len();
+    for i in 0..n {
+        let row = &l[i * n..i * n + i];
+        b[i] = (b[i] - dot(row, &b[..i])) / l[i * n + i];
+    }
+}
+
+/// Solves `Lᵀ x = y` in place (`y` becomes `x`), `L` lower triangular by rows, `n × n`.
+pub(crate) fn solve_lower_transposed(l: &[f64], y: &mut [f64]) {
+    let n = y.len();
+    for i in (0..n).rev() {
+        let sum: f64 = (i + 1..n).map(|k| l[k * n + i] * y[k]).sum();
+        y[i] = (y[i] - sum) / l[i * n + i];
+    }
+}
+
 /// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process).
 pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
     let mut values = Vec::new();

@@ -6,6 +6,10 @@
 //! exactly or by finite differences ([`Gradient`]). Implement [`Objective`] yourself for a
 //! function with an analytic gradient.
 
+mod least_squares;
+
+pub use least_squares::LeastSquaresObjective;
+
 use crate::backend::{BackendError, Evaluator, Gradient};
 use crate::linalg::vector;
 
@@ -61,6 +65,12 @@ pub enum EvalError {
     /// A host allocation the solve needed could not be made.
     #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
     OutOfMemory { what: &'static str, bytes: usize },
+    /// Levenberg–Marquardt was asked of an objective without residuals: not a sum of squares,
+    /// or one loaded where the normal-equations pass does not run (the GPU, for now).
+    #[error(
+        "Levenberg–Marquardt needs a sum of squares loaded with its residuals, on the CPU backend (the GPU has no normal-equations pass yet)"
+    )]
+    NotLeastSquares,
     /// For user objectives.
     #[error("{0}")]
     Failed(String),

@@ -3,7 +3,7 @@
 use super::problem::{LoadError, Problem, load, repeating, zeros};
 use super::random::SplitMix64;
 use crate::backend::TermProblem;
-use crate::linalg::cholesky_into;
+use crate::linalg::{cholesky_into, solve_lower};
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
 };
@@ -193,12 +193,8 @@ fn quadratic_minimum(values: &[f64], n: usize) -> Result<Option<f64>, LoadError>
     if cholesky_into(a, &mut l).is_err() {
         return Ok(None);
     }
-    let b = &values[n * n..];
-    let mut z = vec![0.0; n]; // z = L⁻¹b by forward substitution
-    for i in 0..n {
-        let dot: f64 = (0..i).map(|k| l[i * n + k] * z[k]).sum();
-        z[i] = (b[i] - dot) / l[i * n + i];
-    }
+    let mut z = values[n * n..].to_vec(); // z = L⁻¹b
+    solve_lower(&l, &mut z);
     Ok(Some(-0.5 * z.iter().map(|v| v * v).sum::<f64>()))
 }
 

@@ -3,7 +3,7 @@
 //! and the documented local minima where a descent method legitimately stops.
 //! Facts: ../shared/reference/problems.md.
 
-use super::problem::{Instance, LoadError, Problem, load, repeating};
+use super::problem::{Instance, LoadError, Problem, load, load_least_squares, repeating};
 use crate::backend::Backend;
 use crate::backend::TermProblem;
 use gpu_kernels::terms::mgh::{
@@ -11,7 +11,7 @@ use gpu_kernels::terms::mgh::{
     Mgh20, Mgh23, Mgh24, Mgh25, Mgh26, Mgh30, Mgh31, Mgh35,
 };
 use gpu_kernels::terms::{ExtPowell, ExtRosenbrock};
-use gpu_kernels::{Kernels, LeastSquares};
+use gpu_kernels::{Kernels, LeastSquares, ResidualKernels, ResidualTerm, Residuals};
 
 /// Sets term `T` up with `n` variables (checked before `x0` is built), the known minimum and the
 /// local minima where a descent method may stop.
@@ -29,15 +29,33 @@ fn instance<T: Kernels + 'static>(
     })
 }
 
+/// [`instance`] for the sum of squares of residuals `P`, loaded with its residuals.
+fn residuals<P: Residuals + 'static>(
+    backend: &Backend,
+    n: usize,
+    x0: impl FnOnce(usize) -> Vec<f64>,
+    f_star: Option<f64>,
+    alternative_minima: &'static [f64],
+) -> Result<Instance, LoadError>
+where
+    ResidualTerm<P>: ResidualKernels,
+{
+    let problem = TermProblem::<LeastSquares<P>>::new(n)?;
+    Ok(Instance {
+        alternative_minima,
+        ..load_least_squares(backend, problem, x0(n), f_star)?
+    })
+}
+
 pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new("mgh-1", "Rosenbrock (MGH 1)", |backend, n, _| {
-            instance::<LeastSquares<Mgh01>>(backend, n, |_| vec![-1.2, 1.0], Some(0.0), &[])
+            residuals::<Mgh01>(backend, n, |_| vec![-1.2, 1.0], Some(0.0), &[])
         })
         .n("n = 2", 2)
         .x0("(-1.2, 1)")
         .f_star("0 at (1, 1)"),
     Problem::new("mgh-2", "Freudenstein and Roth (MGH 2)", |backend, n, _| {
-            instance::<LeastSquares<Mgh02>>(
+            residuals::<Mgh02>(
                 backend,
                 n,
                 |_| vec![0.5, -2.0],
@@ -49,31 +67,31 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(0.5, -2)")
         .f_star("0 at (5, 4); a local minimum 48.9842536792 near (11.4128, -0.8968), where BFGS from x0 ends"),
     Problem::new("mgh-3", "Powell badly scaled (MGH 3)", |backend, n, _| {
-            instance::<LeastSquares<Mgh03>>(backend, n, |_| vec![0.0, 1.0], Some(0.0), &[])
+            residuals::<Mgh03>(backend, n, |_| vec![0.0, 1.0], Some(0.0), &[])
         })
         .n("n = 2", 2)
         .x0("(0, 1)")
         .f_star("0 at ≈ (1.098159e-5, 9.106147)"),
     Problem::new("mgh-4", "Brown badly scaled (MGH 4)", |backend, n, _| {
-            instance::<LeastSquares<Mgh04>>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
+            residuals::<Mgh04>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
         })
         .n("n = 2", 2)
         .x0("(1, 1)")
         .f_star("0 at (1e6, 2e-6)"),
     Problem::new("mgh-5", "Beale (MGH 5)", |backend, n, _| {
-            instance::<LeastSquares<Mgh05>>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
+            residuals::<Mgh05>(backend, n, |_| vec![1.0, 1.0], Some(0.0), &[])
         })
         .n("n = 2", 2)
         .x0("(1, 1)")
         .f_star("0 at (3, 0.5)"),
     Problem::new("mgh-7", "helical valley (MGH 7)", |backend, n, _| {
-            instance::<LeastSquares<Mgh07>>(backend, n, |_| vec![-1.0, 0.0, 0.0], Some(0.0), &[])
+            residuals::<Mgh07>(backend, n, |_| vec![-1.0, 0.0, 0.0], Some(0.0), &[])
         })
         .n("n = 3", 3)
         .x0("(-1, 0, 0)")
         .f_star("0 at (1, 0, 0)"),
     Problem::new("mgh-8", "Bard (MGH 8)", |backend, n, _| {
-            instance::<LeastSquares<Mgh08>>(
+            residuals::<Mgh08>(
                 backend,
                 n,
                 |_| vec![1.0; 3],
@@ -85,7 +103,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(1, 1, 1)")
         .f_star("8.2148773066e-3 at ≈ (0.0824106, 1.1330361, 2.3436952); 17.4286... as x2, x3 -> -inf (asymptotic)"),
     Problem::new("mgh-9", "Gaussian (MGH 9)", |backend, n, _| {
-            instance::<LeastSquares<Mgh09>>(
+            residuals::<Mgh09>(
                 backend,
                 n,
                 |_| vec![0.4, 1.0, 0.0],
@@ -97,13 +115,13 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(0.4, 1, 0)")
         .f_star("1.1279327696e-8 at ≈ (0.3989561, 1.0000191, 0)"),
     Problem::new("mgh-12", "Box three-dimensional (MGH 12)", |backend, n, _| {
-            instance::<LeastSquares<Mgh12>>(backend, n, |_| vec![0.0, 10.0, 20.0], Some(0.0), &[])
+            residuals::<Mgh12>(backend, n, |_| vec![0.0, 10.0, 20.0], Some(0.0), &[])
         })
         .n("n = 3", 3)
         .x0("(0, 10, 20)")
         .f_star("0 at (1, 10, 1), also at (10, 1, -1) and wherever x1 = x2, x3 = 0"),
     Problem::new("mgh-13", "Powell singular (MGH 13)", |backend, n, _| {
-            instance::<LeastSquares<Mgh13>>(
+            residuals::<Mgh13>(
                 backend,
                 n,
                 |_| vec![3.0, -1.0, 0.0, 1.0],
@@ -115,7 +133,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(3, -1, 0, 1)")
         .f_star("0 at the origin (singular Hessian)"),
     Problem::new("mgh-14", "Wood (MGH 14)", |backend, n, _| {
-            instance::<LeastSquares<Mgh14>>(
+            residuals::<Mgh14>(
                 backend,
                 n,
                 |_| vec![-3.0, -1.0, -3.0, -1.0],
@@ -127,7 +145,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(-3, -1, -3, -1)")
         .f_star("0 at (1, 1, 1, 1)"),
     Problem::new("mgh-16", "Brown and Dennis (MGH 16)", |backend, n, _| {
-            instance::<LeastSquares<Mgh16>>(
+            residuals::<Mgh16>(
                 backend,
                 n,
                 |_| vec![25.0, 5.0, -5.0, -1.0],
@@ -139,7 +157,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         .x0("(25, 5, -5, -1)")
         .f_star("85822.201626 at ≈ (-11.594440, 13.203630, -0.403439, 0.236779)"),
     Problem::new("mgh-18", "Biggs EXP6 (MGH 18)", |backend, n, _| {
-            instance::<LeastSquares<Mgh18>>(
+            residuals::<Mgh18>(
                 backend,
                 n,
                 |_| vec![1.0, 2.0, 1.0, 1.0, 1.0, 1.0],
@@ -156,7 +174,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 9 => Some(1.3997601381e-6),
                 _ => None,
             };
-            instance::<LeastSquares<Mgh20>>(backend, n, |n| vec![0.0; n], f_star, &[])
+            residuals::<Mgh20>(backend, n, |n| vec![0.0; n], f_star, &[])
         })
         .n("2 <= n <= 31 (the paper: 6, 9, 12)", 6)
         .x0("0 everywhere")
@@ -181,21 +199,21 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 _ => None,
             };
             let x0 = |n: usize| (1..=n).map(|j| j as f64).collect();
-            instance::<LeastSquares<Mgh23>>(backend, n, x0, f_star, &[])
+            residuals::<Mgh23>(backend, n, x0, f_star, &[])
         })
         .n("n >= 1 (the paper: 4, 10)", 4)
         .x0("(1, 2, ..., n)")
         .f_star("2.2499775009e-5 (n = 4), 7.0876514671e-5 (n = 10)"),
     Problem::new("mgh-24", "penalty function II (MGH 24)", |backend, n, _| {
             let f_star = (n == 4).then_some(9.3762930074e-6);
-            instance::<LeastSquares<Mgh24>>(backend, n, |n| vec![0.5; n], f_star, &[])
+            residuals::<Mgh24>(backend, n, |n| vec![0.5; n], f_star, &[])
         })
         .n("n >= 1 (the paper: 4, 10)", 4)
         .x0("0.5 everywhere")
         .f_star("9.3762930074e-6 (n = 4)"),
     Problem::new("mgh-25", "variably dimensioned (MGH 25)", |backend, n, _| {
             let x0 = |n: usize| (1..=n).map(|j| 1.0 - j as f64 / n as f64).collect();
-            instance::<LeastSquares<Mgh25>>(backend, n, x0, Some(0.0), &[])
+            residuals::<Mgh25>(backend, n, x0, Some(0.0), &[])
         })
         .n("n >= 1", 10)
         .x0("x_j = 1 - j/n")
@@ -203,19 +221,19 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new("mgh-26", "trigonometric (MGH 26)", |backend, n, _| {
             let alternative_minima: &[f64] = if n == 10 { &[2.795056e-5] } else { &[] };
             let x0 = |n: usize| vec![1.0 / n as f64; n];
-            instance::<LeastSquares<Mgh26>>(backend, n, x0, Some(0.0), alternative_minima)
+            residuals::<Mgh26>(backend, n, x0, Some(0.0), alternative_minima)
         })
         .n("n >= 1", 10)
         .x0("1/n everywhere")
         .f_star("0 at the origin (and its shifts by 2π); for n = 10 a local minimum 2.795056e-5, where BFGS from x0 ends"),
     Problem::new("mgh-30", "Broyden tridiagonal (MGH 30)", |backend, n, _| {
-            instance::<LeastSquares<Mgh30>>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
+            residuals::<Mgh30>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
         })
         .n("n >= 1", 10)
         .x0("-1 everywhere")
         .f_star("0 at a root of the system"),
     Problem::new("mgh-31", "Broyden banded (MGH 31)", |backend, n, _| {
-            instance::<LeastSquares<Mgh31>>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
+            residuals::<Mgh31>(backend, n, |n| vec![-1.0; n], Some(0.0), &[])
         })
         .n("n >= 1", 10)
         .x0("-1 everywhere")
@@ -229,7 +247,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 _ => None,
             };
             let x0 = |n: usize| (1..=n).map(|j| j as f64 / (n + 1) as f64).collect();
-            instance::<LeastSquares<Mgh35>>(backend, n, x0, f_star, &[])
+            residuals::<Mgh35>(backend, n, x0, f_star, &[])
         })
         .n("n >= 1", 8)
         .x0("x_j = j/(n + 1)")

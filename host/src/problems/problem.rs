@@ -4,7 +4,7 @@
 use crate::backend::cuda::abi::{Launch, term_launches};
 use crate::backend::{Backend, BackendError, Evaluator};
 use crate::backend::{ProblemError, TermProblem};
-use gpu_kernels::{Kernels, Window};
+use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
 /// Why a named problem could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -200,14 +200,34 @@ pub(super) fn load<T: Kernels + 'static>(
     x0: Vec<f64>,
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
-    Ok(Instance {
-        evaluator: backend.load(problem)?,
+    Ok(loaded::<T>(backend.load(problem)?, x0, f_star))
+}
+
+/// [`load`] for a sum of squares of residual term `T`, loaded with its residuals (for
+/// Levenberg–Marquardt).
+pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
+    backend: &Backend,
+    problem: TermProblem<SumOfSquares<T>>,
+    x0: Vec<f64>,
+    f_star: Option<f64>,
+) -> Result<Instance, LoadError> {
+    let evaluator = backend.load_least_squares(problem)?;
+    Ok(loaded::<SumOfSquares<T>>(evaluator, x0, f_star))
+}
+
+fn loaded<T: Kernels>(
+    evaluator: Box<dyn Evaluator>,
+    x0: Vec<f64>,
+    f_star: Option<f64>,
+) -> Instance {
+    Instance {
+        evaluator,
         x0,
         f_star,
         alternative_minima: &[],
         window: T::WINDOW,
         launches: term_launches::<T>(),
-    })
+    }
 }
 
 /// `pattern` repeated to `n` entries.

@@ -1,6 +1,9 @@
 //! Solvers: BFGS and L-BFGS with scipy's semantics (`scipy.optimize.minimize`).
 //!
-//! Both share one driver (`quasi_newton`): scipy's loop, stopping rules and status codes, with
+//! For sums of squares, [`lm`] is Levenberg–Marquardt with MINPACK's semantics
+//! (`scipy.optimize.least_squares(method='lm')`), on the normal equations of the residuals.
+//!
+//! BFGS and L-BFGS share one driver (`quasi_newton`): scipy's loop, stopping rules and status codes, with
 //! a strong Wolfe line search (`line_search`: Moré–Thuente, then a bracketing/zoom fallback).
 //! They differ in how they apply the inverse-Hessian approximation `H`: [`bfgs`] keeps the full
 //! BFGS matrix (implicitly while that is cheaper, then dense), [`lbfgs`] the last `m` curvature
@@ -15,12 +18,14 @@ pub mod bfgs;
 mod dense;
 pub mod lbfgs;
 mod line_search;
+pub mod lm;
 mod options;
 mod quasi_newton;
 mod result;
 mod two_loop;
 mod workspace;
 
+pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares};
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 

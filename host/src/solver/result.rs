@@ -92,6 +92,12 @@ pub enum SolveError {
         value: String,
         reason: &'static str,
     },
+    #[error(
+        "{residuals} residuals cannot determine {variables} variables: least squares needs at least as many residuals (data points) as variables"
+    )]
+    Underdetermined { residuals: usize, variables: usize },
+    #[error("the residuals are not finite at x0")]
+    NonFiniteResiduals,
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
     NotPositiveDefinite(String),
     #[error("objective evaluation failed: {0}")]

@@ -1,7 +1,7 @@
 //! MGH 3, Powell badly scaled: `n = 2`, `m = 2`.
 //! `f₁ = 10⁴x₁x₂ − 1`, `f₂ = e^{−x₁} + e^{−x₂} − 1.0001`.
 
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh03;
@@ -23,4 +23,4 @@ impl Residuals for Mgh03 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh03>, mgh03);
+crate::register_residuals!(ResidualTerm<Mgh03>, mgh03);

@@ -1,7 +1,7 @@
 //! MGH 4, Brown badly scaled: `n = 2`, `m = 3`.
 //! `f₁ = x₁ − 10⁶`, `f₂ = x₂ − 2·10⁻⁶`, `f₃ = x₁x₂ − 2`.
 
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh04;
@@ -24,4 +24,4 @@ impl Residuals for Mgh04 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh04>, mgh04);
+crate::register_residuals!(ResidualTerm<Mgh04>, mgh04);

@@ -1,7 +1,7 @@
 //! MGH 5, Beale: `n = 2`, `m = 3`.
 //! `f_i = y_i − x₁(1 − x₂^i)`, `y = (1.5, 2.25, 2.625)`.
 
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh05;
@@ -23,4 +23,4 @@ impl Residuals for Mgh05 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh05>, mgh05);
+crate::register_residuals!(ResidualTerm<Mgh05>, mgh05);

@@ -2,7 +2,7 @@
 //! `f_i = y_i − (x₁ + u_i / (v_i x₂ + w_i x₃))` with `u_i = i`, `v_i = 16 − i`,
 //! `w_i = min(u_i, v_i)`.
 
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh08;
@@ -27,4 +27,4 @@ impl Residuals for Mgh08 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh08>, mgh08);
+crate::register_residuals!(ResidualTerm<Mgh08>, mgh08);

@@ -1,7 +1,7 @@
 //! MGH 9, Gaussian: `n = 3`, `m = 15`.
 //! `f_i = x₁·exp(−x₂(t_i − x₃)²/2) − y_i`, `t_i = (8 − i)/2`, `y` symmetric about `i = 8`.
 
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh09;
@@ -27,4 +27,4 @@ impl Residuals for Mgh09 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh09>, mgh09);
+crate::register_residuals!(ResidualTerm<Mgh09>, mgh09);

@@ -3,7 +3,7 @@
 //! `y_i = e^{−t_i} − 5e^{−10t_i} + 3e^{−4t_i}`.
 
 use super::sample_point;
-use crate::least_squares::{LeastSquares, Residuals, exactly};
+use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh18;
@@ -24,4 +24,4 @@ impl Residuals for Mgh18 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh18>, mgh18);
+crate::register_residuals!(ResidualTerm<Mgh18>, mgh18);

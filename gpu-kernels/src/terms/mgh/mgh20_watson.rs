@@ -3,7 +3,7 @@
 //! `f₃₀ = x₁`, `f₃₁ = x₂ − x₁² − 1`.
 
 use super::sample_point;
-use crate::least_squares::{LeastSquares, Residuals};
+use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh20;
@@ -44,4 +44,4 @@ impl Residuals for Mgh20 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh20>, mgh20);
+crate::register_residuals!(ResidualTerm<Mgh20>, mgh20);

@@ -1,7 +1,7 @@
 //! MGH 26, trigonometric: `n ≥ 1`, `m = n`.
 //! `f_i = n − Σ_j cos x_j + i(1 − cos x_i) − sin x_i`.
 
-use crate::least_squares::{LeastSquares, Residuals};
+use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
 pub struct Mgh26;
@@ -22,4 +22,4 @@ impl Residuals for Mgh26 {
     }
 }
 
-crate::register_term!(LeastSquares<Mgh26>, mgh26);
+crate::register_residuals!(ResidualTerm<Mgh26>, mgh26);

@@ -8,17 +8,22 @@ mod raw;
 
 pub use raw::launch_raw;
 
-use crate::backend::evaluator::{BackendError, Evaluator, FiniteDifference, Gradient};
+use crate::backend::evaluator::{
+    BackendError, Evaluator, FiniteDifference, Gradient, LeastSquaresEvaluator,
+};
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
     banded_group_gradient_exact, eval_seeded, exact_supported, fill_constants,
+};
+use gpu_kernels::kernel::normal::{
+    DifferenceRow, ExactRow, JacobianRow, NormalPartial, mirror_upper, normal_partial,
 };
 use gpu_kernels::kernel::{
     CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
     sum_in_order, value_partial,
 };
 use gpu_kernels::lanes::{LANES, Lanes};
-use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, Term};
+use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -282,6 +287,147 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
     ) -> Result<f64, BackendError> {
         self.check(gradient)?;
         Ok(CpuEvaluator::gradient(self, x, gradient, g, true))
+    }
+}
+
+/// A sum of squares of residual term `T` on the CPU: the objective `Σ r_k²` evaluated as any
+/// term's, and the normal equations of its residuals for Levenberg–Marquardt.
+pub struct CpuLeastSquares<T> {
+    sum: CpuEvaluator<SumOfSquares<T>>,
+}
+
+/// The normal equations' chunks each keep `n² + n` partial sums: at most 64 chunks, fewer
+/// for large `n`, so that the partials stay within `2²²` values (32 MiB).
+const NORMAL_PARTIAL_VALUES: usize = 1 << 22;
+
+impl<T: Term> CpuLeastSquares<T> {
+    pub fn new(problem: TermProblem<SumOfSquares<T>>) -> Self {
+        Self {
+            sum: CpuEvaluator::new(problem),
+        }
+    }
+
+    /// Chunks of terms fixed by the problem alone (never the thread count), each summed by
+    /// [`normal_partial`], then added in chunk order: the same bits for any number of threads.
+    fn normal_equations_with(
+        &self,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> f64 {
+        let problem = &self.sum.problem;
+        let (n, data, terms) = (x.len(), problem.data(), problem.terms());
+        let width = T::WINDOW.stride_width(n).1;
+        let chunks = (NORMAL_PARTIAL_VALUES / (n * n + n)).clamp(1, DENSE_CHUNKS);
+        let chunk = terms.div_ceil(chunks);
+        let partials: Vec<(Vec<f64>, Vec<f64>, f64)> = (0..terms.div_ceil(chunk))
+            .into_par_iter()
+            .map(|c| {
+                let terms = c * chunk..((c + 1) * chunk).min(terms);
+                match jacobian {
+                    Gradient::Exact if width <= 4 => {
+                        let mut window = [Dual::<4>::constant(0.0); 4];
+                        let rows = &mut ExactRow {
+                            window: &mut window[..width],
+                        };
+                        chunk_partial::<T, _>(terms, x, data, rows)
+                    }
+                    Gradient::Exact => {
+                        let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
+                        let rows = &mut ExactRow {
+                            window: &mut window,
+                        };
+                        chunk_partial::<T, _>(terms, x, data, rows)
+                    }
+                    Gradient::FiniteDifference(FiniteDifference::Forward) => {
+                        let rows = &mut DifferenceRow::<Forward>(PhantomData);
+                        chunk_partial::<T, _>(terms, x, data, rows)
+                    }
+                    Gradient::FiniteDifference(FiniteDifference::Central) => {
+                        let rows = &mut DifferenceRow::<Central>(PhantomData);
+                        chunk_partial::<T, _>(terms, x, data, rows)
+                    }
+                }
+            })
+            .collect();
+        jtj.fill(0.0);
+        jtr.fill(0.0);
+        for (part_jtj, part_jtr, _) in &partials {
+            for (total, part) in jtj.iter_mut().zip(part_jtj) {
+                *total += part;
+            }
+            for (total, part) in jtr.iter_mut().zip(part_jtr) {
+                *total += part;
+            }
+        }
+        mirror_upper(jtj, n);
+        sum_in_order(partials.iter().map(|p| p.2))
+    }
+}
+
+/// One chunk's normal equations, `(JᵀJ upper triangle, Jᵀr, Σ r²)`, over `terms`, with rows
+/// made by `rows`.
+fn chunk_partial<T: Term, J: JacobianRow>(
+    terms: Range<usize>,
+    x: &[f64],
+    data: Data<'_>,
+    rows: &mut J,
+) -> (Vec<f64>, Vec<f64>, f64) {
+    let n = x.len();
+    let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
+    let mut partial = NormalPartial::new(&mut jtj, &mut jtr);
+    let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
+    normal_partial::<T, J>(terms, x, data, rows, &mut partial, &mut row);
+    let sum_of_squares = partial.sum_of_squares();
+    (jtj, jtr, sum_of_squares)
+}
+
+impl<T: Term + 'static> Evaluator for CpuLeastSquares<T> {
+    fn dim(&self) -> usize {
+        self.sum.dim()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
+        Evaluator::value(&mut self.sum, x)
+    }
+
+    fn gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<(), BackendError> {
+        Evaluator::gradient(&mut self.sum, x, gradient, g)
+    }
+
+    fn value_and_gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        self.sum.value_and_gradient(x, gradient, g)
+    }
+
+    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
+        Some(self)
+    }
+}
+
+impl<T: Term> LeastSquaresEvaluator for CpuLeastSquares<T> {
+    fn residuals(&self) -> usize {
+        self.sum.problem.terms()
+    }
+
+    fn normal_equations(
+        &mut self,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        Ok(self.normal_equations_with(x, jacobian, jtj, jtr))
     }
 }
 
