@@ -38,6 +38,8 @@ const DEFAULT_JOB: [&str; 3] = ["cudamin", "solve", "seed-expsum"];
 enum Command {
     /// Minimize a built-in problem.
     Solve(commands::solve::SolveArgs),
+    /// Fit a model to a data file (CSV, .npy, .npz): Levenberg–Marquardt by default.
+    Fit(commands::fit::FitArgs),
     /// Time one value and one gradient evaluation of a built-in problem.
     Eval(commands::eval::EvalArgs),
     /// List the built-in problems.
@@ -96,16 +98,21 @@ impl From<GradArg> for Gradient {
 /// The solver (`--method`).
 #[derive(Clone, Copy, Debug, Default, ValueEnum)]
 pub enum MethodArg {
+    /// BFGS, scipy's `minimize(method='BFGS')`.
     #[default]
     Bfgs,
+    /// L-BFGS, for large n.
     Lbfgs,
+    /// Levenberg–Marquardt for sums of squares, scipy's `least_squares(method='lm')`.
+    Lm,
 }
 
-impl From<MethodArg> for Method {
-    fn from(arg: MethodArg) -> Self {
-        match arg {
-            MethodArg::Bfgs => Method::Bfgs,
-            MethodArg::Lbfgs => Method::Lbfgs,
+impl MethodArg {
+    pub const fn name(self) -> &'static str {
+        match self {
+            MethodArg::Bfgs => Method::Bfgs.name(),
+            MethodArg::Lbfgs => Method::Lbfgs.name(),
+            MethodArg::Lm => "lm",
         }
     }
 }
@@ -137,6 +144,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Solve(args) => commands::solve::run(&args),
+        Command::Fit(args) => commands::fit::run(&args),
         Command::Eval(args) => commands::eval::run(&args),
         Command::List { json } => commands::list::run(json),
         Command::Info { json } => commands::info::run(json),

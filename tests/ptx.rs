@@ -34,8 +34,8 @@ fn ptxas_or_skip() -> Option<PathBuf> {
     found
 }
 
-/// Every launch the host makes (term problems, raw kernels, the solver's vector kernels), one
-/// per kernel; a kernel launched two ways fails the test.
+/// Every launch the host makes (term problems, fit models, raw kernels, the solver's vector
+/// kernels), one per kernel; a kernel launched two ways fails the test.
 fn host_launches() -> Vec<Launch> {
     // Each problem's launches, from a small CPU instance of it.
     let term_launches = problems::all().flat_map(|problem| {
@@ -44,7 +44,11 @@ fn host_launches() -> Vec<Launch> {
         instance.launches
     });
     let mut launches = BTreeMap::new();
+    let model_launches = problems::fit::MODELS
+        .iter()
+        .flat_map(|model| model.launches());
     for launch in term_launches
+        .chain(model_launches)
         .chain(abi::raw_launches())
         .chain(abi::vector_launches())
     {

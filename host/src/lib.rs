@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 
 pub mod backend;
+pub mod data;
 mod linalg;
 pub mod objective;
 pub mod problems;

@@ -1,9 +1,12 @@
 //! One module per subcommand.
 
 pub mod eval;
+pub mod fit;
 pub mod info;
 pub mod list;
+mod method;
 mod parse;
+mod progress;
 pub mod solve;
 
 use crate::BackendArg;

@@ -62,6 +62,27 @@ pub fn tolerance(text: &str) -> Result<f64, String> {
     Ok(value)
 }
 
+/// Finite numbers separated by commas, as `--p0 1,0.5,-2`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Numbers(pub Vec<f64>);
+
+pub fn numbers(text: &str) -> Result<Numbers, String> {
+    text.split(',')
+        .map(|field| {
+            let value: f64 = field
+                .trim()
+                .parse()
+                .map_err(|_| format!("expected numbers separated by commas, got `{field}`"))?;
+            if value.is_finite() {
+                Ok(value)
+            } else {
+                Err(format!("must be finite, got {value}"))
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(Numbers)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +140,15 @@ mod tests {
             tolerance("-1e-400").unwrap_err(),
             "must be positive, got -0"
         );
+    }
+
+    #[test]
+    fn number_lists_are_finite_and_comma_separated() {
+        assert_eq!(numbers("1, -0.5,2e3"), Ok(Numbers(vec![1.0, -0.5, 2e3])));
+        assert_eq!(
+            numbers("1,,2").unwrap_err(),
+            "expected numbers separated by commas, got ``"
+        );
+        assert_eq!(numbers("1,nan").unwrap_err(), "must be finite, got NaN");
     }
 }

@@ -1,6 +1,8 @@
 //! Measures shared by the integration tests.
 #![allow(dead_code)] // each test crate uses a different subset
 
+pub mod cli;
+
 /// `max(‖v‖∞, 1)`: what gradient errors are measured relative to.
 pub fn gradient_scale(v: &[f64]) -> f64 {
     v.iter().fold(1.0_f64, |m, x| m.max(x.abs()))

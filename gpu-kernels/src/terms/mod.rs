@@ -1,7 +1,9 @@
 //! The built-in term functions, one file each. Each file is what a user writes for a new
-//! objective: a [`Term`](crate::Term) implementation and one `register_term!` line.
+//! objective: a [`Term`](crate::Term) implementation and one `register_term!` line (or, for
+//! residuals, `register_residuals!`).
 
 pub mod ext_powell;
+pub mod fit;
 pub mod lsq_expsin;
 pub mod mgh;
 pub mod quadratic;

@@ -2,6 +2,7 @@
 //! the starting point, generated data, and the known minimum where there is one.
 
 mod builtin;
+pub mod fit;
 mod mgh;
 mod problem;
 pub mod random;

@@ -153,26 +153,46 @@ pub struct LeastSquaresResult {
 }
 
 impl LeastSquaresResult {
-    /// `(JᵀJ)⁻¹` at `x`, `n × n` row-major: the parameters' covariance when the residuals are
-    /// weighted by their standard deviations (`curve_fit`'s `absolute_sigma=True`). `None` when
-    /// `JᵀJ` is singular to working precision (`curve_fit` then reports `inf`).
-    pub fn jtj_inverse(&self) -> Option<Vec<f64>> {
-        let n = self.x.len();
-        let mut l = try_zeros(n * n)?;
-        cholesky_into(ArrayView2::from_shape((n, n), &self.jtj).ok()?, &mut l).ok()?;
-        let mut inverse = vec![0.0; n * n];
-        let mut column = vec![0.0; n];
-        for j in 0..n {
-            column.fill(0.0);
-            column[j] = 1.0;
-            solve_lower(&l, &mut column);
-            solve_lower_transposed(&l, &mut column);
-            for (i, &v) in column.iter().enumerate() {
-                inverse[i * n + j] = v;
-            }
-        }
-        inverse.iter().all(|v| v.is_finite()).then_some(inverse)
+    /// The covariance of the parameters at `x` (see [`covariance`]).
+    pub fn covariance(&self, absolute_sigma: bool) -> Option<Vec<f64>> {
+        covariance(&self.jtj, 2.0 * self.cost, self.residuals, absolute_sigma)
     }
+}
+
+/// The parameters' covariance from the normal equations at a solution, as `curve_fit`'s `pcov`:
+/// `(JᵀJ)⁻¹` (`n × n`, row-major) when the residuals are weighted by their true standard
+/// deviations (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which
+/// takes the residuals' scatter as the measure of their uncertainty. `None` where it cannot be
+/// estimated: `JᵀJ` singular to working precision, or `m = n` without `absolute_sigma`
+/// (`curve_fit` fills `pcov` with `inf` then).
+pub fn covariance(
+    jtj: &[f64],
+    sum_of_squares: f64,
+    residuals: usize,
+    absolute_sigma: bool,
+) -> Option<Vec<f64>> {
+    let n = jtj.len().isqrt();
+    let scale = if absolute_sigma {
+        1.0
+    } else if residuals > n {
+        sum_of_squares / (residuals - n) as f64
+    } else {
+        return None;
+    };
+    let mut l = try_zeros(n * n)?;
+    cholesky_into(ArrayView2::from_shape((n, n), jtj).ok()?, &mut l).ok()?;
+    let mut inverse = try_zeros(n * n)?;
+    let mut column = vec![0.0; n];
+    for j in 0..n {
+        column.fill(0.0);
+        column[j] = 1.0;
+        solve_lower(&l, &mut column);
+        solve_lower_transposed(&l, &mut column);
+        for (i, &v) in column.iter().enumerate() {
+            inverse[i * n + j] = scale * v;
+        }
+    }
+    inverse.iter().all(|v| v.is_finite()).then_some(inverse)
 }
 
 /// MINPACK's lower bound on a positive number.

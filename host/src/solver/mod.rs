@@ -25,7 +25,7 @@ mod result;
 mod two_loop;
 mod workspace;
 
-pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares};
+pub use lm::{LeastSquaresResult, LmOptions, LmStatus, covariance, least_squares};
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 

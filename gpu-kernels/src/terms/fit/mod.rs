@@ -1,0 +1,36 @@
+//! Models to fit to data, `y ≈ m(θ, t)`, as residual terms: term `k` is one data point's
+//! weighted residual `w_k·(y_k − m(θ, t_k))`, where `w_k = 1/σ_k` (1 without uncertainties).
+//! Each is registered with [`register_residuals!`](crate::register_residuals), so its objective
+//! is `χ² = Σ_k w_k²·(y_k − m(θ, t_k))²`, and Levenberg–Marquardt reads its Jacobian rows.
+//!
+//! The data have three columns, in this order: `t`, `y`, `w`.
+
+pub mod exp_decay;
+pub mod expsin;
+pub mod gauss_peaks;
+pub mod poly;
+
+pub use exp_decay::ExpDecay;
+pub use expsin::ExpSin;
+pub use gauss_peaks::GaussPeaks;
+pub use poly::Poly;
+
+use crate::{Data, Num, Real, Row};
+
+/// The data columns every model reads.
+pub const COLUMNS: usize = 3;
+
+/// The residual of a point whose model value is `model`: `w·(y − model)`.
+#[inline(always)]
+pub fn residual<R: Real>(row: &Row<'_>, model: Num<R>) -> Num<R> {
+    (row.get(1) - model) * row.get(2)
+}
+
+/// Checks the data's shape for the fit models.
+pub fn check_columns(data: Data<'_>) -> Result<(), &'static str> {
+    if data.cols() == COLUMNS {
+        Ok(())
+    } else {
+        Err("fit data must have three columns: t, y, and the weights 1/σ")
+    }
+}

@@ -1,0 +1,333 @@
+//! Data files in: CSV with a header, numpy `.npy` and `.npz`, read into the named `f64` columns a
+//! fit asks for. The columns come back whole and checked, ready to be uploaded once.
+//!
+//! - **CSV**: the first line names the columns; fields are trimmed. Columns not asked for are
+//!   not parsed (a text column of labels is fine), but every row must have every field.
+//! - **`.npz`** (`np.savez(path, t=t, y=y)`, compressed or not): one 1-D array per column, named
+//!   as saved.
+//! - **`.npy`** (`np.save(path, a)`): a 2-D array whose columns are named by their index, `"0"`,
+//!   `"1"`, …, or a 1-D array, column `"0"`.
+//!
+//! float64, float32, int64 and int32 arrays are read (as `f64`). Nothing is dropped: a value
+//! that is not a finite number is an error naming the file, the line (CSV, counting the header
+//! as line 1) or the 0-based index (numpy), and the column.
+
+use ndarray::{ArrayD, Axis};
+use ndarray_npy::{NpzReader, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek};
+use std::path::Path;
+
+/// Why a data file could not be read. Every message starts with the file's path.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: unknown file type; cudamin reads .csv (with a header line), .npy and .npz")]
+    UnknownFormat { path: String },
+    #[error("{path}: no column `{name}`; the file has: {available}")]
+    MissingColumn {
+        path: String,
+        name: String,
+        available: String,
+    },
+    #[error("{path}: the file has no data rows")]
+    Empty { path: String },
+    #[error("{path}: line {line} has {fields} fields, the header has {header}")]
+    Ragged {
+        path: String,
+        line: u64,
+        fields: u64,
+        header: u64,
+    },
+    #[error("{path}: line {line}, column `{column}`: `{text}` is not a number")]
+    Malformed {
+        path: String,
+        line: u64,
+        column: String,
+        text: String,
+    },
+    #[error("{path}: {place}, column `{column}`: {value} is not a finite number")]
+    NonFinite {
+        path: String,
+        place: String,
+        column: String,
+        value: f64,
+    },
+    #[error("{path}: column `{column}` has {rows} rows, column `{first}` has {first_rows}")]
+    Lengths {
+        path: String,
+        first: String,
+        first_rows: usize,
+        column: String,
+        rows: usize,
+    },
+    #[error("{path}: {what}")]
+    Format { path: String, what: String },
+}
+
+/// The columns `names` of the file at `path`, in that order, each the same length (at least
+/// one row), every value finite. The format follows the extension.
+pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    let shown = path.display().to_string();
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let columns = match extension.to_ascii_lowercase().as_str() {
+        "csv" => read_csv(path, &shown, names)?,
+        "npy" => read_npy(path, &shown, names)?,
+        "npz" => read_npz(path, &shown, names)?,
+        _ => return Err(DataError::UnknownFormat { path: shown }),
+    };
+    if columns.first().is_none_or(|c| c.is_empty()) {
+        return Err(DataError::Empty { path: shown });
+    }
+    Ok(columns)
+}
+
+fn open(path: &Path, shown: &str) -> Result<File, DataError> {
+    File::open(path).map_err(|source| DataError::Io {
+        path: shown.to_owned(),
+        source,
+    })
+}
+
+/// The position of each of `names` among `available`, or the first that is missing.
+fn find_columns(
+    shown: &str,
+    available: &[String],
+    names: &[&str],
+) -> Result<Vec<usize>, DataError> {
+    names
+        .iter()
+        .map(|&name| {
+            available
+                .iter()
+                .position(|a| a == name)
+                .ok_or_else(|| DataError::MissingColumn {
+                    path: shown.to_owned(),
+                    name: name.to_owned(),
+                    available: available.join(", "),
+                })
+        })
+        .collect()
+}
+
+fn read_csv(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    let format = |what: String| DataError::Format {
+        path: shown.to_owned(),
+        what,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(BufReader::new(open(path, shown)?));
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| format(e.to_string()))?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    if header.iter().all(String::is_empty) {
+        return Err(DataError::Empty {
+            path: shown.to_owned(),
+        });
+    }
+    let indices = find_columns(shown, &header, names)?;
+    let mut columns = vec![Vec::new(); names.len()];
+    let mut record = csv::StringRecord::new();
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                return Err(match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        pos,
+                        expected_len,
+                        len,
+                    } => DataError::Ragged {
+                        path: shown.to_owned(),
+                        line: pos.as_ref().map_or(0, |p| p.line()),
+                        fields: *len,
+                        header: *expected_len,
+                    },
+                    _ => format(e.to_string()),
+                });
+            }
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        for ((column, &index), &name) in columns.iter_mut().zip(&indices).zip(names) {
+            let text = &record[index];
+            let value: f64 = text.parse().map_err(|_| DataError::Malformed {
+                path: shown.to_owned(),
+                line,
+                column: name.to_owned(),
+                text: text.to_owned(),
+            })?;
+            if !value.is_finite() {
+                return Err(DataError::NonFinite {
+                    path: shown.to_owned(),
+                    place: format!("line {line}"),
+                    column: name.to_owned(),
+                    value,
+                });
+            }
+            column.push(value);
+        }
+    }
+    Ok(columns)
+}
+
+/// Where numpy arrays are read from: a `.npy` file, or an array of an `.npz` archive.
+trait NumpySource {
+    fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError>;
+}
+
+struct NpyFile<'a>(&'a Path);
+
+impl NumpySource for NpyFile<'_> {
+    fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
+        let file = File::open(self.0).map_err(|e| ReadNpzError::Npy(ReadNpyError::Io(e)))?;
+        ArrayD::<A>::read_npy(BufReader::new(file)).map_err(ReadNpzError::Npy)
+    }
+}
+
+struct NpzArray<'a, R: Read + Seek> {
+    archive: &'a mut NpzReader<R>,
+    name: &'a str,
+}
+
+impl<R: Read + Seek> NumpySource for NpzArray<'_, R> {
+    fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
+        self.archive.by_name(self.name)
+    }
+}
+
+/// An array as `f64`, from any of the number types cudamin reads (tried in turn while the
+/// dtype is the mismatch).
+fn read_as_f64(source: &mut impl NumpySource) -> Result<ArrayD<f64>, ReadNpzError> {
+    let wrong_dtype =
+        |e: &ReadNpzError| matches!(e, ReadNpzError::Npy(ReadNpyError::WrongDescriptor(_)));
+    let first = source.read::<f64>();
+    match &first {
+        Err(e) if wrong_dtype(e) => {}
+        _ => return first,
+    }
+    let converted = source
+        .read::<f32>()
+        .map(|a| a.mapv(f64::from))
+        .or_else(|e| {
+            if wrong_dtype(&e) {
+                source.read::<i64>().map(|a| a.mapv(|v| v as f64))
+            } else {
+                Err(e)
+            }
+        })
+        .or_else(|e| {
+            if wrong_dtype(&e) {
+                source.read::<i32>().map(|a| a.mapv(f64::from))
+            } else {
+                Err(e)
+            }
+        });
+    match converted {
+        Err(e) if wrong_dtype(&e) => first,
+        other => other,
+    }
+}
+
+/// Checks a column's values, naming the first that is not finite by its index.
+fn finite(shown: &str, name: &str, values: Vec<f64>) -> Result<Vec<f64>, DataError> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(values),
+        Some(index) => Err(DataError::NonFinite {
+            path: shown.to_owned(),
+            place: format!("index {index}"),
+            column: name.to_owned(),
+            value: values[index],
+        }),
+    }
+}
+
+fn read_npy(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    let array = read_as_f64(&mut NpyFile(path)).map_err(|e| numpy_error(shown, "the array", e))?;
+    let array = match array.ndim() {
+        1 => array.insert_axis(Axis(1)),
+        2 => array,
+        d => {
+            return Err(DataError::Format {
+                path: shown.to_owned(),
+                what: format!("a {d}-dimensional array; cudamin reads 1-D or 2-D (rows × columns)"),
+            });
+        }
+    };
+    let available: Vec<String> = (0..array.shape()[1]).map(|c| c.to_string()).collect();
+    let indices = find_columns(shown, &available, names)?;
+    indices
+        .iter()
+        .zip(names)
+        .map(|(&c, name)| {
+            finite(
+                shown,
+                name,
+                array.index_axis(Axis(1), c).iter().copied().collect(),
+            )
+        })
+        .collect()
+}
+
+fn read_npz(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    let mut archive = NpzReader::new(BufReader::new(open(path, shown)?))
+        .map_err(|e| numpy_error(shown, "the archive", e))?;
+    let available = archive
+        .names()
+        .map_err(|e| numpy_error(shown, "the archive", e))?;
+    find_columns(shown, &available, names)?;
+    let mut columns: Vec<Vec<f64>> = Vec::with_capacity(names.len());
+    for &name in names {
+        let what = format!("array `{name}`");
+        let array = read_as_f64(&mut NpzArray {
+            archive: &mut archive,
+            name,
+        })
+        .map_err(|e| numpy_error(shown, &what, e))?;
+        if array.ndim() != 1 {
+            return Err(DataError::Format {
+                path: shown.to_owned(),
+                what: format!(
+                    "{what} has shape {:?}; each column is a 1-D array",
+                    array.shape()
+                ),
+            });
+        }
+        let values = finite(shown, name, array.iter().copied().collect())?;
+        if let Some(first) = columns.first()
+            && first.len() != values.len()
+        {
+            return Err(DataError::Lengths {
+                path: shown.to_owned(),
+                first: names[0].to_owned(),
+                first_rows: first.len(),
+                column: name.to_owned(),
+                rows: values.len(),
+            });
+        }
+        columns.push(values);
+    }
+    Ok(columns)
+}
+
+fn numpy_error(shown: &str, what: &str, e: ReadNpzError) -> DataError {
+    let what = match e {
+        ReadNpzError::Npy(ReadNpyError::WrongDescriptor(descr)) => {
+            format!("{what} has dtype {descr}; cudamin reads float64, float32, int64 and int32")
+        }
+        ReadNpzError::Npy(ReadNpyError::Io(e)) => format!("{what}: {e}"),
+        other => format!("{what} is not readable numpy data: {other}"),
+    };
+    DataError::Format {
+        path: shown.to_owned(),
+        what,
+    }
+}

@@ -1,0 +1,173 @@
+//! The built-in models `cudamin fit` knows by name (the residual terms of
+//! `gpu_kernels::terms::fit`), and how a data set becomes their problem: columns `x`, `y` and
+//! the weights `1/σ`, uploaded once.
+
+use super::problem::{Instance, LoadError, load_least_squares};
+use crate::backend::cuda::abi::{Launch, term_launches};
+use crate::backend::{Backend, TermProblem};
+use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
+use gpu_kernels::{ResidualKernels, SumOfSquares};
+
+/// The points of a fit: `y ≈ m(θ, x)`, with optional standard deviations `σ` of `y`.
+#[derive(Clone, Debug)]
+pub struct FitData {
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    /// One `σ > 0` per point; `None` weighs every point 1.
+    pub sigma: Option<Vec<f64>>,
+}
+
+/// Why a fit's data or parameter count was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    #[error("unknown model `{name}`; the built-in models are: {known}")]
+    UnknownModel { name: String, known: String },
+    #[error("{points} data points cannot determine {params} parameters")]
+    Underdetermined { points: usize, params: usize },
+    #[error("sigma at index {index} is {value}; every sigma must be positive")]
+    Sigma { index: usize, value: f64 },
+    #[error("x has {x} points, y {y} and sigma {sigma}; they must match")]
+    Lengths { x: usize, y: usize, sigma: usize },
+    #[error("p0 has {got} values, the model has {params} parameters")]
+    StartLength { got: usize, params: usize },
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// How a model is set up with `p` parameters on data laid out as the fit terms read it.
+type Setup = fn(&Backend, usize, Vec<f64>, usize) -> Result<Instance, LoadError>;
+
+/// A built-in model.
+pub struct Model {
+    pub name: &'static str,
+    /// `m(θ, x)`, in words.
+    pub formula: &'static str,
+    /// Which parameter counts are allowed, in words.
+    pub params_rule: &'static str,
+    pub default_params: usize,
+    setup: Setup,
+    launches: fn() -> Vec<Launch>,
+}
+
+/// Loads residual term `T`'s sum of squares with `p` parameters, starting from ones as
+/// `curve_fit` does.
+fn setup<T: ResidualKernels + 'static>(
+    backend: &Backend,
+    p: usize,
+    values: Vec<f64>,
+    rows: usize,
+) -> Result<Instance, LoadError> {
+    let problem = TermProblem::<SumOfSquares<T>>::with_data(p, values, rows)?;
+    load_least_squares(backend, problem, vec![1.0; p], None)
+}
+
+/// Every built-in model, in `cudamin fit --help` order.
+pub static MODELS: &[Model] = &[
+    Model {
+        name: "expsin",
+        formula: "θ0·exp(−θ1·x) + Σ_{k=2}^{p−1} θk·sin(k·x)",
+        params_rule: "p >= 2",
+        default_params: 16,
+        setup: setup::<ExpSin>,
+        launches: term_launches::<SumOfSquares<ExpSin>>,
+    },
+    Model {
+        name: "poly",
+        formula: "Σ_{k<p} θk·x^k (degree p − 1)",
+        params_rule: "p >= 1",
+        default_params: 3,
+        setup: setup::<Poly>,
+        launches: term_launches::<SumOfSquares<Poly>>,
+    },
+    Model {
+        name: "exp-decay",
+        formula: "Σ_i a_i·exp(−b_i·x), θ = (a0, b0, a1, b1, ...)",
+        params_rule: "p = 2K for K exponentials",
+        default_params: 2,
+        setup: setup::<ExpDecay>,
+        launches: term_launches::<SumOfSquares<ExpDecay>>,
+    },
+    Model {
+        name: "gauss-peaks",
+        formula: "c + Σ_i a_i·exp(−(x − μ_i)²/(2·s_i²)), θ = (c, a0, μ0, s0, a1, ...)",
+        params_rule: "p = 3K + 1 for K peaks",
+        default_params: 4,
+        setup: setup::<GaussPeaks>,
+        launches: term_launches::<SumOfSquares<GaussPeaks>>,
+    },
+];
+
+/// The model called `name`.
+pub fn find_model(name: &str) -> Result<&'static Model, FitError> {
+    MODELS
+        .iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| FitError::UnknownModel {
+            name: name.to_owned(),
+            known: MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+impl Model {
+    /// Sets the fit up with `params` parameters (default
+    /// [`default_params`](Model::default_params)) on `backend`, from `p0` (default all ones, as
+    /// `curve_fit`).
+    pub fn instantiate(
+        &self,
+        backend: &Backend,
+        params: Option<usize>,
+        data: &FitData,
+        p0: Option<Vec<f64>>,
+    ) -> Result<Instance, FitError> {
+        let p = params.unwrap_or(self.default_params);
+        let points = data.x.len();
+        let sigma_len = data.sigma.as_ref().map_or(points, Vec::len);
+        if data.y.len() != points || sigma_len != points {
+            return Err(FitError::Lengths {
+                x: points,
+                y: data.y.len(),
+                sigma: sigma_len,
+            });
+        }
+        if points < p {
+            return Err(FitError::Underdetermined { points, params: p });
+        }
+        let mut values = Vec::new();
+        values
+            .try_reserve_exact(3 * points)
+            .map_err(|_| LoadError::TooLarge {
+                n: p,
+                points,
+                bytes: points.checked_mul(3 * size_of::<f64>()),
+            })?;
+        values.extend_from_slice(&data.x);
+        values.extend_from_slice(&data.y);
+        match &data.sigma {
+            None => values.resize(3 * points, 1.0),
+            Some(sigma) => {
+                for (index, &value) in sigma.iter().enumerate() {
+                    if !(value > 0.0 && value.is_finite()) {
+                        return Err(FitError::Sigma { index, value });
+                    }
+                    values.push(1.0 / value);
+                }
+            }
+        }
+        let mut instance = (self.setup)(backend, p, values, points)?;
+        if let Some(p0) = p0 {
+            if p0.len() != p {
+                return Err(FitError::StartLength {
+                    got: p0.len(),
+                    params: p,
+                });
+            }
+            instance.x0 = p0;
+        }
+        Ok(instance)
+    }
+
+    /// Every kernel launch the model makes on the GPU, for the PTX signature test.
+    pub fn launches(&self) -> Vec<Launch> {
+        (self.launches)()
+    }
+}

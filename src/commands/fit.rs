@@ -1,0 +1,250 @@
+//! `cudamin fit DATA --model MODEL`: fit a built-in model to the columns of a data file, and
+//! report what `curve_fit` would: the parameters, their standard errors and covariance, the
+//! residual sum of squares and the reduced χ².
+
+use super::method::MethodArgs;
+use super::parse::Numbers;
+use super::print_json;
+use crate::{BackendArg, MethodArg};
+use cudamin::data::read_columns;
+use cudamin::objective::LeastSquaresObjective;
+use cudamin::problems::fit::{FitData, MODELS, find_model};
+use cudamin::solver::covariance;
+use cudamin::{BackendChoice, Gradient, LaunchOverride, TermObjective};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(after_help = models_help())]
+pub struct FitArgs {
+    /// The data: CSV with a header line, numpy .npz (one 1-D array per column), or .npy (a 2-D
+    /// array, columns named 0, 1, ...).
+    pub data: PathBuf,
+    /// The model (listed below).
+    #[arg(long)]
+    pub model: String,
+    /// Number of parameters (default: the model's).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
+    pub params: Option<usize>,
+    /// The column of the independent variable.
+    #[arg(long, default_value = "x")]
+    pub x: String,
+    /// The column of the data to fit.
+    #[arg(long, default_value = "y")]
+    pub y: String,
+    /// A column of y's standard deviations: the residuals are divided by them.
+    #[arg(long)]
+    pub sigma: Option<String>,
+    /// Take sigma as the absolute uncertainty: the covariance is not rescaled by the reduced χ²
+    /// (curve_fit's absolute_sigma=True).
+    #[arg(long, requires = "sigma")]
+    pub absolute_sigma: bool,
+    /// Starting parameters, comma-separated (default: all ones, as curve_fit).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::numbers)]
+    pub p0: Option<Numbers>,
+    /// lm (Levenberg–Marquardt), bfgs or lbfgs.
+    #[arg(long, value_enum, default_value = "lm")]
+    pub method: MethodArg,
+    #[command(flatten)]
+    pub options: MethodArgs,
+    /// Where the terms run. Levenberg–Marquardt runs on the CPU: its normal-equations pass
+    /// has no GPU kernel yet, so `auto` picks the CPU for it.
+    #[arg(long, value_enum, default_value_t)]
+    pub backend: BackendArg,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn models_help() -> String {
+    let mut help = String::from("Models (p = --params):\n");
+    for m in MODELS {
+        help += &format!(
+            "  {:<12} {}; {}, default {}\n",
+            m.name, m.formula, m.params_rule, m.default_params
+        );
+    }
+    help
+}
+
+#[derive(serde::Serialize)]
+struct FitReport<'a> {
+    data: String,
+    model: &'a str,
+    params: usize,
+    points: usize,
+    columns: Columns<'a>,
+    method: &'static str,
+    grad: &'static str,
+    backend: &'static str,
+    backend_reason: &'a str,
+    status: i32,
+    success: bool,
+    message: &'a str,
+    /// The fitted parameters.
+    x: &'a [f64],
+    /// Their standard errors, `√diag(pcov)`; `null` where the covariance cannot be estimated.
+    stderr: Option<Vec<f64>>,
+    /// `curve_fit`'s `pcov`, by rows.
+    pcov: Option<Vec<Vec<f64>>>,
+    absolute_sigma: bool,
+    /// `Σ ((y − m)/σ)²`, the weighted residual sum of squares (χ² with sigma).
+    rss: f64,
+    /// `rss / (points − params)`.
+    reduced_chi2: f64,
+    dof: usize,
+    grad_inf_norm: f64,
+    nit: usize,
+    nfev: usize,
+    njev: usize,
+    elapsed_s: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Columns<'a> {
+    x: &'a str,
+    y: &'a str,
+    sigma: Option<&'a str>,
+}
+
+pub fn run(args: &FitArgs) -> anyhow::Result<()> {
+    let model = find_model(&args.model)?;
+    let mut names = vec![args.x.as_str(), args.y.as_str()];
+    names.extend(args.sigma.as_deref());
+    let mut columns = read_columns(&args.data, &names)?.into_iter();
+    let (Some(x), Some(y)) = (columns.next(), columns.next()) else {
+        unreachable!("read_columns returns the columns asked for");
+    };
+    let data = FitData {
+        x,
+        y,
+        sigma: columns.next(),
+    };
+    let choice = match (args.backend, args.method) {
+        (BackendArg::Auto, MethodArg::Lm) => BackendChoice::Cpu,
+        (backend, _) => backend.into(),
+    };
+    let (backend, mut backend_reason) =
+        cudamin::backend_with_launch(choice, LaunchOverride::default())?;
+    if matches!(
+        (args.backend, args.method),
+        (BackendArg::Auto, MethodArg::Lm)
+    ) {
+        backend_reason = "Levenberg–Marquardt's normal equations run on the CPU".to_owned();
+    }
+    let p0 = args.p0.clone().map(|Numbers(values)| values);
+    let instance = model
+        .instantiate(&backend, args.params, &data, p0)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.data.display()))?;
+    let jacobian = Gradient::from(args.options.grad);
+    let mut objective = TermObjective::new(instance.evaluator, jacobian);
+    let start = Instant::now();
+    let result = args
+        .options
+        .run(args.method, &mut objective, &instance.x0, args.json)?;
+    let elapsed_s = start.elapsed().as_secs_f64();
+
+    let (p, m) = (result.x.len(), data.x.len());
+    // The normal equations at the solution: LM's own, or one more pass after BFGS / L-BFGS
+    // (where the backend has the pass).
+    let jtj = match result.jtj.clone() {
+        Some(jtj) => Some(jtj),
+        None => {
+            let (mut jtj, mut jtr) = (vec![0.0; p * p], vec![0.0; p]);
+            objective
+                .normal_equations(&result.x, &mut jtj, &mut jtr)
+                .ok()
+                .map(|_| jtj)
+        }
+    };
+    let absolute_sigma = args.absolute_sigma;
+    let pcov = jtj.and_then(|jtj| covariance(&jtj, result.fun, m, absolute_sigma));
+    let dof = m - p;
+    let report = FitReport {
+        data: args.data.display().to_string(),
+        model: model.name,
+        params: p,
+        points: m,
+        columns: Columns {
+            x: &args.x,
+            y: &args.y,
+            sigma: args.sigma.as_deref(),
+        },
+        method: args.method.name(),
+        grad: jacobian.name(),
+        backend: backend.name(),
+        backend_reason: &backend_reason,
+        status: result.status,
+        success: result.success,
+        message: &result.message,
+        x: &result.x,
+        stderr: pcov
+            .as_ref()
+            .map(|c| (0..p).map(|i| c[i * p + i].sqrt()).collect()),
+        pcov: pcov
+            .as_ref()
+            .map(|c| c.chunks(p).map(<[f64]>::to_vec).collect()),
+        absolute_sigma,
+        rss: result.fun,
+        reduced_chi2: if dof > 0 {
+            result.fun / dof as f64
+        } else {
+            f64::NAN
+        },
+        dof,
+        grad_inf_norm: result.grad_inf_norm,
+        nit: result.nit,
+        nfev: result.nfev,
+        njev: result.njev,
+        elapsed_s,
+    };
+    if args.json {
+        return print_json(&report);
+    }
+    let r = &report;
+    let mut out = super::stdout();
+    let sigma = r
+        .columns
+        .sigma
+        .map_or(String::new(), |s| format!(", sigma = {s}"));
+    writeln!(
+        out,
+        "data           {} ({} points; x = {}, y = {}{sigma})",
+        r.data, r.points, r.columns.x, r.columns.y
+    )?;
+    writeln!(
+        out,
+        "model          {} ({} parameters): {}",
+        r.model, r.params, model.formula
+    )?;
+    writeln!(out, "backend        {} ({})", r.backend, r.backend_reason)?;
+    writeln!(out, "method         {}, {} derivatives", r.method, r.grad)?;
+    writeln!(out, "status         {}: {}", r.status, r.message)?;
+    writeln!(out, "rss            {:.12e}", r.rss)?;
+    writeln!(out, "reduced chi2   {:.6e} (dof {})", r.reduced_chi2, r.dof)?;
+    writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
+    writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
+    let covariance_kind = if absolute_sigma {
+        "absolute sigma"
+    } else {
+        "scaled by the reduced chi2"
+    };
+    writeln!(
+        out,
+        "parameters     value ± standard error ({covariance_kind})"
+    )?;
+    for (i, value) in r.x.iter().enumerate() {
+        match &r.stderr {
+            Some(e) => writeln!(out, "  θ{i:<3} {value:>22.12e} ± {:.3e}", e[i])?,
+            None => writeln!(out, "  θ{i:<3} {value:>22.12e}")?,
+        }
+    }
+    if r.stderr.is_none() {
+        writeln!(
+            out,
+            "covariance     not estimated: JᵀJ is singular at the solution, or dof = 0"
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! The solver options `solve` and `fit` share, and one run of the chosen method, reported the
+//! same way whichever it was.
+
+use super::progress::Progress;
+use crate::{GradArg, MethodArg};
+use cudamin::solver::{self, LmOptions};
+use cudamin::{GradientError, Method, Options, TermObjective};
+use std::ops::ControlFlow;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct MethodArgs {
+    /// How the gradient (or the Jacobian, for lm) is computed: exact (default), or forward /
+    /// central differences.
+    #[arg(long, value_enum, default_value_t)]
+    pub grad: GradArg,
+    /// bfgs / lbfgs: stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5). lm: stop when every column
+    /// of the Jacobian is within gtol of orthogonal to the residuals (scipy's default 1e-8).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
+    pub gtol: Option<f64>,
+    /// lm: stop when the relative reduction of the sum of squares is at most ftol (1e-8).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
+    pub ftol: Option<f64>,
+    /// lm: stop when the trust region is at most xtol relative to x (1e-8).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
+    pub xtol: Option<f64>,
+    /// bfgs / lbfgs: iteration limit (default 200·n, as scipy).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
+    pub maxiter: Option<usize>,
+    /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
+    pub max_nfev: Option<usize>,
+    /// Show progress on stderr even when it is not a terminal, or with --json.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// What a run ended with, in the vocabulary of the method's scipy counterpart
+/// (`minimize` or `least_squares`).
+pub struct Outcome {
+    pub x: Vec<f64>,
+    /// `f(x)`; for lm, `Σr²`.
+    pub fun: f64,
+    /// `‖∇f(x)‖∞`.
+    pub grad_inf_norm: f64,
+    pub jac_error: Option<GradientError>,
+    pub nit: usize,
+    pub nfev: usize,
+    pub njev: usize,
+    /// scipy's `status`: `minimize`'s codes for bfgs / lbfgs, `least_squares`' for lm.
+    pub status: i32,
+    pub success: bool,
+    pub message: String,
+    /// For lm, `JᵀJ` at `x`.
+    pub jtj: Option<Vec<f64>>,
+}
+
+impl MethodArgs {
+    /// Refuses options that the method does not take, rather than ignoring them.
+    fn check(&self, method: MethodArg) -> anyhow::Result<()> {
+        let lm_only = [
+            ("--ftol", self.ftol.is_some()),
+            ("--xtol", self.xtol.is_some()),
+            ("--max-nfev", self.max_nfev.is_some()),
+        ];
+        let quasi_newton_only = [("--maxiter", self.maxiter.is_some())];
+        let (refused, takes) = match method {
+            MethodArg::Lm => (&quasi_newton_only[..], "bfgs and lbfgs"),
+            MethodArg::Bfgs | MethodArg::Lbfgs => (&lm_only[..], "lm"),
+        };
+        if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+            anyhow::bail!("{flag} applies to --method {takes} only");
+        }
+        Ok(())
+    }
+
+    /// Runs `method` on `objective` from `x0`, with progress as asked.
+    pub fn run(
+        &self,
+        method: MethodArg,
+        objective: &mut TermObjective,
+        x0: &[f64],
+        json: bool,
+    ) -> anyhow::Result<Outcome> {
+        self.check(method)?;
+        let mut progress = Progress::new(self.progress, json);
+        let mut observer = |it: &solver::Iterate<'_>| {
+            progress.show(it);
+            ControlFlow::Continue(())
+        };
+        let outcome = match method {
+            MethodArg::Lm => {
+                let defaults = LmOptions::default();
+                let options = LmOptions {
+                    ftol: self.ftol.unwrap_or(defaults.ftol),
+                    xtol: self.xtol.unwrap_or(defaults.xtol),
+                    gtol: self.gtol.unwrap_or(defaults.gtol),
+                    max_nfev: self.max_nfev,
+                    ..defaults
+                };
+                let r = solver::least_squares(objective, x0, &options, &mut observer)?;
+                Outcome {
+                    fun: 2.0 * r.cost,
+                    grad_inf_norm: 2.0 * r.optimality,
+                    jac_error: None,
+                    nit: r.nit,
+                    nfev: r.nfev,
+                    njev: r.njev,
+                    status: r.status.code(),
+                    success: r.success,
+                    message: r.message,
+                    jtj: Some(r.jtj),
+                    x: r.x,
+                }
+            }
+            MethodArg::Bfgs | MethodArg::Lbfgs => {
+                let defaults = Options::default();
+                let options = Options {
+                    gtol: self.gtol.unwrap_or(defaults.gtol),
+                    maxiter: self.maxiter,
+                    ..defaults
+                };
+                let quasi_newton = match method {
+                    MethodArg::Bfgs => Method::Bfgs,
+                    _ => Method::Lbfgs,
+                };
+                let r = solver::minimize(objective, x0, quasi_newton, &options, &mut observer)?;
+                Outcome {
+                    grad_inf_norm: super::inf_norm(&r.jac),
+                    fun: r.fun,
+                    jac_error: r.jac_error,
+                    nit: r.nit,
+                    nfev: r.nfev,
+                    njev: r.njev,
+                    status: r.status.code(),
+                    success: r.success,
+                    message: r.message,
+                    jtj: None,
+                    x: r.x,
+                }
+            }
+        };
+        progress.finish();
+        Ok(outcome)
+    }
+}
