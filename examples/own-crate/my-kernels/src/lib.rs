@@ -1,9 +1,12 @@
 //! Your objective's terms. `no_std`, because the same source is compiled twice: for the CPU,
 //! as the library `my-app` links, and to PTX, by `my-app`'s build script. Add a term as one more
-//! file like `robust_line.rs` and one more `mod` line here.
+//! file like `robust_line.rs` (a term of a sum) or `michaelis_menten.rs` (a residual of a sum of
+//! squares) and one more `mod` line here.
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod michaelis_menten;
 pub mod robust_line;
 
+pub use michaelis_menten::MichaelisMenten;
 pub use robust_line::RobustLine;
