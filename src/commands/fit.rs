@@ -10,7 +10,7 @@ use cudamin::data::read_columns;
 use cudamin::objective::LeastSquaresObjective;
 use cudamin::problems::fit::{FitData, MODELS, find_model};
 use cudamin::solver::covariance;
-use cudamin::{BackendChoice, Gradient, LaunchOverride, TermObjective};
+use cudamin::{Gradient, LaunchOverride, TermObjective};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -48,8 +48,7 @@ pub struct FitArgs {
     pub method: MethodArg,
     #[command(flatten)]
     pub options: MethodArgs,
-    /// Where the terms run. Levenberg–Marquardt runs on the CPU: its normal-equations pass
-    /// has no GPU kernel yet, so `auto` picks the CPU for it.
+    /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
     /// Print one JSON object instead of the summary.
@@ -121,18 +120,8 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         y,
         sigma: columns.next(),
     };
-    let choice = match (args.backend, args.method) {
-        (BackendArg::Auto, MethodArg::Lm) => BackendChoice::Cpu,
-        (backend, _) => backend.into(),
-    };
-    let (backend, mut backend_reason) =
-        cudamin::backend_with_launch(choice, LaunchOverride::default())?;
-    if matches!(
-        (args.backend, args.method),
-        (BackendArg::Auto, MethodArg::Lm)
-    ) {
-        backend_reason = "Levenberg–Marquardt's normal equations run on the CPU".to_owned();
-    }
+    let (backend, backend_reason) =
+        cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
     let p0 = args.p0.clone().map(|Numbers(values)| values);
     let instance = model
         .instantiate(&backend, args.params, &data, p0)

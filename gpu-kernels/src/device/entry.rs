@@ -7,6 +7,8 @@
 //!   data_rows: u64, out: *mut f64, values: *mut f64)`: the gradient (or its dense partials)
 //!   in `out`, the value's per-block partials in `values`;
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
+//! - [`SUM_BLOCKS`](crate::kernel::SUM_BLOCKS): `(partials: *const f64, len: u64, blocks: u64,
+//!   out: *mut f64)`;
 //! - the dense finishing kernels (forward, central, exact): `(x: *const f64, n: u64,
 //!   partials: *const f64, blocks: u64, g: *mut f64)`;
 //! - the vector kernels of a solver that keeps its vectors on the device
@@ -26,6 +28,7 @@ mod nvptx {
         EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
         fill_constants,
     };
+    use crate::kernel::normal::{DifferenceRow, ExactRow, JacobianRow};
     use crate::kernel::{
         CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
         sum_in_order, value_partial,
@@ -295,6 +298,109 @@ mod nvptx {
                 }
             }
             tile += grid_dim();
+        }
+    }
+
+    /// Normal equations of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`), first
+    /// stage: as [`dense_partials`], one term per thread and tile after tile, each thread makes
+    /// its term's residual `r` and Jacobian row `j` (by `rows`), and the block adds every
+    /// `j_a·j_b` (`a ≤ b`) and `j_a·r` to its `n² + n` partials; `Σ r²` goes to
+    /// `values[block]`. [`sum_blocks`] finishes them.
+    ///
+    /// # Safety
+    /// As [`value`]; `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
+    #[inline(always)]
+    unsafe fn normal_partials<T: Term, J: JacobianRow>(
+        x: *const f64,
+        n: usize,
+        data: *const f64,
+        data_len: usize,
+        data_rows: usize,
+        out: *mut f64,
+        values: *mut f64,
+        rows: &mut J,
+    ) {
+        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let terms = T::terms(n, data);
+        let mine = unsafe { block_partials(out, n * n + n) };
+        let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
+        let row = &mut storage[..n];
+        let mut value = CompensatedSum::default();
+        let tiles = terms.div_ceil(block_dim());
+        let mut tile = block_idx();
+        while tile < tiles {
+            let k = tile * block_dim() + thread_idx();
+            let r = if k < terms {
+                let r = rows.row::<T>(k, x, data, row);
+                value.add(r * r);
+                r
+            } else {
+                row.fill(0.0);
+                0.0
+            };
+            for a in 0..n {
+                for b in a..n {
+                    unsafe { add_block_sum(mine, a * n + b, row[a] * row[b]) };
+                }
+                unsafe { add_block_sum(mine, n * n + a, row[a] * r) };
+            }
+            tile += grid_dim();
+        }
+        unsafe { block_value(value, values) };
+    }
+
+    /// [`normal_partials`] with exact rows, `EXACT_LANES` variables per evaluation on duals.
+    ///
+    /// # Safety
+    /// As [`normal_partials`].
+    #[inline(always)]
+    pub unsafe fn normal_exact<T: Term>(
+        x: *const f64,
+        n: usize,
+        data: *const f64,
+        data_len: usize,
+        data_rows: usize,
+        out: *mut f64,
+        values: *mut f64,
+    ) {
+        let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+        let rows = &mut ExactRow {
+            window: &mut window[..n],
+        };
+        unsafe { normal_partials::<T, _>(x, n, data, data_len, data_rows, out, values, rows) }
+    }
+
+    /// [`normal_partials`] with finite-difference rows of scheme `S`.
+    ///
+    /// # Safety
+    /// As [`normal_partials`].
+    #[inline(always)]
+    pub unsafe fn normal_differences<T: Term, S: FdScheme>(
+        x: *const f64,
+        n: usize,
+        data: *const f64,
+        data_len: usize,
+        data_rows: usize,
+        out: *mut f64,
+        values: *mut f64,
+    ) {
+        let rows = &mut DifferenceRow::<S>(PhantomData);
+        unsafe { normal_partials::<T, _>(x, n, data, data_len, data_rows, out, values, rows) }
+    }
+
+    /// `out[i] = Σ_b partials[b·len + i]`, the blocks added in order as the CPU adds its chunks.
+    #[unsafe(export_name = "cudamin_sum_blocks")]
+    unsafe extern "ptx-kernel" fn sum_blocks(
+        partials: *const f64,
+        len: usize,
+        blocks: usize,
+        out: *mut f64,
+    ) {
+        // SAFETY: the launcher passes `blocks · len` partials and `len` outputs.
+        let partials = unsafe { slice(partials, len * blocks) };
+        for i in grid_stride(len) {
+            let total = dense_gradient_component(1.0, (0..blocks).map(|b| partials[b * len + i]));
+            unsafe { out.add(i).write(total) };
         }
     }
 

@@ -29,6 +29,8 @@ pub const DENSE_FINISH_FORWARD: &str = "cudamin_dense_finish_forward";
 pub const DENSE_FINISH_CENTRAL: &str = "cudamin_dense_finish_central";
 /// Sums a dense exact gradient's per-block partials (nothing to divide).
 pub const DENSE_FINISH_EXACT: &str = "cudamin_dense_finish_exact";
+/// Sums `blocks` per-block partial vectors in block order: the normal equations' second stage.
+pub const SUM_BLOCKS: &str = "cudamin_sum_blocks";
 /// `y ← y + α·x`, for a solver whose vectors stay on the device.
 pub const AXPY: &str = "cudamin_axpy";
 /// `v ← α·v`.
@@ -323,15 +325,31 @@ macro_rules! register_term {
 ///
 /// ```ignore
 /// register_residuals!(ExpDecay, exp_decay);
-/// // PTX: exp_decay_value, exp_decay_gradient_{forward,central,exact}, of Σ r_k²
+/// // PTX: exp_decay_value, exp_decay_gradient_{forward,central,exact}, of Σ r_k²;
+/// //      exp_decay_normal_{forward,central,exact}, the residuals' normal equations
 /// ```
 #[macro_export]
 macro_rules! register_residuals {
     ($residual:ty, $name:ident) => {
         impl $crate::kernel::ResidualKernels for $residual {
             $crate::__kernel_names!($name);
+            const NORMAL_FORWARD: &'static str = concat!(stringify!($name), "_normal_forward");
+            const NORMAL_CENTRAL: &'static str = concat!(stringify!($name), "_normal_central");
+            const NORMAL_EXACT: &'static str = concat!(stringify!($name), "_normal_exact");
         }
         $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_normal_forward"),
+            $crate::device::entry::normal_differences::<$residual, $crate::fd::Forward>
+        );
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_normal_central"),
+            $crate::device::entry::normal_differences::<$residual, $crate::fd::Central>
+        );
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_normal_exact"),
+            $crate::device::entry::normal_exact::<$residual>
+        );
     };
 }
 
@@ -348,6 +366,14 @@ pub trait ResidualKernels: Term {
     const GRADIENT_CENTRAL: &'static str;
     /// As [`Kernels::GRADIENT_EXACT`].
     const GRADIENT_EXACT: &'static str;
+    /// `(x, n, data, data_len, data_rows, out, values)`: the normal equations' first stage
+    /// (see [`normal`]) with forward-difference rows: per block, `JᵀJ` (`n × n`, upper
+    /// triangle) then `Jᵀr` into `out` (`n² + n` values a block), `Σ r²` into `values`.
+    const NORMAL_FORWARD: &'static str;
+    /// As [`NORMAL_FORWARD`](ResidualKernels::NORMAL_FORWARD), central differences.
+    const NORMAL_CENTRAL: &'static str;
+    /// As [`NORMAL_FORWARD`](ResidualKernels::NORMAL_FORWARD), exact rows.
+    const NORMAL_EXACT: &'static str;
 }
 
 impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {

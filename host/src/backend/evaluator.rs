@@ -170,6 +170,79 @@ pub trait Evaluator: Any + Send {
     }
 }
 
+/// A backend's pass over the residuals of the sum of squares that its evaluator `E` evaluates:
+/// what [`WithResiduals`] adds to `E`.
+pub trait NormalPass<E>: Send {
+    /// The number of residuals `m`.
+    fn residuals(&self, sum: &E) -> usize;
+    /// As [`LeastSquaresEvaluator::normal_equations`], through `sum`'s loaded problem.
+    fn normal_equations(
+        &mut self,
+        sum: &mut E,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> Result<f64, BackendError>;
+}
+
+/// A sum of squares loaded on a backend: its evaluator `sum` answers for the objective, `pass`
+/// for the residuals' normal equations. Both backends load least squares as this.
+pub struct WithResiduals<E, P> {
+    /// First, so that it is dropped first: a pass may hold buffers in `sum`'s GPU context.
+    pub pass: P,
+    pub sum: E,
+}
+
+impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P> {
+    fn dim(&self) -> usize {
+        self.sum.dim()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
+        self.sum.value(x)
+    }
+
+    fn gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<(), BackendError> {
+        self.sum.gradient(x, gradient, g)
+    }
+
+    fn value_and_gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        self.sum.value_and_gradient(x, gradient, g)
+    }
+
+    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
+        Some(self)
+    }
+}
+
+impl<E, P: NormalPass<E>> LeastSquaresEvaluator for WithResiduals<E, P> {
+    fn residuals(&self) -> usize {
+        self.pass.residuals(&self.sum)
+    }
+
+    fn normal_equations(
+        &mut self,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        self.pass
+            .normal_equations(&mut self.sum, x, jacobian, jtj, jtr)
+    }
+}
+
 /// A sum of squares `f(x) = Σ_k r_k(x)²` seen through its residuals.
 pub trait LeastSquaresEvaluator {
     /// The number of residuals `m`.

@@ -9,7 +9,7 @@ pub mod problem;
 
 pub use evaluator::{
     BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
-    LeastSquaresEvaluator, RawArg,
+    LeastSquaresEvaluator, NormalPass, RawArg, WithResiduals,
 };
 pub use problem::{ProblemError, TermProblem};
 
@@ -143,9 +143,8 @@ impl Backend {
         }
     }
 
-    /// Loads a sum of squares of residual term `T`. Its evaluator also answers
-    /// [`least_squares`](Evaluator::least_squares) on the CPU; on the GPU it has the value and
-    /// gradient kernels only (no normal-equations pass yet), so Levenberg–Marquardt needs the CPU.
+    /// Loads a sum of squares of residual term `T`, whose evaluator also answers
+    /// [`least_squares`](Evaluator::least_squares) with the residuals' normal equations.
     pub fn load_least_squares<T: ResidualKernels + 'static>(
         &self,
         problem: TermProblem<SumOfSquares<T>>,
@@ -153,7 +152,10 @@ impl Backend {
         match self {
             Backend::Cpu => Ok(Box::new(CpuLeastSquares::new(problem))),
             #[cfg(feature = "cuda")]
-            Backend::Cuda(_) => self.load(problem),
+            Backend::Cuda(launcher) => Ok(Box::new(cuda::load_least_squares(
+                launcher.clone(),
+                problem,
+            )?)),
         }
     }
 }

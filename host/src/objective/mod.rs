@@ -65,10 +65,10 @@ pub enum EvalError {
     /// A host allocation the solve needed could not be made.
     #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
     OutOfMemory { what: &'static str, bytes: usize },
-    /// Levenberg–Marquardt was asked of an objective without residuals: not a sum of squares,
-    /// or one loaded where the normal-equations pass does not run (the GPU, for now).
+    /// Levenberg–Marquardt was asked of an objective without residuals: not a sum of squares
+    /// loaded with them (`Backend::load_least_squares`).
     #[error(
-        "Levenberg–Marquardt needs a sum of squares loaded with its residuals, on the CPU backend (the GPU has no normal-equations pass yet)"
+        "Levenberg–Marquardt needs a sum of squares loaded with its residuals (the mgh-* problems, fit models, terms registered with register_residuals!)"
     )]
     NotLeastSquares,
     /// For user objectives.

@@ -3,7 +3,7 @@
 //! the weights `1/σ`, uploaded once.
 
 use super::problem::{Instance, LoadError, load_least_squares};
-use crate::backend::cuda::abi::{Launch, term_launches};
+use crate::backend::cuda::abi::{Launch, residual_launches};
 use crate::backend::{Backend, TermProblem};
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
@@ -69,7 +69,7 @@ pub static MODELS: &[Model] = &[
         params_rule: "p >= 2",
         default_params: 16,
         setup: setup::<ExpSin>,
-        launches: term_launches::<SumOfSquares<ExpSin>>,
+        launches: residual_launches::<ExpSin>,
     },
     Model {
         name: "poly",
@@ -77,7 +77,7 @@ pub static MODELS: &[Model] = &[
         params_rule: "p >= 1",
         default_params: 3,
         setup: setup::<Poly>,
-        launches: term_launches::<SumOfSquares<Poly>>,
+        launches: residual_launches::<Poly>,
     },
     Model {
         name: "exp-decay",
@@ -85,7 +85,7 @@ pub static MODELS: &[Model] = &[
         params_rule: "p = 2K for K exponentials",
         default_params: 2,
         setup: setup::<ExpDecay>,
-        launches: term_launches::<SumOfSquares<ExpDecay>>,
+        launches: residual_launches::<ExpDecay>,
     },
     Model {
         name: "gauss-peaks",
@@ -93,7 +93,7 @@ pub static MODELS: &[Model] = &[
         params_rule: "p = 3K + 1 for K peaks",
         default_params: 4,
         setup: setup::<GaussPeaks>,
-        launches: term_launches::<SumOfSquares<GaussPeaks>>,
+        launches: residual_launches::<GaussPeaks>,
     },
 ];
 

@@ -1,7 +1,7 @@
 //! What a built-in problem is: a registered term with its rule for `n`, its starting point,
 //! generated data and known minimum, set up on a backend as an [`Instance`].
 
-use crate::backend::cuda::abi::{Launch, term_launches};
+use crate::backend::cuda::abi::{Launch, residual_launches, term_launches};
 use crate::backend::{Backend, BackendError, Evaluator};
 use crate::backend::{ProblemError, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
@@ -200,7 +200,8 @@ pub(super) fn load<T: Kernels + 'static>(
     x0: Vec<f64>,
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
-    Ok(loaded::<T>(backend.load(problem)?, x0, f_star))
+    let launches = term_launches::<T>();
+    Ok(loaded::<T>(backend.load(problem)?, x0, f_star, launches))
 }
 
 /// [`load`] for a sum of squares of residual term `T`, loaded with its residuals (for
@@ -212,13 +213,16 @@ pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
     let evaluator = backend.load_least_squares(problem)?;
-    Ok(loaded::<SumOfSquares<T>>(evaluator, x0, f_star))
+    let launches = residual_launches::<T>();
+    Ok(loaded::<SumOfSquares<T>>(evaluator, x0, f_star, launches))
 }
 
+/// An instance of term `T`, loaded, with every launch its kernels make.
 fn loaded<T: Kernels>(
     evaluator: Box<dyn Evaluator>,
     x0: Vec<f64>,
     f_star: Option<f64>,
+    launches: Vec<Launch>,
 ) -> Instance {
     Instance {
         evaluator,
@@ -226,7 +230,7 @@ fn loaded<T: Kernels>(
         f_star,
         alternative_minima: &[],
         window: T::WINDOW,
-        launches: term_launches::<T>(),
+        launches,
     }
 }
 

@@ -4,7 +4,6 @@
 //! `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn skips into failures.
 
 use cudamin::backend::cuda::abi;
-use cudamin::kernels::SumOfSquares;
 use cudamin_builder::ptxas;
 use my_kernels::{MichaelisMenten, RobustLine};
 use std::path::Path;
@@ -36,7 +35,7 @@ fn the_ptx_holds_my_kernels_and_the_shared_ones_only() {
     };
     let launches: Vec<_> = abi::term_launches::<RobustLine>()
         .into_iter()
-        .chain(abi::term_launches::<SumOfSquares<MichaelisMenten>>())
+        .chain(abi::residual_launches::<MichaelisMenten>())
         .chain(abi::vector_launches())
         .collect();
     if let Err(problems) = abi::check_launches(ptx, &launches) {

@@ -9,7 +9,7 @@ mod raw;
 pub use raw::launch_raw;
 
 use crate::backend::evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LeastSquaresEvaluator,
+    BackendError, Evaluator, FiniteDifference, Gradient, NormalPass, WithResiduals,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
@@ -290,33 +290,42 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
     }
 }
 
-/// A sum of squares of residual term `T` on the CPU: the objective `Σ r_k²` evaluated as any
-/// term's, and the normal equations of its residuals for Levenberg–Marquardt.
-pub struct CpuLeastSquares<T> {
-    sum: CpuEvaluator<SumOfSquares<T>>,
+/// The CPU's normal-equations pass over residual term `T`, for the sum of squares its
+/// [`CpuEvaluator`] holds.
+pub struct CpuResiduals<T>(PhantomData<fn() -> T>);
+
+/// A sum of squares of residual term `T` on the CPU.
+pub type CpuLeastSquares<T> = WithResiduals<CpuEvaluator<SumOfSquares<T>>, CpuResiduals<T>>;
+
+impl<T: Term> CpuLeastSquares<T> {
+    pub fn new(problem: TermProblem<SumOfSquares<T>>) -> Self {
+        WithResiduals {
+            sum: CpuEvaluator::new(problem),
+            pass: CpuResiduals(PhantomData),
+        }
+    }
 }
 
 /// The normal equations' chunks each keep `n² + n` partial sums: at most 64 chunks, fewer
 /// for large `n`, so that the partials stay within `2²²` values (32 MiB).
 const NORMAL_PARTIAL_VALUES: usize = 1 << 22;
 
-impl<T: Term> CpuLeastSquares<T> {
-    pub fn new(problem: TermProblem<SumOfSquares<T>>) -> Self {
-        Self {
-            sum: CpuEvaluator::new(problem),
-        }
+impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
+    fn residuals(&self, sum: &CpuEvaluator<SumOfSquares<T>>) -> usize {
+        sum.problem.terms()
     }
 
     /// Chunks of terms fixed by the problem alone (never the thread count), each summed by
     /// [`normal_partial`], then added in chunk order: the same bits for any number of threads.
-    fn normal_equations_with(
-        &self,
+    fn normal_equations(
+        &mut self,
+        sum: &mut CpuEvaluator<SumOfSquares<T>>,
         x: &[f64],
         jacobian: Gradient,
         jtj: &mut [f64],
         jtr: &mut [f64],
-    ) -> f64 {
-        let problem = &self.sum.problem;
+    ) -> Result<f64, BackendError> {
+        let problem = &sum.problem;
         let (n, data, terms) = (x.len(), problem.data(), problem.terms());
         let width = T::WINDOW.stride_width(n).1;
         let chunks = (NORMAL_PARTIAL_VALUES / (n * n + n)).clamp(1, DENSE_CHUNKS);
@@ -362,7 +371,7 @@ impl<T: Term> CpuLeastSquares<T> {
             }
         }
         mirror_upper(jtj, n);
-        sum_in_order(partials.iter().map(|p| p.2))
+        Ok(sum_in_order(partials.iter().map(|p| p.2)))
     }
 }
 
@@ -381,54 +390,6 @@ fn chunk_partial<T: Term, J: JacobianRow>(
     normal_partial::<T, J>(terms, x, data, rows, &mut partial, &mut row);
     let sum_of_squares = partial.sum_of_squares();
     (jtj, jtr, sum_of_squares)
-}
-
-impl<T: Term + 'static> Evaluator for CpuLeastSquares<T> {
-    fn dim(&self) -> usize {
-        self.sum.dim()
-    }
-
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        Evaluator::value(&mut self.sum, x)
-    }
-
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<(), BackendError> {
-        Evaluator::gradient(&mut self.sum, x, gradient, g)
-    }
-
-    fn value_and_gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        self.sum.value_and_gradient(x, gradient, g)
-    }
-
-    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
-        Some(self)
-    }
-}
-
-impl<T: Term> LeastSquaresEvaluator for CpuLeastSquares<T> {
-    fn residuals(&self) -> usize {
-        self.sum.problem.terms()
-    }
-
-    fn normal_equations(
-        &mut self,
-        x: &[f64],
-        jacobian: Gradient,
-        jtj: &mut [f64],
-        jtr: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        Ok(self.normal_equations_with(x, jacobian, jtj, jtr))
-    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use super::ptx::ParamType;
 use KernelArg::{F64, Ptr};
 use gpu_kernels::kernel::{
     AXPY, DENSE_FINISH_CENTRAL, DENSE_FINISH_EXACT, DENSE_FINISH_FORWARD, DIFFERENCE, DOT_PARTIALS,
-    MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_PARTIALS,
+    MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_BLOCKS, SUM_PARTIALS,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
-use gpu_kernels::{Central, Forward, Kernels};
+use gpu_kernels::{Central, Forward, Kernels, ResidualKernels, SumOfSquares};
 
 /// One kernel argument: a device address, an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,13 +92,15 @@ impl TermBuffers {
     }
 }
 
-/// The gradient kernel of a term for a scheme, and the dense finishing kernel that goes with it.
+/// A scheme's kernels: a term's gradient, the dense finishing kernel that goes with it, and a
+/// residual term's normal equations.
 pub trait SchemeKernels {
     fn gradient_kernel<T: Kernels>() -> &'static str;
     const DENSE_FINISH: &'static str;
+    fn normal_kernel<T: ResidualKernels>() -> &'static str;
 }
 
-/// Exact derivatives (the `_gradient_exact` entries).
+/// Exact derivatives (the `_gradient_exact` and `_normal_exact` entries).
 pub struct Exact;
 
 impl SchemeKernels for Exact {
@@ -106,6 +108,9 @@ impl SchemeKernels for Exact {
         T::GRADIENT_EXACT
     }
     const DENSE_FINISH: &'static str = DENSE_FINISH_EXACT;
+    fn normal_kernel<T: ResidualKernels>() -> &'static str {
+        T::NORMAL_EXACT
+    }
 }
 
 impl SchemeKernels for Forward {
@@ -113,6 +118,9 @@ impl SchemeKernels for Forward {
         T::GRADIENT_FORWARD
     }
     const DENSE_FINISH: &'static str = DENSE_FINISH_FORWARD;
+    fn normal_kernel<T: ResidualKernels>() -> &'static str {
+        T::NORMAL_FORWARD
+    }
 }
 
 impl SchemeKernels for Central {
@@ -120,6 +128,9 @@ impl SchemeKernels for Central {
         T::GRADIENT_CENTRAL
     }
     const DENSE_FINISH: &'static str = DENSE_FINISH_CENTRAL;
+    fn normal_kernel<T: ResidualKernels>() -> &'static str {
+        T::NORMAL_CENTRAL
+    }
 }
 
 /// One launch: a kernel and its arguments, always built together here.
@@ -177,6 +188,30 @@ impl Launch {
                 KernelArg::Ptr(g),
             ],
         }
+    }
+}
+
+/// The normal equations of a residual term (Levenberg–Marquardt).
+impl Launch {
+    /// A residual term's normal-equations kernel: `n² + n` partials per block into `out`, the
+    /// per-block `Σ r²` into `values`.
+    pub fn normal<T: ResidualKernels, S: SchemeKernels>(
+        buffers: TermBuffers,
+        out: u64,
+        values: u64,
+    ) -> Launch {
+        Launch {
+            kernel: S::normal_kernel::<T>(),
+            args: buffers.args(out, values),
+        }
+    }
+
+    /// [`SUM_BLOCKS`]: `out[i] = Σ_b partials[b·len + i]`, in block order.
+    pub fn sum_blocks(partials: u64, len: usize, blocks: usize, out: u64) -> Launch {
+        Launch::of(
+            SUM_BLOCKS,
+            vec![Ptr(partials), count(len), count(blocks), Ptr(out)],
+        )
     }
 }
 
@@ -309,16 +344,19 @@ pub fn raw_launches() -> Vec<Launch> {
         .collect()
 }
 
+/// Term buffers at placeholder addresses, for the signature test's launches.
+const PLACEHOLDER_BUFFERS: TermBuffers = TermBuffers {
+    x: 1,
+    n: 1,
+    data: 2,
+    data_len: 1,
+    data_rows: 1,
+};
+
 /// Every launch a term problem makes, with placeholder addresses. The PTX signature test
 /// checks each against its `.entry`.
 pub fn term_launches<T: Kernels>() -> Vec<Launch> {
-    let b = TermBuffers {
-        x: 1,
-        n: 1,
-        data: 2,
-        data_len: 1,
-        data_rows: 1,
-    };
+    let b = PLACEHOLDER_BUFFERS;
     vec![
         Launch::value::<T>(b, 3),
         Launch::sum_partials(3, 1, 4),
@@ -329,4 +367,18 @@ pub fn term_launches<T: Kernels>() -> Vec<Launch> {
         Launch::dense_finish::<Central>(1, 1, 3, 1, 4),
         Launch::dense_finish::<Exact>(1, 1, 3, 1, 4),
     ]
+}
+
+/// Every launch a residual term's sum of squares makes: its term launches, and the normal
+/// equations' for each scheme with their finishing kernel.
+pub fn residual_launches<T: ResidualKernels>() -> Vec<Launch> {
+    let b = PLACEHOLDER_BUFFERS;
+    let mut launches = term_launches::<SumOfSquares<T>>();
+    launches.extend([
+        Launch::normal::<T, Forward>(b, 3, 5),
+        Launch::normal::<T, Central>(b, 3, 5),
+        Launch::normal::<T, Exact>(b, 3, 5),
+        Launch::sum_blocks(3, 2, 1, 4),
+    ]);
+    launches
 }

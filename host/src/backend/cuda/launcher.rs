@@ -4,7 +4,8 @@
 
 use super::abi::{Exact, KernelArg, Launch, SchemeKernels, TermBuffers};
 use crate::backend::evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, RawArg,
+    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, NormalPass,
+    RawArg, WithResiduals,
 };
 use crate::backend::problem::TermProblem;
 use cust::CudaFlags;
@@ -17,9 +18,10 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use gpu_kernels::kernel::GradientWork;
 use gpu_kernels::kernel::exact::exact_supported;
+use gpu_kernels::kernel::normal::{mirror_upper, normal_supported};
 use gpu_kernels::kernel::{AXPY, DOT_PARTIALS, MAX_ABS_PARTIALS};
 use gpu_kernels::raw::RawKernel;
-use gpu_kernels::{Central, Forward, Kernels};
+use gpu_kernels::{Central, Forward, Kernels, ResidualKernels, SumOfSquares};
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 use std::time::Instant;
@@ -426,6 +428,8 @@ struct GradientPlan {
 /// on; an evaluation sends `x` down and brings `f` or `∇f` back, through page-locked buffers.
 pub struct CudaEvaluator {
     n: usize,
+    /// The problem's device buffers, as the term kernels take them.
+    buffers: TermBuffers,
     value: (Launch, LaunchConfig),
     sum: (Launch, LaunchConfig),
     forward: GradientPlan,
@@ -520,6 +524,7 @@ impl CudaEvaluator {
 
         Ok(Self {
             n,
+            buffers,
             value,
             sum,
             forward,
@@ -714,6 +719,150 @@ impl Evaluator for CudaEvaluator {
         Ok(self.f_host[0])
     }
 }
+
+/// The GPU's normal-equations pass over a residual term's sum of squares, loaded in a
+/// [`CudaEvaluator`]: one `_normal_` kernel (per-block partials), then a block-ordered sum.
+pub struct CudaResiduals {
+    residuals: usize,
+    /// Per scheme (forward, central, exact); or why the pass does not take this problem.
+    normal: Result<[NormalPlan; 3], &'static str>,
+    normal_host: LockedBuffer<f64>,
+    normal_out: DeviceBuffer<f64>,
+    _partials: DeviceBuffer<f64>,
+    _value_partials: DeviceBuffer<f64>,
+    // Last, so that the buffers above are freed while the context is alive.
+    launcher: Arc<CudaLauncher>,
+}
+
+impl Drop for CudaResiduals {
+    fn drop(&mut self) {
+        // As for `CudaEvaluator`: the buffers are freed next, in this context.
+        let _ = self.launcher.make_current();
+    }
+}
+
+/// A sum of squares of a residual term on the GPU.
+pub type CudaLeastSquares = WithResiduals<CudaEvaluator, CudaResiduals>;
+
+/// The launches of one scheme's normal equations.
+struct NormalPlan {
+    /// The first stage: `n² + n` partials and `Σ r²` per block.
+    first: (Launch, LaunchConfig),
+    /// The blocks' partials summed in block order.
+    finish: (Launch, LaunchConfig),
+    /// The blocks' `Σ r²` summed into the evaluator's `f`.
+    value_sum: Launch,
+}
+
+/// Loads the sum of squares of residual term `T` and plans its normal equations (refused,
+/// with the reason, where [`normal_supported`] says so; the value and gradient still run).
+pub fn load_least_squares<T: ResidualKernels>(
+    launcher: Arc<CudaLauncher>,
+    problem: TermProblem<SumOfSquares<T>>,
+) -> Result<CudaLeastSquares, BackendError> {
+    let n = problem.n();
+    let residuals = problem.terms();
+    let supported = normal_supported::<T>(n, true);
+    let sum = CudaEvaluator::new(launcher.clone(), problem)?;
+    let l = &*launcher;
+    l.make_current()?;
+    let len = n * n + n;
+    let configs = [
+        l.config(T::NORMAL_FORWARD, residuals)?,
+        l.config(T::NORMAL_CENTRAL, residuals)?,
+        l.config(T::NORMAL_EXACT, residuals)?,
+    ];
+    let blocks = configs.iter().map(|c| c.blocks).max().unwrap_or(1) as usize;
+    let partials = l.alloc(
+        "normal-equations partial sums",
+        if supported.is_ok() { blocks * len } else { 0 },
+    )?;
+    let value_partials = l.alloc("value partial sums", blocks)?;
+    let normal_out = l.alloc("the normal equations", len)?;
+    let finish_config = l.config(gpu_kernels::kernel::SUM_BLOCKS, len)?;
+    let (out, values, f) = (
+        address(&partials),
+        address(&value_partials),
+        address(&sum.f),
+    );
+    let plan = |first: Launch, config: LaunchConfig| {
+        let blocks = config.blocks as usize;
+        NormalPlan {
+            first: (first, config),
+            finish: (
+                Launch::sum_blocks(out, len, blocks, address(&normal_out)),
+                finish_config,
+            ),
+            value_sum: Launch::sum_partials(values, blocks, f),
+        }
+    };
+    let b = sum.buffers;
+    let normal = supported.map(|()| {
+        [
+            plan(Launch::normal::<T, Forward>(b, out, values), configs[0]),
+            plan(Launch::normal::<T, Central>(b, out, values), configs[1]),
+            plan(Launch::normal::<T, Exact>(b, out, values), configs[2]),
+        ]
+    });
+    let pass = CudaResiduals {
+        residuals,
+        normal,
+        normal_host: locked(len)?,
+        normal_out,
+        _partials: partials,
+        _value_partials: value_partials,
+        launcher,
+    };
+    Ok(WithResiduals { pass, sum })
+}
+
+impl NormalPass<CudaEvaluator> for CudaResiduals {
+    fn residuals(&self, _sum: &CudaEvaluator) -> usize {
+        self.residuals
+    }
+
+    fn normal_equations(
+        &mut self,
+        sum: &mut CudaEvaluator,
+        x: &[f64],
+        jacobian: Gradient,
+        jtj: &mut [f64],
+        jtr: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        let plans = self.normal.as_ref().map_err(|why| BackendError::Kernel {
+            kernel: "normal equations".to_owned(),
+            reason: (*why).to_owned(),
+        })?;
+        let plan = match jacobian {
+            Gradient::FiniteDifference(FiniteDifference::Forward) => &plans[0],
+            Gradient::FiniteDifference(FiniteDifference::Central) => &plans[1],
+            Gradient::Exact => &plans[2],
+        };
+        let n = sum.n;
+        sum.send_x(x)?;
+        let l = &sum.launcher;
+        l.launch(&plan.first.0, plan.first.1)?;
+        l.launch(&plan.finish.0, plan.finish.1)?;
+        l.launch(&plan.value_sum, SINGLE_THREAD)?;
+        // SAFETY: `normal_host` is read only after `read_f`'s synchronize, which follows this
+        // copy on the stream.
+        unsafe {
+            self.normal_out
+                .async_copy_to(&mut self.normal_host, &l.stream)
+        }
+        .map_err(driver("cuMemcpyDtoHAsync"))?;
+        let sum_of_squares = sum.read_f(plan.first.0.kernel)?;
+        let (upper, products) = self.normal_host.as_slice().split_at(n * n);
+        jtj.copy_from_slice(upper);
+        mirror_upper(jtj, n);
+        jtr.copy_from_slice(products);
+        Ok(sum_of_squares)
+    }
+}
+
+// SAFETY: cust leaves its buffers !Send (raw device addresses); the pass owns them and uses
+// them only through `&mut self`, with its evaluator's context made current (`send_x`) first.
+unsafe impl Send for CudaResiduals {}
 
 /// An `n`-vector in device memory, made by [`DeviceVectors`].
 pub struct DeviceVector(DeviceBuffer<f64>);

@@ -11,4 +11,7 @@ pub mod ptx;
 #[allow(unsafe_code)]
 mod launcher;
 #[cfg(feature = "cuda")]
-pub use launcher::{CudaEvaluator, CudaLauncher, DeviceVector, DeviceVectors};
+pub use launcher::{
+    CudaEvaluator, CudaLauncher, CudaLeastSquares, CudaResiduals, DeviceVector, DeviceVectors,
+    load_least_squares,
+};
