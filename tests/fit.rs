@@ -346,3 +346,80 @@ fn npz_and_npy_read_as_the_csv_does() {
         vec![vec![0.0, 1.0, 2.0, 3.0, 4.0]]
     );
 }
+
+/// The text of every `<text>` element, and how many elements of each kind the SVG at `path` has.
+fn svg_contents(path: &Path) -> (Vec<String>, usize, usize) {
+    let svg = std::fs::read_to_string(path).unwrap();
+    let document = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not XML: {e}"));
+    assert_eq!(document.root_element().tag_name().name(), "svg");
+    let named = |name: &'static str| {
+        document
+            .descendants()
+            .filter(move |n| n.tag_name().name() == name)
+    };
+    let texts = named("text")
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_owned())
+        .collect();
+    // A drawn line: a polyline of more than two points (legend samples have two).
+    let lines = named("polyline")
+        .filter(|n| {
+            n.attribute("points")
+                .is_some_and(|p| p.split_whitespace().count() > 2)
+        })
+        .count();
+    (texts, lines, named("circle").count())
+}
+
+/// `--plot` writes an SVG that parses, with both convergence curves and their legend, and for a
+/// fit the data, model and residual panels.
+#[test]
+fn plots_are_svgs_with_the_curves_they_name() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let solve_svg = dir.join("solve.svg");
+    json(&[
+        "solve",
+        "rosenbrock",
+        "--n",
+        "10",
+        "--json",
+        "--plot",
+        solve_svg.to_str().unwrap(),
+    ]);
+    let (texts, lines, _) = svg_contents(&solve_svg);
+    for label in ["f − f_final", "‖∇f‖∞", "iteration"] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no `{label}` in {texts:?}"
+        );
+    }
+    assert!(lines >= 2, "{lines} curves");
+
+    let fit_svg = dir.join("fit.svg");
+    json(&[
+        "fit",
+        EXPSIN_CSV,
+        "--model",
+        "expsin",
+        "--params",
+        "5",
+        "--json",
+        "--plot",
+        fit_svg.to_str().unwrap(),
+    ]);
+    let (texts, lines, circles) = svg_contents(&fit_svg);
+    for label in ["data and model", "residuals y − model", "model", "data"] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no `{label}` in {texts:?}"
+        );
+    }
+    assert!(
+        lines >= 3,
+        "{lines} curves: two convergence curves and the model"
+    );
+    assert!(
+        circles >= 800,
+        "{circles} points: 400 data points and their residuals"
+    );
+}

@@ -4,6 +4,7 @@
 
 use super::method::MethodArgs;
 use super::parse::Numbers;
+use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
 use cudamin::data::read_columns;
@@ -188,6 +189,18 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         njev: result.njev,
         elapsed_s,
     };
+    if let Some(path) = &args.options.plot {
+        let shown: Vec<usize> = super::plot::drawn(m).collect();
+        let x: Vec<f64> = shown.iter().map(|&i| data.x[i]).collect();
+        let y: Vec<f64> = shown.iter().map(|&i| data.y[i]).collect();
+        let panels = FitPanels {
+            model: &model.predict(&result.x, &x),
+            x: &x,
+            y: &y,
+        };
+        let title = format!("{} fit of {}, {}", model.name, report.data, report.method);
+        super::plot::write(path, &title, &result.history, result.fun, Some(panels))?;
+    }
     if args.json {
         return print_json(&report);
     }

@@ -1,6 +1,7 @@
 //! The solver options `solve` and `fit` share, and one run of the chosen method, reported the
 //! same way whichever it was.
 
+use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, MethodArg};
 use cudamin::solver::{self, LmOptions};
@@ -32,6 +33,10 @@ pub struct MethodArgs {
     /// Show progress on stderr even when it is not a terminal, or with --json.
     #[arg(long)]
     pub progress: bool,
+    /// Write a plot (SVG) of the convergence: f − f_final and ‖∇f‖∞ against the iteration; for
+    /// fit, also the data against the model, and the residuals.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// What a run ended with, in the vocabulary of the method's scipy counterpart
@@ -52,6 +57,8 @@ pub struct Outcome {
     pub message: String,
     /// For lm, `JᵀJ` at `x`.
     pub jtj: Option<Vec<f64>>,
+    /// Every iteration, as the observer saw it.
+    pub history: Vec<Step>,
 }
 
 impl MethodArgs {
@@ -83,8 +90,14 @@ impl MethodArgs {
     ) -> anyhow::Result<Outcome> {
         self.check(method)?;
         let mut progress = Progress::new(self.progress, json);
+        let mut history = Vec::new();
         let mut observer = |it: &solver::Iterate<'_>| {
             progress.show(it);
+            history.push(Step {
+                nit: it.nit,
+                fun: it.fun,
+                grad_norm: it.grad_norm,
+            });
             ControlFlow::Continue(())
         };
         let outcome = match method {
@@ -110,6 +123,7 @@ impl MethodArgs {
                     message: r.message,
                     jtj: Some(r.jtj),
                     x: r.x,
+                    history: Vec::new(),
                 }
             }
             MethodArg::Bfgs | MethodArg::Lbfgs => {
@@ -136,10 +150,11 @@ impl MethodArgs {
                     message: r.message,
                     jtj: None,
                     x: r.x,
+                    history: Vec::new(),
                 }
             }
         };
         progress.finish();
-        Ok(outcome)
+        Ok(Outcome { history, ..outcome })
     }
 }

@@ -6,6 +6,7 @@ pub mod info;
 pub mod list;
 mod method;
 mod parse;
+mod plot;
 mod progress;
 pub mod solve;
 

@@ -82,6 +82,10 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
         elapsed_s,
         x: &result.x,
     };
+    if let Some(path) = &args.options.plot {
+        let title = format!("{} (n = {}), {}", report.problem, report.n, report.method);
+        super::plot::write(path, &title, &result.history, result.fun, None)?;
+    }
     if args.json {
         return print_json(&report);
     }

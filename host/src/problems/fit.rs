@@ -5,8 +5,9 @@
 use super::problem::{Instance, LoadError, load_least_squares};
 use crate::backend::cuda::abi::{Launch, residual_launches};
 use crate::backend::{Backend, TermProblem};
+use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
-use gpu_kernels::{ResidualKernels, SumOfSquares};
+use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 
 /// The points of a fit: `y ≈ m(θ, x)`, with optional standard deviations `σ` of `y`.
 #[derive(Clone, Debug)]
@@ -47,6 +48,20 @@ pub struct Model {
     pub default_params: usize,
     setup: Setup,
     launches: fn() -> Vec<Launch>,
+    predict: fn(&[f64], &[f64]) -> Vec<f64>,
+}
+
+/// `m(θ, x)` at each `x`, from residual term `T` on the CPU: its residual at `y = 0`, `w = 1`
+/// is `−m`.
+fn predict<T: Term>(theta: &[f64], x: &[f64]) -> Vec<f64> {
+    let points = x.len();
+    let mut values = x.to_vec();
+    values.resize(2 * points, 0.0);
+    values.resize(3 * points, 1.0);
+    let data = Data::new(&values, points);
+    (0..points)
+        .map(|k| -term_value::<T>(k, theta, data))
+        .collect()
 }
 
 /// Loads residual term `T`'s sum of squares with `p` parameters, starting from ones as
@@ -70,6 +85,7 @@ pub static MODELS: &[Model] = &[
         default_params: 16,
         setup: setup::<ExpSin>,
         launches: residual_launches::<ExpSin>,
+        predict: predict::<ExpSin>,
     },
     Model {
         name: "poly",
@@ -78,6 +94,7 @@ pub static MODELS: &[Model] = &[
         default_params: 3,
         setup: setup::<Poly>,
         launches: residual_launches::<Poly>,
+        predict: predict::<Poly>,
     },
     Model {
         name: "exp-decay",
@@ -86,6 +103,7 @@ pub static MODELS: &[Model] = &[
         default_params: 2,
         setup: setup::<ExpDecay>,
         launches: residual_launches::<ExpDecay>,
+        predict: predict::<ExpDecay>,
     },
     Model {
         name: "gauss-peaks",
@@ -94,6 +112,7 @@ pub static MODELS: &[Model] = &[
         default_params: 4,
         setup: setup::<GaussPeaks>,
         launches: residual_launches::<GaussPeaks>,
+        predict: predict::<GaussPeaks>,
     },
 ];
 
@@ -164,6 +183,11 @@ impl Model {
             instance.x0 = p0;
         }
         Ok(instance)
+    }
+
+    /// The model `m(θ, x)` at the points `x`, computed on the CPU (for plots).
+    pub fn predict(&self, theta: &[f64], x: &[f64]) -> Vec<f64> {
+        (self.predict)(theta, x)
     }
 
     /// Every kernel launch the model makes on the GPU, for the PTX signature test.
