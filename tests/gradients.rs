@@ -7,7 +7,9 @@
 mod common;
 
 use common::relative_error;
-use cudamin::problems::{self, lsq_expsin_data, quadratic_data};
+use cudamin::kernels::terms::matmul_squares::INNER;
+use cudamin::problems::fit::{FitData, MODELS};
+use cudamin::problems::{self, MATMUL_COLUMNS, lsq_expsin_data, matmul_data, quadratic_data};
 use cudamin::{Backend, FiniteDifference, Gradient, Objective, TermObjective};
 use proptest::prelude::*;
 
@@ -90,6 +92,48 @@ fn quadratic(x: &[f64], _: usize) -> Vec<f64> {
         .collect()
 }
 
+/// `2·(A·B)·Bᵀ`, with `A` by rows in `x` and `B` the problem's.
+fn matmul_squares(x: &[f64], _: usize) -> Vec<f64> {
+    let (b, _) = matmul_data(0);
+    let mut g = vec![0.0; x.len()];
+    for (row, g_row) in x.chunks(INNER).zip(g.chunks_mut(INNER)) {
+        for column in b.chunks(INNER).take(MATMUL_COLUMNS) {
+            let ab: f64 = row.iter().zip(column).map(|(a, b)| a * b).sum();
+            for (g, b) in g_row.iter_mut().zip(column) {
+                *g += 2.0 * ab * b;
+            }
+        }
+    }
+    g
+}
+
+/// The exact gradient against central differences at `x`, within their truncation error (1e-6
+/// here) and rounding: a term's last-bit error over the step, `ε·Σ|φ_k|/h`, which is large where
+/// `f` is (MGH 4 starts at f ≈ 1e12). `f` stands for `Σ|φ_k|`: every term checked is
+/// nonnegative but `quadratic`'s, whose bound `f` still covers at the points tried.
+fn exact_matches_central(
+    name: &str,
+    evaluator: &mut dyn cudamin::backend::Evaluator,
+    x: &[f64],
+) -> Result<(), String> {
+    let (mut exact, mut central) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+    evaluator.gradient(x, Gradient::Exact, &mut exact).unwrap();
+    let central_fd = FiniteDifference::Central.into();
+    evaluator.gradient(x, central_fd, &mut central).unwrap();
+    let err = relative_error(&exact, &central);
+    let f = evaluator.value(x).unwrap().abs();
+    let x_max = x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+    let step = cudamin::kernels::fd::CBRT_EPS * x_max;
+    let rounding = 8.0 * f64::EPSILON * f / step / common::gradient_scale(&exact);
+    if err <= 1e-6 + rounding {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name}: exact vs central {err:.3e} (rounding bound {rounding:.1e})"
+        ))
+    }
+}
+
 fn check(name: &str, x: &[f64], points: Option<usize>, analytic: Analytic) {
     let instance = problems::find(name)
         .unwrap()
@@ -150,8 +194,13 @@ proptest! {
         check("quadratic", &x, None, quadratic);
     }
 
+    #[test]
+    fn matmul_squares_matches_analytic(x in points(INNER, 1..8)) {
+        check("matmul-squares", &x, None, matmul_squares);
+    }
+
     /// Every built-in problem, the MGH set included, at a random point near its x0: the exact
-    /// gradient against central differences, within their truncation and rounding error.
+    /// gradient against central differences ([`exact_matches_central`]).
     #[test]
     fn exact_gradients_match_central_differences(shift in -0.3..0.3_f64, seed in 0u64..1000) {
         for problem in problems::all() {
@@ -164,24 +213,27 @@ proptest! {
                 .enumerate()
                 .map(|(i, v)| v + shift * (1.0 + ((seed as usize + i) % 7) as f64 / 7.0))
                 .collect();
-            let (mut exact, mut central) = (vec![0.0; x.len()], vec![0.0; x.len()]);
-            instance.evaluator.gradient(&x, Gradient::Exact, &mut exact).unwrap();
-            let central_fd = FiniteDifference::Central.into();
-            instance.evaluator.gradient(&x, central_fd, &mut central).unwrap();
-            let err = relative_error(&exact, &central);
-            // Central differences carry truncation error (1e-6 covers it here) and rounding:
-            // a term's last-bit error over the step, ε·Σ|φ_k|/h, which is large where f is
-            // (MGH 4 starts at f ≈ 1e12). The built-in terms but `quadratic` are nonnegative,
-            // so Σ|φ_k| is f.
-            let f = instance.evaluator.value(&x).unwrap().abs();
-            let x_max = x.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
-            let step = cudamin::kernels::fd::CBRT_EPS * x_max;
-            let rounding = 8.0 * f64::EPSILON * f / step / common::gradient_scale(&exact);
-            prop_assert!(
-                err <= 1e-6 + rounding,
-                "{}: exact vs central {err:.3e} (rounding bound {rounding:.1e})",
-                problem.name
-            );
+            let checked = exact_matches_central(problem.name, instance.evaluator.as_mut(), &x);
+            prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+        }
+    }
+
+    /// Every fit model, on 300 points of a smooth curve, at a random `θ` near all ones.
+    #[test]
+    fn fit_models_exact_gradients_match_central_differences(
+        shift in -0.3..0.3_f64,
+        seed in 0u64..1000,
+    ) {
+        let x: Vec<f64> = (0..300).map(|i| 0.03 * i as f64).collect();
+        let y = x.iter().map(|x| 1.0 + x.sin()).collect();
+        let data = FitData { x, y, sigma: None };
+        for model in MODELS {
+            let mut instance = model.instantiate(&Backend::Cpu, None, &data, None).unwrap();
+            let theta: Vec<f64> = (0..model.default_params)
+                .map(|i| 1.0 + shift * (1.0 + ((seed as usize + i) % 7) as f64 / 7.0))
+                .collect();
+            let checked = exact_matches_central(model.name, instance.evaluator.as_mut(), &theta);
+            prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
         }
     }
 }

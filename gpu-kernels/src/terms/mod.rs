@@ -5,6 +5,7 @@
 pub mod ext_powell;
 pub mod fit;
 pub mod lsq_expsin;
+pub mod matmul_squares;
 pub mod mgh;
 pub mod quadratic;
 pub mod rosenbrock;
@@ -12,6 +13,7 @@ pub mod seed_expsum;
 
 pub use ext_powell::ExtPowell;
 pub use lsq_expsin::LsqExpSin;
+pub use matmul_squares::MatmulSquares;
 pub use quadratic::Quadratic;
 pub use rosenbrock::{ChainedRosenbrock, ExtRosenbrock};
 pub use seed_expsum::SeedExpSum;

@@ -4,8 +4,9 @@ use super::problem::{LoadError, Problem, load, repeating, zeros};
 use super::random::SplitMix64;
 use crate::backend::TermProblem;
 use crate::linalg::{cholesky_into, solve_lower};
+use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{
-    ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, Quadratic, SeedExpSum,
+    ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, Quadratic, SeedExpSum,
 };
 use ndarray::ArrayView2;
 
@@ -16,6 +17,10 @@ const SEED_EXPSUM_MIN_PER_VARIABLE: f64 = 0.827184026128;
 pub const LSQ_EXPSIN_SEED: u64 = 20_261_122;
 /// Seed of `quadratic`'s matrix and vector.
 pub const QUADRATIC_SEED: u64 = 1_981;
+/// Seed of `matmul-squares`' `B` and starting `A`.
+pub const MATMUL_SEED: u64 = 2_024;
+/// The columns of `matmul-squares`' `B`.
+pub const MATMUL_COLUMNS: usize = 32;
 
 pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
@@ -103,6 +108,22 @@ pub(super) static PROBLEMS: &[Problem] = &[
     .x0("0.5 everywhere")
     .f_star("data-dependent: about 1e-4·(points - n), the generated noise"),
     Problem::new(
+        "matmul-squares",
+        "Σ ((A·B)_ij)² over A (m × 16), B (16 × 32) fixed: torch's ((A @ B) ** 2).sum()",
+        |backend, n, _| {
+            let (b, x0) = matmul_data(n);
+            load(
+                backend,
+                TermProblem::<MatmulSquares>::with_data(n, b, INNER)?,
+                x0,
+                Some(0.0),
+            )
+        },
+    )
+    .n("n = 16·m, the entries of A by rows", 16_000)
+    .x0("U(-1, 1) entries, fixed seed")
+    .f_star("0 at A = 0"),
+    Problem::new(
         "quadratic",
         "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
         |backend, n, _| {
@@ -156,6 +177,17 @@ pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), Loa
         y[j] = model + 0.01 * rng.normal();
     }
     Ok((values, points))
+}
+
+/// `matmul-squares`' `B` (`16 × 32`, column-major, entries `U(−1, 1)/4`) and its starting
+/// `A` (`n` entries `U(−1, 1)`), from [`MATMUL_SEED`].
+pub fn matmul_data(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut rng = SplitMix64::new(MATMUL_SEED);
+    let mut uniform = move || 2.0 * rng.uniform() - 1.0;
+    let b = (0..INNER * MATMUL_COLUMNS)
+        .map(|_| 0.25 * uniform())
+        .collect();
+    (b, (0..n).map(|_| uniform()).collect())
 }
 
 /// `quadratic`'s data: the `n` columns of a symmetric, diagonally dominant (hence positive
