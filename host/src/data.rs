@@ -71,6 +71,20 @@ pub enum DataError {
 
 /// The columns `names` of the file at `path`, in that order, each the same length (at least
 /// one row), every value finite. The format follows the extension.
+///
+/// ```
+/// use cudamin_host::data::read_columns;
+///
+/// let path = std::env::temp_dir().join("cudamin-doc-read-columns.csv");
+/// std::fs::write(&path, "t, label, y\n0.5, a, 1\n1.5, b, 2.25\n")?;
+/// // Only the columns asked for are parsed: `label` may hold anything.
+/// assert_eq!(read_columns(&path, &["y", "t"])?, vec![vec![1.0, 2.25], vec![0.5, 1.5]]);
+/// std::fs::write(&path, "t, y\n0.5, 1\n1.5, x\n")?;
+/// let error = read_columns(&path, &["t", "y"]).unwrap_err().to_string();
+/// assert!(error.ends_with("line 3, column `y`: `x` is not a number"));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
     let shown = path.display().to_string();
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");

@@ -165,6 +165,17 @@ impl LeastSquaresResult {
 /// takes the residuals' scatter as the measure of their uncertainty. `None` where it cannot be
 /// estimated: `JᵀJ` singular to working precision, or `m = n` without `absolute_sigma`
 /// (`curve_fit` fills `pcov` with `inf` then).
+///
+/// ```
+/// use cudamin_host::solver::covariance;
+///
+/// // JᵀJ = diag(4, 1), Σr² = 6 over 5 residuals: the reduced χ² is 6 / (5 − 2) = 2.
+/// let jtj = [4.0, 0.0, 0.0, 1.0];
+/// assert_eq!(covariance(&jtj, 6.0, 5, true), Some(vec![0.25, 0.0, 0.0, 1.0]));
+/// assert_eq!(covariance(&jtj, 6.0, 5, false), Some(vec![0.5, 0.0, 0.0, 2.0]));
+/// // Singular: no estimate.
+/// assert_eq!(covariance(&[1.0, 1.0, 1.0, 1.0], 6.0, 5, true), None);
+/// ```
 pub fn covariance(
     jtj: &[f64],
     sum_of_squares: f64,
@@ -200,6 +211,26 @@ const DWARF: f64 = f64::MIN_POSITIVE;
 
 /// Minimizes `Σ r_k(x)²` from `x0`. `observer` runs after every accepted step and may stop the
 /// solve (status −2).
+///
+/// ```
+/// use cudamin_host::problems::fit::{FitData, find_model};
+/// use cudamin_host::solver::{LmOptions, least_squares};
+/// use cudamin_host::{Backend, Gradient, TermObjective};
+/// use std::ops::ControlFlow;
+///
+/// // Points on y = 1 + 2x, and the built-in `poly` model with 2 parameters: a straight line.
+/// let x: Vec<f64> = (0..50).map(|i| i as f64 / 10.0).collect();
+/// let y = x.iter().map(|x| 1.0 + 2.0 * x).collect();
+/// let data = FitData { x, y, sigma: None };
+/// let line = find_model("poly")?.instantiate(&Backend::Cpu, Some(2), &data, None)?;
+/// let mut objective = TermObjective::new(line.evaluator, Gradient::Exact);
+/// let result = least_squares(&mut objective, &line.x0, &LmOptions::default(), &mut |_| {
+///     ControlFlow::Continue(())
+/// })?;
+/// assert!(result.success, "{}", result.message);
+/// assert!((result.x[0] - 1.0).abs() < 1e-10 && (result.x[1] - 2.0).abs() < 1e-10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn least_squares(
     objective: &mut dyn LeastSquaresObjective,
     x0: &[f64],
