@@ -450,6 +450,14 @@ fn running_out_of_memory_is_a_one_line_error() {
         );
         assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
     }
+    // Past the memory the machine has (here 8 TB for A), refused before anything is allocated,
+    // with the estimate and what is available: Linux would have granted the allocation and
+    // killed the process when it touched the pages.
+    let error = one_line_error(&["solve", "quadratic", "--n", "1000000"]);
+    assert!(
+        error.contains("8000.008 GB in one allocation") && error.contains("GB available"),
+        "{error}"
+    );
 }
 
 mod fuzz {

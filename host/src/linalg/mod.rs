@@ -68,12 +68,40 @@ pub(crate) fn solve_lower_transposed(l: &[f64], y: &mut [f64]) {
     }
 }
 
-/// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process).
+/// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process) or
+/// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
+/// allocation far past physical memory succeeds, and the process is killed when it is touched.
 pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
+    let bytes = len.checked_mul(size_of::<f64>())?;
+    if available_memory().is_some_and(|available| bytes > available) {
+        return None;
+    }
     let mut values = Vec::new();
     values.try_reserve_exact(len).ok()?;
     values.resize(len, 0.0);
     Some(values)
+}
+
+/// Bytes this process can still use without swapping: Linux's `MemAvailable`, lowered to what
+/// the cgroup's memory limit leaves (`memory.max − memory.current`, cgroup v2), where set.
+/// `None` where neither can be read (another OS): then only the allocator says no.
+pub fn available_memory() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let available = meminfo.as_deref().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        kib.checked_mul(1024)
+    });
+    let read = |file: &str| -> Option<usize> {
+        let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{file}")).ok()?;
+        text.trim().parse().ok() // "max" (no limit) does not parse
+    };
+    let cgroup =
+        read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
+    match (available, cgroup) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
 }
 
 #[cfg(test)]

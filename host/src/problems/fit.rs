@@ -12,7 +12,9 @@ use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 /// The points of a fit: `y ≈ m(θ, x)`, with optional standard deviations `σ` of `y`.
 #[derive(Clone, Debug)]
 pub struct FitData {
+    /// The independent variable, one value per point.
     pub x: Vec<f64>,
+    /// The observations, one per point.
     pub y: Vec<f64>,
     /// One `σ > 0` per point; `None` weighs every point 1.
     pub sigma: Option<Vec<f64>>,
@@ -21,16 +23,49 @@ pub struct FitData {
 /// Why a fit's data or parameter count was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FitError {
+    /// No built-in model has this name.
     #[error("unknown model `{name}`; the built-in models are: {known}")]
-    UnknownModel { name: String, known: String },
+    UnknownModel {
+        /// The name asked for.
+        name: String,
+        /// The built-in models' names, comma-separated.
+        known: String,
+    },
+    /// Fewer points than parameters.
     #[error("{points} data points cannot determine {params} parameters")]
-    Underdetermined { points: usize, params: usize },
+    Underdetermined {
+        /// The number of data points.
+        points: usize,
+        /// The number of parameters `p`.
+        params: usize,
+    },
+    /// A standard deviation is not a positive finite number.
     #[error("sigma at index {index} is {value}; every sigma must be positive")]
-    Sigma { index: usize, value: f64 },
+    Sigma {
+        /// Its 0-based index.
+        index: usize,
+        /// The value given.
+        value: f64,
+    },
+    /// `x`, `y` and `σ` differ in length.
     #[error("x has {x} points, y {y} and sigma {sigma}; they must match")]
-    Lengths { x: usize, y: usize, sigma: usize },
+    Lengths {
+        /// The length of `x`.
+        x: usize,
+        /// The length of `y`.
+        y: usize,
+        /// The length of `σ` (that of `x` when there is none).
+        sigma: usize,
+    },
+    /// The starting parameters `p0` are not `p` values.
     #[error("p0 has {got} values, the model has {params} parameters")]
-    StartLength { got: usize, params: usize },
+    StartLength {
+        /// The length of `p0`.
+        got: usize,
+        /// The number of parameters `p`.
+        params: usize,
+    },
+    /// Setting the model up failed (memory, the data, the backend).
     #[error(transparent)]
     Load(#[from] LoadError),
 }
@@ -40,11 +75,13 @@ type Setup = fn(&Backend, usize, Vec<f64>, usize) -> Result<Instance, LoadError>
 
 /// A built-in model.
 pub struct Model {
+    /// The name `cudamin fit` knows it by, e.g. `"exp-decay"`.
     pub name: &'static str,
     /// `m(θ, x)`, in words.
     pub formula: &'static str,
     /// Which parameter counts are allowed, in words.
     pub params_rule: &'static str,
+    /// The parameter count `p` when none is asked for.
     pub default_params: usize,
     setup: Setup,
     launches: fn() -> Vec<Launch>,
@@ -151,14 +188,12 @@ impl Model {
         if points < p {
             return Err(FitError::Underdetermined { points, params: p });
         }
-        let mut values = Vec::new();
-        values
-            .try_reserve_exact(3 * points)
-            .map_err(|_| LoadError::TooLarge {
-                n: p,
-                points,
-                bytes: points.checked_mul(3 * size_of::<f64>()),
-            })?;
+        let mut values = crate::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
+            n: p,
+            points,
+            bytes: points.checked_mul(3 * size_of::<f64>()),
+        })?;
+        values.clear();
         values.extend_from_slice(&data.x);
         values.extend_from_slice(&data.y);
         match &data.sigma {

@@ -9,34 +9,58 @@ use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 /// Why a named problem could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// No built-in problem has this name.
     #[error("unknown problem `{name}`; `cudamin list` shows the built-in ones: {known}")]
-    UnknownProblem { name: String, known: String },
+    UnknownProblem {
+        /// The name asked for.
+        name: String,
+        /// The built-in problems' names, comma-separated.
+        known: String,
+    },
+    /// `--points` was given for a problem without generated data.
     #[error("{problem} has no data points; drop --points")]
-    NoPoints { problem: &'static str },
+    NoPoints {
+        /// The problem's name.
+        problem: &'static str,
+    },
+    /// `--points 0` was given for a problem with generated data.
     #[error("{problem}: --points must be at least 1")]
-    NoData { problem: &'static str },
+    NoData {
+        /// The problem's name.
+        problem: &'static str,
+    },
+    /// The problem's vectors or data would not fit in memory: refused with this error, where a
+    /// failed allocation would abort the process.
     #[error(
         "n = {n}{} needs more memory than this machine can allocate ({})",
         with_points(*.points),
         gigabytes(*.bytes)
     )]
     TooLarge {
+        /// The number of variables asked for.
         n: usize,
+        /// The number of data points asked for (0 for a problem without data).
         points: usize,
         /// What the refused allocation asked for; `None` past `usize::MAX`.
         bytes: Option<usize>,
     },
+    /// The term refused the instance (its `n` or its data).
     #[error(transparent)]
     Problem(#[from] ProblemError),
+    /// The backend could not load the problem.
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
 
-/// `TooLarge`'s estimate, in the units a user reads.
+/// `TooLarge`'s estimate, in the units a user reads, with what the machine has available.
 fn gigabytes(bytes: Option<usize>) -> String {
+    let available = match crate::linalg::available_memory() {
+        Some(available) => format!("; {:.3} GB available", available as f64 / 1e9),
+        None => String::new(),
+    };
     match bytes {
-        Some(bytes) => format!("{:.3} GB in one allocation", bytes as f64 / 1e9),
-        None => "over 2⁶⁴ bytes".to_owned(),
+        Some(bytes) => format!("{:.3} GB in one allocation{available}", bytes as f64 / 1e9),
+        None => format!("over 2⁶⁴ bytes{available}"),
     }
 }
 
@@ -50,7 +74,9 @@ fn with_points(points: usize) -> String {
 
 /// A problem set up on a backend, ready to solve.
 pub struct Instance {
+    /// The problem, loaded on the backend.
     pub evaluator: Box<dyn Evaluator>,
+    /// The starting point, `n` values.
     pub x0: Vec<f64>,
     /// The known minimum of this instance, when there is one.
     pub f_star: Option<f64>,
@@ -78,13 +104,17 @@ pub type Setup = fn(&Backend, usize, usize) -> Result<Instance, LoadError>;
 /// .f_star("n · 0.827184026128")
 /// ```
 pub struct Problem {
+    /// The name the command line knows it by, e.g. `"seed-expsum"`.
     pub name: &'static str,
+    /// What it minimizes, in a line (`cudamin list`).
     pub title: &'static str,
     /// Which `n` are allowed, in words.
     pub n_rule: &'static str,
+    /// The `n` when none is asked for.
     pub default_n: usize,
     /// `Some(default)` for problems with generated data points (`--points`).
     pub default_points: Option<usize>,
+    /// The starting point, in words (empty when nothing is said).
     pub x0_rule: &'static str,
     /// The known minimum, in words.
     pub f_star_rule: &'static str,
@@ -168,7 +198,10 @@ fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
     let bytes = n
         .checked_mul(10)
         .and_then(|values| values.checked_mul(size_of::<f64>()));
-    let fits = bytes.is_some_and(|bytes| Vec::<u8>::new().try_reserve_exact(bytes).is_ok());
+    let fits = bytes.is_some_and(|bytes| {
+        crate::linalg::available_memory().is_none_or(|available| bytes <= available)
+            && Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
+    });
     if fits {
         Ok(())
     } else {
@@ -179,18 +212,12 @@ fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
 /// `len` zeros (`None`: a length that overflowed) for a problem's data, or [`LoadError::TooLarge`]
 /// where `vec!` would abort the process.
 pub(super) fn zeros(len: Option<usize>, n: usize, points: usize) -> Result<Vec<f64>, LoadError> {
-    let mut values = Vec::new();
-    match len {
-        Some(len) if values.try_reserve_exact(len).is_ok() => {
-            values.resize(len, 0.0);
-            Ok(values)
-        }
-        _ => Err(LoadError::TooLarge {
+    len.and_then(crate::linalg::try_zeros)
+        .ok_or(LoadError::TooLarge {
             n,
             points,
             bytes: len.and_then(|len| len.checked_mul(size_of::<f64>())),
-        }),
-    }
+        })
 }
 
 /// Loads a term problem and pairs it with its starting point and known minimum.
