@@ -22,6 +22,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub use cudamin_host::*;
 pub use gpu_kernels as kernels;

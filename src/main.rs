@@ -57,9 +57,12 @@ enum Command {
 /// Where the problem runs (`--backend`).
 #[derive(Clone, Copy, Debug, Default, ValueEnum)]
 pub enum BackendArg {
+    /// The GPU if the build has the `cuda` feature and a device answers; else the CPU.
     #[default]
     Auto,
+    /// All CPU cores.
     Cpu,
+    /// The GPU, or an error saying why it cannot be used.
     Cuda,
 }
 
@@ -108,6 +111,7 @@ pub enum MethodArg {
 }
 
 impl MethodArg {
+    /// The method as the output names it: `"bfgs"`, `"lbfgs"` or `"lm"`.
     pub const fn name(self) -> &'static str {
         match self {
             MethodArg::Bfgs => Method::Bfgs.name(),

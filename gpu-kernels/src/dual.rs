@@ -13,7 +13,9 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct Dual<const N: usize> {
+    /// The value.
     pub value: f64,
+    /// The derivative along each of the `N` seeded directions.
     pub derivatives: [f64; N],
 }
 

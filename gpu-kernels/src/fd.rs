@@ -28,9 +28,11 @@ fn raw_step(x: f64, relative: f64) -> f64 {
 /// Where a variable is perturbed, and the spacing of those points (the divisor).
 #[derive(Clone, Copy, Debug)]
 pub struct Steps {
+    /// The upper point, `x + h`.
     pub plus: f64,
     /// The lower point: `x − h` for central differences, `x` itself for forward ones.
     pub minus: f64,
+    /// `plus − minus` as computed in f64 (the step actually taken), the divisor.
     pub spacing: f64,
 }
 

@@ -46,6 +46,7 @@
 // exactly what they are for.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 #[allow(unsafe_code)]
 pub mod device;

@@ -34,17 +34,25 @@ pub trait Real:
     fn from_f64(value: f64) -> Self;
     /// The real value, for branches (e.g. "if x₁ < 0"). Never differentiate through it.
     fn value(self) -> f64;
+    /// `e^self`.
     fn exp(self) -> Self;
     /// The natural logarithm.
     fn ln(self) -> Self;
+    /// The sine, in radians.
     fn sin(self) -> Self;
+    /// The cosine, in radians.
     fn cos(self) -> Self;
+    /// The tangent, in radians.
     fn tan(self) -> Self;
+    /// The arctangent, in `[−π/2, π/2]`.
     fn atan(self) -> Self;
     /// The angle of the point `(x, self)`, in `(−π, π]`.
     fn atan2(self, x: Self) -> Self;
+    /// The hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// The square root.
     fn sqrt(self) -> Self;
+    /// The absolute value (differentiated as 0 at 0).
     fn abs(self) -> Self;
     /// `self^p` for a constant exponent.
     fn powf(self, p: f64) -> Self;
@@ -194,15 +202,23 @@ macro_rules! num_functions {
 }
 
 num_functions!(
+    /// `e^self`.
     exp,
     /// The natural logarithm.
     ln,
+    /// The sine, in radians.
     sin,
+    /// The cosine, in radians.
     cos,
+    /// The tangent, in radians.
     tan,
+    /// The arctangent, in `[−π/2, π/2]`.
     atan,
+    /// The hyperbolic tangent.
     tanh,
+    /// The square root.
     sqrt,
+    /// The absolute value (differentiated as 0 at 0).
     abs
 );
 

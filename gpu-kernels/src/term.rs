@@ -18,7 +18,12 @@ pub enum Window {
     Separable,
     /// Term `k` reads `x[stride·k .. stride·k + width]` (`K = (n − width)/stride + 1`).
     /// Extended Rosenbrock is `{ stride: 2, width: 2 }`, chained Rosenbrock `{ stride: 1, width: 2 }`.
-    Banded { stride: usize, width: usize },
+    Banded {
+        /// How far each term's window starts from the previous term's, in variables.
+        stride: usize,
+        /// How many consecutive variables each term reads.
+        width: usize,
+    },
     /// Every term reads all of `x`; `K` is the number of data rows unless the term says otherwise.
     Dense,
 }
@@ -99,11 +104,13 @@ impl<'a> Data<'a> {
         Data { values, rows }
     }
 
+    /// The number of rows (data points).
     #[inline(always)]
     pub const fn rows(&self) -> usize {
         self.rows
     }
 
+    /// The number of whole columns; 0 without rows.
     #[inline(always)]
     pub const fn cols(&self) -> usize {
         match self.values.len().checked_div(self.rows) {
@@ -194,6 +201,7 @@ impl<'a, R: Copy> Vars<'a, R> {
         self.x.len()
     }
 
+    /// Whether the window is empty (never, for a [`Window`]'s).
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.x.is_empty()

@@ -21,52 +21,95 @@ use std::path::Path;
 /// Why a data file could not be read. Every message starts with the file's path.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
+    /// The file could not be opened.
     #[error("{path}: {source}")]
     Io {
+        /// The file, as the user named it.
         path: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The extension is none of `.csv`, `.npy`, `.npz` (in any case).
     #[error("{path}: unknown file type; cudamin reads .csv (with a header line), .npy and .npz")]
-    UnknownFormat { path: String },
+    UnknownFormat {
+        /// The file, as the user named it.
+        path: String,
+    },
+    /// A column asked for is not in the file.
     #[error("{path}: no column `{name}`; the file has: {available}")]
     MissingColumn {
+        /// The file, as the user named it.
         path: String,
+        /// The column asked for.
         name: String,
+        /// The file's column names, comma-separated.
         available: String,
     },
+    /// The file has no columns (an empty CSV header) or no rows.
     #[error("{path}: the file has no data rows")]
-    Empty { path: String },
+    Empty {
+        /// The file, as the user named it.
+        path: String,
+    },
+    /// A CSV row has a different number of fields than the header.
     #[error("{path}: line {line} has {fields} fields, the header has {header}")]
     Ragged {
+        /// The file, as the user named it.
         path: String,
+        /// The row's line, 1-based (the header is line 1).
         line: u64,
+        /// The number of fields on that line.
         fields: u64,
+        /// The number of fields in the header.
         header: u64,
     },
+    /// A CSV field of a column asked for does not parse as a number.
     #[error("{path}: line {line}, column `{column}`: `{text}` is not a number")]
     Malformed {
+        /// The file, as the user named it.
         path: String,
+        /// The field's line, 1-based (the header is line 1).
         line: u64,
+        /// The field's column.
         column: String,
+        /// The field, trimmed.
         text: String,
     },
+    /// A value is NaN or infinite.
     #[error("{path}: {place}, column `{column}`: {value} is not a finite number")]
     NonFinite {
+        /// The file, as the user named it.
         path: String,
+        /// Where in the column: `"line 7"` (CSV) or `"index 5"` (numpy, 0-based).
         place: String,
+        /// The value's column.
         column: String,
+        /// The value read.
         value: f64,
     },
+    /// The `.npz` arrays asked for differ in length.
     #[error("{path}: column `{column}` has {rows} rows, column `{first}` has {first_rows}")]
     Lengths {
+        /// The file, as the user named it.
         path: String,
+        /// The first column asked for, which sets the length.
         first: String,
+        /// The length of `first`.
         first_rows: usize,
+        /// The column whose length differs.
         column: String,
+        /// The length of `column`.
         rows: usize,
     },
+    /// The file is not valid CSV or numpy data, or holds an array of an unsupported dtype or
+    /// shape.
     #[error("{path}: {what}")]
-    Format { path: String, what: String },
+    Format {
+        /// The file, as the user named it.
+        path: String,
+        /// What is wrong, naming the array where there are several.
+        what: String,
+    },
 }
 
 /// The columns `names` of the file at `path`, in that order, each the same length (at least

@@ -13,6 +13,7 @@
 
 // `unsafe` is the GPU launcher's alone (`backend::cuda::launcher`, the one audited file).
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod data;
@@ -25,5 +26,6 @@ pub use backend::{
     Backend, BackendChoice, BackendError, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
     RawArg, TermProblem,
 };
+pub use linalg::available_memory;
 pub use objective::{EvalError, GradientError, Objective, TermObjective};
 pub use solver::{Method, OptimizeResult, Options, SolveError, Status};

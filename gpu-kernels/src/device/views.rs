@@ -16,7 +16,9 @@ pub fn as_nums<R>(x: &[R]) -> &[Num<R>] {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceArg {
+    /// The device address of the first element.
     pub ptr: u64,
+    /// The number of `f64` elements.
     pub len: u64,
 }
 
@@ -39,16 +41,19 @@ pub struct Out<'a> {
 
 #[cfg(target_arch = "nvptx64")]
 impl Out<'_> {
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Writes `value` to element `i`.
     pub fn set(&self, i: usize, value: f64) {
         assert!(i < self.len);
         // SAFETY: in bounds; the host launcher passed a live device buffer of `len` f64.
         unsafe { self.ptr.add(i).write(value) }
     }
 
+    /// Adds `value` to element `i`, atomically.
     pub fn add(&self, i: usize, value: f64) {
         assert!(i < self.len);
         // SAFETY: as above; the buffer is in global memory.
@@ -70,14 +75,17 @@ impl<'a> Out<'a> {
         Out { cells }
     }
 
+    /// The number of elements.
     pub fn len(&self) -> usize {
         self.cells.len()
     }
 
+    /// Writes `value` to element `i`.
     pub fn set(&self, i: usize, value: f64) {
         self.cells[i].store(value.to_bits(), core::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Adds `value` to element `i`, atomically (a compare-and-swap loop).
     pub fn add(&self, i: usize, value: f64) {
         use core::sync::atomic::Ordering::Relaxed;
         let cell = &self.cells[i];
@@ -94,6 +102,7 @@ impl<'a> Out<'a> {
 }
 
 impl Out<'_> {
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -143,12 +152,15 @@ impl<const N: usize> SharedArray<N> {
         }
     }
 
+    /// Element `i` (a volatile read).
     pub fn get(&self, i: usize) -> f64 {
         assert!(i < N);
         // SAFETY: in bounds of the block's array.
         unsafe { self.ptr.add(i).read_volatile() }
     }
 
+    /// Writes `value` to element `i` (a volatile write); the block's other threads see it
+    /// after a [`sync`](crate::raw::Block::sync).
     pub fn set(&self, i: usize, value: f64) {
         assert!(i < N);
         // SAFETY: in bounds of the block's array.

@@ -74,6 +74,7 @@ pub struct CompensatedSum {
 }
 
 impl CompensatedSum {
+    /// Adds `v`, carrying the rounding error of the addition in the compensation.
     #[inline(always)]
     pub fn add(&mut self, v: f64) {
         let t = self.sum + v;
@@ -144,13 +145,19 @@ pub fn sum_in_order(partials: impl Iterator<Item = f64>) -> f64 {
 pub enum GradientWork {
     /// A banded or separable window: `groups` groups of `stride` variables (the last may be
     /// shorter), each owning its variables' part of `∇f` (see [`banded_group_gradient`]).
-    Groups { groups: usize, stride: usize },
+    Groups {
+        /// The number of groups, `⌈n / stride⌉`.
+        groups: usize,
+        /// Variables per group: the window's stride (1 for a separable window).
+        stride: usize,
+    },
     /// A dense window: `terms` terms, each adding a difference to every variable's partial
     /// sum, which a second stage finishes (see [`DenseTerm`], [`dense_gradient_component`]).
     Terms(usize),
 }
 
 impl GradientWork {
+    /// The work of term `T`'s gradient with `n` variables and `data`.
     #[inline(always)]
     pub fn of<T: Term>(n: usize, data: Data<'_>) -> Self {
         match T::WINDOW {
@@ -257,6 +264,8 @@ pub struct DenseTerm<'a, T: Term> {
 }
 
 impl<'a, T: Term> DenseTerm<'a, T> {
+    /// Term `k` at `x`: its `prepare`, and scheme `S`'s base (`φ_k(x)` for forward
+    /// differences).
     #[inline(always)]
     pub fn prepare<S: FdScheme>(k: usize, x: &[f64], data: Data<'a>) -> Self {
         let local = T::prepare(k, x.len(), data);

@@ -87,6 +87,7 @@ pub trait JacobianRow {
 /// Exact rows: the residual on [`Dual`]s, `L` variables seeded per evaluation, in a window of
 /// duals the caller provides (the term's width).
 pub struct ExactRow<'w, const L: usize> {
+    /// Scratch for the term's window as duals, one per window variable.
     pub window: &'w mut [Dual<L>],
 }
 

@@ -57,6 +57,7 @@ impl<I, O, F, U> Arg<I, O, F, U> {
 pub struct RawKernel {
     /// The `.entry` name (the kernel function's name).
     pub name: &'static str,
+    /// The kind of each parameter, in order; a launch's arguments must match them.
     pub params: &'static [RawParam],
     /// The CPU entry of a grid kernel: one thread's work. `None` for block kernels, which need
     /// shared memory or barriers and run only on the GPU.
@@ -145,6 +146,10 @@ impl Block {
 #[macro_export]
 macro_rules! grid_kernel {
     ($name:ident = $function:ident($($arg:ident: $kind:ident),* $(,)?)) => {
+        #[doc = concat!(
+            "The grid kernel `", stringify!($function),
+            "`, registered to launch on the GPU or the CPU."
+        )]
         pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
             name: stringify!($function),
             params: &[$($crate::raw::Arg::$kind(())),*],
@@ -163,6 +168,9 @@ macro_rules! grid_kernel {
 #[macro_export]
 macro_rules! block_kernel {
     ($name:ident = $function:ident($($arg:ident: $kind:ident),* $(,)?)) => {
+        #[doc = concat!(
+            "The block kernel `", stringify!($function), "`, registered to launch on the GPU only."
+        )]
         pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
             name: stringify!($function),
             params: &[$($crate::raw::Arg::$kind(())),*],

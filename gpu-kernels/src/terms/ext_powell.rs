@@ -3,6 +3,7 @@
 
 use crate::{Data, Num, Real, Term, Vars, Window};
 
+/// MGH 22, extended Powell singular: one term per block of four variables (see the module doc).
 pub struct ExtPowell;
 
 impl Term for ExtPowell {

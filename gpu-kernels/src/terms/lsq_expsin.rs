@@ -10,6 +10,8 @@
 
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
 
+/// The `lsq-expsin` data fit: one squared residual per data point, with the sine basis as data
+/// (see the module doc).
 pub struct LsqExpSin;
 
 impl Term for LsqExpSin {

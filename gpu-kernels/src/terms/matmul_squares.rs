@@ -8,6 +8,7 @@ use crate::{Data, Num, Real, Term, Vars, Window};
 /// The inner dimension: the columns of `A`, the rows of `B`.
 pub const INNER: usize = 16;
 
+/// `Σ ((A·B)_{ij})²` over `A`, one term per row of `A` (see the module doc).
 pub struct MatmulSquares;
 
 impl Term for MatmulSquares {

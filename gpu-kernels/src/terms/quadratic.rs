@@ -4,6 +4,7 @@
 
 use crate::{Data, Num, Real, Term, Vars, Window};
 
+/// The dense quadratic `½xᵀAx − bᵀx`, one term per row of `A` (see the module doc).
 pub struct Quadratic;
 
 /// Row `k` of `A` (column `k`, by symmetry), `b_k`, and `k`.

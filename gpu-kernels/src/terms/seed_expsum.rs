@@ -2,6 +2,7 @@
 
 use crate::{Data, Num, Real, Term, Vars, Window};
 
+/// `Σ x_i² + e^{x_i}`, one separable term per variable.
 pub struct SeedExpSum;
 
 impl Term for SeedExpSum {

@@ -21,6 +21,8 @@
 //! and in its `lib.rs`, `include!(concat!(env!("OUT_DIR"), "/kernels.rs"));`, which defines
 //! `pub const PTX: Result<&str, &str>`: the PTX text, or why it was not built.
 
+#![warn(missing_docs)]
+
 pub mod ptxas;
 
 use std::ffi::OsString;
@@ -36,15 +38,38 @@ pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PtxBuildError {
     /// The toolchain's `rustc` could not be run at all.
-    ToolchainMissing { toolchain: String, detail: String },
+    ToolchainMissing {
+        /// The toolchain, as [`Toolchain`] displays it.
+        toolchain: String,
+        /// Why: the operating system's error, or the first line of `rustc`'s stderr.
+        detail: String,
+    },
     /// The toolchain is not a nightly; the NVPTX build needs unstable flags.
-    NotNightly { toolchain: String, version: String },
+    NotNightly {
+        /// The toolchain, as [`Toolchain`] displays it.
+        toolchain: String,
+        /// Its `rustc --version`.
+        version: String,
+    },
     /// `core` must be compiled from source for nvptx64; rustup ships no prebuilt one.
-    RustSrcMissing { toolchain: String, sysroot: PathBuf },
-    /// `cargo rustc` ran and failed; `log` is the tail of its stderr.
-    CompileFailed { log: String },
+    RustSrcMissing {
+        /// The toolchain, as [`Toolchain`] displays it.
+        toolchain: String,
+        /// Its sysroot, where `rust-src` was looked for.
+        sysroot: PathBuf,
+    },
+    /// `cargo rustc` ran and failed.
+    CompileFailed {
+        /// The tail of its stderr.
+        log: String,
+    },
     /// A file could not be read or written.
-    Io { path: PathBuf, detail: String },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        detail: String,
+    },
 }
 
 impl fmt::Display for PtxBuildError {
@@ -83,7 +108,12 @@ pub enum Toolchain {
     /// A rustup toolchain by name, run as `rustup run NAME cargo ...`.
     Rustup(String),
     /// Explicit `cargo` and `rustc` binaries.
-    Paths { cargo: PathBuf, rustc: PathBuf },
+    Paths {
+        /// The `cargo` binary.
+        cargo: PathBuf,
+        /// The `rustc` binary, a nightly.
+        rustc: PathBuf,
+    },
 }
 
 impl fmt::Display for Toolchain {
@@ -136,6 +166,7 @@ impl PtxBuilder {
         self
     }
 
+    /// The toolchain that compiles the kernels, [`Toolchain::Current`] by default.
     pub fn toolchain(mut self, toolchain: Toolchain) -> Self {
         self.toolchain = toolchain;
         self

@@ -27,11 +27,13 @@ pub fn find(root: &Path) -> Option<PathBuf> {
 /// Resource use of one kernel, from `ptxas -v`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct KernelReport {
+    /// Registers per thread.
     pub registers: u32,
-    /// The entry's own stack frame (local memory), not its callees'.
+    /// The entry's own stack frame (local memory), not its callees', in bytes.
     pub stack_frame: u32,
-    /// Spills of the entry and of the device functions it calls.
+    /// Spills of the entry and of the device functions it calls, in bytes stored.
     pub spill_stores: u32,
+    /// The same spills, in bytes loaded back.
     pub spill_loads: u32,
 }
 

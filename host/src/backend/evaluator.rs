@@ -8,7 +8,9 @@ use std::any::Any;
 /// Grid and block of one launch (one-dimensional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Blocks per grid.
     pub blocks: u32,
+    /// Threads per block.
     pub threads: u32,
 }
 
@@ -24,6 +26,8 @@ pub struct LaunchOverride {
 }
 
 impl LaunchOverride {
+    /// Refuses sizes no kernel can launch with: threads outside 1 to 1024, or 0 blocks.
+    /// Whether a given kernel's registers allow the threads is checked at its launch.
     pub fn check(&self) -> Result<(), BackendError> {
         let invalid = |why: String| Err(BackendError::InvalidLaunch(why));
         if let Some(t) = self.threads
@@ -49,6 +53,7 @@ pub enum FiniteDifference {
 }
 
 impl FiniteDifference {
+    /// `"forward"` or `"central"`.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Forward => "forward",
@@ -116,26 +121,61 @@ impl From<FiniteDifference> for Gradient {
 /// Why a backend is unavailable or failed. Every message names the cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BackendError {
+    /// The cuda backend was asked for in a build without the `cuda` feature.
     #[error("the cuda backend is not compiled in: rebuild with `--features cuda`")]
     CudaNotCompiled,
+    /// The cuda backend was asked for, but the build embedded no PTX; with the build's reason.
     #[error("GPU kernels not built: {0}")]
     PtxMissing(String),
+    /// The driver found no usable device (or no driver); with its reason.
     #[error("no CUDA device: {0}")]
     NoDevice(String),
+    /// Loading the PTX module failed; with the driver's error and its JIT log.
     #[error("the CUDA driver rejected the embedded PTX: {0}")]
     PtxRejected(String),
+    /// A kernel the launcher needs, named here, is not in the loaded module.
     #[error("kernel `{0}` is not in the embedded PTX")]
     KernelMissing(String),
+    /// A device allocation failed for lack of memory.
     #[error("out of device memory allocating {what} ({bytes} bytes)")]
-    OutOfMemory { what: &'static str, bytes: usize },
+    OutOfMemory {
+        /// The buffer being allocated.
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+    },
+    /// A kernel launch failed, or a kernel faulted (reported at the next synchronization).
     #[error("launch of `{kernel}` failed: {detail}")]
-    Launch { kernel: String, detail: String },
+    Launch {
+        /// The kernel launched, or the work after which the stream was synchronized (e.g.
+        /// "the gradient kernels").
+        kernel: String,
+        /// The driver's error.
+        detail: String,
+    },
+    /// Any other driver call failed.
     #[error("CUDA call `{call}` failed: {detail}")]
-    Driver { call: &'static str, detail: String },
+    Driver {
+        /// The driver API call, e.g. `cuStreamCreate`.
+        call: &'static str,
+        /// The driver's error.
+        detail: String,
+    },
+    /// A kernel was refused before launch: raw-kernel arguments or sizes that do not fit it, a
+    /// block kernel on the CPU, a device vector of the wrong length.
     #[error("kernel `{kernel}` {reason}")]
-    Kernel { kernel: String, reason: String },
+    Kernel {
+        /// The kernel, or the operation that was refused.
+        kernel: String,
+        /// Why, as a predicate completing "kernel `…`".
+        reason: String,
+    },
+    /// A [`LaunchOverride`] no kernel, or not this kernel, can launch with.
     #[error("invalid launch configuration: {0}")]
     InvalidLaunch(String),
+    /// An exact gradient was asked of a term whose window the exact kernels do not take; the
+    /// reason names the way out. [`Gradient::checked_against`] then checks against the other
+    /// finite-difference scheme.
     #[error("{0}")]
     ExactUnsupported(&'static str),
 }
@@ -145,8 +185,11 @@ pub enum BackendError {
 /// layer above can reach a backend's own evaluator (a solver keeps its vectors on the GPU next
 /// to a `CudaEvaluator`) without this contract naming it.
 pub trait Evaluator: Any + Send {
+    /// The number of variables `n`.
     fn dim(&self) -> usize;
+    /// `f(x)`, the sum of the terms.
     fn value(&mut self, x: &[f64]) -> Result<f64, BackendError>;
+    /// `∇f(x)`, computed per term as `gradient` says, written to `g`.
     fn gradient(
         &mut self,
         x: &[f64],
@@ -191,6 +234,7 @@ pub trait NormalPass<E>: Send {
 pub struct WithResiduals<E, P> {
     /// First, so that it is dropped first: a pass may hold buffers in `sum`'s GPU context.
     pub pass: P,
+    /// The evaluator of the sum of squares itself.
     pub sum: E,
 }
 

@@ -24,13 +24,18 @@ pub enum BackendChoice {
     /// the CPU.
     #[default]
     Auto,
+    /// The CPU executor, always.
     Cpu,
+    /// The GPU, or an error saying why it cannot be had.
     Cuda,
 }
 
 /// A backend ready to load problems.
 pub enum Backend {
+    /// The CPU executor: terms run over rayon on all cores.
     Cpu,
+    /// The GPU launcher: a device with the embedded PTX loaded, shared by the evaluators it
+    /// loads.
     #[cfg(feature = "cuda")]
     Cuda(std::sync::Arc<cuda::CudaLauncher>),
 }

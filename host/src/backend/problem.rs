@@ -6,28 +6,45 @@ use std::marker::PhantomData;
 /// Why a problem instance was rejected before anything ran.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProblemError {
+    /// The term's window or the term itself (`Term::check`) does not take this `n` (or these
+    /// data).
     #[error("n = {n} is not allowed for {term}: {reason}")]
     InvalidN {
+        /// The term's registered name.
         term: &'static str,
+        /// The number of variables asked for.
         n: usize,
+        /// The window's or the term's reason.
         reason: &'static str,
     },
+    /// The data's length is not a multiple of its row count (or there are values and no rows).
     #[error("{term} data: {len} values do not form whole columns of {rows} rows")]
     DataShape {
+        /// The term's registered name.
         term: &'static str,
+        /// The number of data values.
         len: usize,
+        /// The rows per column given.
         rows: usize,
     },
+    /// A data value is NaN or infinite.
     #[error("{term} data: value {index} is {value}; data must be finite")]
     NonFiniteData {
+        /// The term's registered name.
         term: &'static str,
+        /// The value's 0-based index in the column-major data.
         index: usize,
+        /// The value.
         value: f64,
     },
+    /// The problem would have no terms, so nothing to sum.
     #[error("{term} has no terms for n = {n} with {rows} data rows (empty data?)")]
     NoTerms {
+        /// The term's registered name.
         term: &'static str,
+        /// The number of variables asked for.
         n: usize,
+        /// The data's rows.
         rows: usize,
     },
 }
@@ -84,10 +101,12 @@ impl<T: Kernels> TermProblem<T> {
 }
 
 impl<T: Term> TermProblem<T> {
+    /// The number of variables.
     pub fn n(&self) -> usize {
         self.n
     }
 
+    /// A view of the data, as the term's `prepare` reads it.
     pub fn data(&self) -> Data<'_> {
         Data::new(&self.values, self.rows)
     }

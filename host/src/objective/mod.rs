@@ -58,13 +58,25 @@ pub trait Objective {
 /// handles it (it shrinks the step, or stops with status 3).
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
+    /// `x` (or `g`) does not have the objective's number of variables.
     #[error("x has {got} entries, the objective has {expected} variables")]
-    WrongLength { expected: usize, got: usize },
+    WrongLength {
+        /// The objective's number of variables.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
     /// A host allocation the solve needed could not be made.
     #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
-    OutOfMemory { what: &'static str, bytes: usize },
+    OutOfMemory {
+        /// The buffer being allocated.
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+    },
     /// Levenberg–Marquardt was asked of an objective without residuals: not a sum of squares
     /// loaded with them (`Backend::load_least_squares`).
     #[error(

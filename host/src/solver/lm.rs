@@ -147,8 +147,11 @@ pub struct LeastSquaresResult {
     pub njev: usize,
     /// Accepted steps.
     pub nit: usize,
+    /// How the solve ended (scipy's `status`, as [`LmStatus::code`]).
     pub status: LmStatus,
+    /// Whether it converged: scipy's `status > 0`.
     pub success: bool,
+    /// scipy's `message` for `status`.
     pub message: String,
 }
 

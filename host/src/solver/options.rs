@@ -16,6 +16,7 @@ pub enum Method {
 }
 
 impl Method {
+    /// `"bfgs"` or `"lbfgs"`.
     pub const fn name(self) -> &'static str {
         match self {
             Method::Bfgs => "bfgs",

@@ -47,6 +47,7 @@ impl Status {
         }
     }
 
+    /// Whether the solve converged: only [`Success`](Status::Success).
     pub const fn success(self) -> bool {
         matches!(self, Status::Success)
     }
@@ -74,32 +75,61 @@ pub struct OptimizeResult {
     pub njev: usize,
     /// Iterations.
     pub nit: usize,
+    /// How the solve ended (scipy's `status`, as [`Status::code`]).
     pub status: Status,
+    /// Whether it converged: scipy's `status == 0`.
     pub success: bool,
+    /// scipy's `message` for `status`.
     pub message: String,
 }
 
 /// Why a solve could not start, or had to stop without a result.
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
+    /// `x0` does not have the objective's number of variables.
     #[error("x0 has {got} entries, the objective has {expected} variables")]
-    WrongLength { expected: usize, got: usize },
+    WrongLength {
+        /// The objective's number of variables.
+        expected: usize,
+        /// The length of `x0`.
+        got: usize,
+    },
+    /// An entry of `x0` is NaN or infinite.
     #[error("x0[{index}] is {value}; the starting point must be finite")]
-    NonFiniteX0 { index: usize, value: f64 },
+    NonFiniteX0 {
+        /// The entry's 0-based index.
+        index: usize,
+        /// Its value.
+        value: f64,
+    },
+    /// An option's value is refused (out of range, or a matrix of the wrong shape).
     #[error("invalid option {name} = {value}: {reason}")]
     InvalidOption {
+        /// The option (a field of `Options` or `LmOptions`), e.g. `gtol` or `(c1, c2)`.
         name: &'static str,
+        /// The value given, formatted.
         value: String,
+        /// What the option needs, e.g. "must be positive".
         reason: &'static str,
     },
+    /// Levenberg–Marquardt was given fewer residuals than variables.
     #[error(
         "{residuals} residuals cannot determine {variables} variables: least squares needs at least as many residuals (data points) as variables"
     )]
-    Underdetermined { residuals: usize, variables: usize },
+    Underdetermined {
+        /// The number of residuals `m`.
+        residuals: usize,
+        /// The number of variables `n`.
+        variables: usize,
+    },
+    /// Levenberg–Marquardt's first pass at `x0` gave a sum of squares that is not finite.
     #[error("the residuals are not finite at x0")]
     NonFiniteResiduals,
+    /// BFGS's [`Options::hess_inv0`](super::Options::hess_inv0) was refused; with the reason.
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
     NotPositiveDefinite(String),
+    /// The objective failed (other than running out of memory, which is
+    /// [`OutOfMemory`](SolveError::OutOfMemory)).
     #[error("objective evaluation failed: {0}")]
     Eval(EvalError),
     /// The solver's own memory ran out: BFGS past its dense limit keeps one curvature pair
@@ -107,7 +137,12 @@ pub enum SolveError {
     #[error(
         "out of memory: {what} ({bytes} bytes) could not be allocated; BFGS beyond n = 16384 keeps every curvature pair, L-BFGS (`--method lbfgs`) keeps 10"
     )]
-    OutOfMemory { what: &'static str, bytes: usize },
+    OutOfMemory {
+        /// The buffer being allocated.
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+    },
 }
 
 impl From<EvalError> for SolveError {
@@ -122,12 +157,15 @@ impl From<EvalError> for SolveError {
 /// The state the observer sees after each iteration.
 #[derive(Clone, Copy)]
 pub struct Iterate<'a> {
+    /// Iterations done, this one included.
     pub nit: usize,
+    /// `f(x)` at this iterate.
     pub fun: f64,
     /// `‖∇f‖` in the norm of [`Options::norm`](super::Options::norm).
     pub grad_norm: f64,
     /// Value and gradient evaluations so far (as [`OptimizeResult`]'s).
     pub nfev: usize,
+    /// Gradient evaluations so far.
     pub njev: usize,
     /// Fetches `x` (from the device, when the solver's vectors live there).
     pub(super) x: &'a dyn Fn() -> Result<Cow<'a, [f64]>, EvalError>,

@@ -4,6 +4,7 @@
 use super::{check_columns, residual};
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
 
+/// The `exp-decay` model's residual term: a sum of `K` exponentials (see the module doc).
 pub struct ExpDecay;
 
 impl Term for ExpDecay {

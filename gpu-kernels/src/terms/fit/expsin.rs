@@ -8,6 +8,7 @@
 use super::{check_columns, residual};
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
 
+/// The `expsin` model's residual term: a decaying exponential plus sines (see the module doc).
 pub struct ExpSin;
 
 impl Term for ExpSin {

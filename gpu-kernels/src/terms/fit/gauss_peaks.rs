@@ -4,6 +4,8 @@
 use super::{check_columns, residual};
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
 
+/// The `gauss-peaks` model's residual term: `K` Gaussian peaks on a constant baseline (see the
+/// module doc).
 pub struct GaussPeaks;
 
 impl Term for GaussPeaks {

@@ -3,6 +3,7 @@
 use super::{check_columns, residual};
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
 
+/// The `poly` model's residual term: a polynomial of degree `p − 1` (see the module doc).
 pub struct Poly;
 
 impl Term for Poly {

@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 1, Rosenbrock: see the module doc.
 pub struct Mgh01;
 
 impl Residuals for Mgh01 {

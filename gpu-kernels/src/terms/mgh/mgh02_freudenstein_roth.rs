@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 2, Freudenstein and Roth: see the module doc.
 pub struct Mgh02;
 
 impl Residuals for Mgh02 {

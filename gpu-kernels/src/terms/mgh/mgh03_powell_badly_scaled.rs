@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 3, Powell badly scaled: see the module doc.
 pub struct Mgh03;
 
 impl Residuals for Mgh03 {

@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 4, Brown badly scaled: see the module doc.
 pub struct Mgh04;
 
 impl Residuals for Mgh04 {

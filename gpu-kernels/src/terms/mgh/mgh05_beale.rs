@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 5, Beale: see the module doc.
 pub struct Mgh05;
 
 const Y: [f64; 3] = [1.5, 2.25, 2.625];

@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 7, helical valley: see the module doc.
 pub struct Mgh07;
 
 /// `θ(x₁, x₂)`. The paper leaves `x₁ = 0` undefined; like MINPACK, take the limit from

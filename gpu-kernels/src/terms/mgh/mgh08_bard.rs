@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 8, Bard: see the module doc.
 pub struct Mgh08;
 
 const Y: [f64; 15] = [

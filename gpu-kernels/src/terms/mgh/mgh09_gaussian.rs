@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 9, Gaussian: see the module doc.
 pub struct Mgh09;
 
 /// `y₁ … y₈`; `y_{16−i} = y_i`.

@@ -5,6 +5,7 @@ use super::sample_point;
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 12, Box three-dimensional: see the module doc.
 pub struct Mgh12;
 
 impl Residuals for Mgh12 {

@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 13, Powell singular: see the module doc.
 pub struct Mgh13;
 
 impl Residuals for Mgh13 {

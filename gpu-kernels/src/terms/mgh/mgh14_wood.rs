@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 14, Wood: see the module doc.
 pub struct Mgh14;
 
 impl Residuals for Mgh14 {

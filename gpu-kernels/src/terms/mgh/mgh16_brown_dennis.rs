@@ -5,6 +5,7 @@ use super::sample_point;
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 16, Brown and Dennis: see the module doc.
 pub struct Mgh16;
 
 impl Residuals for Mgh16 {

@@ -6,6 +6,7 @@ use super::sample_point;
 use crate::least_squares::{ResidualTerm, Residuals, exactly};
 use crate::{Num, Real, Vars};
 
+/// MGH 18, Biggs EXP6: see the module doc.
 pub struct Mgh18;
 
 impl Residuals for Mgh18 {

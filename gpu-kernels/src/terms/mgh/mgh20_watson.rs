@@ -6,6 +6,7 @@ use super::sample_point;
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 20, Watson: see the module doc.
 pub struct Mgh20;
 
 /// The residuals sampled at `t_i`; two more follow.

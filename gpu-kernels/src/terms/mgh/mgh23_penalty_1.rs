@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 23, penalty function I: see the module doc.
 pub struct Mgh23;
 
 /// The weight `a` of the penalties.

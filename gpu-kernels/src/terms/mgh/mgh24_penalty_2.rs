@@ -7,6 +7,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 24, penalty function II: see the module doc.
 pub struct Mgh24;
 
 /// The weight `a` of the penalties.

@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 25, variably dimensioned: see the module doc.
 pub struct Mgh25;
 
 impl Residuals for Mgh25 {

@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 26, trigonometric: see the module doc.
 pub struct Mgh26;
 
 impl Residuals for Mgh26 {

@@ -4,6 +4,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 30, Broyden tridiagonal: see the module doc.
 pub struct Mgh30;
 
 impl Residuals for Mgh30 {

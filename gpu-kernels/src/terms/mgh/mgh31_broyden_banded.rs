@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 31, Broyden banded: see the module doc.
 pub struct Mgh31;
 
 /// How far the band reaches below and above the diagonal.

@@ -5,6 +5,7 @@
 use crate::least_squares::{ResidualTerm, Residuals};
 use crate::{Num, Real, Vars};
 
+/// MGH 35, Chebyquad: see the module doc.
 pub struct Mgh35;
 
 /// `T*_order(x)` for `order ≥ 1`, by the three-term recurrence `T_{k+1} = 2zT_k − T_{k−1}`.

@@ -46,6 +46,7 @@ pub struct CpuEvaluator<T> {
 }
 
 impl<T: Term> CpuEvaluator<T> {
+    /// Holds `problem`: on the CPU there is nothing to upload.
     pub fn new(problem: TermProblem<T>) -> Self {
         Self { problem }
     }
@@ -298,6 +299,7 @@ pub struct CpuResiduals<T>(PhantomData<fn() -> T>);
 pub type CpuLeastSquares<T> = WithResiduals<CpuEvaluator<SumOfSquares<T>>, CpuResiduals<T>>;
 
 impl<T: Term> CpuLeastSquares<T> {
+    /// The sum of squares of `problem`'s residual term, with its normal-equations pass.
     pub fn new(problem: TermProblem<SumOfSquares<T>>) -> Self {
         WithResiduals {
             sum: CpuEvaluator::new(problem),

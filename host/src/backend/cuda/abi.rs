@@ -23,7 +23,12 @@ pub enum KernelArg {
     /// An `f64` in the kernel.
     F64(f64),
     /// A raw kernel's slice: `SliceArg { ptr, len }`, passed by value.
-    Slice { ptr: u64, len: u64 },
+    Slice {
+        /// The device address of the first element.
+        ptr: u64,
+        /// The number of `f64` elements.
+        len: u64,
+    },
 }
 
 impl KernelArg {
@@ -70,10 +75,15 @@ fn count(n: usize) -> KernelArg {
 /// Device buffers of a loaded term problem, by address.
 #[derive(Clone, Copy, Debug)]
 pub struct TermBuffers {
+    /// The evaluation point, `n` f64.
     pub x: u64,
+    /// The number of variables.
     pub n: usize,
+    /// The problem's data, column-major, `data_len` f64.
     pub data: u64,
+    /// The number of data values.
     pub data_len: usize,
+    /// The rows per data column.
     pub data_rows: usize,
 }
 
@@ -95,8 +105,12 @@ impl TermBuffers {
 /// A scheme's kernels: a term's gradient, the dense finishing kernel that goes with it, and a
 /// residual term's normal equations.
 pub trait SchemeKernels {
+    /// Term `T`'s gradient kernel in this scheme.
     fn gradient_kernel<T: Kernels>() -> &'static str;
+    /// The kernel that sums a dense gradient's per-block partials (dividing by the spacing, for
+    /// finite differences).
     const DENSE_FINISH: &'static str;
+    /// Residual term `T`'s normal-equations kernel in this scheme.
     fn normal_kernel<T: ResidualKernels>() -> &'static str;
 }
 
@@ -136,7 +150,9 @@ impl SchemeKernels for Central {
 /// One launch: a kernel and its arguments, always built together here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Launch {
+    /// The `.entry` name of the kernel.
     pub kernel: &'static str,
+    /// Its arguments, in the order of its parameters.
     pub args: Vec<KernelArg>,
 }
 

@@ -15,7 +15,9 @@ pub struct ParamType {
 /// One `.entry` (kernel) of a PTX module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The kernel's name, as launched.
     pub name: String,
+    /// Its parameters, in order.
     pub params: Vec<ParamType>,
 }
 
