@@ -16,6 +16,14 @@ For every row the true ‖∇f‖∞ at the tool's final x is recomputed in floa
 numpy gradient, independently of the tool. The device-to-device copy bandwidth (torch, 2 GiB)
 is measured too. Output: a markdown table on stdout, DIR/peers.json and DIR/peers.md.
 
+With --suite cpu (what benches/cpu_peers.sh runs), the same harness measures the CPU peers
+on the cases of issue 13, at their sizes: seed-expsum at n = 10⁴ (BFGS; scipy BFGS with
+finite differences, or its per-iteration time past 10 minutes) and 10⁶ (L-BFGS),
+ext-rosenbrock at 10⁶ (L-BFGS), lsq-expsin p = 16 on 10⁶ points; the peers are scipy BFGS and
+L-BFGS-B with analytic numpy gradients, jax.scipy BFGS, optimistix BFGS and L-BFGS, jaxopt
+L-BFGS and torch L-BFGS, and the machine's memory read bandwidth is measured in the same run
+against the bandwidth of cudamin's lsq-expsin value pass.
+
 On a GPU machine (a few minutes on an H100; --budget caps it, default 420 s):
     python3 benches/gpu_peers.py --cudamin target/release/cudamin
 Offline test without a GPU (CPU backends, Numba's simulator, small sizes):
@@ -44,11 +52,16 @@ GTOL = 1e-5  # scipy's default, ∞-norm; the convergence rule for every row
 GRAD_KINDS = ["exact", "forward", "central"]  # cudamin --grad kinds; one the binary refuses is skipped
 ITER_CAP = 5000  # per-tool iteration cap, so that no single run can eat the time budget
 SLOW_S = 15.0  # a tool whose first run takes longer than this is not repeated
-CASES = ("seed-workflows", "expsum-big", "rosenbrock-big", "lsq-expsin")  # --only names
+CASES = ("seed-workflows", "expsum-big", "rosenbrock-big", "lsq-expsin")  # --only names (--suite gpu)
+CPU_CASES = ("expsum-small", "expsum-big", "rosenbrock-big", "lsq-expsin")  # --only names (--suite cpu)
+FD_LIMIT_S = 600.0  # scipy's finite-difference BFGS: past this, its per-iteration time is reported
 LSQ_SEED, LSQ_P = 20_261_122, 16
 SIZES = {  # seed_n: case 1; small_n: case 1's full scipy BFGS; big_n, points: cases 2 and 3
     "full": dict(seed_n=10**6, small_n=1000, big_n=10**7, points=10**7, fcalls=20),
     "quick": dict(seed_n=10**4, small_n=40, big_n=10**4, points=10**4, fcalls=3),
+    # issue 13's CPU cases; fcalls: timed iterations of an over-long finite-difference solve
+    "cpu": dict(seed_n=10**4, big_n=10**6, points=10**6, fcalls=3),
+    "cpu-quick": dict(seed_n=100, big_n=10**4, points=10**4, fcalls=2),
 }
 numba_cuda = None  # numba.cuda once imported; a module global so that the simulator can swap it
 
@@ -158,7 +171,8 @@ class Ctx:
 
     def __init__(self, args):
         self.args, self.cudamin, self.dev = args, os.path.abspath(args.cudamin), args.device
-        self.sizes = SIZES["quick" if args.quick else "full"]
+        preset = {"gpu": "full", "cpu": "cpu"}[args.suite]
+        self.sizes = SIZES[("cpu-quick" if args.suite == "cpu" else "quick") if args.quick else preset]
         self.deadline = time.monotonic() + args.budget
         self.refused, self.checks, self.mods = {}, {}, {}  # refused: grad kind -> message
 
@@ -208,6 +222,13 @@ def environment(ctx):
     except (OSError, subprocess.SubprocessError) as e:
         env["gpu"] = f"no nvidia-smi ({e.__class__.__name__})"
     env["numba_cudasim"] = os.environ.get("NUMBA_ENABLE_CUDASIM", "0")
+    try:
+        env["jaxopt"] = importlib.metadata.version("jaxopt")
+    except importlib.metadata.PackageNotFoundError:
+        env["jaxopt"] = "missing"
+    cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+    env["cpu"], env["cores"] = (cpu[0] if cpu else platform.machine()), os.cpu_count()
+    env["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     info = subprocess.run([ctx.cudamin, "info"], capture_output=True, text=True, timeout=60)
     env["cudamin_info"] = [ln for ln in info.stdout.splitlines() if not ln.startswith("PTX")]
     return env
@@ -512,6 +533,108 @@ def jax_scipy_bfgs_tool(ctx, prob):
     return jax_compiled_tool(ctx, prob, "jax.scipy.optimize", "BFGS (autodiff, jitted)", build)
 
 
+def scipy_numpy_tool(ctx, prob, method):
+    """scipy.optimize.minimize on the numpy f and its analytic numpy gradient (the one the true
+    ‖∇f‖∞ is computed with): what a scipy user writes by hand."""
+    def factory():
+        from scipy.optimize import minimize
+        # L-BFGS-B also stops on a relative decrease of f; 1e-15 leaves it to gtol.
+        extra = dict(ftol=1e-15) if method == "L-BFGS-B" else {}
+
+        def run():
+            t0 = time.perf_counter()
+            r = minimize(prob.f, prob.x0, jac=prob.grad, method=method,
+                         options=dict(extra, gtol=GTOL, maxiter=ITER_CAP))
+            return scipy_result(r, t0)
+        return run, {"device": "cpu", "notes": "ftol=1e-15, so that gtol ends it" if extra else ""}
+    return dict(tool="scipy + numpy (jac=grad)", method=method, factory=factory)
+
+
+def scipy_fd_tool(ctx, prob):
+    """scipy BFGS with its default 2-point finite differences on the numpy f. A solve whose
+    first iterations say it would pass FD_LIMIT_S is stopped after `fcalls` iterations and its
+    per-iteration time reported instead, with the projected total."""
+    def factory():
+        from scipy.optimize import minimize
+
+        def run():
+            t0, ticks = time.perf_counter(), []
+
+            def callback(_xk):
+                ticks.append(time.perf_counter())
+                if len(ticks) >= ctx.sizes["fcalls"]:
+                    per_it = (ticks[-1] - t0) / len(ticks)
+                    if per_it * 100 > FD_LIMIT_S:  # scipy BFGS takes tens to hundreds of iterations
+                        raise StopIteration
+            r = minimize(prob.f, prob.x0, method="BFGS", callback=callback,
+                         options=dict(gtol=GTOL, maxiter=ITER_CAP))
+            res = scipy_result(r, t0)
+            if r.status == 99 or "StopIteration" in str(r.message):
+                per_it = res["solve_s"] / max(r.nit, 1)
+                return dict(solve_s=per_it, status="estimate", x=None, notes=(
+                    f"PER ITERATION: {per_it:.3g} s each over the first {r.nit} iterations "
+                    f"(one gradient = n + 1 = {prob.n + 1} calls of f); the whole solve would pass "
+                    f"{FD_LIMIT_S:.0f} s"))
+            return res
+        return run, {"device": "cpu"}
+    return dict(tool="scipy + numpy f", method="BFGS (2-point FD)", factory=factory, slow=True)
+
+
+def jaxopt_lbfgs_tool(ctx, prob):
+    def build(fn):
+        import jaxopt
+
+        def solve(x0, data):
+            solver = jaxopt.LBFGS(fun=fn, maxiter=ITER_CAP, tol=GTOL, history_size=10)
+            params, state = solver.run(x0, data)
+            # jaxopt's tol is on ‖∇f‖₂, stricter than the ∞-norm: the true ‖∇f‖∞ says where it stopped.
+            return dict(x=params, fun=state.value, nit=state.iter_num, nfev=state.num_fun_eval,
+                        success=state.error <= GTOL, max_steps=state.iter_num >= ITER_CAP)
+        return solve
+    return jax_compiled_tool(ctx, prob, "jaxopt", "L-BFGS (autodiff, zoom line search)", build,
+                             notes="tol = gtol on ‖∇f‖₂")
+
+
+def read_bandwidth():
+    """The machine's memory read bandwidth: a sum over 1 GiB of float64 (out of every cache),
+    median of 10, with numpy (one thread) and torch (all cores) when it is there; the larger."""
+    a = np.ones(1 << 27)
+    out = {}
+
+    def median_time(fn):
+        fn()
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+    out["numpy_1_thread_GB_per_s"] = a.nbytes / median_time(a.sum) / 1e9
+    try:
+        import torch
+        ta = torch.from_numpy(a)
+        out["torch_all_cores_GB_per_s"] = a.nbytes / median_time(ta.sum) / 1e9
+        out["torch_threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    out["GB_per_s"] = max(v for k, v in out.items() if k.endswith("GB_per_s"))
+    return out
+
+
+def value_pass_bandwidth(ctx, bw):
+    """cudamin's lsq-expsin value pass on 10⁶ points (16 columns of f64 read): its median time
+    (cudamin eval), the bytes it reads per second, and the fraction of the read bandwidth."""
+    points = ctx.sizes["points"]
+    p = subprocess.run([ctx.cudamin, "eval", "lsq-expsin", "--n", str(LSQ_P), "--points", str(points),
+                        "--backend", "cpu", "--repeat", "20", "--json"], capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip()[-300:]}
+    value_s = json.loads(p.stdout)["value_s"]
+    gbps = LSQ_P * 8 * points / value_s / 1e9
+    return dict(points=points, value_s=value_s, GB_per_s=gbps, fraction_of_read_bandwidth=gbps / bw["GB_per_s"])
+
+
 def run_case(ctx, case, prob, tools):
     """Sets every tool up (untimed), then runs them alternately, --repeat rounds."""
     rows = []
@@ -604,9 +727,21 @@ def markdown(rows, env, bw, checks):
         out.append("| " + " | ".join(cells) + " |")
         msg = " — ".join(s for s in [r.get("message", ""), r.get("notes", "")] if s)
         notes += [f"{i}. {msg}"] if msg else []
-    head = [f"# GPU peers ({env.get('gpu', '')})", "",
-            "Versions: " + ", ".join(f"{k} {v}" for k, v in env.items() if k not in ("gpu", "cudamin_info")),
-            "", f"Device-to-device copy: {fmt(bw.get('GB_per_s'), '.1f')} GB/s (read + write) on {bw.get('device')}",
+    if "cudamin_value_pass" in bw:  # --suite cpu
+        v = bw["cudamin_value_pass"]
+        title = f"# CPU peers ({env.get('cpu', '')}, {env.get('cores')} cores, {env.get('date')})"
+        memory = (f"Memory read bandwidth: {fmt(bw.get('GB_per_s'), '.1f')} GB/s (sum over 1 GiB: numpy one "
+                  f"thread {fmt(bw.get('numpy_1_thread_GB_per_s'), '.1f')}, torch {bw.get('torch_threads', '—')} "
+                  f"threads {fmt(bw.get('torch_all_cores_GB_per_s'), '.1f')}). cudamin's lsq-expsin value pass "
+                  f"({v.get('points')} points, 16 columns): {fmt(v.get('value_s'), '.4g')} s, "
+                  f"{fmt(v.get('GB_per_s'), '.1f')} GB/s, {fmt(100 * v['fraction_of_read_bandwidth'] if 'fraction_of_read_bandwidth' in v else None, '.0f')}% of it.")
+    else:
+        title = f"# GPU peers ({env.get('gpu', '')})"
+        memory = f"Device-to-device copy: {fmt(bw.get('GB_per_s'), '.1f')} GB/s (read + write) on {bw.get('device')}"
+    head = [title, "",
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in env.items()
+                                     if k not in ("gpu", "cudamin_info", "cpu", "cores", "date")),
+            "", memory,
             "", "Data checks: " + json.dumps(checks), "",
             f"Ratio = tool solve s / cudamin's best solve s on that case (> 1: cudamin faster). "
             f"'≤ gtol': true ‖∇f‖∞ ≤ {GTOL:g} at the tool's x. Solve s excludes setup, data upload, "
@@ -664,6 +799,38 @@ def cases(ctx):
     return dict(zip(CASES, [seed_workflows, big(seed_expsum), big(ext_rosenbrock), lsq]))
 
 
+def cpu_cases(ctx):
+    """issue 13's CPU cases: every peer a CPU user would pick, and cudamin's every gradient."""
+    s = ctx.sizes
+
+    def ours(prob, methods):
+        return [cudamin_tool(ctx, prob, m, g) for m in methods for g in GRAD_KINDS]
+
+    def autodiff(prob, jax_bfgs):
+        tools = [jax_scipy_bfgs_tool(ctx, prob), optx_tool(ctx, prob, "BFGS")] if jax_bfgs else []
+        return tools + [optx_tool(ctx, prob, "LBFGS"), jaxopt_lbfgs_tool(ctx, prob), torch_lbfgs_tool(ctx, prob)]
+
+    def expsum_small():
+        prob = seed_expsum(s["seed_n"])
+        yield f"seed-expsum n={prob.n}, BFGS", prob, [
+            scipy_fd_tool(ctx, prob), scipy_numpy_tool(ctx, prob, "BFGS")] + autodiff(prob, True) + ours(prob, ["bfgs"])
+
+    def big(make):
+        def gen():
+            prob = make(s["big_n"])
+            yield f"{prob.name} n={prob.n}, L-BFGS", prob, [
+                scipy_numpy_tool(ctx, prob, "L-BFGS-B")] + autodiff(prob, False) + ours(prob, ["lbfgs"])
+        return gen
+
+    def lsq():
+        prob = lsq_expsin(s["points"])
+        ctx.checks = lsq_checks(ctx, prob)
+        yield f"lsq-expsin p={LSQ_P} points={prob.points}", prob, [
+            scipy_numpy_tool(ctx, prob, "BFGS"), scipy_numpy_tool(ctx, prob, "L-BFGS-B")] + autodiff(prob, True) + \
+            ours(prob, ["bfgs", "lbfgs"])
+    return dict(zip(CPU_CASES, [expsum_small, big(seed_expsum), big(ext_rosenbrock), lsq]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cudamin", required=True, help="path of the cudamin binary")
@@ -673,10 +840,13 @@ def main():
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--repeat", type=int, default=3, help="rounds; slow tools run once")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds after which no new run starts")
+    ap.add_argument("--suite", choices=["gpu", "cpu"], default="gpu",
+                    help="gpu: the GPU peers and the seeds' workflows; cpu: issue 13's CPU peers")
     args = ap.parse_args()
-    wanted = [w for w in args.only.split(",") if w] or list(CASES)
-    if set(wanted) - set(CASES):
-        sys.exit(f"unknown case in --only; known: {', '.join(CASES)}")
+    known = CPU_CASES if args.suite == "cpu" else CASES
+    wanted = [w for w in args.only.split(",") if w] or list(known)
+    if set(wanted) - set(known):
+        sys.exit(f"unknown case in --only; known: {', '.join(known)}")
     # Before jax is imported: no 75 % preallocation (torch, CuPy and cudamin share the GPU).
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if args.device == "cpu":
@@ -690,11 +860,13 @@ def main():
     print("\n".join(f"{k:>14}: {v}" for k, v in env.items()))
     probe_grad_kinds(ctx)
     try:
-        bw = d2d_bandwidth(ctx)
+        bw = read_bandwidth() if args.suite == "cpu" else d2d_bandwidth(ctx)
+        if args.suite == "cpu":
+            bw["cudamin_value_pass"] = value_pass_bandwidth(ctx, bw)
     except Exception as e:
         bw = {"error": f"{e.__class__.__name__}: {e}"}
-    print(f"device-to-device copy: {bw}")
-    rows, all_cases = [], cases(ctx)
+    print(f"bandwidth: {bw}")
+    rows, all_cases = [], (cpu_cases if args.suite == "cpu" else cases)(ctx)
     for name in wanted:
         try:
             for case, prob, tools in all_cases[name]():
