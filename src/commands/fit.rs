@@ -113,8 +113,9 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
     let mut columns = read_columns(&args.data, &names)?.into_iter();
+    // read_columns returns one column per name asked for, in order.
     let (Some(x), Some(y)) = (columns.next(), columns.next()) else {
-        unreachable!("read_columns returns the columns asked for");
+        anyhow::bail!("{}: the x and y columns were not read", args.data.display());
     };
     let data = FitData {
         x,
