@@ -146,19 +146,34 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = match cli.command {
-        Command::Solve(args) => commands::solve::run(&args),
-        Command::Fit(args) => commands::fit::run(&args),
+    let job = commands::job::Job::join();
+    let outcome = job.check_ranks_agree().and_then(|()| match cli.command {
+        Command::Solve(args) => commands::solve::run(&args, &job),
+        Command::Fit(args) => commands::fit::run(&args, &job),
+        Command::Eval(_) if job.ranks() > 1 => Err(anyhow::anyhow!(
+            "eval times one process's evaluations; run it without mpirun"
+        )),
         Command::Eval(args) => commands::eval::run(&args),
         Command::List { json } => commands::list::run(json),
         Command::Info { json } => commands::info::run(json),
-    };
+    });
+    let code = exit_code(outcome);
+    job.finish();
+    code
+}
+
+/// The exit code of a command's outcome, after printing its error (rank 0 only, in an MPI job).
+fn exit_code(outcome: anyhow::Result<()>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => {
             // The reader went away (`cudamin ... | head`): end quietly, with the status a
             // shell gives a process killed by SIGPIPE.
             ExitCode::from(141)
+        }
+        Err(_) if !commands::job::prints() => {
+            // A rank of an MPI job but 0: rank 0 prints the error every rank agreed on.
+            ExitCode::FAILURE
         }
         Err(err) => {
             // One line: the error and its causes.

@@ -11,11 +11,14 @@
 //! float64, float32, int64 and int32 arrays are read (as `f64`). Nothing is dropped: a value
 //! that is not a finite number is an error naming the file, the line (CSV, counting the header
 //! as line 1) or the 0-based index (numpy), and the column.
+//!
+//! [`read_column_rows`] keeps only some rows, as each process of a data-sharded (MPI) fit does.
 
 use ndarray::{ArrayD, Axis};
 use ndarray_npy::{NpzReader, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
+use std::ops::Range;
 use std::path::Path;
 
 /// Why a data file could not be read. Every message starts with the file's path.
@@ -129,18 +132,70 @@ pub enum DataError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_columns(path: &Path, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    read(path, names, None).map(|(columns, _)| columns)
+}
+
+/// The rows `select(total)` of the columns `names`, where `total` is the file's number of rows;
+/// returns them and `total`. For one process of a data-sharded fit, which keeps only its rows:
+/// a CSV file is read twice (a count, then the rows kept are parsed, the rest skipped), a numpy
+/// file whole before the rows are cut out. Errors are those of [`read_columns`], for the rows
+/// read; line numbers count from the start of the file.
+///
+/// ```
+/// use cudamin_host::data::read_column_rows;
+///
+/// let path = std::env::temp_dir().join("cudamin-doc-read-rows.csv");
+/// std::fs::write(&path, "t,y\n0,1\n1,oops\n2,3\n3,4\n")?;
+/// // The second half only: the malformed row is not among them.
+/// let (columns, total) = read_column_rows(&path, &["t", "y"], |total| total / 2..total)?;
+/// assert_eq!((columns, total), (vec![vec![2.0, 3.0], vec![3.0, 4.0]], 4));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_column_rows(
+    path: &Path,
+    names: &[&str],
+    select: impl FnOnce(usize) -> Range<usize>,
+) -> Result<(Vec<Vec<f64>>, usize), DataError> {
+    let mut select = Some(select);
+    let mut once = |total| select.take().map_or(0..0, |select| select(total));
+    read(path, names, Some(&mut once))
+}
+
+/// How many rows a reader keeps: all (`None`), or those a selector picks from the total.
+type Selector<'a> = Option<&'a mut dyn FnMut(usize) -> Range<usize>>;
+
+fn read(
+    path: &Path,
+    names: &[&str],
+    selector: Selector<'_>,
+) -> Result<(Vec<Vec<f64>>, usize), DataError> {
     let shown = path.display().to_string();
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let columns = match extension.to_ascii_lowercase().as_str() {
-        "csv" => read_csv(path, &shown, names)?,
-        "npy" => read_npy(path, &shown, names)?,
-        "npz" => read_npz(path, &shown, names)?,
+    let (columns, total) = match extension.to_ascii_lowercase().as_str() {
+        "csv" => read_csv(path, &shown, names, selector)?,
+        "npy" => cut(read_npy(path, &shown, names)?, selector),
+        "npz" => cut(read_npz(path, &shown, names)?, selector),
         _ => return Err(DataError::UnknownFormat { path: shown }),
     };
-    if columns.first().is_none_or(|c| c.is_empty()) {
+    if total == 0 {
         return Err(DataError::Empty { path: shown });
     }
-    Ok(columns)
+    Ok((columns, total))
+}
+
+/// Whole columns cut to the rows `selector` picks; with the total.
+fn cut(mut columns: Vec<Vec<f64>>, selector: Selector<'_>) -> (Vec<Vec<f64>>, usize) {
+    let total = columns.first().map_or(0, Vec::len);
+    if let Some(select) = selector {
+        let rows = select(total);
+        let end = rows.end.min(total);
+        for column in &mut columns {
+            column.truncate(end);
+            column.drain(..rows.start.min(end));
+        }
+    }
+    (columns, total)
 }
 
 fn open(path: &Path, shown: &str) -> Result<File, DataError> {
@@ -171,14 +226,22 @@ fn find_columns(
         .collect()
 }
 
-fn read_csv(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+fn read_csv(
+    path: &Path,
+    shown: &str,
+    names: &[&str],
+    selector: Selector<'_>,
+) -> Result<(Vec<Vec<f64>>, usize), DataError> {
     let format = |what: String| DataError::Format {
         path: shown.to_owned(),
         what,
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_reader(BufReader::new(open(path, shown)?));
+    let open_csv = || -> Result<_, DataError> {
+        Ok(csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_reader(BufReader::new(open(path, shown)?)))
+    };
+    let mut reader = open_csv()?;
     let header: Vec<String> = reader
         .headers()
         .map_err(|e| format(e.to_string()))?
@@ -191,36 +254,37 @@ fn read_csv(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, D
         });
     }
     let indices = find_columns(shown, &header, names)?;
-    let mut columns = vec![Vec::new(); names.len()];
-    let mut record = csv::StringRecord::new();
-    loop {
-        match reader.read_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                return Err(match e.kind() {
-                    csv::ErrorKind::UnequalLengths {
-                        pos,
-                        expected_len,
-                        len,
-                    } => DataError::Ragged {
-                        path: shown.to_owned(),
-                        line: pos.as_ref().map_or(0, |p| p.line()),
-                        fields: *len,
-                        header: *expected_len,
-                    },
-                    _ => format(e.to_string()),
-                });
+    let (rows, total) = match selector {
+        None => (None, None),
+        Some(select) => {
+            // A first pass counts the rows, parsing no field.
+            let mut record = csv::ByteRecord::new();
+            let mut total = 0;
+            while next_record(&mut reader, &mut record, shown)? {
+                total += 1;
             }
+            reader = open_csv()?;
+            reader.byte_headers().map_err(|e| format(e.to_string()))?;
+            (Some(select(total)), Some(total))
+        }
+    };
+    let mut columns = vec![Vec::new(); names.len()];
+    let mut record = csv::ByteRecord::new();
+    let mut index = 0;
+    while next_record(&mut reader, &mut record, shown)? {
+        let kept = rows.as_ref().is_none_or(|rows| rows.contains(&index));
+        index += 1;
+        if !kept {
+            continue;
         }
         let line = record.position().map_or(0, |p| p.line());
         for ((column, &index), &name) in columns.iter_mut().zip(&indices).zip(names) {
-            let text = &record[index];
+            let text = String::from_utf8_lossy(&record[index]);
             let value: f64 = text.parse().map_err(|_| DataError::Malformed {
                 path: shown.to_owned(),
                 line,
                 column: name.to_owned(),
-                text: text.to_owned(),
+                text: text.clone().into_owned(),
             })?;
             if !value.is_finite() {
                 return Err(DataError::NonFinite {
@@ -233,7 +297,31 @@ fn read_csv(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, D
             column.push(value);
         }
     }
-    Ok(columns)
+    Ok((columns, total.unwrap_or(index)))
+}
+
+/// Reads the next record into `record`; `false` at the end of the file.
+fn next_record(
+    reader: &mut csv::Reader<BufReader<File>>,
+    record: &mut csv::ByteRecord,
+    shown: &str,
+) -> Result<bool, DataError> {
+    reader.read_byte_record(record).map_err(|e| match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            pos,
+            expected_len,
+            len,
+        } => DataError::Ragged {
+            path: shown.to_owned(),
+            line: pos.as_ref().map_or(0, |p| p.line()),
+            fields: *len,
+            header: *expected_len,
+        },
+        _ => DataError::Format {
+            path: shown.to_owned(),
+            what: e.to_string(),
+        },
+    })
 }
 
 /// Where numpy arrays are read from: a `.npy` file, or an array of an `.npz` archive.

@@ -3,7 +3,8 @@
 //! 1. a term function (in a kernel crate: `gpu-kernels`' built-ins, or your own),
 //! 2. run by a [`backend`]: the CPU executor ([`backend::cpu`], rayon) or the GPU launcher
 //!    ([`backend::cuda`], cust, feature `cuda`), both behind one contract
-//!    ([`backend::evaluator`]),
+//!    ([`backend::evaluator`]); with feature `mpi`, each process of an MPI job runs its shard
+//!    and `backend::mpi` gathers the shards' partials into one evaluator,
 //! 3. gives an [`objective`]: the value and gradient of a sum of terms,
 //! 4. which a [`solver`] (BFGS, L-BFGS) minimizes,
 //! 5. into a scipy-like [`OptimizeResult`].

@@ -2,12 +2,14 @@
 //! report what `curve_fit` would: the parameters, their standard errors and covariance, the
 //! residual sum of squares and the reduced χ².
 
+use super::job::Job;
 use super::method::MethodArgs;
 use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
-use cudamin::data::read_columns;
+use cudamin::backend::Share;
+use cudamin::data::read_column_rows;
 use cudamin::objective::LeastSquaresObjective;
 use cudamin::problems::fit::{FitData, MODELS, find_model};
 use cudamin::solver::covariance;
@@ -108,35 +110,59 @@ struct Columns<'a> {
     sigma: Option<&'a str>,
 }
 
-pub fn run(args: &FitArgs) -> anyhow::Result<()> {
+/// Fits the model; in an MPI job, each rank loads and evaluates only its rows of the data.
+pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
+    if args.options.plot.is_some() && job.ranks() > 1 {
+        anyhow::bail!(
+            "--plot draws every data point, and under MPI no rank holds them all: \
+             plot from a run without mpirun"
+        );
+    }
     let model = find_model(&args.model)?;
+    let p = args.params.unwrap_or(model.default_params);
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
-    let mut columns = read_columns(&args.data, &names)?.into_iter();
-    // read_columns returns one column per name asked for, in order.
-    let (Some(x), Some(y)) = (columns.next(), columns.next()) else {
-        anyhow::bail!("{}: the x and y columns were not read", args.data.display());
-    };
-    let data = FitData {
-        x,
-        y,
-        sigma: columns.next(),
-    };
-    let (backend, backend_reason) =
-        cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
-    let p0 = args.p0.clone().map(|Numbers(values)| values);
-    let instance = model
-        .instantiate(&backend, args.params, &data, p0)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.data.display()))?;
+    let shown = args.data.display();
+    // Every rank reads its rows and loads them; then all agree that all did.
+    let loaded = (|| {
+        let mut refused = None;
+        let (columns, total) = read_column_rows(&args.data, &names, |total| {
+            job.rows(p, total).unwrap_or_else(|e| {
+                refused = Some(e);
+                0..0
+            })
+        })?;
+        if let Some(e) = refused {
+            return Err(e.context(format!("{shown}")));
+        }
+        let mut columns = columns.into_iter();
+        // read_column_rows returns one column per name asked for, in order.
+        let (Some(x), Some(y)) = (columns.next(), columns.next()) else {
+            anyhow::bail!("{shown}: the x and y columns were not read");
+        };
+        let data = FitData {
+            x,
+            y,
+            sigma: columns.next(),
+        };
+        let (backend, backend_reason) =
+            cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
+        let p0 = args.p0.clone().map(|Numbers(values)| values);
+        let instance = model
+            .instantiate_shard(&backend, Some(p), &data, p0, total)
+            .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        Ok((instance, backend, backend_reason, data, total))
+    })();
+    let (instance, backend, backend_reason, data, m) = job.agree(loaded)?;
+    let evaluator = job.evaluator(instance.evaluator, Share::Rows { total: m })?;
     let jacobian = Gradient::from(args.options.grad);
-    let mut objective = TermObjective::new(instance.evaluator, jacobian);
+    let mut objective = TermObjective::new(evaluator, jacobian);
     let start = Instant::now();
     let result = args
         .options
         .run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
-    let (p, m) = (result.x.len(), data.x.len());
     // The normal equations at the solution: LM's own, or one more pass after BFGS / L-BFGS
     // (where the backend has the pass).
     let jtj = match result.jtj.clone() {
@@ -191,9 +217,9 @@ pub fn run(args: &FitArgs) -> anyhow::Result<()> {
         elapsed_s,
     };
     if let Some(path) = &args.options.plot {
-        let shown: Vec<usize> = super::plot::drawn(m).collect();
-        let x: Vec<f64> = shown.iter().map(|&i| data.x[i]).collect();
-        let y: Vec<f64> = shown.iter().map(|&i| data.y[i]).collect();
+        let drawn: Vec<usize> = super::plot::drawn(m).collect();
+        let x: Vec<f64> = drawn.iter().map(|&i| data.x[i]).collect();
+        let y: Vec<f64> = drawn.iter().map(|&i| data.y[i]).collect();
         let panels = FitPanels {
             model: &model.predict(&result.x, &x),
             x: &x,

@@ -3,6 +3,7 @@
 pub mod eval;
 pub mod fit;
 pub mod info;
+pub mod job;
 pub mod list;
 mod method;
 mod parse;
@@ -73,22 +74,29 @@ pub fn inf_norm(v: &[f64]) -> f64 {
     })
 }
 
-/// Standard output for a command's report. A write that fails is an error that names stdout,
-/// which `main` turns into the usual quiet exit (a closed pipe) or a one-line message (a full
-/// disk), never a panic as `println!` would.
+/// Standard output for a command's report (rank 0's only, in an MPI job). A write that fails
+/// is an error that names stdout, which `main` turns into the usual quiet exit (a closed pipe)
+/// or a one-line message (a full disk), never a panic as `println!` would.
 pub fn stdout() -> Stdout {
-    Stdout(std::io::stdout().lock())
+    Stdout(job::prints().then(|| std::io::stdout().lock()))
 }
 
-pub struct Stdout(std::io::StdoutLock<'static>);
+/// Standard output, or nothing on the ranks of an MPI job but rank 0.
+pub struct Stdout(Option<std::io::StdoutLock<'static>>);
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).map_err(writing_stdout)
+        match &mut self.0 {
+            Some(out) => out.write(buf).map_err(writing_stdout),
+            None => Ok(buf.len()),
+        }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(writing_stdout)
+        match &mut self.0 {
+            Some(out) => out.flush().map_err(writing_stdout),
+            None => Ok(()),
+        }
     }
 }
 

@@ -24,7 +24,9 @@ impl Progress {
     /// `asked`: `--progress`; `json`: `--json`, which turns progress off unless asked.
     pub fn new(asked: bool, json: bool) -> Self {
         let terminal = io::stderr().is_terminal();
-        let shown = if terminal && (asked || !json) {
+        let shown = if !super::job::prints() {
+            Shown::Off
+        } else if terminal && (asked || !json) {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
             if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
                 bar.set_style(style);

@@ -1,8 +1,10 @@
 //! `cudamin solve PROBLEM`: minimize a built-in problem and report scipy's result fields.
 
+use super::job::Job;
 use super::method::MethodArgs;
-use super::{ProblemArgs, print_json};
+use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
+use cudamin::backend::Share;
 use cudamin::{Gradient, TermObjective};
 use std::io::Write;
 use std::time::Instant;
@@ -49,24 +51,32 @@ struct JacErrorReport {
     reference: &'static str,
 }
 
-pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
+/// Solves the problem; in an MPI job, every rank holds it whole and evaluates its share of
+/// the terms.
+pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     let mut out = super::stdout();
-    let setup = args.problem.setup()?;
+    let setup = job.agree(args.problem.setup())?;
     let fd = Gradient::from(args.options.grad);
-    let mut objective = TermObjective::new(setup.instance.evaluator, fd);
+    let Setup {
+        instance,
+        backend,
+        backend_reason,
+    } = setup;
+    let evaluator = job.evaluator(instance.evaluator, Share::Whole)?;
+    let mut objective = TermObjective::new(evaluator, fd);
     let start = Instant::now();
     let result = args
         .options
-        .run(args.method, &mut objective, &setup.instance.x0, args.json)?;
+        .run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
     let report = SolveReport {
         problem: &args.problem.problem,
-        n: setup.instance.x0.len(),
+        n: instance.x0.len(),
         method: args.method.name(),
         grad: fd.name(),
-        backend: setup.backend.name(),
-        backend_reason: &setup.backend_reason,
+        backend: backend.name(),
+        backend_reason: &backend_reason,
         fun: result.fun,
         grad_inf_norm: result.grad_inf_norm,
         jac_error: result.jac_error.map(|e| JacErrorReport {
@@ -82,7 +92,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
         elapsed_s,
         x: &result.x,
     };
-    if let Some(path) = &args.options.plot {
+    if let Some(path) = args.options.plot.as_ref().filter(|_| super::job::prints()) {
         let title = format!("{} (n = {}), {}", report.problem, report.n, report.method);
         super::plot::write(path, &title, &result.history, result.fun, None)?;
     }
@@ -95,7 +105,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<()> {
     writeln!(out, "method         {}, {} gradient", r.method, r.grad)?;
     writeln!(out, "status         {}: {}", r.status, r.message)?;
     writeln!(out, "fun            {:.12e}", r.fun)?;
-    if let Some(f_star) = setup.instance.f_star {
+    if let Some(f_star) = instance.f_star {
         writeln!(out, "known minimum  {f_star:.12e}")?;
     }
     writeln!(out, "‖∇f‖∞          {:.3e}", r.grad_inf_norm)?;

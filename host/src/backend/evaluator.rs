@@ -2,8 +2,12 @@
 //! ([`cpu`](super::cpu)), the GPU launcher ([`cuda`](super::cuda)) and the layers above. It
 //! imports neither backend, and both import it.
 
+use gpu_kernels::fd::{Central, FdScheme, Forward};
+use gpu_kernels::kernel::normal::mirror_upper;
+use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
 use gpu_kernels::raw::Arg;
 use std::any::Any;
+use std::ops::Range;
 
 /// Grid and block of one launch (one-dimensional).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +182,19 @@ pub enum BackendError {
     /// finite-difference scheme.
     #[error("{0}")]
     ExactUnsupported(&'static str),
+    /// A pass this evaluator cannot make, with the reason: term-range shares off the CPU, or
+    /// the normal equations of an objective that is not a sum of squares.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// Another process of a sharded evaluation failed: its rank and its error. Every rank
+    /// returns the same error, so that all of them stop together.
+    #[error("rank {rank}: {message}")]
+    Rank {
+        /// The rank that failed first (the lowest, when several did).
+        rank: usize,
+        /// Its error, as it would have printed it.
+        message: String,
+    },
 }
 
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
@@ -211,6 +228,217 @@ pub trait Evaluator: Any + Send {
     fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
         None
     }
+
+    /// `pass` over the `share` of the terms this evaluator holds, stopped before its chunks'
+    /// results are combined: what the processes of a sharded evaluation exchange.
+    /// [`Partials`]'s methods finish it; concatenated in rank order first, the ranks' partials
+    /// finish to the same bits as one process's pass whenever each rank's chunks are those of
+    /// the one-process plan (the CPU's are: see `backend::cpu`).
+    ///
+    /// The default computes the whole pass and hands it on as one chunk: right for any backend,
+    /// but then the sum over ranks depends on how many there are. It takes
+    /// [`Share::Whole`] and [`Share::Rows`] only.
+    fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
+        if matches!(share, Share::Terms { ranks, .. } if ranks > 1) {
+            return Err(BackendError::Unsupported(
+                "term-range shards (separable and banded problems under MPI) run on the CPU \
+                 backend only; use --backend cpu",
+            ));
+        }
+        let n = self.dim();
+        match pass {
+            Pass::Value => Ok(Partials::one(self.value(x)?, Vec::new(), Layout::sums(0))),
+            Pass::Gradient { gradient, value } => {
+                let mut g = vec![0.0; n];
+                let f = if value {
+                    self.value_and_gradient(x, gradient, &mut g)?
+                } else {
+                    self.gradient(x, gradient, &mut g)?;
+                    0.0
+                };
+                Ok(Partials::one(f, g, Layout::sums(n)))
+            }
+            Pass::Normal { jacobian } => {
+                let least_squares = self.least_squares().ok_or(BackendError::Unsupported(
+                    "the normal equations need a sum of squares (a residual term)",
+                ))?;
+                let mut vector = vec![0.0; n * n + n];
+                let (jtj, jtr) = vector.split_at_mut(n * n);
+                let sum_of_squares = least_squares.normal_equations(x, jacobian, jtj, jtr)?;
+                Ok(Partials::one(
+                    sum_of_squares,
+                    vector,
+                    Layout::sums(n * n + n),
+                ))
+            }
+        }
+    }
+}
+
+/// One pass over the terms, as [`Evaluator::partials`] is asked for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// `f(x)`.
+    Value,
+    /// `∇f(x)` as `gradient` says; with `value`, also `f(x)` from the same pass.
+    Gradient {
+        /// Exact or by finite differences.
+        gradient: Gradient,
+        /// Whether the pass also sums the terms' values.
+        value: bool,
+    },
+    /// A sum of squares' `Σ r²`, `JᵀJ` and `Jᵀr` (see
+    /// [`LeastSquaresEvaluator::normal_equations`]).
+    Normal {
+        /// How the rows of `J` are computed.
+        jacobian: Gradient,
+    },
+}
+
+/// Which of a pass's chunks an evaluator computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Share {
+    /// All of them: one process holds and evaluates the whole problem.
+    Whole,
+    /// Rank `rank`'s contiguous part ([`Share::range`]) of every pass's chunks of a problem that
+    /// every rank holds whole: the term ranges of a separable or banded problem.
+    Terms {
+        /// This process's rank, `0 .. ranks`.
+        rank: usize,
+        /// The number of processes.
+        ranks: usize,
+    },
+    /// Every chunk of the rows this evaluator holds: a whole number of row blocks (see
+    /// `backend::cpu::row_block`) of a dense problem of `total` rows, which sets the chunk
+    /// size. Each rank of a data-sharded fit loads only such rows.
+    Rows {
+        /// The rows of the whole problem, on all ranks.
+        total: usize,
+    },
+}
+
+impl Share {
+    /// This share's part of `items` chunks, blocks or terms: contiguous, in rank order, with
+    /// sizes that differ by at most one.
+    pub fn range(self, items: usize) -> Range<usize> {
+        match self {
+            Share::Terms { rank, ranks } if ranks > 0 => {
+                items * rank / ranks..items * (rank + 1) / ranks
+            }
+            _ => 0..items,
+        }
+    }
+}
+
+/// How a pass's chunk vectors make its result (see [`Partials`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each chunk's vector is its own slice of the result, which is their concatenation: a
+    /// banded gradient, where each chunk owns its variables.
+    Slices,
+    /// Each chunk adds a vector of `len` values to the result, in chunk order; then, for a
+    /// dense finite-difference gradient, each component is divided by its variable's spacing.
+    Sums {
+        /// The length of each chunk's vector.
+        len: usize,
+        /// The scheme whose spacing divides the sums; `None` divides by nothing.
+        spacing: Option<FiniteDifference>,
+    },
+}
+
+impl Layout {
+    /// Chunk vectors of `len`, added and not divided.
+    pub const fn sums(len: usize) -> Self {
+        Layout::Sums { len, spacing: None }
+    }
+}
+
+/// A pass's results per chunk, before they are combined: [`Evaluator::partials`]' answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Partials {
+    /// One value sum per chunk, in chunk order (none when the pass sums no value).
+    pub values: Vec<f64>,
+    /// The chunks' vectors, end to end, in chunk order.
+    pub vectors: Vec<f64>,
+    /// How the vectors combine.
+    pub layout: Layout,
+}
+
+impl Partials {
+    /// One chunk: a whole pass's value and vector.
+    pub fn one(value: f64, vector: Vec<f64>, layout: Layout) -> Self {
+        Partials {
+            values: vec![value],
+            vectors: vector,
+            layout,
+        }
+    }
+
+    /// The value: the chunks' values added in order, compensated, as each chunk adds its
+    /// terms.
+    pub fn value(&self) -> f64 {
+        sum_in_order(self.values.iter().copied())
+    }
+
+    /// The gradient at `x`, written to `g`; returns [`value`](Self::value).
+    pub fn gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
+        match self.layout {
+            Layout::Slices => {
+                self.check(self.vectors.len() == g.len(), g.len())?;
+                g.copy_from_slice(&self.vectors);
+            }
+            Layout::Sums { len, spacing } => {
+                self.check(len == g.len() && self.vectors.len() % len.max(1) == 0, len)?;
+                for (i, gi) in g.iter_mut().enumerate() {
+                    let parts = self.vectors.iter().skip(i).step_by(len).copied();
+                    let divisor = match spacing {
+                        None => 1.0,
+                        Some(FiniteDifference::Forward) => Forward::steps(x[i]).spacing,
+                        Some(FiniteDifference::Central) => Central::steps(x[i]).spacing,
+                    };
+                    *gi = dense_gradient_component(divisor, parts);
+                }
+            }
+        }
+        Ok(self.value())
+    }
+
+    /// The normal equations, `JᵀJ` (`n × n`, symmetric, from the chunks' upper triangles) and
+    /// `Jᵀr`, each added in chunk order; returns `Σ r²`.
+    pub fn normal_into(&self, jtj: &mut [f64], jtr: &mut [f64]) -> Result<f64, BackendError> {
+        let n = jtr.len();
+        let len = n * n + n;
+        let whole = self.layout == Layout::sums(len) && self.vectors.len() % len.max(1) == 0;
+        self.check(whole && jtj.len() == n * n, len)?;
+        jtj.fill(0.0);
+        jtr.fill(0.0);
+        for chunk in self.vectors.chunks_exact(len) {
+            let (part_jtj, part_jtr) = chunk.split_at(n * n);
+            for (total, part) in jtj.iter_mut().zip(part_jtj) {
+                *total += part;
+            }
+            for (total, part) in jtr.iter_mut().zip(part_jtr) {
+                *total += part;
+            }
+        }
+        mirror_upper(jtj, n);
+        Ok(self.value())
+    }
+
+    fn check(&self, fits: bool, len: usize) -> Result<(), BackendError> {
+        if fits {
+            Ok(())
+        } else {
+            Err(BackendError::Kernel {
+                kernel: "partials".to_owned(),
+                reason: format!(
+                    "of {} values ({:?}) do not make a result of {len}",
+                    self.vectors.len(),
+                    self.layout
+                ),
+            })
+        }
+    }
 }
 
 /// A backend's pass over the residuals of the sum of squares that its evaluator `E` evaluates:
@@ -227,6 +455,31 @@ pub trait NormalPass<E>: Send {
         jtj: &mut [f64],
         jtr: &mut [f64],
     ) -> Result<f64, BackendError>;
+
+    /// As [`Evaluator::partials`] for [`Pass::Normal`]. The default makes the whole pass one
+    /// chunk (and takes no term-range share).
+    fn normal_partials(
+        &mut self,
+        sum: &mut E,
+        x: &[f64],
+        jacobian: Gradient,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        if matches!(share, Share::Terms { ranks, .. } if ranks > 1) {
+            return Err(BackendError::Unsupported(
+                "term-range shards of the normal equations run on the CPU backend only",
+            ));
+        }
+        let n = x.len();
+        let mut vector = vec![0.0; n * n + n];
+        let (jtj, jtr) = vector.split_at_mut(n * n);
+        let sum_of_squares = self.normal_equations(sum, x, jacobian, jtj, jtr)?;
+        Ok(Partials::one(
+            sum_of_squares,
+            vector,
+            Layout::sums(n * n + n),
+        ))
+    }
 }
 
 /// A sum of squares loaded on a backend: its evaluator `sum` answers for the objective, `pass`
@@ -267,6 +520,15 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
 
     fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
         Some(self)
+    }
+
+    fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
+        match pass {
+            Pass::Normal { jacobian } => {
+                self.pass.normal_partials(&mut self.sum, x, jacobian, share)
+            }
+            other => self.sum.partials(x, other, share),
+        }
     }
 }
 

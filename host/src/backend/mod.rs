@@ -1,15 +1,19 @@
 //! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`cuda`], cust,
 //! feature `cuda`), and how `--backend auto` chooses. Both backends implement the contract in
 //! [`evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
+//! With feature `mpi`, `mpi` makes any backend's evaluator of one shard collective across the
+//! processes of an MPI job.
 
 pub mod cpu;
 pub mod cuda;
 pub mod evaluator;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod problem;
 
 pub use evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
-    LeastSquaresEvaluator, NormalPass, RawArg, WithResiduals,
+    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, Layout,
+    LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
 };
 pub use problem::{ProblemError, TermProblem};
 

@@ -175,6 +175,19 @@ impl Model {
         data: &FitData,
         p0: Option<Vec<f64>>,
     ) -> Result<Instance, FitError> {
+        self.instantiate_shard(backend, params, data, p0, data.x.len())
+    }
+
+    /// As [`instantiate`](Model::instantiate), for a shard: `data` holds some rows of a data
+    /// set of `total_points`, against which the parameter count is checked.
+    pub fn instantiate_shard(
+        &self,
+        backend: &Backend,
+        params: Option<usize>,
+        data: &FitData,
+        p0: Option<Vec<f64>>,
+        total_points: usize,
+    ) -> Result<Instance, FitError> {
         let p = params.unwrap_or(self.default_params);
         let points = data.x.len();
         let sigma_len = data.sigma.as_ref().map_or(points, Vec::len);
@@ -185,8 +198,11 @@ impl Model {
                 sigma: sigma_len,
             });
         }
-        if points < p {
-            return Err(FitError::Underdetermined { points, params: p });
+        if total_points < p {
+            return Err(FitError::Underdetermined {
+                points: total_points,
+                params: p,
+            });
         }
         let mut values = crate::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
             n: p,

@@ -9,31 +9,74 @@ mod raw;
 pub use raw::launch_raw;
 
 use crate::backend::evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, NormalPass, WithResiduals,
+    BackendError, Evaluator, FiniteDifference, Gradient, Layout, NormalPass, Partials, Pass, Share,
+    WithResiduals,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
     banded_group_gradient_exact, eval_seeded, exact_supported, fill_constants,
 };
 use gpu_kernels::kernel::normal::{
-    DifferenceRow, ExactRow, JacobianRow, NormalPartial, mirror_upper, normal_partial,
+    DifferenceRow, ExactRow, JacobianRow, NormalPartial, normal_partial,
 };
 use gpu_kernels::kernel::{
-    CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
-    sum_in_order, value_partial,
+    CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, sum_in_order, value_partial,
 };
 use gpu_kernels::lanes::{LANES, Lanes};
-use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term};
+use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term, Window};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
 
-/// Terms per chunk of the value sum.
+/// Terms per chunk of a separable or banded problem's value.
 const VALUE_CHUNK: usize = 4096;
 /// Variable groups per chunk of a banded gradient.
 const GROUP_CHUNK: usize = 4096;
-/// Dense gradients keep `n` partial sums per chunk: aim for this many chunks at most.
-const DENSE_CHUNKS: usize = 64;
+/// Rows (terms) per chunk of a dense problem, unless [`PARTIAL_VALUES`] asks for more. Small
+/// enough that a data set of a few thousand rows still splits across the ranks of an MPI job;
+/// large enough that a chunk's fixed cost (its partial vector) is noise.
+const ROW_CHUNK: usize = 1024;
+/// At most this many chunks per dense pass, however many rows: the chunks' partials are what
+/// the ranks of an MPI job exchange at every evaluation, so their number is bounded by the plan
+/// (`4096·n` values for a gradient), not by the data, while there are still many more chunks
+/// than cores.
+const MAX_DENSE_CHUNKS: usize = 4096;
+/// A dense pass keeps one vector of partial sums per chunk (`n` for a gradient, `n² + n` for
+/// the normal equations): chunks grow so that the partials stay within `2²⁰` values (8 MiB).
+const PARTIAL_VALUES: usize = 1 << 20;
+
+/// Rows per chunk of a dense problem's value and gradient, for `n` variables and `rows` rows in
+/// the whole problem: a multiple of [`ROW_CHUNK`].
+fn dense_chunk(n: usize, rows: usize) -> usize {
+    let max_chunks = (PARTIAL_VALUES / n.max(1)).min(MAX_DENSE_CHUNKS);
+    ROW_CHUNK * grown(rows.div_ceil(ROW_CHUNK), max_chunks)
+}
+
+/// The factor by which chunks grow so that `chunks` of them become at most `max_chunks`.
+fn grown(chunks: usize, max_chunks: usize) -> usize {
+    chunks.div_ceil(max_chunks.max(1)).max(1)
+}
+
+/// Rows per chunk of the normal equations, for `n` parameters and `rows` rows (residuals) in
+/// the whole problem: a multiple of the value's and gradient's chunk, so that a block of these
+/// rows is whole chunks of every pass. The rank of a data-sharded fit holds whole blocks.
+pub fn row_block(n: usize, rows: usize) -> usize {
+    let chunk = dense_chunk(n, rows);
+    chunk * grown(rows.div_ceil(chunk), PARTIAL_VALUES / (n * n + n).max(1))
+}
+
+/// The rows that rank `rank` of `ranks` holds of a dense problem of `rows` rows: its share of
+/// the [`row_block`]s. `None` when there are fewer blocks than ranks, so that some rank would
+/// hold nothing.
+pub fn rank_rows(n: usize, rows: usize, rank: usize, ranks: usize) -> Option<Range<usize>> {
+    let block = row_block(n, rows);
+    let blocks = rows.div_ceil(block);
+    if blocks < ranks {
+        return None;
+    }
+    let mine = Share::Terms { rank, ranks }.range(blocks);
+    Some(mine.start * block..(mine.end * block).min(rows))
+}
 
 /// The number of worker threads (`RAYON_NUM_THREADS`, else one per core).
 pub fn threads() -> usize {
@@ -51,19 +94,37 @@ impl<T: Term> CpuEvaluator<T> {
         Self { problem }
     }
 
+    /// The rows the chunks of a dense problem are sized for: the whole problem's.
+    fn planned_rows(&self, share: Share) -> usize {
+        match share {
+            Share::Rows { total } => total,
+            Share::Whole | Share::Terms { .. } => self.problem.terms(),
+        }
+    }
+
     /// `Σ_k φ_k(x)`: compensated chunk sums in parallel, then added in chunk order, as the GPU
     /// adds its blocks'.
     pub fn value(&self, x: &[f64]) -> f64 {
+        self.value_partials(x, Share::Whole).value()
+    }
+
+    fn value_partials(&self, x: &[f64], share: Share) -> Partials {
         let data = self.problem.data();
         let terms = self.problem.terms();
-        let chunk_sums: Vec<f64> = (0..terms.div_ceil(VALUE_CHUNK))
+        let chunk = match T::WINDOW {
+            Window::Dense => dense_chunk(x.len(), self.planned_rows(share)),
+            Window::Separable | Window::Banded { .. } => VALUE_CHUNK,
+        };
+        let values = share
+            .range(terms.div_ceil(chunk))
             .into_par_iter()
-            .map(|c| {
-                let chunk = c * VALUE_CHUNK..((c + 1) * VALUE_CHUNK).min(terms);
-                value_partial::<T>(chunk, x, data)
-            })
+            .map(|c| value_partial::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data))
             .collect();
-        sum_in_order(chunk_sums.into_iter())
+        Partials {
+            values,
+            vectors: Vec::new(),
+            layout: Layout::sums(0),
+        }
     }
 
     /// Refuses an exact gradient the kernels cannot take (a banded window too wide).
@@ -77,62 +138,147 @@ impl<T: Term> CpuEvaluator<T> {
 
     /// The gradient, per term, into `g`; with `value`, also `f(x)` from the same pass (else
     /// the return is 0).
-    pub fn gradient(&self, x: &[f64], gradient: Gradient, g: &mut [f64], value: bool) -> f64 {
-        match gradient {
-            Gradient::Exact => self.gradient_with::<Exact>(x, g, value),
-            Gradient::FiniteDifference(FiniteDifference::Forward) => {
-                self.gradient_with::<Differences<Forward>>(x, g, value)
+    pub fn gradient(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+        value: bool,
+    ) -> Result<f64, BackendError> {
+        match GradientWork::of::<T>(x.len(), self.problem.data()) {
+            GradientWork::Groups { stride, .. } if g.len() == x.len() => {
+                // Straight into g, which the chunks own slices of: no partials to copy.
+                let values = self.group_chunks(x, gradient, 0, stride, g, value);
+                Ok(sum_in_order(values.into_iter()))
             }
-            Gradient::FiniteDifference(FiniteDifference::Central) => {
-                self.gradient_with::<Differences<Central>>(x, g, value)
-            }
+            _ => self
+                .gradient_partials(x, gradient, value, Share::Whole)
+                .gradient_into(x, g),
         }
     }
 
-    fn gradient_with<S: CpuScheme<T>>(&self, x: &[f64], g: &mut [f64], value: bool) -> f64 {
-        let data = self.problem.data();
-        let n = x.len();
-        match GradientWork::of::<T>(n, data) {
-            GradientWork::Groups { stride, .. } => {
-                // Each chunk owns its groups' slice of g: no combining needed, but for the value.
-                let chunk_values: Vec<f64> = g
-                    .par_chunks_mut(GROUP_CHUNK * stride)
-                    .enumerate()
-                    .map(|(c, chunk)| {
-                        let mut sum = CompensatedSum::default();
-                        for (j, group_g) in chunk.chunks_mut(stride).enumerate() {
-                            let group = c * GROUP_CHUNK + j;
-                            sum.add(S::group(group, x, data, group_g, value));
-                        }
-                        sum.value()
-                    })
-                    .collect();
-                sum_in_order(chunk_values.into_iter())
-            }
-            GradientWork::Terms(terms) => {
-                let chunk = terms.div_ceil(DENSE_CHUNKS);
-                let partials: Vec<(Vec<f64>, f64)> = (0..terms.div_ceil(chunk))
-                    .into_par_iter()
-                    .map(|c| {
-                        let mut acc = vec![0.0; n];
-                        let terms = c * chunk..((c + 1) * chunk).min(terms);
-                        let sum = S::dense_terms(terms, x, data, &mut acc, value);
-                        (acc, sum)
-                    })
-                    .collect();
-                for (i, gi) in g.iter_mut().enumerate() {
-                    let parts = partials.iter().map(|p| p.0[i]);
-                    *gi = dense_gradient_component(S::divisor(x[i]), parts);
+    /// As [`Evaluator::partials`] for a gradient.
+    fn gradient_partials(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        value: bool,
+        share: Share,
+    ) -> Partials {
+        match GradientWork::of::<T>(x.len(), self.problem.data()) {
+            GradientWork::Groups { groups, stride } => {
+                let chunks = share.range(groups.div_ceil(GROUP_CHUNK));
+                let width = GROUP_CHUNK * stride;
+                let slice = chunks.start * width..(chunks.end * width).min(x.len());
+                let mut vectors = vec![0.0; slice.len()];
+                let values =
+                    self.group_chunks(x, gradient, chunks.start, stride, &mut vectors, value);
+                Partials {
+                    values,
+                    vectors,
+                    layout: Layout::Slices,
                 }
-                sum_in_order(partials.iter().map(|p| p.1))
             }
+            GradientWork::Terms(_) => self.dense_partials(x, gradient, value, share),
         }
+    }
+
+    /// A banded gradient's chunks from `first` on, as many as `out` holds variables of (it
+    /// starts at chunk `first`'s first variable): each writes its groups' part of `∇f` and
+    /// returns its terms' value sum when `value` is set.
+    fn group_chunks(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        first: usize,
+        stride: usize,
+        out: &mut [f64],
+        value: bool,
+    ) -> Vec<f64> {
+        let values = match gradient {
+            Gradient::Exact => self.group_chunks_with::<Exact>(x, first, stride, out, value),
+            Gradient::FiniteDifference(FiniteDifference::Forward) => {
+                self.group_chunks_with::<Differences<Forward>>(x, first, stride, out, value)
+            }
+            Gradient::FiniteDifference(FiniteDifference::Central) => {
+                self.group_chunks_with::<Differences<Central>>(x, first, stride, out, value)
+            }
+        };
+        if value { values } else { Vec::new() }
+    }
+
+    fn group_chunks_with<S: CpuScheme<T>>(
+        &self,
+        x: &[f64],
+        first: usize,
+        stride: usize,
+        out: &mut [f64],
+        value: bool,
+    ) -> Vec<f64> {
+        let data = self.problem.data();
+        out.par_chunks_mut(GROUP_CHUNK * stride)
+            .enumerate()
+            .map(|(c, chunk)| {
+                let mut sum = CompensatedSum::default();
+                for (j, group_g) in chunk.chunks_mut(stride).enumerate() {
+                    let group = (first + c) * GROUP_CHUNK + j;
+                    sum.add(S::group(group, x, data, group_g, value));
+                }
+                sum.value()
+            })
+            .collect()
+    }
+
+    /// A dense gradient's chunks of `share`: each a vector of `n` partial sums (not yet divided
+    /// by the spacing), and its terms' value sum when `value` is set.
+    fn dense_partials(&self, x: &[f64], gradient: Gradient, value: bool, share: Share) -> Partials {
+        let chunk = dense_chunk(x.len(), self.planned_rows(share));
+        let chunks = share.range(self.problem.terms().div_ceil(chunk));
+        let ((values, vectors), spacing) = match gradient {
+            Gradient::Exact => (self.dense_chunks::<Exact>(x, chunk, chunks, value), None),
+            Gradient::FiniteDifference(fd @ FiniteDifference::Forward) => (
+                self.dense_chunks::<Differences<Forward>>(x, chunk, chunks, value),
+                Some(fd),
+            ),
+            Gradient::FiniteDifference(fd @ FiniteDifference::Central) => (
+                self.dense_chunks::<Differences<Central>>(x, chunk, chunks, value),
+                Some(fd),
+            ),
+        };
+        Partials {
+            values: if value { values } else { Vec::new() },
+            vectors,
+            layout: Layout::Sums {
+                len: x.len(),
+                spacing,
+            },
+        }
+    }
+
+    /// Chunks `chunks` of `chunk` terms: their value sums, and their vectors end to end.
+    fn dense_chunks<S: CpuScheme<T>>(
+        &self,
+        x: &[f64],
+        chunk: usize,
+        chunks: Range<usize>,
+        value: bool,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (n, data, terms) = (x.len(), self.problem.data(), self.problem.terms());
+        let mut vectors = vec![0.0; chunks.len() * n];
+        let values = vectors
+            .par_chunks_mut(n)
+            .zip(chunks)
+            .map(|(acc, c)| {
+                S::dense_terms(c * chunk..((c + 1) * chunk).min(terms), x, data, acc, value)
+            })
+            .collect();
+        (values, vectors)
     }
 }
 
 /// A gradient scheme as the CPU runs it, over the work the window gives: one variable group
-/// (banded windows), or a run of dense terms adding to a chunk's partials, finished by
-/// dividing by `divisor`.
+/// (banded windows), or a run of dense terms adding to a chunk's partials (which
+/// [`Partials::gradient_into`] finishes).
 trait CpuScheme<T: Term> {
     /// A group's part of `∇f` into `g`; with `value`, the value of the term it owns.
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64;
@@ -144,7 +290,6 @@ trait CpuScheme<T: Term> {
         acc: &mut [f64],
         value: bool,
     ) -> f64;
-    fn divisor(xi: f64) -> f64;
 }
 
 /// Finite differences with scheme `S`.
@@ -172,10 +317,6 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
             }
         }
         sum.value()
-    }
-
-    fn divisor(xi: f64) -> f64 {
-        S::steps(xi).spacing
     }
 }
 
@@ -216,10 +357,6 @@ impl<T: Term> CpuScheme<T> for Exact {
             }
         }
         sum.value()
-    }
-
-    fn divisor(_xi: f64) -> f64 {
-        1.0
     }
 }
 
@@ -276,7 +413,7 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
         g: &mut [f64],
     ) -> Result<(), BackendError> {
         self.check(gradient)?;
-        CpuEvaluator::gradient(self, x, gradient, g, false);
+        CpuEvaluator::gradient(self, x, gradient, g, false)?;
         Ok(())
     }
 
@@ -287,7 +424,22 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
         g: &mut [f64],
     ) -> Result<f64, BackendError> {
         self.check(gradient)?;
-        Ok(CpuEvaluator::gradient(self, x, gradient, g, true))
+        CpuEvaluator::gradient(self, x, gradient, g, true)
+    }
+
+    /// The chunks of the one-process plan, for any share: a rank's partials are exactly those
+    /// chunks' sums, so the ranks' partials in rank order finish to the one-process bits.
+    fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
+        match pass {
+            Pass::Value => Ok(self.value_partials(x, share)),
+            Pass::Gradient { gradient, value } => {
+                self.check(gradient)?;
+                Ok(self.gradient_partials(x, gradient, value, share))
+            }
+            Pass::Normal { .. } => Err(BackendError::Unsupported(
+                "the normal equations need a sum of squares (a residual term)",
+            )),
+        }
     }
 }
 
@@ -308,17 +460,11 @@ impl<T: Term> CpuLeastSquares<T> {
     }
 }
 
-/// The normal equations' chunks each keep `n² + n` partial sums: at most 64 chunks, fewer
-/// for large `n`, so that the partials stay within `2²²` values (32 MiB).
-const NORMAL_PARTIAL_VALUES: usize = 1 << 22;
-
 impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
     fn residuals(&self, sum: &CpuEvaluator<SumOfSquares<T>>) -> usize {
         sum.problem.terms()
     }
 
-    /// Chunks of terms fixed by the problem alone (never the thread count), each summed by
-    /// [`normal_partial`], then added in chunk order: the same bits for any number of threads.
     fn normal_equations(
         &mut self,
         sum: &mut CpuEvaluator<SumOfSquares<T>>,
@@ -327,14 +473,31 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         jtj: &mut [f64],
         jtr: &mut [f64],
     ) -> Result<f64, BackendError> {
+        self.normal_partials(sum, x, jacobian, Share::Whole)?
+            .normal_into(jtj, jtr)
+    }
+
+    /// Chunks of [`row_block`] terms, fixed by the problem alone (never the thread count or
+    /// the ranks), each summed by [`normal_partial`]: added in chunk order, the same bits for
+    /// any number of threads or ranks.
+    fn normal_partials(
+        &mut self,
+        sum: &mut CpuEvaluator<SumOfSquares<T>>,
+        x: &[f64],
+        jacobian: Gradient,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
         let problem = &sum.problem;
         let (n, data, terms) = (x.len(), problem.data(), problem.terms());
         let width = T::WINDOW.stride_width(n).1;
-        let chunks = (NORMAL_PARTIAL_VALUES / (n * n + n)).clamp(1, DENSE_CHUNKS);
-        let chunk = terms.div_ceil(chunks);
-        let partials: Vec<(Vec<f64>, Vec<f64>, f64)> = (0..terms.div_ceil(chunk))
-            .into_par_iter()
-            .map(|c| {
+        let chunk = row_block(n, sum.planned_rows(share));
+        let chunks = share.range(terms.div_ceil(chunk));
+        let len = n * n + n;
+        let mut vectors = vec![0.0; chunks.len() * len];
+        let values = vectors
+            .par_chunks_mut(len)
+            .zip(chunks)
+            .map(|(vector, c)| {
                 let terms = c * chunk..((c + 1) * chunk).min(terms);
                 match jacobian {
                     Gradient::Exact if width <= 4 => {
@@ -342,56 +505,49 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
                         let rows = &mut ExactRow {
                             window: &mut window[..width],
                         };
-                        chunk_partial::<T, _>(terms, x, data, rows)
+                        chunk_partial::<T, _>(terms, x, data, rows, vector)
                     }
                     Gradient::Exact => {
                         let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
                         let rows = &mut ExactRow {
                             window: &mut window,
                         };
-                        chunk_partial::<T, _>(terms, x, data, rows)
+                        chunk_partial::<T, _>(terms, x, data, rows, vector)
                     }
                     Gradient::FiniteDifference(FiniteDifference::Forward) => {
                         let rows = &mut DifferenceRow::<Forward>(PhantomData);
-                        chunk_partial::<T, _>(terms, x, data, rows)
+                        chunk_partial::<T, _>(terms, x, data, rows, vector)
                     }
                     Gradient::FiniteDifference(FiniteDifference::Central) => {
                         let rows = &mut DifferenceRow::<Central>(PhantomData);
-                        chunk_partial::<T, _>(terms, x, data, rows)
+                        chunk_partial::<T, _>(terms, x, data, rows, vector)
                     }
                 }
             })
             .collect();
-        jtj.fill(0.0);
-        jtr.fill(0.0);
-        for (part_jtj, part_jtr, _) in &partials {
-            for (total, part) in jtj.iter_mut().zip(part_jtj) {
-                *total += part;
-            }
-            for (total, part) in jtr.iter_mut().zip(part_jtr) {
-                *total += part;
-            }
-        }
-        mirror_upper(jtj, n);
-        Ok(sum_in_order(partials.iter().map(|p| p.2)))
+        Ok(Partials {
+            values,
+            vectors,
+            layout: Layout::sums(len),
+        })
     }
 }
 
-/// One chunk's normal equations, `(JᵀJ upper triangle, Jᵀr, Σ r²)`, over `terms`, with rows
-/// made by `rows`.
+/// One chunk's normal equations over `terms`, with rows made by `rows`: the upper triangle of
+/// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`.
 fn chunk_partial<T: Term, J: JacobianRow>(
     terms: Range<usize>,
     x: &[f64],
     data: Data<'_>,
     rows: &mut J,
-) -> (Vec<f64>, Vec<f64>, f64) {
+    vector: &mut [f64],
+) -> f64 {
     let n = x.len();
-    let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
-    let mut partial = NormalPartial::new(&mut jtj, &mut jtr);
+    let (jtj, jtr) = vector.split_at_mut(n * n);
+    let mut partial = NormalPartial::new(jtj, jtr);
     let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
     normal_partial::<T, J>(terms, x, data, rows, &mut partial, &mut row);
-    let sum_of_squares = partial.sum_of_squares();
-    (jtj, jtr, sum_of_squares)
+    partial.sum_of_squares()
 }
 
 #[cfg(test)]
@@ -419,7 +575,7 @@ mod tests {
         let data = problem.data();
         for fd in [FiniteDifference::Forward, FiniteDifference::Central] {
             let mut g = vec![0.0; n];
-            evaluator.gradient(&x, fd.into(), &mut g, false);
+            evaluator.gradient(&x, fd.into(), &mut g, false).unwrap();
             let mut reference = vec![0.0; n];
             for k in 0..problem.terms() {
                 let scalar = |i| match fd {
