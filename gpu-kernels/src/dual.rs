@@ -166,6 +166,13 @@ impl<const N: usize> Real for Dual<N> {
         Dual::constant(value)
     }
     #[inline(always)]
+    fn with_lanes(value: f64, lane: impl Fn(usize) -> f64) -> Option<Self> {
+        Some(Dual {
+            value,
+            derivatives: core::array::from_fn(lane),
+        })
+    }
+    #[inline(always)]
     fn value(self) -> f64 {
         self.value
     }

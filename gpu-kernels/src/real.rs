@@ -56,6 +56,16 @@ pub trait Real:
     fn abs(self) -> Self;
     /// `self^p` for a constant exponent.
     fn powf(self, p: f64) -> Self;
+
+    /// A number whose value is `value` and whose derivative lanes are `lane(l)`, for a type
+    /// that carries derivative lanes (a dual); `None` for the others. It lets a linear
+    /// combination of seeded variables be formed directly (see `Vars::dot`): the derivative of
+    /// `Σ wᵢ·xᵢ` along the seed of `xⱼ` is `wⱼ`, with no arithmetic on the lanes.
+    #[inline(always)]
+    fn with_lanes(value: f64, lane: impl Fn(usize) -> f64) -> Option<Self> {
+        let _ = (value, lane);
+        None
+    }
 }
 
 impl Real for f64 {

@@ -9,7 +9,7 @@
 
 use crate::device::as_nums;
 use crate::real::{Num, Real};
-use core::ops::Index;
+use core::ops::{Add, Index};
 
 /// Which variables term `k` reads: `x[offset(k) .. offset(k) + width]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +170,10 @@ pub struct Vars<'a, R> {
     x: &'a [Num<R>],
     bumped_at: usize,
     bumped: Num<R>,
+    /// Where the window's derivative seeds start, for the exact kernels: variable
+    /// `seeded + l` carries the unit lane `l`, every other variable none. `usize::MAX` when the
+    /// window is not seeded that way.
+    seeded: usize,
 }
 
 impl<'a, R: Copy> Vars<'a, R> {
@@ -182,6 +186,17 @@ impl<'a, R: Copy> Vars<'a, R> {
             x,
             bumped_at: usize::MAX,
             bumped: x[0],
+            seeded: usize::MAX,
+        }
+    }
+
+    /// The window of the exact kernels: constants, except that variable `first + l` carries
+    /// the unit derivative lane `l` for every lane of `R`. Only `kernel::exact` seeds windows.
+    #[inline(always)]
+    pub(crate) fn seeded(x: &'a [R], first: usize) -> Self {
+        Vars {
+            seeded: first,
+            ..Vars::new(x)
         }
     }
 
@@ -192,6 +207,7 @@ impl<'a, R: Copy> Vars<'a, R> {
             x: as_nums(x),
             bumped_at: j,
             bumped: Num(value),
+            seeded: usize::MAX,
         }
     }
 
@@ -232,23 +248,47 @@ impl<R: Real> Vars<'_, R> {
     #[inline(always)]
     fn weighted_sum(&self, start: usize, len: usize, weight: impl Fn(usize) -> f64) -> Num<R> {
         let x = &self.x[start..start + len];
-        let zero = Num::constant(0.0);
-        let mut partial = [zero; 4];
-        let whole = len - len % 4;
-        for base in (0..whole).step_by(4) {
-            for (l, p) in partial.iter_mut().enumerate() {
-                *p = *p + x[base + l] * weight(base + l);
+        if self.seeded != usize::MAX {
+            // A seeded window (exact derivatives): the sum's lane l is the weight of the
+            // variable seeded with it. The value is summed as below, to the same bits; the
+            // lanes come out as the loop below would make them (w·1 plus zeros), without the
+            // `len × lanes` multiplications.
+            let value = four_sums(len, 0.0, |i| x[i].0.value() * weight(i));
+            let lane = |l: usize| {
+                let i = self.seeded + l;
+                if (start..start + len).contains(&i) {
+                    weight(i - start)
+                } else {
+                    0.0
+                }
+            };
+            if let Some(sum) = R::with_lanes(value, lane) {
+                return Num(sum);
             }
         }
-        for (i, &xi) in x.iter().enumerate().skip(whole) {
-            partial[0] = partial[0] + xi * weight(i);
-        }
-        let sum = (partial[0] + partial[1]) + (partial[2] + partial[3]);
+        let sum = four_sums(len, Num::constant(0.0), |i| x[i] * weight(i));
         match self.bumped_at.checked_sub(start) {
             Some(j) if j < len => sum + (self.bumped - x[j]) * weight(j),
             _ => sum,
         }
     }
+}
+
+/// `Σ_{i<len} term(i)` in four running sums, so that consecutive additions need not wait on
+/// each other, combined as `(s₀ + s₁) + (s₂ + s₃)`: one summation order for every number type.
+#[inline(always)]
+fn four_sums<A: Copy + Add<Output = A>>(len: usize, zero: A, term: impl Fn(usize) -> A) -> A {
+    let mut partial = [zero; 4];
+    let whole = len - len % 4;
+    for base in (0..whole).step_by(4) {
+        for (l, p) in partial.iter_mut().enumerate() {
+            *p = *p + term(base + l);
+        }
+    }
+    for i in whole..len {
+        partial[0] = partial[0] + term(i);
+    }
+    (partial[0] + partial[1]) + (partial[2] + partial[3])
 }
 
 impl<R> Index<usize> for Vars<'_, R> {

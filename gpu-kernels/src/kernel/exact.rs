@@ -59,7 +59,7 @@ pub fn eval_seeded<T: Term, const L: usize>(
     first: usize,
 ) -> Dual<L> {
     seed(window, first, true);
-    let result = T::eval(Vars::new(window), local).0;
+    let result = T::eval(Vars::seeded(window, first), local).0;
     seed(window, first, false);
     result
 }
