@@ -43,6 +43,129 @@ fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
     (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail
 }
 
+/// `y ← y + alpha·x`, then `zᵀy`: each block is updated and then read again while it is in
+/// cache, so the vectors cross memory once, and the sum is exactly [`axpy`] then [`dot`]'s
+/// (the same blocks, each summed the same way).
+pub(crate) fn axpy_dot(alpha: f64, x: &[f64], y: &mut [f64], z: &[f64]) -> f64 {
+    debug_assert!(x.len() == y.len() && y.len() == z.len());
+    let kernel = |(y, (x, z)): (&mut [f64], (&[f64], &[f64]))| {
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y += alpha * x;
+        }
+        serial_dot(z, y)
+    };
+    if y.len() < PARALLEL_MIN_LEN {
+        return kernel((y, (x, z)));
+    }
+    let block = y.len().div_ceil(REDUCTION_BLOCKS);
+    let mut sums = [0.0; REDUCTION_BLOCKS];
+    sums.par_iter_mut()
+        .zip(
+            y.par_chunks_mut(block)
+                .zip(x.par_chunks(block).zip(z.par_chunks(block))),
+        )
+        .for_each(|(sum, parts)| *sum = kernel(parts));
+    sums.iter().sum()
+}
+
+/// What the end of a quasi-Newton step needs of its vectors, from [`finish_step`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct StepSums {
+    /// `max |g₊ᵢ|` (NaN if any entry is NaN).
+    pub gradient_max_abs: f64,
+    /// `sᵀs`.
+    pub ss: f64,
+    /// `sᵀy`.
+    pub sy: f64,
+    /// `yᵀy`.
+    pub yy: f64,
+}
+
+/// `p ← step·p` (the step `s`) and `g ← g₊ − g` (the gradient change `y`), with `‖g₊‖∞`, `sᵀs`,
+/// `sᵀy` and `yᵀy`, in one pass over the three vectors: each block is written, then summed
+/// while in cache, exactly as the separate passes sum it (same blocks, same order).
+pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]) -> StepSums {
+    debug_assert!(p.len() == g_new.len() && g_new.len() == g.len());
+    let kernel = |(p, (g_new, g)): (&mut [f64], (&[f64], &mut [f64]))| {
+        for p in p.iter_mut() {
+            *p *= step;
+        }
+        for (g, &g_new) in g.iter_mut().zip(g_new) {
+            *g = g_new - *g;
+        }
+        StepSums {
+            gradient_max_abs: max_abs_serial(g_new),
+            ss: serial_dot(p, p),
+            sy: serial_dot(p, g),
+            yy: serial_dot(g, g),
+        }
+    };
+    if p.len() < PARALLEL_MIN_LEN {
+        return kernel((p, (g_new, g)));
+    }
+    let block = p.len().div_ceil(REDUCTION_BLOCKS);
+    let zero = StepSums {
+        gradient_max_abs: 0.0,
+        ss: 0.0,
+        sy: 0.0,
+        yy: 0.0,
+    };
+    let mut sums = [zero; REDUCTION_BLOCKS];
+    sums.par_iter_mut()
+        .zip(
+            p.par_chunks_mut(block)
+                .zip(g_new.par_chunks(block).zip(g.par_chunks_mut(block))),
+        )
+        .for_each(|(sum, parts)| *sum = kernel(parts));
+    let maxima: Vec<f64> = sums.iter().map(|s| s.gradient_max_abs).collect();
+    StepSums {
+        gradient_max_abs: max_abs_serial(&maxima),
+        ss: sums.iter().map(|s| s.ss).sum(),
+        sy: sums.iter().map(|s| s.sy).sum(),
+        yy: sums.iter().map(|s| s.yy).sum(),
+    }
+}
+
+/// `max |vᵢ|`, NaN if any entry is NaN, in one pass (on every core for long vectors).
+fn max_abs(v: &[f64]) -> f64 {
+    if v.len() < PARALLEL_MIN_LEN {
+        return max_abs_serial(v);
+    }
+    let block = v.len().div_ceil(REDUCTION_BLOCKS);
+    let mut maxima = [0.0; REDUCTION_BLOCKS];
+    maxima
+        .par_iter_mut()
+        .zip(v.par_chunks(block))
+        .for_each(|(m, v)| *m = max_abs_serial(v));
+    max_abs_serial(&maxima)
+}
+
+/// [`max_abs`] on one thread: four running maxima and a NaN flag, with no branch on the data,
+/// so that the loop vectorizes.
+fn max_abs_serial(v: &[f64]) -> f64 {
+    let (mut maxima, mut nan) = ([0.0f64; 4], false);
+    let quads = v.chunks_exact(4);
+    for &x in quads.remainder() {
+        nan |= x.is_nan();
+        maxima[0] = if x.abs() > maxima[0] {
+            x.abs()
+        } else {
+            maxima[0]
+        };
+    }
+    for quad in quads {
+        for (m, &x) in maxima.iter_mut().zip(quad) {
+            nan |= x.is_nan();
+            *m = if x.abs() > *m { x.abs() } else { *m };
+        }
+    }
+    if nan {
+        f64::NAN
+    } else {
+        maxima.into_iter().fold(0.0, f64::max)
+    }
+}
+
 /// `‖v‖₂`.
 pub(crate) fn norm2(v: &[f64]) -> f64 {
     dot(v, v).sqrt()
@@ -51,13 +174,15 @@ pub(crate) fn norm2(v: &[f64]) -> f64 {
 /// scipy's `vecnorm(v, ord)`: max `|vᵢ|` for `ord = ∞`, min `|vᵢ|` for `ord = −∞`, else
 /// `(Σ|vᵢ|^ord)^(1/ord)`. NaN if any entry is NaN (`f64::max` alone would skip it).
 pub(crate) fn norm(v: &[f64], ord: f64) -> f64 {
+    if ord == f64::INFINITY {
+        // The gradient norm of every iteration: one parallel pass.
+        return max_abs(v);
+    }
     if v.iter().any(|x| x.is_nan()) {
         return f64::NAN;
     }
     let abs = v.iter().map(|x| x.abs());
-    if ord == f64::INFINITY {
-        abs.fold(0.0, f64::max)
-    } else if ord == f64::NEG_INFINITY {
+    if ord == f64::NEG_INFINITY {
         abs.fold(f64::INFINITY, f64::min)
     } else if ord == 2.0 {
         norm2(v)
@@ -168,6 +293,44 @@ mod tests {
         assert!((norm(&v, 1.0) - 7.5).abs() < 1e-15);
         assert!((norm(&v, 3.0) - (27.0f64 + 64.0 + 0.125).cbrt()).abs() < 1e-13);
         assert!(norm(&[1.0, f64::NAN], f64::INFINITY).is_nan());
+    }
+
+    /// The fused passes give exactly what the separate ones give, serially and in parallel;
+    /// the parallel ∞-norm sees a NaN anywhere.
+    #[test]
+    fn fused_passes_equal_the_separate_ones() {
+        for n in [5, PARALLEL_MIN_LEN * 3 + 5] {
+            let (x, z) = (ramp(n, 0.3), ramp(n, -1.7));
+            let (mut fused, mut separate) = (ramp(n, 0.9), ramp(n, 0.9));
+            let sum = axpy_dot(-0.37, &x, &mut fused, &z);
+            axpy(-0.37, &x, &mut separate);
+            assert_eq!(fused, separate);
+            assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
+            let mut v = ramp(n, -2.0);
+            assert_eq!(norm(&v, f64::INFINITY), 16.0);
+            v[n - 2] = f64::NAN;
+            assert!(norm(&v, f64::INFINITY).is_nan());
+        }
+    }
+
+    /// The end-of-step pass writes s and y and sums exactly what the separate passes give.
+    #[test]
+    fn finish_step_equals_the_separate_passes() {
+        for n in [7, PARALLEL_MIN_LEN * 2 + 9] {
+            let (mut p, g_new, mut g) = (ramp(n, 0.7), ramp(n, -0.2), ramp(n, 0.05));
+            let (mut s, mut y) = (p.clone(), g.clone());
+            map_in_place(&mut s, |v| 0.31 * v);
+            update_with(&mut y, &g_new, |old, new| new - old);
+            let sums = finish_step(0.31, &mut p, &g_new, &mut g);
+            assert_eq!((&p, &g), (&s, &y));
+            let expected = StepSums {
+                gradient_max_abs: norm(&g_new, f64::INFINITY),
+                ss: dot(&s, &s),
+                sy: dot(&s, &y),
+                yy: dot(&y, &y),
+            };
+            assert_eq!(sums, expected);
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
-use crate::linalg::vector::{dot, map_in_place};
+use crate::linalg::vector::map_in_place;
 use crate::objective::{EvalError, Objective};
 use ndarray::Array2;
 use std::collections::VecDeque;
@@ -186,21 +186,23 @@ impl<V> ImplicitBfgs<V> {
         two_loop(workspace, &self.pairs, p, &mut self.alphas, apply_h0)
     }
 
-    /// Appends the pair `(s, y)`.
+    /// Appends the pair `(s, y)` with `sy = sᵀy`, taking the vectors themselves and giving
+    /// back new zeros.
     fn push<W: Workspace<Vector = V>>(
         &mut self,
         workspace: &mut W,
-        s: &V,
-        y: &V,
+        s: &mut V,
+        y: &mut V,
+        sy: f64,
     ) -> Result<(), EvalError> {
-        let rho = rho(workspace.dot(y, s)?);
+        let rho = rho(sy);
         let mut pair = CurvaturePair {
             s: workspace.zeros()?,
             y: workspace.zeros()?,
             rho,
         };
-        workspace.copy(s, &mut pair.s)?;
-        workspace.copy(y, &mut pair.y)?;
+        std::mem::swap(s, &mut pair.s);
+        std::mem::swap(y, &mut pair.y);
         self.pairs.push_back(pair);
         Ok(())
     }
@@ -224,8 +226,15 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         workspace.scale(-1.0, p)
     }
 
-    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError> {
-        self.push(workspace, s, y)
+    fn update(
+        &mut self,
+        workspace: &mut W,
+        s: &mut W::Vector,
+        y: &mut W::Vector,
+        sy: f64,
+        _yy: f64,
+    ) -> Result<(), EvalError> {
+        self.push(workspace, s, y, sy)
     }
 }
 
@@ -318,13 +327,15 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
     fn update(
         &mut self,
         workspace: &mut HostWorkspace<'_>,
-        s: &Vec<f64>,
-        y: &Vec<f64>,
+        s: &mut Vec<f64>,
+        y: &mut Vec<f64>,
+        sy: f64,
+        _yy: f64,
     ) -> Result<(), EvalError> {
         match &mut self.form {
-            Form::Implicit(implicit) => implicit.push(workspace, s, y),
+            Form::Implicit(implicit) => implicit.push(workspace, s, y, sy),
             Form::Dense(h) => {
-                bfgs_update(h, s, y, rho(dot(y, s)), &mut self.scratch);
+                bfgs_update(h, s, y, rho(sy), &mut self.scratch);
                 Ok(())
             }
         }
@@ -334,6 +345,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linalg::vector::dot;
     use ndarray::array;
 
     /// scipy's `rosen`, with its gradient.

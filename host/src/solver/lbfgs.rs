@@ -69,12 +69,13 @@ impl<V> LimitedMemory<V> {
         }
     }
 
-    /// Appends the pair `(s, y, ρ)`, reusing the oldest pair's storage once memory is full.
+    /// Appends the pair `(s, y, ρ)`, taking `s` and `y` themselves and giving back the oldest
+    /// pair's buffers once memory is full (new zeros before).
     fn store<W: Workspace<Vector = V>>(
         &mut self,
         workspace: &mut W,
-        s: &V,
-        y: &V,
+        s: &mut V,
+        y: &mut V,
         rho: f64,
     ) -> Result<(), EvalError> {
         let recycled = if self.pairs.len() < self.memory {
@@ -90,8 +91,8 @@ impl<V> LimitedMemory<V> {
                 rho,
             },
         };
-        workspace.copy(s, &mut pair.s)?;
-        workspace.copy(y, &mut pair.y)?;
+        std::mem::swap(s, &mut pair.s);
+        std::mem::swap(y, &mut pair.y);
         pair.rho = rho;
         self.pairs.push_back(pair);
         Ok(())
@@ -113,8 +114,14 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         workspace.scale(-1.0, p)
     }
 
-    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError> {
-        let (sy, yy) = (workspace.dot(s, y)?, workspace.dot(y, y)?);
+    fn update(
+        &mut self,
+        workspace: &mut W,
+        s: &mut W::Vector,
+        y: &mut W::Vector,
+        sy: f64,
+        yy: f64,
+    ) -> Result<(), EvalError> {
         if sy.is_nan() || sy <= f64::EPSILON * yy {
             // Curvature lost to rounding (see the module docs): keep the pairs we have.
             return Ok(());

@@ -17,8 +17,18 @@ pub(super) trait InverseHessian<W: Workspace> {
         g: &W::Vector,
         p: &mut W::Vector,
     ) -> Result<(), EvalError>;
-    /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration.
-    fn update(&mut self, workspace: &mut W, s: &W::Vector, y: &W::Vector) -> Result<(), EvalError>;
+    /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration. It may
+    /// keep the vectors themselves, handing buffers of its own back in their place: afterwards
+    /// `s` and `y` hold unspecified values (the driver overwrites both before reading them).
+    /// `sy = sᵀy` and `yy = yᵀy` come computed.
+    fn update(
+        &mut self,
+        workspace: &mut W,
+        s: &mut W::Vector,
+        y: &mut W::Vector,
+        sy: f64,
+        yy: f64,
+    ) -> Result<(), EvalError>;
 }
 
 /// Minimizes from `x0` (already checked: finite, of the objective's length, valid options).
@@ -40,7 +50,8 @@ pub(super) fn run<W: Workspace>(
     let mut gnorm = objective.workspace.norm(&g, options.norm)?;
 
     // After a step, `p` is turned into s = α·p and the old gradient's buffer into y = g₊ − g,
-    // and the trial point and gradient are swapped in: no copies, no allocations.
+    // and the trial point and gradient are swapped in; the inverse Hessian then keeps s and y
+    // by exchanging buffers: no copies, and no allocations once L-BFGS's memory is full.
     let mut p = objective.workspace.zeros()?;
     let mut x_trial = objective.workspace.zeros()?;
     let mut g_trial = objective.workspace.zeros()?;
@@ -65,16 +76,14 @@ pub(super) fn run<W: Workspace>(
             break;
         };
         let w = &mut *objective.workspace;
-        w.scale(accepted.step, &mut p)?;
-        w.difference(&g_trial, &mut g)?;
+        let end = w.finish_step(accepted.step, &mut p, &g_trial, &mut g, options.norm)?;
         std::mem::swap(&mut x, &mut x_trial);
         std::mem::swap(&mut g, &mut g_trial);
-        let (s, y) = (&p, &g_trial);
         // Accepted points are finite (the line search never accepts others), so scipy's test
         // for a non-finite f after a step cannot fire here.
         (f_previous, f) = (f, accepted.value);
         nit += 1;
-        gnorm = w.norm(&g, options.norm)?;
+        gnorm = end.gradient_norm;
 
         let current = &*w;
         let x_now = || current.download(&x);
@@ -99,10 +108,11 @@ pub(super) fn run<W: Workspace>(
         } else {
             0.0
         };
-        if w.norm(s, 2.0)? <= options.xrtol * (options.xrtol + x_norm) {
+        if end.step_norm <= options.xrtol * (options.xrtol + x_norm) {
             break;
         }
-        hessian.update(w, s, y)?;
+        // s and y, which the update may keep (then p and g_trial get other buffers).
+        hessian.update(w, &mut p, &mut g_trial, end.sy, end.yy)?;
     }
 
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.

@@ -25,16 +25,34 @@ pub(super) fn two_loop<W: Workspace>(
     apply_h0: impl FnOnce(&mut W, &mut W::Vector) -> Result<(), EvalError>,
 ) -> Result<(), EvalError> {
     alphas.clear();
-    for pair in pairs.iter().rev() {
-        let alpha = pair.rho * workspace.dot(&pair.s, v)?;
-        workspace.axpy(-alpha, &pair.y, v)?;
+    // Each `axpy` is fused with the dot product the next pair needs, over the vector just
+    // updated (`Workspace::axpy_dot`): the same numbers as separate passes, half the traffic.
+    let mut newest_first = pairs.iter().rev().peekable();
+    let mut s_dot = match pairs.back() {
+        Some(newest) => workspace.dot(&newest.s, v)?,
+        None => 0.0,
+    };
+    while let Some(pair) = newest_first.next() {
+        let alpha = pair.rho * s_dot;
+        match newest_first.peek() {
+            Some(older) => s_dot = workspace.axpy_dot(-alpha, &pair.y, v, &older.s)?,
+            None => workspace.axpy(-alpha, &pair.y, v)?,
+        }
         alphas.push(alpha);
     }
     apply_h0(workspace, v)?;
     // `alphas` is newest first; this loop goes oldest first.
-    for (pair, &alpha) in pairs.iter().zip(alphas.iter().rev()) {
-        let beta = pair.rho * workspace.dot(&pair.y, v)?;
-        workspace.axpy(alpha - beta, &pair.s, v)?;
+    let mut oldest_first = pairs.iter().zip(alphas.iter().rev()).peekable();
+    let mut y_dot = match pairs.front() {
+        Some(oldest) => workspace.dot(&oldest.y, v)?,
+        None => 0.0,
+    };
+    while let Some((pair, &alpha)) = oldest_first.next() {
+        let beta = pair.rho * y_dot;
+        match oldest_first.peek() {
+            Some((newer, _)) => y_dot = workspace.axpy_dot(alpha - beta, &pair.s, v, &newer.y)?,
+            None => workspace.axpy(alpha - beta, &pair.s, v)?,
+        }
     }
     Ok(())
 }

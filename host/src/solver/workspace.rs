@@ -52,6 +52,39 @@ pub(super) trait Workspace {
 
     /// `aᵀb`.
     fn dot(&mut self, a: &Self::Vector, b: &Self::Vector) -> Result<f64, EvalError>;
+    /// The end of a quasi-Newton step: `p ← step·p` (the step `s`), `g ← g_new − g` (the
+    /// gradient change `y`), with `vecnorm(g_new, ord)`, `‖s‖₂`, `sᵀy` and `yᵀy`. The default
+    /// makes the separate passes; a workspace that can makes one.
+    fn finish_step(
+        &mut self,
+        step: f64,
+        p: &mut Self::Vector,
+        g_new: &Self::Vector,
+        g: &mut Self::Vector,
+        ord: f64,
+    ) -> Result<StepEnd, EvalError> {
+        self.scale(step, p)?;
+        self.difference(g_new, g)?;
+        let (sy, yy) = (self.dot(p, g)?, self.dot(g, g)?);
+        Ok(StepEnd {
+            gradient_norm: self.norm(g_new, ord)?,
+            step_norm: self.norm(p, 2.0)?,
+            sy,
+            yy,
+        })
+    }
+    /// `y ← y + alpha·x`, then `zᵀy`: the two-loop recursion's steps. The default is
+    /// [`axpy`](Self::axpy) then [`dot`](Self::dot); a workspace that can fuses them.
+    fn axpy_dot(
+        &mut self,
+        alpha: f64,
+        x: &Self::Vector,
+        y: &mut Self::Vector,
+        z: &Self::Vector,
+    ) -> Result<f64, EvalError> {
+        self.axpy(alpha, x, y)?;
+        self.dot(z, y)
+    }
     /// scipy's `vecnorm(v, ord)` (see `vector::norm`).
     fn norm(&mut self, v: &Self::Vector, ord: f64) -> Result<f64, EvalError>;
     /// `y ← y + alpha·x`.
@@ -71,6 +104,19 @@ pub(super) trait Workspace {
     fn difference(&mut self, new: &Self::Vector, old: &mut Self::Vector) -> Result<(), EvalError>;
     /// `to ← from`.
     fn copy(&mut self, from: &Self::Vector, to: &mut Self::Vector) -> Result<(), EvalError>;
+}
+
+/// What [`Workspace::finish_step`] returns.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StepEnd {
+    /// `vecnorm(g₊, ord)`, the new gradient's norm.
+    pub gradient_norm: f64,
+    /// `‖s‖₂`.
+    pub step_norm: f64,
+    /// `sᵀy`, the curvature along the step.
+    pub sy: f64,
+    /// `yᵀy`.
+    pub yy: f64,
 }
 
 /// Vectors in host memory (rayon-parallel operations), for any objective.
@@ -132,6 +178,38 @@ impl Workspace for HostWorkspace<'_> {
 
     fn dot(&mut self, a: &Vec<f64>, b: &Vec<f64>) -> Result<f64, EvalError> {
         Ok(dot(a, b))
+    }
+
+    fn finish_step(
+        &mut self,
+        step: f64,
+        p: &mut Vec<f64>,
+        g_new: &Vec<f64>,
+        g: &mut Vec<f64>,
+        ord: f64,
+    ) -> Result<StepEnd, EvalError> {
+        let sums = vector::finish_step(step, p, g_new, g);
+        Ok(StepEnd {
+            // The ∞-norm (the default) came with the pass; other orders take their own.
+            gradient_norm: if ord == f64::INFINITY {
+                sums.gradient_max_abs
+            } else {
+                norm(g_new, ord)
+            },
+            step_norm: sums.ss.sqrt(),
+            sy: sums.sy,
+            yy: sums.yy,
+        })
+    }
+
+    fn axpy_dot(
+        &mut self,
+        alpha: f64,
+        x: &Vec<f64>,
+        y: &mut Vec<f64>,
+        z: &Vec<f64>,
+    ) -> Result<f64, EvalError> {
+        Ok(vector::axpy_dot(alpha, x, y, z))
     }
 
     fn norm(&mut self, v: &Vec<f64>, ord: f64) -> Result<f64, EvalError> {
