@@ -58,10 +58,38 @@ pub fn eval_seeded<T: Term, const L: usize>(
     window: &mut [Dual<L>],
     first: usize,
 ) -> Dual<L> {
-    seed(window, first, true);
-    let result = T::eval(Vars::seeded(window, first), local).0;
-    seed(window, first, false);
-    result
+    Seeded::new(window, first).eval::<T>(local)
+}
+
+/// A window of duals seeded along variables `first .. first + L` for as long as this is held,
+/// and constants again when it is dropped: many terms evaluated at one seeding (the CPU's
+/// dense gradient) pay for seeding once.
+pub struct Seeded<'w, const L: usize> {
+    window: &'w mut [Dual<L>],
+    first: usize,
+}
+
+impl<'w, const L: usize> Seeded<'w, L> {
+    /// Seeds `window` (holding constants) along `first .. first + L`.
+    #[inline(always)]
+    pub fn new(window: &'w mut [Dual<L>], first: usize) -> Self {
+        seed(window, first, true);
+        Seeded { window, first }
+    }
+
+    /// `φ` on the seeded window: its value and its partial derivatives in the seeded
+    /// variables.
+    #[inline(always)]
+    pub fn eval<T: Term>(&self, local: &T::Local<'_>) -> Dual<L> {
+        T::eval(Vars::seeded(self.window, self.first), local).0
+    }
+}
+
+impl<const L: usize> Drop for Seeded<'_, L> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        seed(self.window, self.first, false);
+    }
 }
 
 /// `values` as constant duals, into `window` (same length).

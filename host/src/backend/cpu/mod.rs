@@ -14,7 +14,7 @@ use crate::backend::evaluator::{
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
-    banded_group_gradient_exact, eval_seeded, exact_supported, fill_constants,
+    Seeded, banded_group_gradient_exact, exact_supported, fill_constants,
 };
 use gpu_kernels::kernel::normal::{
     DifferenceRow, ExactRow, JacobianRow, NormalPartial, normal_partial,
@@ -344,10 +344,12 @@ impl<T: Term> CpuScheme<T> for Exact {
         let mut sum = CompensatedSum::default();
         let mut window = vec![Dual::constant(0.0); x.len()];
         fill_constants(&mut window, x);
-        for k in terms {
-            let local = T::prepare(k, x.len(), data);
-            for first in (0..x.len()).step_by(DENSE_LANES) {
-                let result = eval_seeded::<T, DENSE_LANES>(&local, &mut window, first);
+        // One seeding per group of lanes for all the chunk's terms (whose data then come from
+        // cache after the first group); each variable still adds its terms in order.
+        for first in (0..x.len()).step_by(DENSE_LANES) {
+            let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
+            for k in terms.clone() {
+                let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
                 for (a, d) in acc[first..].iter_mut().zip(result.derivatives) {
                     *a += d;
                 }
