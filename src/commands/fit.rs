@@ -9,7 +9,7 @@ use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
 use cudamin::backend::Share;
-use cudamin::data::read_column_rows;
+use cudamin::data::{read_column_rows, read_columns};
 use cudamin::objective::LeastSquaresObjective;
 use cudamin::problems::fit::{FitData, MODELS, find_model};
 use cudamin::solver::covariance;
@@ -125,16 +125,24 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let shown = args.data.display();
     // Every rank reads its rows and loads them; then all agree that all did.
     let loaded = (|| {
-        let mut refused = None;
-        let (columns, total) = read_column_rows(&args.data, &names, |total| {
-            job.rows(p, total).unwrap_or_else(|e| {
-                refused = Some(e);
-                0..0
-            })
-        })?;
-        if let Some(e) = refused {
-            return Err(e.context(format!("{shown}")));
-        }
+        let (columns, total) = if job.ranks() > 1 {
+            let mut refused = None;
+            let rows = read_column_rows(&args.data, &names, |total| {
+                job.rows(p, total).unwrap_or_else(|e| {
+                    refused = Some(e);
+                    0..0
+                })
+            })?;
+            if let Some(e) = refused {
+                return Err(e.context(format!("{shown}")));
+            }
+            rows
+        } else {
+            // Alone: one pass over the file, every row kept.
+            let columns = read_columns(&args.data, &names)?;
+            let total = columns.first().map_or(0, Vec::len);
+            (columns, total)
+        };
         let mut columns = columns.into_iter();
         // read_column_rows returns one column per name asked for, in order.
         let (Some(x), Some(y)) = (columns.next(), columns.next()) else {

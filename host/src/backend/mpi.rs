@@ -78,13 +78,15 @@ impl World {
     /// Every rank's outcome of one step, agreed: `Ok` on every rank when every rank's is `Ok`,
     /// else, on every rank, the error of the lowest rank that failed. Collective.
     pub fn agree<T, E: std::fmt::Display>(&self, local: Result<T, E>) -> Result<T, BackendError> {
-        let message = match &local {
-            Ok(_) => None,
-            Err(e) => Some(e.to_string()),
-        };
-        match first_failure(&comm(), message)? {
-            None => local.map_err(|_| unreachable_failure()),
-            Some(failure) => Err(failure),
+        let message = local.as_ref().err().map(ToString::to_string);
+        match (first_failure(&comm(), message)?, local) {
+            (Some(failure), _) => Err(failure),
+            (None, Ok(value)) => Ok(value),
+            // Not reached: this rank's own failure would have been found.
+            (None, Err(e)) => Err(BackendError::Rank {
+                rank: self.rank,
+                message: e.to_string(),
+            }),
         }
     }
 
@@ -131,11 +133,6 @@ fn collective_error(reason: &str) -> BackendError {
         kernel: "MPI gather".to_owned(),
         reason: reason.to_owned(),
     }
-}
-
-/// Unreachable: `first_failure` found no failure, so the local outcome was `Ok`.
-fn unreachable_failure() -> BackendError {
-    collective_error("disagrees with this rank's own outcome")
 }
 
 /// `local` from every rank, concatenated in rank order. Collective; every rank's `local` may
@@ -229,11 +226,12 @@ impl Sharded {
     fn gather(&mut self, x: &[f64], pass: Pass) -> Result<Partials, BackendError> {
         let comm = comm();
         let local = self.shard.partials(x, pass, self.share);
-        if let Some(failure) = first_failure(&comm, local.as_ref().err().map(ToString::to_string))?
-        {
-            return Err(failure);
-        }
-        let local = local.map_err(|_| unreachable_failure())?;
+        let message = local.as_ref().err().map(ToString::to_string);
+        let local = match (first_failure(&comm, message)?, local) {
+            (Some(failure), _) => return Err(failure),
+            // Ok here: this rank's own failure would have been found.
+            (None, local) => local?,
+        };
         Ok(Partials {
             values: all_gather(&comm, &local.values)?,
             vectors: all_gather(&comm, &local.vectors)?,
