@@ -262,14 +262,9 @@ pub trait Evaluator: Any + Send {
                 let least_squares = self.least_squares().ok_or(BackendError::Unsupported(
                     "the normal equations need a sum of squares (a residual term)",
                 ))?;
-                let mut vector = vec![0.0; n * n + n];
-                let (jtj, jtr) = vector.split_at_mut(n * n);
-                let sum_of_squares = least_squares.normal_equations(x, jacobian, jtj, jtr)?;
-                Ok(Partials::one(
-                    sum_of_squares,
-                    vector,
-                    Layout::sums(n * n + n),
-                ))
+                Partials::whole_normal(n, |jtj, jtr| {
+                    least_squares.normal_equations(x, jacobian, jtj, jtr)
+                })
             }
         }
     }
@@ -374,6 +369,22 @@ impl Partials {
         }
     }
 
+    /// A whole normal-equations pass over `n` parameters as one chunk: `pass` writes `JᵀJ`
+    /// and `Jᵀr` into the slices it is given and returns `Σ r²`.
+    pub fn whole_normal(
+        n: usize,
+        pass: impl FnOnce(&mut [f64], &mut [f64]) -> Result<f64, BackendError>,
+    ) -> Result<Self, BackendError> {
+        let mut vector = vec![0.0; n * n + n];
+        let (jtj, jtr) = vector.split_at_mut(n * n);
+        let sum_of_squares = pass(jtj, jtr)?;
+        Ok(Partials::one(
+            sum_of_squares,
+            vector,
+            Layout::sums(n * n + n),
+        ))
+    }
+
     /// The value: the chunks' values added in order, compensated, as each chunk adds its
     /// terms.
     pub fn value(&self) -> f64 {
@@ -470,15 +481,9 @@ pub trait NormalPass<E>: Send {
                 "term-range shards of the normal equations run on the CPU backend only",
             ));
         }
-        let n = x.len();
-        let mut vector = vec![0.0; n * n + n];
-        let (jtj, jtr) = vector.split_at_mut(n * n);
-        let sum_of_squares = self.normal_equations(sum, x, jacobian, jtj, jtr)?;
-        Ok(Partials::one(
-            sum_of_squares,
-            vector,
-            Layout::sums(n * n + n),
-        ))
+        Partials::whole_normal(x.len(), |jtj, jtr| {
+            self.normal_equations(sum, x, jacobian, jtj, jtr)
+        })
     }
 }
 
