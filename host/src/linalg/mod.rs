@@ -6,7 +6,7 @@ pub(crate) mod vector;
 
 use ndarray::ArrayView2;
 use rayon::prelude::*;
-use vector::dot;
+use vector::{PARALLEL_MIN_LEN, dot};
 
 /// From this dimension on, rows are processed in parallel (a row then holds enough work to
 /// outweigh the scheduling).
@@ -78,7 +78,13 @@ pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
     }
     let mut values = Vec::new();
     values.try_reserve_exact(len).ok()?;
-    values.resize(len, 0.0);
+    // The first write to each page maps it; the zeros are written on every core, so that a
+    // long vector is mapped in parallel rather than by one thread.
+    if len < PARALLEL_MIN_LEN {
+        values.resize(len, 0.0);
+    } else {
+        values.par_extend(rayon::iter::repeat_n(0.0, len));
+    }
     Some(values)
 }
 
@@ -108,6 +114,18 @@ pub fn available_memory() -> Option<usize> {
 mod tests {
     use super::*;
     use ndarray::Array2;
+
+    /// Short and long vectors (zero-filled serially, and on every core) hold exactly `len`
+    /// zeros; a length past memory is `None`, not an abort.
+    #[test]
+    fn try_zeros_gives_zeros_or_none() {
+        for len in [0, 7, PARALLEL_MIN_LEN + 5] {
+            let v = try_zeros(len).unwrap();
+            assert_eq!(v.len(), len);
+            assert!(v.iter().all(|&x| x.to_bits() == 0));
+        }
+        assert!(try_zeros(usize::MAX / 8).is_none());
+    }
 
     #[test]
     fn cholesky_in_parallel_agrees_on_a_large_spd_matrix() {

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 /// Below this length a parallel pass costs more in scheduling than it saves.
-const PARALLEL_MIN_LEN: usize = 1 << 15;
+pub(crate) const PARALLEL_MIN_LEN: usize = 1 << 15;
 /// The number of blocks of a parallel reduction (more than any core count we target, so that
 /// the work balances).
 const REDUCTION_BLOCKS: usize = 64;
