@@ -43,6 +43,25 @@ fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
     (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail
 }
 
+/// `[aᵀw, bᵀw]`, each summed exactly as [`serial_dot`] sums it, in one sweep.
+fn serial_dot_pair(a: &[f64], b: &[f64], w: &[f64]) -> [f64; 2] {
+    let (mut sums_a, mut sums_b) = ([0.0; 4], [0.0; 4]);
+    let (a4, b4, w4) = (a.chunks_exact(4), b.chunks_exact(4), w.chunks_exact(4));
+    let tail = |v4: &std::slice::ChunksExact<'_, f64>| -> f64 {
+        let rest = v4.remainder().iter().zip(w4.remainder());
+        rest.map(|(x, y)| x * y).sum()
+    };
+    let (tail_a, tail_b) = (tail(&a4), tail(&b4));
+    for ((a, b), w) in a4.zip(b4).zip(w4) {
+        for lane in 0..4 {
+            sums_a[lane] += a[lane] * w[lane];
+            sums_b[lane] += b[lane] * w[lane];
+        }
+    }
+    let total = |s: [f64; 4], tail: f64| (s[0] + s[1]) + (s[2] + s[3]) + tail;
+    [total(sums_a, tail_a), total(sums_b, tail_b)]
+}
+
 /// `y ← y + alpha·x`, then `zᵀy`: each block is updated and then read again while it is in
 /// cache, so the vectors cross memory once, and the sum is exactly [`axpy`] then [`dot`]'s
 /// (the same blocks, each summed the same way).
@@ -65,6 +84,97 @@ pub(crate) fn axpy_dot(alpha: f64, x: &[f64], y: &mut [f64], z: &[f64]) -> f64 {
                 .zip(x.par_chunks(block).zip(z.par_chunks(block))),
         )
         .for_each(|(sum, parts)| *sum = kernel(parts));
+    sums.iter().sum()
+}
+
+/// `out[i·k + j] ← vectors[i]ᵀ with[j]` (`k = with.len()`) in one pass: each block of every
+/// vector is read once, while the same blocks of `with` stay in cache. Each product is exactly
+/// [`dot`]'s (the same blocks, each summed the same way, the block sums added in order).
+pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
+    let n = with.first().map_or(0, |w| w.len());
+    debug_assert!(vectors.iter().chain(with).all(|v| v.len() == n));
+    debug_assert_eq!(out.len(), vectors.len() * with.len());
+    if out.is_empty() {
+        return;
+    }
+    let k = with.len();
+    let block_products = |range: std::ops::Range<usize>, products: &mut [f64]| {
+        let r = range;
+        for (j, w) in with.iter().enumerate() {
+            let w = &w[r.clone()];
+            // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.
+            let mut pairs = vectors.chunks_exact(2);
+            for (i, pair) in (&mut pairs).enumerate() {
+                let (a, b) = (&pair[0][r.clone()], &pair[1][r.clone()]);
+                [products[2 * i * k + j], products[(2 * i + 1) * k + j]] = serial_dot_pair(a, b, w);
+            }
+            if let [last] = pairs.remainder() {
+                products[(vectors.len() - 1) * k + j] = serial_dot(&last[r.clone()], w);
+            }
+        }
+    };
+    if n < PARALLEL_MIN_LEN {
+        block_products(0..n, out);
+        return;
+    }
+    // Block by block on every core, then each product's block sums in block order.
+    let block = n.div_ceil(REDUCTION_BLOCKS);
+    let mut partials = vec![0.0; REDUCTION_BLOCKS * out.len()];
+    partials
+        .par_chunks_mut(out.len())
+        .enumerate()
+        .for_each(|(b, products)| {
+            let start = (b * block).min(n);
+            block_products(start..(start + block).min(n), products);
+        });
+    let products = out.len();
+    for (q, product) in out.iter_mut().enumerate() {
+        *product = partials.iter().skip(q).step_by(products).sum();
+    }
+}
+
+/// `out ← Σ cᵢ·vᵢ` over `terms = [(c₀, v₀), (c₁, v₁), …]`, then `zᵀout`, in one pass: each
+/// block of `out` stays in cache while every `vᵢ` is read once, and is summed against `z` while
+/// it is there. The entries are exactly those of `out ← v₀`, `out ← c₀·out`, then
+/// `out ← out + cᵢ·vᵢ` in order (no fused multiply-adds), and the sum is [`dot`]'s. No terms:
+/// zeros.
+pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -> f64 {
+    debug_assert!(terms.iter().all(|(_, v)| v.len() == out.len()));
+    debug_assert_eq!(z.len(), out.len());
+    let kernel = |start: usize, out: &mut [f64]| -> f64 {
+        let end = start + out.len();
+        let Some(((c0, v0), rest)) = terms.split_first() else {
+            out.fill(0.0);
+            return serial_dot(&z[start..end], out);
+        };
+        for (o, &v) in out.iter_mut().zip(&v0[start..end]) {
+            *o = c0 * v;
+        }
+        // Four terms per sweep over `out`, the partial sums in registers: the additions happen
+        // in the same order, with a quarter of the loads and stores of `out`.
+        let mut quads = rest.chunks_exact(4);
+        for quad in &mut quads {
+            let [(c1, v1), (c2, v2), (c3, v3), (c4, v4)] = [0, 1, 2, 3].map(|t| quad[t]);
+            let [v1, v2, v3, v4] = [v1, v2, v3, v4].map(|v| &v[start..end]);
+            for ((((o, v1), v2), v3), v4) in out.iter_mut().zip(v1).zip(v2).zip(v3).zip(v4) {
+                *o = (((*o + c1 * v1) + c2 * v2) + c3 * v3) + c4 * v4;
+            }
+        }
+        for (c, v) in quads.remainder() {
+            for (o, &v) in out.iter_mut().zip(&v[start..end]) {
+                *o += c * v;
+            }
+        }
+        serial_dot(&z[start..end], out)
+    };
+    if out.len() < PARALLEL_MIN_LEN {
+        return kernel(0, out);
+    }
+    let block = out.len().div_ceil(REDUCTION_BLOCKS);
+    let mut sums = [0.0; REDUCTION_BLOCKS];
+    sums.par_iter_mut()
+        .zip(out.par_chunks_mut(block).enumerate())
+        .for_each(|(sum, (b, out))| *sum = kernel(b * block, out));
     sums.iter().sum()
 }
 
@@ -330,6 +440,38 @@ mod tests {
                 yy: dot(&y, &y),
             };
             assert_eq!(sums, expected);
+        }
+    }
+
+    /// The one-pass products and combination give exactly what separate passes give.
+    #[test]
+    fn dots_and_combine_equal_the_separate_passes() {
+        for n in [0, 9, PARALLEL_MIN_LEN * 2 + 11] {
+            let vectors: Vec<Vec<f64>> = (0..5).map(|i| ramp(n, 0.3 + i as f64)).collect();
+            let with = [ramp(n, -0.7), ramp(n, 1.9)];
+            let vectors: Vec<&[f64]> = vectors.iter().map(Vec::as_slice).collect();
+            let with: Vec<&[f64]> = with.iter().map(Vec::as_slice).collect();
+            let mut products = vec![f64::NAN; vectors.len() * with.len()];
+            dots(&vectors, &with, &mut products);
+            for (i, v) in vectors.iter().enumerate() {
+                for (j, w) in with.iter().enumerate() {
+                    assert_eq!(products[i * 2 + j].to_bits(), dot(v, w).to_bits());
+                }
+            }
+            let coefficients = [-0.25, 3.5, 0.1, -7.0, 1.0 / 3.0];
+            let terms: Vec<(f64, &[f64])> = coefficients.into_iter().zip(vectors).collect();
+            let z = ramp(n, -0.6);
+            let mut combined = vec![f64::NAN; n];
+            let sum = combine_dot(&terms, &mut combined, &z);
+            let mut separate = terms[0].1.to_vec();
+            map_in_place(&mut separate, |v| terms[0].0 * v);
+            for &(c, v) in &terms[1..] {
+                axpy(c, v, &mut separate);
+            }
+            assert_eq!(combined, separate);
+            assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
+            assert_eq!(combine_dot(&[], &mut combined, &z), 0.0);
+            assert!(combined.iter().all(|&v| v == 0.0));
         }
     }
 

@@ -34,7 +34,7 @@ use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
-use crate::linalg::vector::map_in_place;
+use crate::linalg::vector::{dot, map_in_place};
 use crate::objective::{EvalError, Objective};
 use ndarray::Array2;
 use std::collections::VecDeque;
@@ -221,9 +221,10 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         workspace: &mut W,
         g: &W::Vector,
         p: &mut W::Vector,
-    ) -> Result<(), EvalError> {
+    ) -> Result<f64, EvalError> {
         self.product(workspace, g, p, |_, _| Ok(()))?;
-        workspace.scale(-1.0, p)
+        workspace.scale(-1.0, p)?;
+        workspace.dot(g, p)
     }
 
     fn update(
@@ -303,7 +304,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
         workspace: &mut HostWorkspace<'_>,
         g: &Vec<f64>,
         p: &mut Vec<f64>,
-    ) -> Result<(), EvalError> {
+    ) -> Result<f64, EvalError> {
         self.switch_to_dense_if_due();
         match &mut self.form {
             Form::Implicit(implicit) => {
@@ -321,7 +322,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
             Form::Dense(h) => matvec(h, g, p),
         }
         map_in_place(p, |v| -v);
-        Ok(())
+        Ok(dot(g, p))
     }
 
     fn update(
@@ -345,7 +346,6 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::vector::dot;
     use ndarray::array;
 
     /// scipy's `rosen`, with its gradient.

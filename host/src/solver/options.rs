@@ -11,7 +11,7 @@ pub enum Method {
     /// BFGS with a dense (or, while cheaper, implicit) inverse Hessian: scipy's `'BFGS'`.
     #[default]
     Bfgs,
-    /// Limited-memory BFGS (two-loop recursion) for large `n`.
+    /// Limited-memory BFGS (compact representation, two passes over the pairs) for large `n`.
     Lbfgs,
 }
 

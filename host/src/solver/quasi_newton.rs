@@ -10,13 +10,13 @@ use std::ops::ControlFlow;
 
 /// An approximation `H` of the inverse Hessian, over a workspace's vectors.
 pub(super) trait InverseHessian<W: Workspace> {
-    /// Writes the search direction `−H·g` to `p`.
+    /// Writes the search direction `−H·g` to `p` and returns its slope `gᵀp`.
     fn direction(
         &mut self,
         workspace: &mut W,
         g: &W::Vector,
         p: &mut W::Vector,
-    ) -> Result<(), EvalError>;
+    ) -> Result<f64, EvalError>;
     /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration. It may
     /// keep the vectors themselves, handing buffers of its own back in their place: afterwards
     /// `s` and `y` hold unspecified values (the driver overwrites both before reading them).
@@ -61,8 +61,7 @@ pub(super) fn run<W: Workspace>(
     // A NaN gradient norm ends the loop (the comparison is false), as in scipy; so does a NaN
     // f(x0), which no line search could decrease. Both give status 3 below.
     while gnorm > options.gtol && nit < maxiter && !f.is_nan() {
-        hessian.direction(objective.workspace, &g, &mut p)?;
-        let slope = objective.workspace.dot(&g, &p)?;
+        let slope = hessian.direction(objective.workspace, &g, &mut p)?;
         let initial = line_search::initial_step(f, f_previous, slope);
         let mut ray = Ray {
             objective: &mut objective,

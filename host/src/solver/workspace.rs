@@ -1,6 +1,6 @@
 //! Where a solve keeps its `n`-vectors, and the objective evaluated at them.
 //!
-//! The quasi-Newton driver, the line search and L-BFGS's two-loop recursion need little of
+//! The quasi-Newton driver, the line search and the inverse-Hessian products need little of
 //! their vectors: a few BLAS-1 operations, reductions that return a scalar, and the objective's
 //! value and gradient. [`Workspace`] is that list. [`HostWorkspace`] keeps the vectors in host
 //! memory, for any [`Objective`]; [`DeviceWorkspace`] (feature `cuda`) keeps them on the GPU
@@ -85,6 +85,28 @@ pub(super) trait Workspace {
         self.axpy(alpha, x, y)?;
         self.dot(z, y)
     }
+    /// `out[i·k + j] ← vectors[i]ᵀ with[j]` (`k = with.len()`): L-BFGS's products, all of
+    /// them from one pass where the workspace can. The default takes them one by one.
+    fn dots(
+        &mut self,
+        vectors: &[&Self::Vector],
+        with: &[&Self::Vector],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        dots_one_by_one(self, vectors, with, out)
+    }
+    /// `out ← Σ cᵢ·vᵢ` over `terms = [(c₀, v₀), (c₁, v₁), …]`, as `out ← c₀·v₀` then
+    /// `out ← out + cᵢ·vᵢ` in order, and then `zᵀout`. The default makes those passes; a
+    /// workspace that can makes one.
+    fn combine_dot(
+        &mut self,
+        terms: &[(f64, &Self::Vector)],
+        out: &mut Self::Vector,
+        z: &Self::Vector,
+    ) -> Result<f64, EvalError> {
+        combine_term_by_term(self, terms, out)?;
+        self.dot(z, out)
+    }
     /// scipy's `vecnorm(v, ord)` (see `vector::norm`).
     fn norm(&mut self, v: &Self::Vector, ord: f64) -> Result<f64, EvalError>;
     /// `y ← y + alpha·x`.
@@ -104,6 +126,41 @@ pub(super) trait Workspace {
     fn difference(&mut self, new: &Self::Vector, old: &mut Self::Vector) -> Result<(), EvalError>;
     /// `to ← from`.
     fn copy(&mut self, from: &Self::Vector, to: &mut Self::Vector) -> Result<(), EvalError>;
+}
+
+/// [`Workspace::dots`] from separate [`Workspace::dot`]s.
+fn dots_one_by_one<W: Workspace + ?Sized>(
+    workspace: &mut W,
+    vectors: &[&W::Vector],
+    with: &[&W::Vector],
+    out: &mut [f64],
+) -> Result<(), EvalError> {
+    let pairs = vectors
+        .iter()
+        .flat_map(|v| with.iter().map(move |w| (v, w)));
+    for (product, (v, w)) in out.iter_mut().zip(pairs) {
+        *product = workspace.dot(v, w)?;
+    }
+    Ok(())
+}
+
+/// The combination of [`Workspace::combine_dot`] from a copy, a scaling and
+/// [`Workspace::axpy`]s.
+fn combine_term_by_term<W: Workspace + ?Sized>(
+    workspace: &mut W,
+    terms: &[(f64, &W::Vector)],
+    out: &mut W::Vector,
+) -> Result<(), EvalError> {
+    let Some((&(c0, v0), rest)) = terms.split_first() else {
+        *out = workspace.zeros()?;
+        return Ok(());
+    };
+    workspace.copy(v0, out)?;
+    workspace.scale(c0, out)?;
+    for &(c, v) in rest {
+        workspace.axpy(c, v, out)?;
+    }
+    Ok(())
 }
 
 /// What [`Workspace::finish_step`] returns.
@@ -210,6 +267,29 @@ impl Workspace for HostWorkspace<'_> {
         z: &Vec<f64>,
     ) -> Result<f64, EvalError> {
         Ok(vector::axpy_dot(alpha, x, y, z))
+    }
+
+    fn dots(
+        &mut self,
+        vectors: &[&Vec<f64>],
+        with: &[&Vec<f64>],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        fn slices<'v>(vectors: &[&'v Vec<f64>]) -> Vec<&'v [f64]> {
+            vectors.iter().map(|v| v.as_slice()).collect()
+        }
+        vector::dots(&slices(vectors), &slices(with), out);
+        Ok(())
+    }
+
+    fn combine_dot(
+        &mut self,
+        terms: &[(f64, &Vec<f64>)],
+        out: &mut Vec<f64>,
+        z: &Vec<f64>,
+    ) -> Result<f64, EvalError> {
+        let terms: Vec<(f64, &[f64])> = terms.iter().map(|&(c, v)| (c, v.as_slice())).collect();
+        Ok(vector::combine_dot(&terms, out, z))
     }
 
     fn norm(&mut self, v: &Vec<f64>, ord: f64) -> Result<f64, EvalError> {
@@ -390,6 +470,61 @@ mod device {
 
         fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
             Ok(self.vectors.copy(from, to)?)
+        }
+    }
+}
+
+/// An objective that is only a length: enough for tests of the vector operations, which need
+/// no values.
+#[cfg(test)]
+pub(super) struct Length(pub(super) usize);
+
+#[cfg(test)]
+impl Objective for Length {
+    fn dim(&self) -> usize {
+        self.0
+    }
+
+    fn value(&mut self, _: &[f64]) -> Result<f64, EvalError> {
+        Ok(0.0)
+    }
+
+    fn gradient(&mut self, _: &[f64], _: &mut [f64]) -> Result<(), EvalError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's one-pass products and combination equal the separate operations the GPU's
+    /// workspace uses (the trait's defaults), bit for bit.
+    #[test]
+    fn one_pass_products_and_combination_equal_the_defaults() {
+        for n in [3, 100_003] {
+            let mut length = Length(n);
+            let mut host = HostWorkspace::new(&mut length);
+            let ramp = |scale: f64| -> Vec<f64> {
+                (0..n).map(|i| scale * ((i % 13) as f64 - 6.5)).collect()
+            };
+            let vectors = [ramp(0.5), ramp(-1.25), ramp(3.0)];
+            let with = [ramp(0.1), ramp(-7.0)];
+            let vectors: Vec<&Vec<f64>> = vectors.iter().collect();
+            let with: Vec<&Vec<f64>> = with.iter().collect();
+            let (mut fused, mut separate) = ([0.0; 6], [0.0; 6]);
+            host.dots(&vectors, &with, &mut fused).unwrap();
+            dots_one_by_one(&mut host, &vectors, &with, &mut separate).unwrap();
+            assert_eq!(fused.map(f64::to_bits), separate.map(f64::to_bits));
+            let terms: Vec<(f64, &Vec<f64>)> = [0.3, -2.0, 1e-3].into_iter().zip(vectors).collect();
+            let (mut fused, mut separate) = (host.zeros().unwrap(), host.zeros().unwrap());
+            let sum = host.combine_dot(&terms, &mut fused, with[0]).unwrap();
+            combine_term_by_term(&mut host, &terms, &mut separate).unwrap();
+            assert_eq!(fused, separate);
+            assert_eq!(
+                sum.to_bits(),
+                host.dot(with[0], &separate).unwrap().to_bits()
+            );
         }
     }
 }
