@@ -348,14 +348,24 @@ pub(crate) fn map_in_place(v: &mut [f64], f: impl Fn(f64) -> f64 + Sync) {
     }
 }
 
-/// The index of the first entry that is NaN or infinite (scanned on every core for long
-/// vectors).
+/// The index of the first entry that is NaN or infinite. Long vectors are scanned on every
+/// core in fixed blocks by [`max_abs_serial`], which has no branch on the data and is not
+/// finite exactly when its block holds such an entry; only the first such block is searched
+/// entry by entry. (rayon's `position_first` took 5.5 ms at n = 10⁶ here, a dot product 0.4 ms.)
 pub(crate) fn first_non_finite(v: &[f64]) -> Option<usize> {
+    let position = |v: &[f64]| v.iter().position(|x| !x.is_finite());
     if v.len() < PARALLEL_MIN_LEN {
-        v.iter().position(|x| !x.is_finite())
-    } else {
-        v.par_iter().position_first(|x| !x.is_finite())
+        return position(v);
     }
+    let block = v.len().div_ceil(REDUCTION_BLOCKS);
+    let mut finite = [true; REDUCTION_BLOCKS];
+    finite
+        .par_iter_mut()
+        .zip(v.par_chunks(block))
+        .for_each(|(finite, v)| *finite = max_abs_serial(v).is_finite());
+    let first = finite.iter().position(|&finite| !finite)?;
+    let start = first * block;
+    position(&v[start..(start + block).min(v.len())]).map(|i| start + i)
 }
 
 /// `n` zeros in memory the process has already touched, page by page, on every core. Fresh
@@ -472,6 +482,36 @@ mod tests {
             assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
             assert_eq!(combine_dot(&[], &mut combined, &z), 0.0);
             assert!(combined.iter().all(|&v| v == 0.0));
+        }
+    }
+
+    /// The first NaN or infinity is found wherever it is, serially and block-wise: alone, in a
+    /// block's last entry, behind a later one, and in the short last block.
+    #[test]
+    fn first_non_finite_finds_the_first() {
+        for n in [10, PARALLEL_MIN_LEN * 3 + 5] {
+            let clean = ramp(n, 1.5);
+            assert_eq!(first_non_finite(&clean), None);
+            let block = n.div_ceil(REDUCTION_BLOCKS);
+            for (first, later) in [
+                (0, None),
+                (block - 1, Some(n - 1)),
+                (n - 1, None),
+                (7, Some(8)),
+            ] {
+                for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                    let mut v = clean.clone();
+                    v[first] = bad;
+                    if let Some(later) = later {
+                        v[later] = f64::NAN;
+                    }
+                    assert_eq!(
+                        first_non_finite(&v),
+                        Some(first),
+                        "n = {n}, {bad} at {first}"
+                    );
+                }
+            }
         }
     }
 
