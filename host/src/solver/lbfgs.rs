@@ -25,14 +25,14 @@
 //! `−H·g = −γg − S·w + γY·u`. The two-loop recursion makes `2m` passes over the vectors, one
 //! after another, since each needs the dot product the last one ended with: at `m = 10` that is
 //! about 80 vector reads and writes per iteration. Here the `n`-sized work is two passes of
-//! about `2m + 2` vectors each: [`Workspace::dots`] takes `a`, `b` and `gᵀg`, and
-//! [`Workspace::combine_dot`] forms the direction (and its slope `gᵀp`); the rest is `m×m` arithmetic. The new pair's
-//! columns of `R` and `YᵀY` (the older ones are kept) need `vᵢᵀy` for every stored vector,
-//! and `y = g₊ − g` makes each a difference of this pass's product with `g₊` and the last
-//! one's with `g`, unless `y` is too short for that difference to keep its digits. Each entry
-//! of the direction is the same combination of the same entries of `g`, `S` and `Y`, as in the
-//! two-loop recursion, so separable structure is kept exactly (the identical blocks of extended
-//! Rosenbrock stay identical).
+//! about `2m + 2` vectors each: one takes `a`, `b` and `gᵀg` (`Workspace::dots`), one forms
+//! the direction and its slope `gᵀp` (`Workspace::combine_dot`); the rest is `m×m`
+//! arithmetic. The new pair's columns of `R` and `YᵀY` (the older ones are kept) need `vᵢᵀy`
+//! for every stored vector, and `y = g₊ − g` makes each a difference of this pass's product
+//! with `g₊` and the last one's with `g`, unless `y` is too short for that difference to keep
+//! its digits. Each entry of the direction is the same combination of the same entries of `g`,
+//! `S` and `Y`, as in the two-loop recursion, so separable structure is kept exactly (the
+//! identical blocks of extended Rosenbrock stay identical).
 
 use super::options::{Options, check_start, invalid_option};
 use super::quasi_newton::{self, InverseHessian};
