@@ -320,9 +320,10 @@ mod tests {
     use crate::solver::two_loop::{CurvaturePair, two_loop};
     use crate::solver::workspace::Length;
 
-    /// Along steps on a quadratic (gradient `A·x`), with memory 3 so that pairs are dropped,
-    /// and with steps so short that the newest columns are taken directly: every compact-form
-    /// direction is the two-loop recursion's, to rounding.
+    /// Along steps on a quadratic (gradient `A·x`), with memory 1, 2 and 3 so that pairs are
+    /// dropped, with steps so short that the newest columns are taken directly, and with a pair
+    /// whose curvature is negative (skipped): every compact-form direction is the two-loop
+    /// recursion's, to rounding, and its slope is `gᵀp` as `dot` sums it.
     #[test]
     fn compact_directions_are_the_two_loop_directions() {
         let n = 40;
@@ -338,50 +339,60 @@ mod tests {
         };
         let mut length = Length(n);
         let mut workspace = HostWorkspace::new(&mut length);
-        let mut memory = LimitedMemory::new(3);
-        let mut reference: VecDeque<CurvaturePair<Vec<f64>>> = VecDeque::new();
-        let mut x: Vec<f64> = (0..n).map(|i| ((i * 7) % 11) as f64 - 5.0).collect();
         let mut direct_columns = 0;
-        for k in 0..8 {
-            let g = gradient(&x);
-            let mut p = vec![0.0; n];
-            memory.direction(&mut workspace, &g, &mut p).unwrap();
-            let mut expected = g.clone();
-            let gamma = memory.gamma;
-            two_loop(
-                &mut workspace,
-                &reference,
-                &mut expected,
-                &mut Vec::new(),
-                |w, v| w.scale(gamma, v),
-            )
-            .unwrap();
-            let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (p, e) in p.iter().zip(&expected) {
-                assert!((p + e).abs() <= 1e-12 * scale, "step {k}: {p} vs {}", -e);
-            }
-            // A step along the direction, every third one a million times too short.
-            let length = if k % 3 == 2 { 1e-6 } else { 0.05 };
-            let mut s: Vec<f64> = p.iter().map(|p| length * p).collect();
-            x.iter_mut().zip(&s).for_each(|(x, s)| *x += s);
-            let g_new = gradient(&x);
-            let mut y: Vec<f64> = g_new.iter().zip(&g).map(|(a, b)| a - b).collect();
-            let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
-            let gg = vector::dot(&g, &g) + vector::dot(&g_new, &g_new);
-            if yy < DIFFERENCE_MIN_YY_RATIO * gg {
-                direct_columns += 1;
-            }
-            if reference.len() == 3 {
-                reference.pop_front();
-            }
-            reference.push_back(CurvaturePair {
-                s: s.clone(),
-                y: y.clone(),
-                rho: 1.0 / sy,
-            });
-            memory
-                .update(&mut workspace, &mut s, &mut y, sy, yy)
+        for size in 1..=3 {
+            let mut memory = LimitedMemory::new(size);
+            let mut reference: VecDeque<CurvaturePair<Vec<f64>>> = VecDeque::new();
+            let mut x: Vec<f64> = (0..n).map(|i| ((i * 7) % 11) as f64 - 5.0).collect();
+            for k in 0..9 {
+                let g = gradient(&x);
+                let mut p = vec![0.0; n];
+                let slope = memory.direction(&mut workspace, &g, &mut p).unwrap();
+                assert_eq!(slope.to_bits(), vector::dot(&g, &p).to_bits());
+                let mut expected = g.clone();
+                let gamma = memory.gamma;
+                two_loop(
+                    &mut workspace,
+                    &reference,
+                    &mut expected,
+                    &mut Vec::new(),
+                    |w, v| w.scale(gamma, v),
+                )
                 .unwrap();
+                let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                for (p, e) in p.iter().zip(&expected) {
+                    assert!(
+                        (p + e).abs() <= 1e-12 * scale,
+                        "m {size}, step {k}: {p} vs {e}"
+                    );
+                }
+                // A step along the direction, every third one a million times too short.
+                let length = if k % 3 == 2 { 1e-6 } else { 0.05 };
+                let mut s: Vec<f64> = p.iter().map(|p| length * p).collect();
+                x.iter_mut().zip(&s).for_each(|(x, s)| *x += s);
+                let g_new = gradient(&x);
+                let mut y: Vec<f64> = g_new.iter().zip(&g).map(|(a, b)| a - b).collect();
+                if k == 4 {
+                    // Curvature lost: no pair on either side.
+                    y.iter_mut().zip(&s).for_each(|(y, s)| *y = -s);
+                }
+                let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
+                if k != 4 {
+                    let gg = vector::dot(&g, &g) + vector::dot(&g_new, &g_new);
+                    direct_columns += usize::from(yy < DIFFERENCE_MIN_YY_RATIO * gg);
+                    if reference.len() == size {
+                        reference.pop_front();
+                    }
+                    reference.push_back(CurvaturePair {
+                        s: s.clone(),
+                        y: y.clone(),
+                        rho: 1.0 / sy,
+                    });
+                }
+                memory
+                    .update(&mut workspace, &mut s, &mut y, sy, yy)
+                    .unwrap();
+            }
         }
         assert!(direct_columns >= 2, "the short steps take the direct path");
     }
