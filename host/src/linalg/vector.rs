@@ -98,8 +98,7 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
         return;
     }
     let k = with.len();
-    let block_products = |range: std::ops::Range<usize>, products: &mut [f64]| {
-        let r = range;
+    let block_products = |r: std::ops::Range<usize>, products: &mut [f64]| {
         for (j, w) in with.iter().enumerate() {
             let w = &w[r.clone()];
             // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.

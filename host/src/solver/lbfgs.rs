@@ -83,7 +83,6 @@ const DIFFERENCE_MIN_YY_RATIO: f64 = 1e-4;
 struct LimitedMemory<V> {
     memory: usize,
     pairs: VecDeque<StoredPair<V>>,
-    gamma: f64,
     /// The last direction's gradient `g`, by its products: `sᵢᵀg`, `yᵢᵀg` for each stored pair
     /// (oldest first), and `gᵀg`.
     previous: Option<GradientProducts>,
@@ -104,13 +103,11 @@ struct GradientProducts {
 struct StoredPair<V> {
     s: V,
     y: V,
-    /// `sᵀy` and `yᵀy`, as the step computed them.
-    sy: f64,
-    yy: f64,
     /// `sᵢᵀy` for every stored pair `i` up to and including this one, oldest first: this pair's
-    /// column of `R`.
+    /// column of `R`. Its last entry, the diagonal `sᵀy` as the step computed it, is there from
+    /// the start; the others come with the next direction.
     r_column: Vec<f64>,
-    /// `yᵢᵀy`, the same way: this pair's column of `YᵀY`, down to the diagonal.
+    /// `yᵢᵀy`, the same way: this pair's column of `YᵀY`, down to the diagonal `yᵀy`.
     yy_column: Vec<f64>,
 }
 
@@ -120,16 +117,22 @@ impl<V> LimitedMemory<V> {
         Self {
             memory,
             pairs: VecDeque::new(),
-            gamma: 1.0,
             previous: None,
             newest_pending: false,
             products: Vec::new(),
         }
     }
 
-    /// Appends the pair `(s, y)`, taking `s` and `y` themselves and giving back the oldest
-    /// pair's buffers once memory is full (new zeros before). Its columns are formed by the
-    /// next direction.
+    /// `γ = sᵀy / yᵀy` of the newest pair (see the module docs); 1 before the first.
+    fn gamma(&self) -> f64 {
+        let newest = self.pairs.back();
+        let diagonal = newest.and_then(|q| Some((*q.r_column.last()?, *q.yy_column.last()?)));
+        diagonal.map_or(1.0, |(sy, yy)| sy / yy)
+    }
+
+    /// Appends the pair `(s, y)` with `sy = sᵀy` and `yy = yᵀy`, taking `s` and `y` themselves
+    /// and giving back the oldest pair's buffers once memory is full (new zeros before). Its
+    /// columns are completed by the next direction.
     fn store<W: Workspace<Vector = V>>(
         &mut self,
         workspace: &mut W,
@@ -148,7 +151,7 @@ impl<V> LimitedMemory<V> {
             self.pairs.pop_front()
         };
         let mut pair = match recycled {
-            Some(mut oldest) => {
+            Some(oldest) => {
                 // The oldest pair leaves `R`, `YᵀY` and the last gradient's products.
                 for kept in &mut self.pairs {
                     kept.r_column.remove(0);
@@ -158,22 +161,21 @@ impl<V> LimitedMemory<V> {
                     previous.s.remove(0);
                     previous.y.remove(0);
                 }
-                oldest.r_column.clear();
-                oldest.yy_column.clear();
                 oldest
             }
             None => StoredPair {
                 s: workspace.zeros()?,
                 y: workspace.zeros()?,
-                sy,
-                yy,
                 r_column: Vec::new(),
                 yy_column: Vec::new(),
             },
         };
         std::mem::swap(s, &mut pair.s);
         std::mem::swap(y, &mut pair.y);
-        (pair.sy, pair.yy) = (sy, yy);
+        pair.r_column.clear();
+        pair.r_column.push(sy);
+        pair.yy_column.clear();
+        pair.yy_column.push(yy);
         self.pairs.push_back(pair);
         self.newest_pending = true;
         Ok(())
@@ -192,7 +194,11 @@ impl<V> LimitedMemory<V> {
         let Some(newest) = self.pairs.len().checked_sub(1) else {
             return Ok(());
         };
-        let (sy, yy) = (self.pairs[newest].sy, self.pairs[newest].yy);
+        // While pending, the columns hold only their diagonal entries.
+        let (sy, yy) = (
+            self.pairs[newest].r_column[0],
+            self.pairs[newest].yy_column[0],
+        );
         let (mut r_column, mut yy_column) = match &self.previous {
             Some(previous)
                 if previous.s.len() == newest
@@ -230,9 +236,9 @@ impl<V> LimitedMemory<V> {
         Ok(())
     }
 
-    /// `(u, w)` of the compact form (see the module docs) from `a = Sᵀg` and `b = Yᵀg`: two
-    /// triangular solves with `R` and a product with `D + γYᵀY`, `O(m²)`.
-    fn coefficients(&self, a: &[f64], b: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    /// `(u, w)` of the compact form (see the module docs) from `a = Sᵀg`, `b = Yᵀg` and `γ`:
+    /// two triangular solves with `R` and a product with `D + γYᵀY`, `O(m²)`.
+    fn coefficients(&self, a: &[f64], b: &[f64], gamma: f64) -> (Vec<f64>, Vec<f64>) {
         let m = self.pairs.len();
         // R[i][j] = sᵢᵀyⱼ for i ≤ j; (YᵀY)[i][j] for i ≤ j; both from column j.
         let r = |i: usize, j: usize| self.pairs[j].r_column[i];
@@ -245,7 +251,7 @@ impl<V> LimitedMemory<V> {
         let mut w = vec![0.0; m];
         for i in 0..m {
             let yy_u: f64 = (0..m).map(|j| yy(i, j) * u[j]).sum();
-            let t = r(i, i) * u[i] + self.gamma * (yy_u - b[i]);
+            let t = r(i, i) * u[i] + gamma * (yy_u - b[i]);
             let known: f64 = (0..i).map(|j| r(j, i) * w[j]).sum();
             w[i] = (t - known) / r(i, i);
         }
@@ -285,10 +291,10 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         if self.newest_pending {
             self.complete_newest(workspace, &current)?;
         }
-        let (u, w) = self.coefficients(&current.s, &current.y);
+        let gamma = self.gamma();
+        let (u, w) = self.coefficients(&current.s, &current.y, gamma);
         self.previous = Some(current);
         // Pass 2: −H·g = −γg − S·w + γY·u.
-        let gamma = self.gamma;
         let mut terms = vec![(-gamma, g)];
         terms.extend(self.pairs.iter().zip(&w).map(|(q, &w)| (-w, &q.s)));
         terms.extend(self.pairs.iter().zip(&u).map(|(q, &u)| (gamma * u, &q.y)));
@@ -307,9 +313,7 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
             // Curvature lost to rounding (see the module docs): keep the pairs we have.
             return Ok(());
         }
-        self.store(workspace, s, y, sy, yy)?;
-        self.gamma = sy / yy;
-        Ok(())
+        self.store(workspace, s, y, sy, yy)
     }
 }
 
@@ -350,7 +354,7 @@ mod tests {
                 let slope = memory.direction(&mut workspace, &g, &mut p).unwrap();
                 assert_eq!(slope.to_bits(), vector::dot(&g, &p).to_bits());
                 let mut expected = g.clone();
-                let gamma = memory.gamma;
+                let gamma = memory.gamma();
                 two_loop(
                     &mut workspace,
                     &reference,

@@ -51,7 +51,8 @@ pub(super) fn run<W: Workspace>(
 
     // After a step, `p` is turned into s = α·p and the old gradient's buffer into y = g₊ − g,
     // and the trial point and gradient are swapped in; the inverse Hessian then keeps s and y
-    // by exchanging buffers: no copies, and no allocations once L-BFGS's memory is full.
+    // by exchanging buffers: no copies, and no n-vector allocations once L-BFGS's memory is
+    // full.
     let mut p = objective.workspace.zeros()?;
     let mut x_trial = objective.workspace.zeros()?;
     let mut g_trial = objective.workspace.zeros()?;
