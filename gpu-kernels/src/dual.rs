@@ -19,6 +19,47 @@ pub struct Dual<const N: usize> {
     pub derivatives: [f64; N],
 }
 
+/// `f` on every derivative lane. The loops here run over borrowed lanes: `array::map` and
+/// zips that take an array by value came out as scalar code with the lanes spilled to the
+/// stack, where these vectorize (lsq-expsin's exact gradient at p = 16 and 10⁶ points went
+/// from 17.1 to 13.0 ms on the CPU).
+#[inline(always)]
+fn each<const N: usize>(mut lanes: [f64; N], f: impl Fn(f64) -> f64) -> [f64; N] {
+    for d in lanes.iter_mut() {
+        *d = f(*d);
+    }
+    lanes
+}
+
+/// `f` on every pair of lanes of `a` and `b`, as [`each`].
+#[inline(always)]
+fn each_pair<const N: usize>(
+    mut a: [f64; N],
+    b: &[f64; N],
+    f: impl Fn(f64, f64) -> f64,
+) -> [f64; N] {
+    for (a, &b) in a.iter_mut().zip(b.iter()) {
+        *a = f(*a, b);
+    }
+    a
+}
+
+/// The product rule, `d(a·b) = da·b + a·db`, on every lane.
+#[inline(always)]
+fn product_lanes<const N: usize>(a: &Dual<N>, b: &Dual<N>) -> [f64; N] {
+    each_pair(a.derivatives, &b.derivatives, |da, db| {
+        da * b.value + a.value * db
+    })
+}
+
+/// The quotient rule on every lane, given `q = a / b`: `d(a/b) = (da − q·db) / b`.
+#[inline(always)]
+fn quotient_lanes<const N: usize>(a: &Dual<N>, b: &Dual<N>, q: f64) -> [f64; N] {
+    each_pair(a.derivatives, &b.derivatives, |da, db| {
+        (da - q * db) / b.value
+    })
+}
+
 impl<const N: usize> Dual<N> {
     /// A constant: no derivative.
     #[inline(always)]
@@ -42,7 +83,7 @@ impl<const N: usize> Dual<N> {
     fn chain(self, value: f64, slope: f64) -> Self {
         Dual {
             value,
-            derivatives: self.derivatives.map(|d| slope * d),
+            derivatives: each(self.derivatives, |d| slope * d),
         }
     }
 }
@@ -51,13 +92,9 @@ impl<const N: usize> Add for Dual<N> {
     type Output = Self;
     #[inline(always)]
     fn add(self, rhs: Self) -> Self {
-        let mut derivatives = self.derivatives;
-        for (d, r) in derivatives.iter_mut().zip(rhs.derivatives) {
-            *d += r;
-        }
         Dual {
             value: self.value + rhs.value,
-            derivatives,
+            derivatives: each_pair(self.derivatives, &rhs.derivatives, |d, r| d + r),
         }
     }
 }
@@ -66,13 +103,9 @@ impl<const N: usize> Sub for Dual<N> {
     type Output = Self;
     #[inline(always)]
     fn sub(self, rhs: Self) -> Self {
-        let mut derivatives = self.derivatives;
-        for (d, r) in derivatives.iter_mut().zip(rhs.derivatives) {
-            *d -= r;
-        }
         Dual {
             value: self.value - rhs.value,
-            derivatives,
+            derivatives: each_pair(self.derivatives, &rhs.derivatives, |d, r| d - r),
         }
     }
 }
@@ -81,13 +114,9 @@ impl<const N: usize> Mul for Dual<N> {
     type Output = Self;
     #[inline(always)]
     fn mul(self, rhs: Self) -> Self {
-        let mut derivatives = self.derivatives;
-        for (d, r) in derivatives.iter_mut().zip(rhs.derivatives) {
-            *d = *d * rhs.value + self.value * r;
-        }
         Dual {
             value: self.value * rhs.value,
-            derivatives,
+            derivatives: product_lanes(&self, &rhs),
         }
     }
 }
@@ -97,11 +126,10 @@ impl<const N: usize> Div for Dual<N> {
     #[inline(always)]
     fn div(self, rhs: Self) -> Self {
         let value = self.value / rhs.value;
-        let mut derivatives = self.derivatives;
-        for (d, r) in derivatives.iter_mut().zip(rhs.derivatives) {
-            *d = (*d - value * r) / rhs.value;
+        Dual {
+            value,
+            derivatives: quotient_lanes(&self, &rhs, value),
         }
-        Dual { value, derivatives }
     }
 }
 
@@ -111,7 +139,7 @@ impl<const N: usize> Neg for Dual<N> {
     fn neg(self) -> Self {
         Dual {
             value: -self.value,
-            derivatives: self.derivatives.map(|d| -d),
+            derivatives: each(self.derivatives, |d| -d),
         }
     }
 }
@@ -144,7 +172,7 @@ impl<const N: usize> Mul<f64> for Dual<N> {
     fn mul(self, rhs: f64) -> Self {
         Dual {
             value: self.value * rhs,
-            derivatives: self.derivatives.map(|d| d * rhs),
+            derivatives: each(self.derivatives, |d| d * rhs),
         }
     }
 }
@@ -155,7 +183,7 @@ impl<const N: usize> Div<f64> for Dual<N> {
     fn div(self, rhs: f64) -> Self {
         Dual {
             value: self.value / rhs,
-            derivatives: self.derivatives.map(|d| d / rhs),
+            derivatives: each(self.derivatives, |d| d / rhs),
         }
     }
 }
@@ -210,13 +238,11 @@ impl<const N: usize> Real for Dual<N> {
         // d atan2(y, x) = (x·dy − y·dx) / (x² + y²)
         let (y, xv) = (self.value, x.value);
         let r2 = xv * xv + y * y;
-        let mut derivatives = self.derivatives;
-        for (d, dx) in derivatives.iter_mut().zip(x.derivatives) {
-            *d = (xv * *d - y * dx) / r2;
-        }
         Dual {
             value: Real::atan2(y, xv),
-            derivatives,
+            derivatives: each_pair(self.derivatives, &x.derivatives, |d, dx| {
+                (xv * d - y * dx) / r2
+            }),
         }
     }
     #[inline(always)]

@@ -27,13 +27,17 @@ impl Lanes {
 
     #[inline(always)]
     fn map(self, f: impl Fn(f64) -> f64) -> Self {
-        Lanes(self.0.map(f))
+        let mut out = self.0;
+        for o in out.iter_mut() {
+            *o = f(*o);
+        }
+        Lanes(out)
     }
 
     #[inline(always)]
     fn zip(self, other: Lanes, f: impl Fn(f64, f64) -> f64) -> Self {
         let mut out = self.0;
-        for (o, b) in out.iter_mut().zip(other.0) {
+        for (o, &b) in out.iter_mut().zip(other.0.iter()) {
             *o = f(*o, b);
         }
         Lanes(out)

@@ -350,7 +350,7 @@ impl<T: Term> CpuScheme<T> for Exact {
             let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
             for k in terms.clone() {
                 let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
-                for (a, d) in acc[first..].iter_mut().zip(result.derivatives) {
+                for (a, d) in acc[first..].iter_mut().zip(result.derivatives.iter()) {
                     *a += d;
                 }
                 if value && first == 0 {
