@@ -1,6 +1,6 @@
 //! cudamin: write an objective once in Rust, as a sum of terms; minimize it with scipy-style
-//! BFGS / L-BFGS, with finite-difference gradients computed per term on an NVIDIA GPU
-//! (PTX built from the same source) or on all CPU cores.
+//! BFGS / L-BFGS, with gradients computed per term (exact, from the term's own source, or by
+//! finite differences) on an NVIDIA GPU (PTX built from the same source) or on all CPU cores.
 //!
 //! This crate is the facade: it re-exports the host library ([`cudamin_host`]) and the kernel
 //! crate ([`kernels`]), and embeds the kernels' PTX built by `build.rs`.

@@ -27,6 +27,6 @@ pub use backend::{
     Backend, BackendChoice, BackendError, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
     RawArg, TermProblem,
 };
-pub use linalg::available_memory;
+pub use linalg::{available_memory, inf_norm};
 pub use objective::{EvalError, GradientError, Objective, TermObjective};
 pub use solver::{Method, OptimizeResult, Options, SolveError, Status};

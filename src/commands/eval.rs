@@ -1,7 +1,7 @@
 //! `cudamin eval PROBLEM`: one value and one gradient at x0, with the median time of each, so
 //! users can profile their kernels.
 
-use super::{ProblemArgs, inf_norm, print_json};
+use super::{ProblemArgs, print_json};
 use crate::GradArg;
 use cudamin::Gradient;
 use std::io::Write;
@@ -52,7 +52,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         n: x.len(),
         backend: setup.backend.name(),
         fun,
-        grad_inf_norm: inf_norm(&g),
+        grad_inf_norm: cudamin::inf_norm(&g),
         value_s,
         grad_s,
         repeat: args.repeat,

@@ -139,7 +139,7 @@ impl MethodArgs {
                 };
                 let r = solver::minimize(objective, x0, quasi_newton, &options, &mut observer)?;
                 Outcome {
-                    grad_inf_norm: super::inf_norm(&r.jac),
+                    grad_inf_norm: cudamin::inf_norm(&r.jac),
                     fun: r.fun,
                     jac_error: r.jac_error,
                     nit: r.nit,

@@ -63,17 +63,6 @@ impl ProblemArgs {
     }
 }
 
-/// `‖v‖∞`, NaN if any entry is NaN.
-pub fn inf_norm(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |m: f64, x| {
-        if x.is_nan() || m.is_nan() {
-            f64::NAN
-        } else {
-            m.max(x.abs())
-        }
-    })
-}
-
 /// Standard output for a command's report (rank 0's only, in an MPI job). A write that fails
 /// is an error that names stdout, which `main` turns into the usual quiet exit (a closed pipe)
 /// or a one-line message (a full disk), never a panic as `println!` would.

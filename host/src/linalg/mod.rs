@@ -4,6 +4,8 @@
 
 pub(crate) mod vector;
 
+pub use vector::max_abs as inf_norm;
+
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use vector::{PARALLEL_MIN_LEN, dot};
@@ -72,19 +74,39 @@ pub(crate) fn solve_lower_transposed(l: &[f64], y: &mut [f64]) {
 /// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.
 pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
+    try_filled(len, |values| {
+        if len < PARALLEL_MIN_LEN {
+            values.resize(len, 0.0);
+        } else {
+            values.par_extend(rayon::iter::repeat_n(0.0, len));
+        }
+    })
+}
+
+/// A copy of `x`, or `None` as for [`try_zeros`]. Written once, on every core for a long
+/// vector (no zeros first).
+pub(crate) fn try_copy(x: &[f64]) -> Option<Vec<f64>> {
+    try_filled(x.len(), |values| {
+        if x.len() < PARALLEL_MIN_LEN {
+            values.extend_from_slice(x);
+        } else {
+            values.par_extend(x.par_iter().copied());
+        }
+    })
+}
+
+/// An empty vector with room for `len`, filled by `fill`, where memory allows (see
+/// [`try_zeros`]). The first write to each page maps it: `fill` writes a long vector on every
+/// core, so that it is mapped in parallel rather than by one thread.
+fn try_filled(len: usize, fill: impl FnOnce(&mut Vec<f64>)) -> Option<Vec<f64>> {
     let bytes = len.checked_mul(size_of::<f64>())?;
     if available_memory().is_some_and(|available| bytes > available) {
         return None;
     }
     let mut values = Vec::new();
     values.try_reserve_exact(len).ok()?;
-    // The first write to each page maps it; the zeros are written on every core, so that a
-    // long vector is mapped in parallel rather than by one thread.
-    if len < PARALLEL_MIN_LEN {
-        values.resize(len, 0.0);
-    } else {
-        values.par_extend(rayon::iter::repeat_n(0.0, len));
-    }
+    fill(&mut values);
+    debug_assert_eq!(values.len(), len);
     Some(values)
 }
 

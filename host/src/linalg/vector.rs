@@ -235,8 +235,9 @@ pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]
     }
 }
 
-/// `max |vᵢ|`, NaN if any entry is NaN, in one pass (on every core for long vectors).
-fn max_abs(v: &[f64]) -> f64 {
+/// `‖v‖∞ = max |vᵢ|`, NaN if any entry is NaN, in one pass (on every core for long vectors):
+/// the norm of scipy's `gtol` test, for reports of a result's gradient.
+pub fn max_abs(v: &[f64]) -> f64 {
     if v.len() < PARALLEL_MIN_LEN {
         return max_abs_serial(v);
     }

@@ -187,21 +187,24 @@ impl<'o> HostWorkspace<'o> {
     }
 }
 
+/// The error of an `n`-vector the solver could not allocate.
+fn solver_vector_too_large(n: usize) -> EvalError {
+    EvalError::OutOfMemory {
+        what: "an n-vector of the solver",
+        bytes: n.saturating_mul(size_of::<f64>()),
+    }
+}
+
 impl Workspace for HostWorkspace<'_> {
     type Vector = Vec<f64>;
 
     fn zeros(&mut self) -> Result<Vec<f64>, EvalError> {
         let n = self.objective.dim();
-        crate::linalg::try_zeros(n).ok_or(EvalError::OutOfMemory {
-            what: "an n-vector of the solver",
-            bytes: n.saturating_mul(size_of::<f64>()),
-        })
+        crate::linalg::try_zeros(n).ok_or_else(|| solver_vector_too_large(n))
     }
 
     fn upload(&mut self, x: &[f64]) -> Result<Vec<f64>, EvalError> {
-        let mut v = self.zeros()?;
-        v.copy_from_slice(x);
-        Ok(v)
+        crate::linalg::try_copy(x).ok_or_else(|| solver_vector_too_large(x.len()))
     }
 
     fn download<'v>(&'v self, v: &'v Vec<f64>) -> Result<Cow<'v, [f64]>, EvalError> {
