@@ -33,9 +33,14 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# Builds the binaries and copies them to $1: the cudamin binary and the gpu test.
+# Builds the binaries and copies them to $1: the cudamin binary and the gpu test. They are
+# built for x86-64-v3 (AVX2, FMA), not for this machine's CPU as .cargo/config.toml asks, since
+# they run on another machine; in a target dir of their own, so that the usual one keeps its
+# builds.
 bundle() {
   local dir=$1
+  export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-cpu=x86-64-v3"
+  export CARGO_TARGET_DIR=target/portable
   CUDAMIN_REQUIRE_PTX=1 cargo build --release --features cuda || return 1
   local test
   test=$(CUDAMIN_REQUIRE_PTX=1 cargo test --release --features cuda --test gpu --no-run \
@@ -43,7 +48,7 @@ bundle() {
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
   [ -n "$test" ] || { echo "cargo did not name the gpu test binary" >&2; return 1; }
   mkdir -p "$dir"
-  cp target/release/cudamin "$dir/cudamin"
+  cp target/portable/release/cudamin "$dir/cudamin"
   cp "$test" "$dir/gpu-test"
   strip "$dir/cudamin" "$dir/gpu-test" 2>/dev/null || true
 }
