@@ -149,6 +149,17 @@ mod tests {
         assert!(try_zeros(usize::MAX / 8).is_none());
     }
 
+    /// A copy holds `x`'s bits in order, short (one thread) or long (every core).
+    #[test]
+    fn try_copy_copies_in_order() {
+        for len in [0, 7, PARALLEL_MIN_LEN + 5] {
+            let x: Vec<f64> = (0..len).map(|i| (i as f64).sin() - 0.5).collect();
+            let copy = try_copy(&x).unwrap();
+            assert_eq!(copy.len(), len);
+            assert!(copy.iter().zip(&x).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+
     #[test]
     fn cholesky_in_parallel_agrees_on_a_large_spd_matrix() {
         let n = PARALLEL_MIN_DIM + 5;
