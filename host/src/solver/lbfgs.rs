@@ -276,16 +276,12 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
                 .collect();
             workspace.dots(&vectors, &[g], &mut self.products)?;
         }
+        let (s, y) = (self.products[..2 * m].chunks_exact(2))
+            .map(|sy| (sy[0], sy[1]))
+            .unzip();
         let current = GradientProducts {
-            s: self.products.iter().step_by(2).take(m).copied().collect(),
-            y: self
-                .products
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .take(m)
-                .copied()
-                .collect(),
+            s,
+            y,
             gg: self.products[2 * m],
         };
         if self.newest_pending {
