@@ -423,3 +423,44 @@ fn plots_are_svgs_with_the_curves_they_name() {
         "{circles} points: 400 data points and their residuals"
     );
 }
+
+/// A user's data term that reads a column its data lack (and whose `check` let that pass):
+/// the row reads NaN, so BFGS ends with scipy's status 3 instead of a panic, on x0's NaN.
+#[test]
+fn a_term_reading_past_its_data_ends_in_status_3() {
+    use cudamin::kernels::prelude::*;
+    use cudamin::{Method, Options, TermProblem};
+
+    struct ThirdColumn;
+    impl Term for ThirdColumn {
+        const WINDOW: Window = Window::Dense;
+        type Local<'a> = Row<'a>;
+        fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
+            data.row(k)
+        }
+        fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
+            (x[0] * row.get(2) - row.get(1)).sq()
+        }
+    }
+    cudamin::kernels::register_term!(ThirdColumn, third_column);
+
+    // Two columns of three rows: x and y.
+    let columns = vec![1.0, 2.0, 3.0, 2.0, 4.0, 6.0];
+    let problem = || TermProblem::<ThirdColumn>::with_data(1, columns.clone(), 3).unwrap();
+    for gradient in [
+        Gradient::Exact,
+        Gradient::FiniteDifference(FiniteDifference::Central),
+    ] {
+        let mut objective = TermObjective::new(Backend::Cpu.load(problem()).unwrap(), gradient);
+        let result = solver::minimize(
+            &mut objective,
+            &[1.0],
+            Method::Bfgs,
+            &Options::default(),
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+        assert_eq!(result.status.code(), 3, "{gradient:?}: {}", result.message);
+        assert!(result.fun.is_nan() && !result.success);
+    }
+}

@@ -359,14 +359,28 @@ impl<T: Term> CpuScheme<T> for Exact {
         // cache after the first group); each variable still adds its terms in order.
         for first in (0..x.len()).step_by(DENSE_LANES) {
             let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
-            for k in terms.clone() {
-                let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
-                for (a, d) in acc[first..].iter_mut().zip(result.derivatives.iter()) {
-                    *a += d;
+            // The lanes' sums stay in registers through the chunk rather than in `acc`
+            // (memory) at every term.
+            let mut lanes = [0.0; DENSE_LANES];
+            let mut each_term = |mut values: Option<&mut CompensatedSum>| {
+                for k in terms.clone() {
+                    let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
+                    for (l, d) in lanes.iter_mut().zip(result.derivatives) {
+                        *l += d;
+                    }
+                    if let Some(sum) = values.as_deref_mut() {
+                        sum.add(result.value);
+                    }
                 }
-                if value && first == 0 {
-                    sum.add(result.value);
-                }
+            };
+            if value && first == 0 {
+                each_term(Some(&mut sum));
+            } else {
+                each_term(None);
+            }
+            // `acc` holds zeros until now, so the bits are those of adding into it directly.
+            for (a, l) in acc[first..].iter_mut().zip(lanes) {
+                *a += l;
             }
         }
         sum.value()
