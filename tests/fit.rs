@@ -425,7 +425,7 @@ fn plots_are_svgs_with_the_curves_they_name() {
 }
 
 /// A user's data term that reads a column its data lack (and whose `check` let that pass):
-/// the row reads NaN, so BFGS ends with scipy's status 3 instead of a panic, on x0's NaN.
+/// the row reads NaN, so f(x0) is NaN and BFGS ends with scipy's status 3 instead of a panic.
 #[test]
 fn a_term_reading_past_its_data_ends_in_status_3() {
     use cudamin::kernels::prelude::*;

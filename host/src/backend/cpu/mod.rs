@@ -360,7 +360,10 @@ impl<T: Term> CpuScheme<T> for Exact {
         for first in (0..x.len()).step_by(DENSE_LANES) {
             let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
             // The lanes' sums stay in registers through the chunk rather than in `acc`
-            // (memory) at every term.
+            // (memory) at every term. One loop, its value sum optional, in a closure: as
+            // measured on lsq-expsin, two copies of the loop left the term's `eval` to the
+            // inliner, which declined it (1.7× slower), and the same loop without the closure
+            // took 10 % longer.
             let mut lanes = [0.0; DENSE_LANES];
             let mut each_term = |mut values: Option<&mut CompensatedSum>| {
                 for k in terms.clone() {
