@@ -348,6 +348,11 @@ pub trait Term {
 
     /// The term's value at `x`, the term's window. Compute with `x[j]` and `f64` constants
     /// freely (see [`Num`]); return the result.
+    ///
+    /// Every pass calls `eval` once per term (or per perturbation) in its inner loop. For a
+    /// term of more than a few operations, the compiler may keep it out of line where several
+    /// passes call it; `#[inline(always)]` on your `eval` keeps each loop whole (lsq-expsin's
+    /// passes: 5 % faster).
     fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local<'_>) -> Num<R>;
 }
 
