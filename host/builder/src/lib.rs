@@ -447,20 +447,39 @@ mod tests {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn scratch_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "cudamin-builder-test-{}-{name}",
-            std::process::id()
-        ));
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A directory of its own for one test, removed when the test ends (pass or fail), so
+    /// repeated test runs do not pile folders up in the temp dir.
+    struct ScratchDir(PathBuf);
+
+    impl ScratchDir {
+        fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "cudamin-builder-test-{}-{name}",
+                std::process::id()
+            ));
+            fs::create_dir_all(&dir).unwrap();
+            ScratchDir(dir)
+        }
+    }
+
+    impl std::ops::Deref for ScratchDir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for ScratchDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
     }
 
     #[test]
     fn missing_rustup_toolchain_is_reported_not_panicked() {
         let _spawning = spawn_lock();
-        let dir = scratch_dir("missing");
-        let err = PtxBuilder::new(&dir)
+        let dir = ScratchDir::new("missing");
+        let err = PtxBuilder::new(&*dir)
             .toolchain(Toolchain::Rustup("cudamin-no-such-toolchain".into()))
             .build(&dir.join("k.ptx"))
             .unwrap_err();
@@ -493,9 +512,9 @@ mod tests {
     #[cfg(unix)]
     fn check_with_fake_rustc(version: &str, sysroot: &Path) -> Result<(), PtxBuildError> {
         let _spawning = spawn_lock();
-        let dir = scratch_dir(&version.replace([' ', '(', ')'], "_"));
+        let dir = ScratchDir::new(&version.replace([' ', '(', ')'], "_"));
         let rustc = fake_rustc(&dir, version, sysroot);
-        PtxBuilder::new(&dir)
+        PtxBuilder::new(&*dir)
             .toolchain(Toolchain::Paths {
                 cargo: dir.join("cargo"),
                 rustc,
@@ -516,7 +535,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn missing_rust_src_is_reported_with_the_fix() {
-        let sysroot = scratch_dir("empty-sysroot");
+        let sysroot = ScratchDir::new("empty-sysroot");
         let err = check_with_fake_rustc("rustc 1.97.0-nightly (e50aa6fba 2026-05-19)", &sysroot)
             .unwrap_err();
         assert!(
