@@ -7,7 +7,7 @@
 //! once per perturbed variable, so expensive x-independent work (say, `sin(k·t_j)` in a data
 //! fit) belongs in `prepare`.
 
-use crate::device::as_nums;
+use crate::device::{Strided, as_nums};
 use crate::real::{Num, Real};
 use core::ops::{Add, Index};
 
@@ -168,6 +168,18 @@ impl Row<'_> {
             None => f64::NAN,
         }
     }
+
+    /// Columns `start .. start + len` of this row: all NaN if one of them is past the data.
+    #[inline(always)]
+    fn columns(&self, start: usize, len: usize) -> Strided<'_> {
+        match start
+            .checked_mul(self.rows)
+            .and_then(|offset| offset.checked_add(self.index))
+        {
+            Some(first) => Strided::new(self.values, first, self.rows, len),
+            None => Strided::new(&[], 0, 0, len),
+        }
+    }
 }
 
 /// The variables one term sees: its window of `x`, with at most one of them perturbed.
@@ -238,25 +250,29 @@ impl<R: Real> Vars<'_, R> {
     /// `Σ_i x[start + i]·weights[i]`: the inner loop of linear models.
     #[inline(always)]
     pub fn dot(&self, start: usize, weights: &[f64]) -> Num<R> {
-        self.weighted_sum(start, weights.len(), |i| weights[i])
+        self.weighted_sum(start, Strided::new(weights, 0, 1, weights.len()))
     }
 
     /// `Σ_{i ≥ start} x[i]·row.get(i)`: the window from `start` on, weighted by the same
     /// columns of a data row. For a model whose column `i` multiplies parameter `i`, read in
     /// place: nothing is copied out of the data first.
+    ///
+    /// NaN, as [`Row::get`] reads, if one of those columns is past the data.
     #[inline(always)]
     pub fn dot_row(&self, start: usize, row: Row<'_>) -> Num<R> {
-        self.weighted_sum(start, self.x.len() - start, |i| row.get(start + i))
+        self.weighted_sum(start, row.columns(start, self.x.len() - start))
     }
 
-    /// `Σ_{i < len} x[start + i]·weight(i)`.
+    /// `Σ_i x[start + i]·weights.get(i)`, over the view's elements.
     ///
     /// The loop runs over the unperturbed window, in four partial sums so the additions do not
     /// wait on each other; a perturbed variable in range then enters as the correction
     /// `(x'_j − x_j)·w_j`. That keeps the loop free of per-element checks, and the difference a
     /// finite-difference gradient takes is then formed from the step itself.
     #[inline(always)]
-    fn weighted_sum(&self, start: usize, len: usize, weight: impl Fn(usize) -> f64) -> Num<R> {
+    fn weighted_sum(&self, start: usize, weights: Strided<'_>) -> Num<R> {
+        let len = weights.len();
+        let weight = |i| weights.get(i);
         let x = &self.x[start..start + len];
         if self.seeded != usize::MAX {
             // A seeded window (exact derivatives): the sum's lane l is the weight of the
@@ -421,6 +437,12 @@ mod tests {
         // Row 2 does not exist: its column 0 would otherwise alias row 0 of column 1.
         assert!(data.row(2).get(0).is_nan());
         assert!(Data::EMPTY.row(0).get(0).is_nan());
+        // A dot product over columns of which one is missing, or over a missing row.
+        let x = [1.0, 1.0, 1.0];
+        assert_eq!(Vars::new(&x[..2]).dot_row(0, data.row(1)).0, 22.0);
+        assert!(Vars::new(&x).dot_row(0, data.row(1)).0.is_nan());
+        assert!(Vars::new(&x[..2]).dot_row(1, data.row(2)).0.is_nan());
+        assert!(Vars::new(&x[..2]).dot_row(0, Data::EMPTY.row(0)).0.is_nan());
     }
 
     #[test]
