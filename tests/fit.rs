@@ -464,3 +464,61 @@ fn a_term_reading_past_its_data_ends_in_status_3() {
         assert!(result.fun.is_nan() && !result.success);
     }
 }
+
+/// A user's term with a bug that panics (here an explicit panic, past x = 2): every kind of
+/// pass returns the panic's message as an error, which the solve returns, instead of the panic
+/// unwinding through the caller; and the evaluator still works afterwards.
+#[test]
+fn a_panicking_term_is_an_error_not_a_panic() {
+    use cudamin::kernels::prelude::*;
+    use cudamin::{Method, Options, TermProblem};
+
+    struct PanicsPastTwo;
+    impl Term for PanicsPastTwo {
+        const WINDOW: Window = Window::Separable;
+        type Local<'a> = ();
+        fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+        fn eval<R: Real>(x: Vars<'_, R>, _local: &()) -> Num<R> {
+            assert!(x[0].value() <= 2.0, "the term's own check failed");
+            (x[0] - 3.0).sq()
+        }
+    }
+    cudamin::kernels::register_term!(PanicsPastTwo, panics_past_two);
+
+    let is_the_panic = |error: &dyn std::fmt::Display| {
+        let text = error.to_string();
+        assert!(
+            text.contains("a term panicked: the term's own check failed"),
+            "{text}"
+        );
+    };
+    for gradient in [
+        Gradient::Exact,
+        Gradient::FiniteDifference(FiniteDifference::Forward),
+    ] {
+        let problem = TermProblem::<PanicsPastTwo>::new(1000).unwrap();
+        let mut evaluator = Backend::Cpu.load(problem).unwrap();
+        let (mut g, far) = (vec![0.0; 1000], vec![2.5; 1000]);
+        is_the_panic(&evaluator.value(&far).unwrap_err());
+        is_the_panic(&evaluator.gradient(&far, gradient, &mut g).unwrap_err());
+        is_the_panic(
+            &evaluator
+                .value_and_gradient(&far, gradient, &mut g)
+                .unwrap_err(),
+        );
+        // The pool and the evaluator are intact: below 2 the term is fine.
+        assert_eq!(evaluator.value(&vec![1.0; 1000]).unwrap(), 4000.0);
+
+        // The solve's first step from 0 (along +∇f's opposite, towards 3) goes past 2.
+        let mut objective = TermObjective::new(evaluator, gradient);
+        let error = solver::minimize(
+            &mut objective,
+            &vec![0.0; 1000],
+            Method::Bfgs,
+            &Options::default(),
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap_err();
+        is_the_panic(&error);
+    }
+}

@@ -174,6 +174,11 @@ pub enum BackendError {
         /// Why, as a predicate completing "kernel `…`".
         reason: String,
     },
+    /// A term's own code panicked during a CPU pass (a bug in its source, say an index past an
+    /// array of its own; on the GPU the same bug is a kernel fault, a [`Launch`](Self::Launch)
+    /// error); with the panic's message.
+    #[error("a term panicked: {0}")]
+    TermPanicked(String),
     /// A [`LaunchOverride`] no kernel, or not this kernel, can launch with.
     #[error("invalid launch configuration: {0}")]
     InvalidLaunch(String),

@@ -427,13 +427,33 @@ impl<T: Term> DenseLanes<T> {
     }
 }
 
+/// Runs one pass over the terms, turning a panic in a term's own code (a bug in its source,
+/// say an index past an array of its own) into [`BackendError::TermPanicked`], which the
+/// solver returns, as a kernel fault is on the GPU, instead of unwinding through the caller's
+/// solve. (rayon hands a worker's panic to the thread that started the pass.) A pass leaves
+/// nothing behind but its output, which the error replaces: no state is half-updated, so
+/// `AssertUnwindSafe` holds.
+fn catching_panics<V>(pass: impl FnOnce() -> Result<V, BackendError>) -> Result<V, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(pass)).unwrap_or_else(|payload| {
+        let message = match (
+            payload.downcast_ref::<&str>(),
+            payload.downcast_ref::<String>(),
+        ) {
+            (Some(text), _) => (*text).to_string(),
+            (None, Some(text)) => text.clone(),
+            (None, None) => "(a panic without a message)".to_string(),
+        };
+        Err(BackendError::TermPanicked(message))
+    })
+}
+
 impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
     fn dim(&self) -> usize {
         self.problem.n()
     }
 
     fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        Ok(CpuEvaluator::value(self, x))
+        catching_panics(|| Ok(CpuEvaluator::value(self, x)))
     }
 
     fn gradient(
@@ -443,7 +463,7 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
         g: &mut [f64],
     ) -> Result<(), BackendError> {
         self.check(gradient)?;
-        CpuEvaluator::gradient(self, x, gradient, g, false)?;
+        catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, false))?;
         Ok(())
     }
 
@@ -454,17 +474,17 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
         g: &mut [f64],
     ) -> Result<f64, BackendError> {
         self.check(gradient)?;
-        CpuEvaluator::gradient(self, x, gradient, g, true)
+        catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, true))
     }
 
     /// The chunks of the one-process plan, for any share: a rank's partials are exactly those
     /// chunks' sums, so the ranks' partials in rank order finish to the one-process bits.
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
         match pass {
-            Pass::Value => Ok(self.value_partials(x, share)),
+            Pass::Value => catching_panics(|| Ok(self.value_partials(x, share))),
             Pass::Gradient { gradient, value } => {
                 self.check(gradient)?;
-                Ok(self.gradient_partials(x, gradient, value, share))
+                catching_panics(|| Ok(self.gradient_partials(x, gradient, value, share)))
             }
             Pass::Normal { .. } => Err(BackendError::Unsupported(
                 "the normal equations need a sum of squares (a residual term)",
@@ -517,48 +537,50 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         jacobian: Gradient,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        let problem = &sum.problem;
-        let (n, data, terms) = (x.len(), problem.data(), problem.terms());
-        let width = T::WINDOW.stride_width(n).1;
-        let chunk = row_block(n, sum.planned_rows(share));
-        let chunks = share.range(terms.div_ceil(chunk));
-        let len = n * n + n;
-        let mut vectors = vec![0.0; chunks.len() * len];
-        let values = vectors
-            .par_chunks_mut(len)
-            .zip(chunks)
-            .map(|(vector, c)| {
-                let terms = c * chunk..((c + 1) * chunk).min(terms);
-                match jacobian {
-                    Gradient::Exact if width <= 4 => {
-                        let mut window = [Dual::<4>::constant(0.0); 4];
-                        let rows = &mut ExactRow {
-                            window: &mut window[..width],
-                        };
-                        chunk_partial::<T, _>(terms, x, data, rows, vector)
+        catching_panics(|| {
+            let problem = &sum.problem;
+            let (n, data, terms) = (x.len(), problem.data(), problem.terms());
+            let width = T::WINDOW.stride_width(n).1;
+            let chunk = row_block(n, sum.planned_rows(share));
+            let chunks = share.range(terms.div_ceil(chunk));
+            let len = n * n + n;
+            let mut vectors = vec![0.0; chunks.len() * len];
+            let values = vectors
+                .par_chunks_mut(len)
+                .zip(chunks)
+                .map(|(vector, c)| {
+                    let terms = c * chunk..((c + 1) * chunk).min(terms);
+                    match jacobian {
+                        Gradient::Exact if width <= 4 => {
+                            let mut window = [Dual::<4>::constant(0.0); 4];
+                            let rows = &mut ExactRow {
+                                window: &mut window[..width],
+                            };
+                            chunk_partial::<T, _>(terms, x, data, rows, vector)
+                        }
+                        Gradient::Exact => {
+                            let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
+                            let rows = &mut ExactRow {
+                                window: &mut window,
+                            };
+                            chunk_partial::<T, _>(terms, x, data, rows, vector)
+                        }
+                        Gradient::FiniteDifference(FiniteDifference::Forward) => {
+                            let rows = &mut DifferenceRow::<Forward>(PhantomData);
+                            chunk_partial::<T, _>(terms, x, data, rows, vector)
+                        }
+                        Gradient::FiniteDifference(FiniteDifference::Central) => {
+                            let rows = &mut DifferenceRow::<Central>(PhantomData);
+                            chunk_partial::<T, _>(terms, x, data, rows, vector)
+                        }
                     }
-                    Gradient::Exact => {
-                        let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
-                        let rows = &mut ExactRow {
-                            window: &mut window,
-                        };
-                        chunk_partial::<T, _>(terms, x, data, rows, vector)
-                    }
-                    Gradient::FiniteDifference(FiniteDifference::Forward) => {
-                        let rows = &mut DifferenceRow::<Forward>(PhantomData);
-                        chunk_partial::<T, _>(terms, x, data, rows, vector)
-                    }
-                    Gradient::FiniteDifference(FiniteDifference::Central) => {
-                        let rows = &mut DifferenceRow::<Central>(PhantomData);
-                        chunk_partial::<T, _>(terms, x, data, rows, vector)
-                    }
-                }
+                })
+                .collect();
+            Ok(Partials {
+                values,
+                vectors,
+                layout: Layout::sums(len),
             })
-            .collect();
-        Ok(Partials {
-            values,
-            vectors,
-            layout: Layout::sums(len),
         })
     }
 }
