@@ -4,6 +4,7 @@
 //! number of blocks and add the block sums in order, so a solve is bitwise reproducible.
 
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Below this length a parallel pass costs more in scheduling than it saves.
 pub(crate) const PARALLEL_MIN_LEN: usize = 1 << 15;
@@ -11,18 +12,85 @@ pub(crate) const PARALLEL_MIN_LEN: usize = 1 << 15;
 /// the work balances).
 const REDUCTION_BLOCKS: usize = 64;
 
+/// What a pass cuts into blocks: a vector (`&[f64]`, `&mut [f64]`), the index range of one
+/// (`Range<usize>`, for kernels that need to know where their block starts), or a pair of
+/// these, cut alike.
+trait Blocks: Sized + Send {
+    /// The entries of each vector.
+    fn len(&self) -> usize;
+    /// The consecutive blocks of `block` entries (the last one shorter), in order.
+    fn split(self, block: usize) -> Vec<Self>;
+}
+
+impl Blocks for &[f64] {
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+    fn split(self, block: usize) -> Vec<Self> {
+        self.chunks(block).collect()
+    }
+}
+
+impl Blocks for &mut [f64] {
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+    fn split(self, block: usize) -> Vec<Self> {
+        self.chunks_mut(block).collect()
+    }
+}
+
+impl Blocks for Range<usize> {
+    fn len(&self) -> usize {
+        ExactSizeIterator::len(self)
+    }
+    fn split(self, block: usize) -> Vec<Self> {
+        let end = self.end;
+        self.step_by(block)
+            .map(|start| start..(start + block).min(end))
+            .collect()
+    }
+}
+
+impl<A: Blocks, B: Blocks> Blocks for (A, B) {
+    fn len(&self) -> usize {
+        debug_assert_eq!(self.0.len(), self.1.len());
+        self.0.len()
+    }
+    fn split(self, block: usize) -> Vec<Self> {
+        self.0
+            .split(block)
+            .into_iter()
+            .zip(self.1.split(block))
+            .collect()
+    }
+}
+
+/// `kernel` on the whole of `parts` when they are short; else on [`REDUCTION_BLOCKS`] fixed
+/// blocks of them, on every core, with `combine` given the blocks' results in block order.
+/// The blocks depend on the length alone, so a reduction is the same bits for any number of
+/// threads.
+fn blockwise<P: Blocks, T: Send>(
+    parts: P,
+    kernel: impl Fn(P) -> T + Sync + Send,
+    combine: impl FnOnce(Vec<T>) -> T,
+) -> T {
+    let len = parts.len();
+    if len < PARALLEL_MIN_LEN {
+        return kernel(parts);
+    }
+    let block = len.div_ceil(REDUCTION_BLOCKS);
+    combine(parts.split(block).into_par_iter().map(kernel).collect())
+}
+
+/// The sum of the blocks' sums, in block order.
+fn sum_of(sums: Vec<f64>) -> f64 {
+    sums.iter().sum()
+}
+
 /// `aᵀb`.
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
-    debug_assert_eq!(a.len(), b.len());
-    if a.len() < PARALLEL_MIN_LEN {
-        return serial_dot(a, b);
-    }
-    let block = a.len().div_ceil(REDUCTION_BLOCKS);
-    let mut sums = [0.0; REDUCTION_BLOCKS];
-    sums.par_iter_mut()
-        .zip(a.par_chunks(block).zip(b.par_chunks(block)))
-        .for_each(|(sum, (a, b))| *sum = serial_dot(a, b));
-    sums.iter().sum()
+    blockwise((a, b), |(a, b)| serial_dot(a, b), sum_of)
 }
 
 fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
@@ -66,25 +134,13 @@ fn serial_dot_pair(a: &[f64], b: &[f64], w: &[f64]) -> [f64; 2] {
 /// cache, so the vectors cross memory once, and the sum is exactly [`axpy`] then [`dot`]'s
 /// (the same blocks, each summed the same way).
 pub(crate) fn axpy_dot(alpha: f64, x: &[f64], y: &mut [f64], z: &[f64]) -> f64 {
-    debug_assert!(x.len() == y.len() && y.len() == z.len());
     let kernel = |(y, (x, z)): (&mut [f64], (&[f64], &[f64]))| {
         for (y, &x) in y.iter_mut().zip(x) {
             *y += alpha * x;
         }
         serial_dot(z, y)
     };
-    if y.len() < PARALLEL_MIN_LEN {
-        return kernel((y, (x, z)));
-    }
-    let block = y.len().div_ceil(REDUCTION_BLOCKS);
-    let mut sums = [0.0; REDUCTION_BLOCKS];
-    sums.par_iter_mut()
-        .zip(
-            y.par_chunks_mut(block)
-                .zip(x.par_chunks(block).zip(z.par_chunks(block))),
-        )
-        .for_each(|(sum, parts)| *sum = kernel(parts));
-    sums.iter().sum()
+    blockwise((y, (x, z)), kernel, sum_of)
 }
 
 /// `out[i·k + j] ← vectors[i]ᵀ with[j]` (`k = with.len()`) in one pass: each block of every
@@ -98,7 +154,8 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
         return;
     }
     let k = with.len();
-    let block_products = |r: std::ops::Range<usize>, products: &mut [f64]| {
+    let block_products = |r: Range<usize>| {
+        let mut products = vec![0.0; vectors.len() * k];
         for (j, w) in with.iter().enumerate() {
             let w = &w[r.clone()];
             // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.
@@ -111,25 +168,14 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
                 products[(vectors.len() - 1) * k + j] = serial_dot(&last[r.clone()], w);
             }
         }
+        products
     };
-    if n < PARALLEL_MIN_LEN {
-        block_products(0..n, out);
-        return;
-    }
-    // Block by block on every core, then each product's block sums in block order.
-    let block = n.div_ceil(REDUCTION_BLOCKS);
-    let mut partials = vec![0.0; REDUCTION_BLOCKS * out.len()];
-    partials
-        .par_chunks_mut(out.len())
-        .enumerate()
-        .for_each(|(b, products)| {
-            let start = (b * block).min(n);
-            block_products(start..(start + block).min(n), products);
-        });
-    let products = out.len();
-    for (q, product) in out.iter_mut().enumerate() {
-        *product = partials.iter().skip(q).step_by(products).sum();
-    }
+    // Each product's block sums, in block order.
+    let combine = |blocks: Vec<Vec<f64>>| {
+        let products = (0..out.len()).map(|q| blocks.iter().map(|b| b[q]).sum());
+        products.collect()
+    };
+    out.copy_from_slice(&blockwise(0..n, block_products, combine));
 }
 
 /// `out ← Σ cᵢ·vᵢ` over `terms = [(c₀, v₀), (c₁, v₁), …]`, then `zᵀout`, in one pass: each
@@ -140,8 +186,9 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
 pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -> f64 {
     debug_assert!(terms.iter().all(|(_, v)| v.len() == out.len()));
     debug_assert_eq!(z.len(), out.len());
-    let kernel = |start: usize, out: &mut [f64]| -> f64 {
-        let end = start + out.len();
+    let len = out.len();
+    let kernel = |(out, range): (&mut [f64], Range<usize>)| -> f64 {
+        let (start, end) = (range.start, range.end);
         let Some(((c0, v0), rest)) = terms.split_first() else {
             out.fill(0.0);
             return serial_dot(&z[start..end], out);
@@ -166,15 +213,7 @@ pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -
         }
         serial_dot(&z[start..end], out)
     };
-    if out.len() < PARALLEL_MIN_LEN {
-        return kernel(0, out);
-    }
-    let block = out.len().div_ceil(REDUCTION_BLOCKS);
-    let mut sums = [0.0; REDUCTION_BLOCKS];
-    sums.par_iter_mut()
-        .zip(out.par_chunks_mut(block).enumerate())
-        .for_each(|(sum, (b, out))| *sum = kernel(b * block, out));
-    sums.iter().sum()
+    blockwise((out, 0..len), kernel, sum_of)
 }
 
 /// What the end of a quasi-Newton step needs of its vectors, from [`finish_step`].
@@ -209,45 +248,22 @@ pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]
             yy: serial_dot(g, g),
         }
     };
-    if p.len() < PARALLEL_MIN_LEN {
-        return kernel((p, (g_new, g)));
-    }
-    let block = p.len().div_ceil(REDUCTION_BLOCKS);
-    let zero = StepSums {
-        gradient_max_abs: 0.0,
-        ss: 0.0,
-        sy: 0.0,
-        yy: 0.0,
+    let combine = |sums: Vec<StepSums>| {
+        let maxima: Vec<f64> = sums.iter().map(|s| s.gradient_max_abs).collect();
+        StepSums {
+            gradient_max_abs: max_abs_serial(&maxima),
+            ss: sums.iter().map(|s| s.ss).sum(),
+            sy: sums.iter().map(|s| s.sy).sum(),
+            yy: sums.iter().map(|s| s.yy).sum(),
+        }
     };
-    let mut sums = [zero; REDUCTION_BLOCKS];
-    sums.par_iter_mut()
-        .zip(
-            p.par_chunks_mut(block)
-                .zip(g_new.par_chunks(block).zip(g.par_chunks_mut(block))),
-        )
-        .for_each(|(sum, parts)| *sum = kernel(parts));
-    let maxima: Vec<f64> = sums.iter().map(|s| s.gradient_max_abs).collect();
-    StepSums {
-        gradient_max_abs: max_abs_serial(&maxima),
-        ss: sums.iter().map(|s| s.ss).sum(),
-        sy: sums.iter().map(|s| s.sy).sum(),
-        yy: sums.iter().map(|s| s.yy).sum(),
-    }
+    blockwise((p, (g_new, g)), kernel, combine)
 }
 
 /// `‖v‖∞ = max |vᵢ|`, NaN if any entry is NaN, in one pass (on every core for long vectors):
 /// the norm of scipy's `gtol` test, for reports of a result's gradient.
 pub fn max_abs(v: &[f64]) -> f64 {
-    if v.len() < PARALLEL_MIN_LEN {
-        return max_abs_serial(v);
-    }
-    let block = v.len().div_ceil(REDUCTION_BLOCKS);
-    let mut maxima = [0.0; REDUCTION_BLOCKS];
-    maxima
-        .par_iter_mut()
-        .zip(v.par_chunks(block))
-        .for_each(|(m, v)| *m = max_abs_serial(v));
-    max_abs_serial(&maxima)
+    blockwise(v, max_abs_serial, |maxima| max_abs_serial(&maxima))
 }
 
 /// [`max_abs`] on one thread: four running maxima and a NaN flag, with no branch on the data,
@@ -309,14 +325,7 @@ pub(crate) fn fill_with(out: &mut [f64], a: &[f64], b: &[f64], f: impl Fn(f64, f
             *o = f(a, b);
         }
     };
-    if out.len() < PARALLEL_MIN_LEN {
-        kernel((out, (a, b)));
-    } else {
-        let block = out.len().div_ceil(REDUCTION_BLOCKS);
-        out.par_chunks_mut(block)
-            .zip(a.par_chunks(block).zip(b.par_chunks(block)))
-            .for_each(kernel);
-    }
+    blockwise((out, (a, b)), kernel, |_| ());
 }
 
 /// `out[i] ← f(out[i], a[i])`.
@@ -327,45 +336,33 @@ pub(crate) fn update_with(out: &mut [f64], a: &[f64], f: impl Fn(f64, f64) -> f6
             *o = f(*o, a);
         }
     };
-    if out.len() < PARALLEL_MIN_LEN {
-        kernel((out, a));
-    } else {
-        let block = out.len().div_ceil(REDUCTION_BLOCKS);
-        out.par_chunks_mut(block)
-            .zip(a.par_chunks(block))
-            .for_each(kernel);
-    }
+    blockwise((out, a), kernel, |_| ());
 }
 
 /// `v[i] ← f(v[i])`.
 pub(crate) fn map_in_place(v: &mut [f64], f: impl Fn(f64) -> f64 + Sync) {
-    let kernel = |v: &mut [f64]| v.iter_mut().for_each(|x| *x = f(*x));
-    if v.len() < PARALLEL_MIN_LEN {
-        kernel(v);
-    } else {
-        let block = v.len().div_ceil(REDUCTION_BLOCKS);
-        v.par_chunks_mut(block).for_each(kernel);
-    }
+    blockwise(
+        v,
+        |v: &mut [f64]| v.iter_mut().for_each(|x| *x = f(*x)),
+        |_| (),
+    );
 }
 
-/// The index of the first entry that is NaN or infinite. Long vectors are scanned on every
-/// core in fixed blocks by [`max_abs_serial`], which has no branch on the data and is not
-/// finite exactly when its block holds such an entry; only the first such block is searched
-/// entry by entry. (rayon's `position_first` took 5.5 ms at n = 10⁶ here, a dot product 0.4 ms.)
+/// The index of the first entry that is NaN or infinite. Each block is scanned first by
+/// [`max_abs_serial`], which has no branch on the data and is not finite exactly when the block
+/// holds such an entry; only such a block is then searched entry by entry. (rayon's
+/// `position_first` took 5.5 ms at n = 10⁶ here, a dot product 0.4 ms.)
 pub(crate) fn first_non_finite(v: &[f64]) -> Option<usize> {
-    let position = |v: &[f64]| v.iter().position(|x| !x.is_finite());
-    if v.len() < PARALLEL_MIN_LEN {
-        return position(v);
-    }
-    let block = v.len().div_ceil(REDUCTION_BLOCKS);
-    let mut finite = [true; REDUCTION_BLOCKS];
-    finite
-        .par_iter_mut()
-        .zip(v.par_chunks(block))
-        .for_each(|(finite, v)| *finite = max_abs_serial(v).is_finite());
-    let first = finite.iter().position(|&finite| !finite)?;
-    let start = first * block;
-    position(&v[start..(start + block).min(v.len())]).map(|i| start + i)
+    let kernel = |(v, range): (&[f64], Range<usize>)| {
+        if max_abs_serial(v).is_finite() {
+            return None;
+        }
+        let position = v.iter().position(|x| !x.is_finite());
+        position.map(|i| range.start + i)
+    };
+    blockwise((v, 0..v.len()), kernel, |found| {
+        found.into_iter().flatten().next()
+    })
 }
 
 /// `n` zeros in memory the process has already touched, page by page, on every core. Fresh
