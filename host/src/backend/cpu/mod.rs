@@ -292,6 +292,8 @@ impl<T: Term> CpuEvaluator<T> {
 /// [`Partials::gradient_into`] finishes).
 trait CpuScheme<T: Term> {
     /// A group's part of `∇f` into `g`; with `value`, the value of the term it owns.
+    /// Implementations are `#[inline(always)]`: called once per variable from the chunk loops,
+    /// a call per group had cost seed-expsum's value-and-gradient pass a quarter of its time.
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64;
     /// Adds `terms`' contributions to `acc`; with `value`, returns their values' sum.
     fn dense_terms(
@@ -307,6 +309,7 @@ trait CpuScheme<T: Term> {
 struct Differences<S>(PhantomData<S>);
 
 impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
+    #[inline(always)]
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
         banded_group_gradient::<T, S>(group, x, data, g, value)
     }
@@ -341,6 +344,7 @@ struct Exact;
 const DENSE_LANES: usize = 16;
 
 impl<T: Term> CpuScheme<T> for Exact {
+    #[inline(always)]
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
         banded_group_gradient_exact::<T>(group, x, data, g, value)
     }
