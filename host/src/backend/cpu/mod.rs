@@ -45,6 +45,21 @@ const MAX_DENSE_CHUNKS: usize = 4096;
 /// the normal equations): chunks grow so that the partials stay within `2²⁰` values (8 MiB).
 const PARTIAL_VALUES: usize = 1 << 20;
 
+/// A pass of at most this many chunks runs them on the calling thread. Handing a pass to the
+/// pool costs a wake-up and a wait across threads, more than a few chunks' work: BFGS on
+/// seed-expsum at n = 10⁴ (3 chunks a pass) took 2.1 ms this way, 4.3 ms through the pool.
+const SERIAL_MAX_CHUNKS: usize = 4;
+
+/// `work` on each of a pass's chunks, results in chunk order: on every core, or on this
+/// thread for a pass of at most [`SERIAL_MAX_CHUNKS`] chunks (the same bits either way).
+fn each_chunk<C: Send, R: Send>(chunks: Vec<C>, work: impl Fn(C) -> R + Sync + Send) -> Vec<R> {
+    if chunks.len() <= SERIAL_MAX_CHUNKS {
+        chunks.into_iter().map(work).collect()
+    } else {
+        chunks.into_par_iter().map(work).collect()
+    }
+}
+
 /// Rows per chunk of a dense problem's value and gradient, for `n` variables and `rows` rows in
 /// the whole problem: a multiple of [`ROW_CHUNK`].
 fn dense_chunk(n: usize, rows: usize) -> usize {
@@ -115,11 +130,10 @@ impl<T: Term> CpuEvaluator<T> {
             Window::Dense => dense_chunk(x.len(), self.planned_rows(share)),
             Window::Separable | Window::Banded { .. } => VALUE_CHUNK,
         };
-        let values = share
-            .range(terms.div_ceil(chunk))
-            .into_par_iter()
-            .map(|c| value_partial::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data))
-            .collect();
+        let chunks = share.range(terms.div_ceil(chunk)).collect();
+        let values = each_chunk(chunks, |c| {
+            value_partial::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
+        });
         Partials {
             values,
             vectors: Vec::new(),
@@ -216,28 +230,26 @@ impl<T: Term> CpuEvaluator<T> {
         value: bool,
     ) -> Vec<f64> {
         let data = self.problem.data();
-        out.par_chunks_mut(GROUP_CHUNK * stride)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let groups = chunk
-                    .chunks_mut(stride)
-                    .enumerate()
-                    .map(|(j, group_g)| ((first + c) * GROUP_CHUNK + j, group_g));
-                if !value {
-                    // A gradient alone: no sum to carry. Its serial chain of additions is a
-                    // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
-                    for (group, group_g) in groups {
-                        S::group(group, x, data, group_g, false);
-                    }
-                    return 0.0;
-                }
-                let mut sum = CompensatedSum::default();
+        let chunks = out.chunks_mut(GROUP_CHUNK * stride).enumerate().collect();
+        each_chunk(chunks, |(c, chunk)| {
+            let groups = chunk
+                .chunks_mut(stride)
+                .enumerate()
+                .map(|(j, group_g)| ((first + c) * GROUP_CHUNK + j, group_g));
+            if !value {
+                // A gradient alone: no sum to carry. Its serial chain of additions is a
+                // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
                 for (group, group_g) in groups {
-                    sum.add(S::group(group, x, data, group_g, true));
+                    S::group(group, x, data, group_g, false);
                 }
-                sum.value()
-            })
-            .collect()
+                return 0.0;
+            }
+            let mut sum = CompensatedSum::default();
+            for (group, group_g) in groups {
+                sum.add(S::group(group, x, data, group_g, true));
+            }
+            sum.value()
+        })
     }
 
     /// A dense gradient's chunks of `share`: each a vector of `n` partial sums (not yet divided
@@ -276,13 +288,9 @@ impl<T: Term> CpuEvaluator<T> {
     ) -> (Vec<f64>, Vec<f64>) {
         let (n, data, terms) = (x.len(), self.problem.data(), self.problem.terms());
         let mut vectors = vec![0.0; chunks.len() * n];
-        let values = vectors
-            .par_chunks_mut(n)
-            .zip(chunks)
-            .map(|(acc, c)| {
-                S::dense_terms(c * chunk..((c + 1) * chunk).min(terms), x, data, acc, value)
-            })
-            .collect();
+        let values = each_chunk(vectors.chunks_mut(n).zip(chunks).collect(), |(acc, c)| {
+            S::dense_terms(c * chunk..((c + 1) * chunk).min(terms), x, data, acc, value)
+        });
         (values, vectors)
     }
 }
@@ -549,10 +557,9 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
             let chunks = share.range(terms.div_ceil(chunk));
             let len = n * n + n;
             let mut vectors = vec![0.0; chunks.len() * len];
-            let values = vectors
-                .par_chunks_mut(len)
-                .zip(chunks)
-                .map(|(vector, c)| {
+            let values = each_chunk(
+                vectors.chunks_mut(len).zip(chunks).collect(),
+                |(vector, c)| {
                     let terms = c * chunk..((c + 1) * chunk).min(terms);
                     match jacobian {
                         Gradient::Exact if width <= 4 => {
@@ -578,8 +585,8 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
                             chunk_partial::<T, _>(terms, x, data, rows, vector)
                         }
                     }
-                })
-                .collect();
+                },
+            );
             Ok(Partials {
                 values,
                 vectors,
