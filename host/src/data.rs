@@ -25,12 +25,13 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// The file could not be opened.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file, as the user named it.
         path: String,
-        /// The operating system's error.
-        source: std::io::Error,
+        /// The operating system's error. Shown in the message, and so not also the error's
+        /// `source()`: the CLI prints every cause in the chain, and it would appear twice.
+        error: std::io::Error,
     },
     /// The extension is none of `.csv`, `.npy`, `.npz` (in any case).
     #[error("{path}: unknown file type; cudamin reads .csv (with a header line), .npy and .npz")]
@@ -199,9 +200,9 @@ fn cut(mut columns: Vec<Vec<f64>>, selector: Selector<'_>) -> (Vec<Vec<f64>>, us
 }
 
 fn open(path: &Path, shown: &str) -> Result<File, DataError> {
-    File::open(path).map_err(|source| DataError::Io {
+    File::open(path).map_err(|error| DataError::Io {
         path: shown.to_owned(),
-        source,
+        error,
     })
 }
 
