@@ -5,18 +5,58 @@
 //!
 //! Every rule is the textbook derivative of the `f64` function it wraps, evaluated with the same
 //! code as the value (this crate's `exp`, `libm` for the rest), so the CPU and the PTX agree.
+//!
+//! A dual's numbers are `f64` (one point), or [`Lanes`] of several terms side by side, which
+//! the CPU's exact gradient of separable and disjoint banded windows uses: the same rules,
+//! lane by lane, so each lane holds the bits the `f64` dual would.
 
+use crate::lanes::Lanes;
 use crate::real::Real;
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
-/// A value and its derivatives along `N` directions.
+/// What a [`Dual`]'s value and derivatives are made of: `f64`, or [`Lanes`] of several points.
+pub trait DualScalar: Real + PartialEq {
+    /// Whether a number is one point, so that [`Real::with_lanes`] may build a dual from one
+    /// value (lanes of several points would need one per point).
+    const ONE_POINT: bool;
+    /// The derivative of `|x|`: the sign, 0 at 0 (as JAX and PyTorch take it).
+    fn abs_slope(self) -> Self;
+}
+
+impl DualScalar for f64 {
+    const ONE_POINT: bool = true;
+    #[inline(always)]
+    fn abs_slope(self) -> Self {
+        if self > 0.0 {
+            1.0
+        } else if self < 0.0 {
+            -1.0
+        } else {
+            0.0
+        }
+    }
+}
+
+impl<const L: usize> DualScalar for Lanes<L> {
+    const ONE_POINT: bool = false;
+    #[inline(always)]
+    fn abs_slope(self) -> Self {
+        let mut slope = self.0;
+        for s in slope.iter_mut() {
+            *s = s.abs_slope();
+        }
+        Lanes(slope)
+    }
+}
+
+/// A value and its derivatives along `N` directions, in numbers `S` (see [`DualScalar`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
-pub struct Dual<const N: usize> {
+pub struct Dual<const N: usize, S = f64> {
     /// The value.
-    pub value: f64,
+    pub value: S,
     /// The derivative along each of the `N` seeded directions.
-    pub derivatives: [f64; N],
+    pub derivatives: [S; N],
 }
 
 /// `f` on every derivative lane. The loops here run over borrowed lanes: `array::map` and
@@ -24,7 +64,7 @@ pub struct Dual<const N: usize> {
 /// stack, where these vectorize (lsq-expsin's exact gradient at p = 16 and 10⁶ points went
 /// from 17.1 to 13.0 ms on the CPU).
 #[inline(always)]
-fn each<const N: usize>(mut lanes: [f64; N], f: impl Fn(f64) -> f64) -> [f64; N] {
+fn each<S: Copy, const N: usize>(mut lanes: [S; N], f: impl Fn(S) -> S) -> [S; N] {
     for d in lanes.iter_mut() {
         *d = f(*d);
     }
@@ -33,11 +73,7 @@ fn each<const N: usize>(mut lanes: [f64; N], f: impl Fn(f64) -> f64) -> [f64; N]
 
 /// `f` on every pair of lanes of `a` and `b`, as [`each`].
 #[inline(always)]
-fn each_pair<const N: usize>(
-    mut a: [f64; N],
-    b: &[f64; N],
-    f: impl Fn(f64, f64) -> f64,
-) -> [f64; N] {
+fn each_pair<S: Copy, const N: usize>(mut a: [S; N], b: &[S; N], f: impl Fn(S, S) -> S) -> [S; N] {
     for (a, &b) in a.iter_mut().zip(b.iter()) {
         *a = f(*a, b);
     }
@@ -46,7 +82,7 @@ fn each_pair<const N: usize>(
 
 /// The product rule, `d(a·b) = da·b + a·db`, on every lane.
 #[inline(always)]
-fn product_lanes<const N: usize>(a: &Dual<N>, b: &Dual<N>) -> [f64; N] {
+fn product_lanes<S: DualScalar, const N: usize>(a: &Dual<N, S>, b: &Dual<N, S>) -> [S; N] {
     each_pair(a.derivatives, &b.derivatives, |da, db| {
         da * b.value + a.value * db
     })
@@ -54,7 +90,7 @@ fn product_lanes<const N: usize>(a: &Dual<N>, b: &Dual<N>) -> [f64; N] {
 
 /// The quotient rule on every lane, given `q = a / b`: `d(a/b) = (da − q·db) / b`.
 #[inline(always)]
-fn quotient_lanes<const N: usize>(a: &Dual<N>, b: &Dual<N>, q: f64) -> [f64; N] {
+fn quotient_lanes<S: DualScalar, const N: usize>(a: &Dual<N, S>, b: &Dual<N, S>, q: S) -> [S; N] {
     each_pair(a.derivatives, &b.derivatives, |da, db| {
         (da - q * db) / b.value
     })
@@ -77,10 +113,21 @@ impl<const N: usize> Dual<N> {
         derivatives[lane] = 1.0;
         Dual { value, derivatives }
     }
+}
+
+impl<const N: usize, S: DualScalar> Dual<N, S> {
+    /// `value` with no derivative.
+    #[inline(always)]
+    pub fn constant_of(value: S) -> Self {
+        Dual {
+            value,
+            derivatives: [S::from_f64(0.0); N],
+        }
+    }
 
     /// `f(self)` with `f(value)` given and `f'(value)` given: the chain rule.
     #[inline(always)]
-    fn chain(self, value: f64, slope: f64) -> Self {
+    fn chain(self, value: S, slope: S) -> Self {
         Dual {
             value,
             derivatives: each(self.derivatives, |d| slope * d),
@@ -88,7 +135,7 @@ impl<const N: usize> Dual<N> {
     }
 }
 
-impl<const N: usize> Add for Dual<N> {
+impl<const N: usize, S: DualScalar> Add for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn add(self, rhs: Self) -> Self {
@@ -99,7 +146,7 @@ impl<const N: usize> Add for Dual<N> {
     }
 }
 
-impl<const N: usize> Sub for Dual<N> {
+impl<const N: usize, S: DualScalar> Sub for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn sub(self, rhs: Self) -> Self {
@@ -110,7 +157,7 @@ impl<const N: usize> Sub for Dual<N> {
     }
 }
 
-impl<const N: usize> Mul for Dual<N> {
+impl<const N: usize, S: DualScalar> Mul for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn mul(self, rhs: Self) -> Self {
@@ -121,7 +168,7 @@ impl<const N: usize> Mul for Dual<N> {
     }
 }
 
-impl<const N: usize> Div for Dual<N> {
+impl<const N: usize, S: DualScalar> Div for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn div(self, rhs: Self) -> Self {
@@ -133,7 +180,7 @@ impl<const N: usize> Div for Dual<N> {
     }
 }
 
-impl<const N: usize> Neg for Dual<N> {
+impl<const N: usize, S: DualScalar> Neg for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn neg(self) -> Self {
@@ -144,7 +191,7 @@ impl<const N: usize> Neg for Dual<N> {
     }
 }
 
-impl<const N: usize> Add<f64> for Dual<N> {
+impl<const N: usize, S: DualScalar> Add<f64> for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn add(self, rhs: f64) -> Self {
@@ -155,7 +202,7 @@ impl<const N: usize> Add<f64> for Dual<N> {
     }
 }
 
-impl<const N: usize> Sub<f64> for Dual<N> {
+impl<const N: usize, S: DualScalar> Sub<f64> for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn sub(self, rhs: f64) -> Self {
@@ -166,7 +213,7 @@ impl<const N: usize> Sub<f64> for Dual<N> {
     }
 }
 
-impl<const N: usize> Mul<f64> for Dual<N> {
+impl<const N: usize, S: DualScalar> Mul<f64> for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn mul(self, rhs: f64) -> Self {
@@ -177,7 +224,7 @@ impl<const N: usize> Mul<f64> for Dual<N> {
     }
 }
 
-impl<const N: usize> Div<f64> for Dual<N> {
+impl<const N: usize, S: DualScalar> Div<f64> for Dual<N, S> {
     type Output = Self;
     #[inline(always)]
     fn div(self, rhs: f64) -> Self {
@@ -188,52 +235,59 @@ impl<const N: usize> Div<f64> for Dual<N> {
     }
 }
 
-impl<const N: usize> Real for Dual<N> {
+impl<const N: usize, S: DualScalar> Real for Dual<N, S> {
     #[inline(always)]
     fn from_f64(value: f64) -> Self {
-        Dual::constant(value)
+        Dual::constant_of(S::from_f64(value))
     }
     #[inline(always)]
     fn with_lanes(value: f64, lane: impl Fn(usize) -> f64) -> Option<Self> {
+        if !S::ONE_POINT {
+            return None;
+        }
         // A loop rather than `core::array::from_fn`, which the compiler may leave out of line
         // (then every lane is a call: lsq-expsin's exact gradient took 1.6× as long).
-        let mut derivatives = [0.0; N];
+        let mut derivatives = [S::from_f64(0.0); N];
         for (l, d) in derivatives.iter_mut().enumerate() {
-            *d = lane(l);
+            *d = S::from_f64(lane(l));
         }
-        Some(Dual { value, derivatives })
+        Some(Dual {
+            value: S::from_f64(value),
+            derivatives,
+        })
     }
+    /// The value of the first point (see [`Lanes`]' `value`).
     #[inline(always)]
     fn value(self) -> f64 {
-        self.value
+        self.value.value()
     }
     #[inline(always)]
     fn exp(self) -> Self {
-        let e = Real::exp(self.value);
+        let e = self.value.exp();
         self.chain(e, e)
     }
     #[inline(always)]
     fn ln(self) -> Self {
-        self.chain(Real::ln(self.value), 1.0 / self.value)
+        self.chain(self.value.ln(), S::from_f64(1.0) / self.value)
     }
     #[inline(always)]
     fn sin(self) -> Self {
-        self.chain(Real::sin(self.value), Real::cos(self.value))
+        self.chain(self.value.sin(), self.value.cos())
     }
     #[inline(always)]
     fn cos(self) -> Self {
-        self.chain(Real::cos(self.value), -Real::sin(self.value))
+        self.chain(self.value.cos(), -self.value.sin())
     }
     #[inline(always)]
     fn tan(self) -> Self {
-        let t = Real::tan(self.value);
-        self.chain(t, 1.0 + t * t)
+        let t = self.value.tan();
+        self.chain(t, t * t + 1.0)
     }
     #[inline(always)]
     fn atan(self) -> Self {
         self.chain(
-            Real::atan(self.value),
-            1.0 / (1.0 + self.value * self.value),
+            self.value.atan(),
+            S::from_f64(1.0) / (self.value * self.value + 1.0),
         )
     }
     #[inline(always)]
@@ -242,7 +296,7 @@ impl<const N: usize> Real for Dual<N> {
         let (y, xv) = (self.value, x.value);
         let r2 = xv * xv + y * y;
         Dual {
-            value: Real::atan2(y, xv),
+            value: y.atan2(xv),
             derivatives: each_pair(self.derivatives, &x.derivatives, |d, dx| {
                 (xv * d - y * dx) / r2
             }),
@@ -250,30 +304,22 @@ impl<const N: usize> Real for Dual<N> {
     }
     #[inline(always)]
     fn tanh(self) -> Self {
-        let t = Real::tanh(self.value);
-        self.chain(t, 1.0 - t * t)
+        let t = self.value.tanh();
+        self.chain(t, -(t * t) + 1.0)
     }
     #[inline(always)]
     fn sqrt(self) -> Self {
-        let s = Real::sqrt(self.value);
-        self.chain(s, 0.5 / s)
+        let s = self.value.sqrt();
+        self.chain(s, S::from_f64(0.5) / s)
     }
     #[inline(always)]
     fn abs(self) -> Self {
-        // The derivative of |x| at 0 is taken as 0, as JAX and PyTorch do.
-        let sign = if self.value > 0.0 {
-            1.0
-        } else if self.value < 0.0 {
-            -1.0
-        } else {
-            0.0
-        };
-        self.chain(Real::abs(self.value), sign)
+        self.chain(self.value.abs(), self.value.abs_slope())
     }
     #[inline(always)]
     fn powf(self, p: f64) -> Self {
-        let value = Real::powf(self.value, p);
-        self.chain(value, p * Real::powf(self.value, p - 1.0))
+        let value = self.value.powf(p);
+        self.chain(value, self.value.powf(p - 1.0) * p)
     }
 }
 

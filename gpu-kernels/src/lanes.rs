@@ -1,28 +1,39 @@
-//! [`Lanes`]: a [`Real`] that carries four values, so one call of a term's `eval` evaluates it
-//! at four points. The CPU executor uses it for dense windows, where a gradient evaluates each
-//! term once per variable: four perturbed variables per call, with the arithmetic in SIMD
-//! registers and each elementary function computed once when its argument is the same in every
-//! lane (as `exp(−θ₁t)` is whenever the perturbed variables are not `θ₁`).
+//! [`Lanes`]: a [`Real`] that carries several values, so one call of a term's `eval` evaluates
+//! it at several points. The CPU executor uses it two ways:
+//! - dense windows, where a gradient evaluates each term once per variable: four perturbed
+//!   variables per call ([`LANES`]), each elementary function computed once when its argument is
+//!   the same in every lane (as `exp(−θ₁t)` is whenever the perturbed variables are not `θ₁`);
+//! - separable and disjoint banded windows whose terms need nothing of their own
+//!   ([`TERM_LANES`] terms per call, each lane one term's window): the exact gradient runs on
+//!   [`Dual`](crate::Dual)s over lanes, so that `exp` and the arithmetic take SIMD registers
+//!   across terms.
+//!
+//! Every lane computes what the same code computes on `f64`, to the bit.
 //!
 //! Only terms that set [`Term::EVAL_IN_LANES`](crate::Term::EVAL_IN_LANES) are evaluated so:
 //! [`Real::value`] of lanes is lane 0's value, so a term that branches on a variable would make
 //! every lane take lane 0's branch.
 
+use crate::math;
 use crate::real::Real;
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
-/// How many points a [`Lanes`] value holds.
+/// How many perturbed points a dense window's [`Lanes`] holds.
 pub const LANES: usize = 4;
 
-/// Four `f64`, one per point being evaluated.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Lanes(pub [f64; LANES]);
+/// How many terms one evaluation takes side by side, one per lane: eight `f64`, one AVX-512
+/// register (two AVX2 ones). At four, the compiler left `exp` scalar.
+pub const TERM_LANES: usize = 8;
 
-impl Lanes {
+/// `L` values of `f64`, one per point being evaluated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lanes<const L: usize = LANES>(pub [f64; L]);
+
+impl<const L: usize> Lanes<L> {
     /// The same value in every lane.
     #[inline(always)]
     pub const fn splat(value: f64) -> Self {
-        Lanes([value; LANES])
+        Lanes([value; L])
     }
 
     #[inline(always)]
@@ -35,7 +46,7 @@ impl Lanes {
     }
 
     #[inline(always)]
-    fn zip(self, other: Lanes, f: impl Fn(f64, f64) -> f64) -> Self {
+    fn zip(self, other: Self, f: impl Fn(f64, f64) -> f64) -> Self {
         let mut out = self.0;
         for (o, &b) in out.iter_mut().zip(other.0.iter()) {
             *o = f(*o, b);
@@ -43,12 +54,18 @@ impl Lanes {
         Lanes(out)
     }
 
+    /// Whether every lane holds the same bits.
+    #[inline(always)]
+    fn uniform(&self) -> bool {
+        let first = self.0[0].to_bits();
+        self.0.iter().all(|v| v.to_bits() == first)
+    }
+
     /// `f` in every lane, computed once when all lanes hold the same bits (same input, same
     /// output, so nothing changes but the cost).
     #[inline(always)]
     fn map_uniform(self, f: impl Fn(f64) -> f64) -> Self {
-        let first = self.0[0].to_bits();
-        if self.0.iter().all(|v| v.to_bits() == first) {
+        if self.uniform() {
             Lanes::splat(f(self.0[0]))
         } else {
             self.map(f)
@@ -58,17 +75,17 @@ impl Lanes {
 
 macro_rules! lane_ops {
     ($($op:ident $method:ident $symbol:tt),*) => {$(
-        impl $op for Lanes {
-            type Output = Lanes;
+        impl<const L: usize> $op for Lanes<L> {
+            type Output = Self;
             #[inline(always)]
-            fn $method(self, rhs: Lanes) -> Lanes {
+            fn $method(self, rhs: Self) -> Self {
                 self.zip(rhs, |a, b| a $symbol b)
             }
         }
-        impl $op<f64> for Lanes {
-            type Output = Lanes;
+        impl<const L: usize> $op<f64> for Lanes<L> {
+            type Output = Self;
             #[inline(always)]
-            fn $method(self, rhs: f64) -> Lanes {
+            fn $method(self, rhs: f64) -> Self {
                 self.map(|a| a $symbol rhs)
             }
         }
@@ -77,15 +94,15 @@ macro_rules! lane_ops {
 
 lane_ops!(Add add +, Sub sub -, Mul mul *, Div div /);
 
-impl Neg for Lanes {
-    type Output = Lanes;
+impl<const L: usize> Neg for Lanes<L> {
+    type Output = Self;
     #[inline(always)]
-    fn neg(self) -> Lanes {
+    fn neg(self) -> Self {
         self.map(|a| -a)
     }
 }
 
-impl Real for Lanes {
+impl<const L: usize> Real for Lanes<L> {
     #[inline(always)]
     fn from_f64(value: f64) -> Self {
         Lanes::splat(value)
@@ -95,9 +112,15 @@ impl Real for Lanes {
     fn value(self) -> f64 {
         self.0[0]
     }
+    /// Once when the lanes agree; else in every lane at once (`math::exp_lanes`, which the
+    /// compiler vectorizes where it would leave `map` scalar).
     #[inline(always)]
     fn exp(self) -> Self {
-        self.map_uniform(Real::exp)
+        if self.uniform() {
+            Lanes::splat(Real::exp(self.0[0]))
+        } else {
+            Lanes(math::exp_lanes(self.0))
+        }
     }
     #[inline(always)]
     fn ln(self) -> Self {
@@ -155,6 +178,9 @@ mod tests {
                 + Real::powf(Real::abs(xi), 1.5);
             assert_eq!(lane.to_bits(), scalar.to_bits());
         }
-        assert_eq!(Lanes::splat(1.0).exp(), Lanes::splat(core::f64::consts::E));
+        assert_eq!(
+            Lanes::<4>::splat(1.0).exp(),
+            Lanes::splat(core::f64::consts::E)
+        );
     }
 }

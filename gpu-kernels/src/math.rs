@@ -60,6 +60,38 @@ pub fn exp(x: f64) -> f64 {
     if !(x > UNDERFLOW && x < OVERFLOW) {
         return exp_out_of_range(x);
     }
+    let (mantissa, k) = exp_parts(x);
+    scale_by_power_of_two(mantissa, k)
+}
+
+/// Beyond this `|x|`, `exp_lanes` hands a lane to [`exp`]: within it `eˣ = m·2^k` with `k` a
+/// normal exponent (`|x|·128/ln 2 < 2⁷·1021`), so one multiplication scales it.
+const LANES_RANGE: f64 = 708.0;
+
+/// `eˣ` in every lane, to the bits [`exp`] gives each. Lanes with `|x| ≤ 708` (all but
+/// overflow, deep underflow and NaN) go through a path without branches, which the compiler
+/// turns into vector instructions across lanes; the others through [`exp`] itself.
+#[inline(always)]
+pub fn exp_lanes<const L: usize>(x: [f64; L]) -> [f64; L] {
+    let mut out = [0.0; L];
+    for (o, &v) in out.iter_mut().zip(&x) {
+        // For a lane outside the range this is some finite number, replaced below.
+        let (mantissa, k) = exp_parts(v);
+        *o = mantissa * power_of_two(k.clamp(-1022, 1023));
+    }
+    for (o, &v) in out.iter_mut().zip(&x) {
+        let vector_path = v.abs() <= LANES_RANGE; // false for NaN
+        if !vector_path {
+            *o = exp(v);
+        }
+    }
+    out
+}
+
+/// `(m, k)` with `eˣ = m·2^k` and `m` in `[2^(−1/256), 2^(1+1/256)]`, for finite `x` in the
+/// range of [`exp`]; any other `x` gives some finite pair (no panic, no branch).
+#[inline(always)]
+fn exp_parts(x: f64) -> (f64, i32) {
     let shifted = x * INV_LN2_128 + ROUND_SHIFT;
     let n = shifted.to_bits() as i64 as i32; // the integer nearest x·128/ln 2 (|n| < 2¹⁷)
     let nf = shifted - ROUND_SHIFT;
@@ -70,20 +102,25 @@ pub fn exp(x: f64) -> f64 {
     let r2 = r * r;
     let poly = r + r2 * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
     let t = f64::from_bits(EXP2_TABLE_BITS[j]);
-    scale_by_power_of_two(t + t * poly, k)
+    (t + t * poly, k)
+}
+
+/// `2^e` for a normal exponent `e` in `[-1022, 1023]`.
+#[inline(always)]
+fn power_of_two(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
 }
 
 /// `v·2^k` for `k` in `[-1080, 1024]`, exact unless the result is subnormal.
 #[inline(always)]
 fn scale_by_power_of_two(v: f64, k: i32) -> f64 {
-    let power = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
     if (-1022..=1023).contains(&k) {
-        v * power(k)
+        v * power_of_two(k)
     } else if k > 0 {
-        v * power(1023) * power(k - 1023)
+        v * power_of_two(1023) * power_of_two(k - 1023)
     } else {
         // Two steps, so that only the last multiplication rounds into the subnormals.
-        v * power(k + 1000) * power(-1000)
+        v * power_of_two(k + 1000) * power_of_two(-1000)
     }
 }
 
@@ -135,6 +172,57 @@ mod tests {
             }
         }
         assert!(worst <= 1, "worst error {worst} ulps");
+    }
+
+    /// Every lane of `exp_lanes` is `exp` of it, to the bit: lanes in range, out of range
+    /// (overflow, underflow, subnormal results), at the edges of the vector path, and NaN, mixed
+    /// in one call.
+    #[test]
+    fn lanes_are_the_scalar_exp_to_the_bit() {
+        use super::exp_lanes;
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let edges = [
+            708.0,
+            -708.0,
+            708.0000001,
+            -708.0000001,
+            709.78,
+            -745.0,
+            -740.0,
+            710.0,
+            -746.0,
+            0.0,
+            -0.0,
+        ];
+        for round in 0..100_000 {
+            let mut x = [0.0; 8];
+            for (l, v) in x.iter_mut().enumerate() {
+                let u = next();
+                *v = match (round + l) % 4 {
+                    0 => 40.0 * (u - 0.5),
+                    1 => -760.0 + 1480.0 * u,
+                    2 => edges[(round + l) % edges.len()],
+                    _ => 1e-3 * (u - 0.5),
+                };
+            }
+            if round % 97 == 0 {
+                x[round % 8] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][round % 3];
+            }
+            let lanes = exp_lanes(x);
+            for (lane, v) in lanes.iter().zip(x) {
+                let scalar = exp(v);
+                assert!(
+                    lane.to_bits() == scalar.to_bits() || lane.is_nan() && scalar.is_nan(),
+                    "exp_lanes({v}) = {lane}, exp = {scalar}"
+                );
+            }
+        }
     }
 
     #[test]

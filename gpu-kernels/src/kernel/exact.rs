@@ -12,6 +12,7 @@
 
 use super::terms_meeting;
 use crate::dual::Dual;
+use crate::lanes::{Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
 /// Derivative directions per evaluation: variables seeded at once.
@@ -180,6 +181,70 @@ fn banded_exact_in<T: Term, const W: usize, const L: usize>(
     owned
 }
 
+/// Whether the CPU may take term `T`'s exact gradient [`TERM_LANES`] terms at a time, one per
+/// lane ([`disjoint_exact_in_lanes`]): a separable or disjoint banded window of at most four
+/// variables, an `eval` that may run on lanes ([`Term::EVAL_IN_LANES`]), and nothing of a term's
+/// own to prepare (a zero-sized `Local`, which every term then shares).
+pub const fn terms_in_lanes<T: Term>() -> bool {
+    let narrow = match T::WINDOW {
+        Window::Separable => true,
+        Window::Banded { stride, width } => width <= stride && width <= 4,
+        Window::Dense => false,
+    };
+    narrow && T::EVAL_IN_LANES && core::mem::size_of::<T::Local<'static>>() == 0
+}
+
+/// The exact gradient over groups `first .. first + TERM_LANES` of a window for which
+/// [`terms_in_lanes`] holds, their terms evaluated side by side on [`Dual`]s over [`Lanes`]:
+/// the groups' part of `∇f` into `g` (`TERM_LANES` whole groups) and the terms' values. Each
+/// lane computes what [`banded_group_gradient_exact`] computes for its group, to the bit.
+#[inline(always)]
+pub fn disjoint_exact_in_lanes<T: Term>(
+    first: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+) -> [f64; TERM_LANES] {
+    let (_, width) = T::WINDOW.stride_width(x.len());
+    match width {
+        0..=2 => disjoint_lanes_in::<T, 2>(first, x, data, g),
+        _ => disjoint_lanes_in::<T, 4>(first, x, data, g),
+    }
+}
+
+/// [`disjoint_exact_in_lanes`] with `W ≥ width` derivative lanes, one per window variable.
+#[inline(always)]
+fn disjoint_lanes_in<T: Term, const W: usize>(
+    first: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+) -> [f64; TERM_LANES] {
+    let n = x.len();
+    let (stride, width) = T::WINDOW.stride_width(n);
+    // Zero-sized: the one value every term's preparation gives.
+    let local = T::prepare(first, n, data);
+    let mut storage = [Dual::<W, Lanes<TERM_LANES>>::constant_of(Lanes::splat(0.0)); W];
+    let window = &mut storage[..width];
+    for (j, variable) in window.iter_mut().enumerate() {
+        for (l, value) in variable.value.0.iter_mut().enumerate() {
+            *value = x[(first + l) * stride + j];
+        }
+        variable.derivatives[j] = Lanes::splat(1.0);
+    }
+    let result = T::eval(Vars::new(window), &local).0;
+    for (l, group_g) in g.chunks_exact_mut(stride).enumerate() {
+        for (j, gj) in group_g.iter_mut().enumerate() {
+            *gj = if j < width {
+                result.derivatives[j].0[l]
+            } else {
+                0.0
+            };
+        }
+    }
+    result.value.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +298,99 @@ mod tests {
             .map(|k| (x[k + 2] - x[k] * x[k + 1]).powi(2) + Real::sin(x[k]))
             .sum();
         assert!((f - value).abs() <= 1e-14 * value.abs());
+    }
+
+    /// Every rule of the duals, on one variable: a separable term that may run on lanes.
+    struct EveryRule;
+
+    impl Term for EveryRule {
+        const WINDOW: Window = Window::Separable;
+        type Local<'a> = ();
+        const EVAL_IN_LANES: bool = true;
+        fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+        fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
+            let v = x[0];
+            let bounded = v.tanh() * 0.5; // in (−0.5, 0.5)
+            v.exp() * 1e-3
+                + (v.sq() + 1.0).ln()
+                + v.sin() * v.cos()
+                + bounded.tan()
+                + v.atan()
+                + v.atan2(Num::constant(0.7) - v)
+                + (v.abs() + 2.0).sqrt() / (v.sq() + 3.0)
+                + (v.abs() + 1.0).powf(1.5)
+                + v.powi(3)
+                - 2.0 / (1.0 + v.sq())
+        }
+    }
+
+    /// A disjoint banded window narrower than its stride (the last variable of each group
+    /// belongs to no term).
+    struct GappedTriples;
+
+    impl Term for GappedTriples {
+        const WINDOW: Window = Window::Banded {
+            stride: 4,
+            width: 3,
+        };
+        type Local<'a> = ();
+        const EVAL_IN_LANES: bool = true;
+        fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+        fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
+            (x[2] - x[0] * x[1]).sq() + (x[0] - 1.0).exp() + x[1].abs()
+        }
+    }
+
+    /// Terms side by side give each group what one group at a time gives it, to the bit: at
+    /// ordinary points, at 0 (|x|' = 0), and where `exp` overflows in some lanes and not others.
+    #[test]
+    fn terms_in_lanes_are_the_one_at_a_time_gradient_to_the_bit() {
+        fn check<T: Term>(x: &[f64]) {
+            let n = x.len();
+            let (stride, _) = T::WINDOW.stride_width(n);
+            assert!(terms_in_lanes::<T>());
+            for first in (0..n / stride)
+                .step_by(TERM_LANES)
+                .take_while(|f| (f + TERM_LANES) * stride <= n)
+            {
+                let mut lanes = [0.0; TERM_LANES * 4];
+                let g = &mut lanes[..TERM_LANES * stride];
+                let values = disjoint_exact_in_lanes::<T>(first, x, Data::EMPTY, g);
+                for l in 0..TERM_LANES {
+                    let group = first + l;
+                    let mut one = [f64::NAN; 4];
+                    let one = &mut one[..stride];
+                    let value = banded_group_gradient_exact::<T>(group, x, Data::EMPTY, one, true);
+                    assert_eq!(
+                        values[l].to_bits(),
+                        value.to_bits(),
+                        "value of group {group}"
+                    );
+                    let side_by_side = &g[l * stride..(l + 1) * stride];
+                    for (a, b) in side_by_side.iter().zip(one.iter()) {
+                        assert_eq!(a.to_bits(), b.to_bits(), "gradient of group {group}");
+                    }
+                }
+            }
+        }
+        let mut x: [f64; 64] = core::array::from_fn(|i| ((i * 37) % 29) as f64 / 7.0 - 2.0);
+        check::<EveryRule>(&x);
+        x[3] = 0.0;
+        x[9] = 720.0; // e^{720} overflows: ∞ in this lane, finite in the others
+        x[10] = -750.0;
+        check::<EveryRule>(&x);
+        check::<GappedTriples>(&x);
+    }
+
+    #[cfg(feature = "builtin")]
+    #[test]
+    fn which_terms_go_side_by_side() {
+        assert!(terms_in_lanes::<crate::terms::seed_expsum::SeedExpSum>());
+        assert!(terms_in_lanes::<crate::terms::rosenbrock::ExtRosenbrock>());
+        assert!(terms_in_lanes::<crate::terms::ext_powell::ExtPowell>());
+        // Overlapping windows, dense windows, and a term that did not say it may run on lanes.
+        assert!(!terms_in_lanes::<crate::terms::rosenbrock::ChainedRosenbrock>());
+        assert!(!terms_in_lanes::<crate::terms::lsq_expsin::LsqExpSin>());
+        assert!(!terms_in_lanes::<Triples>());
     }
 }

@@ -12,9 +12,11 @@ impl Term for ExtPowell {
         width: 4,
     };
     type Local<'a> = ();
+    const EVAL_IN_LANES: bool = true;
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
+    #[inline(always)]
     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         (x[0] + x[1] * 10.0).sq()
             + (x[2] - x[3]).sq() * 5.0

@@ -17,9 +17,11 @@ impl Term for ExtRosenbrock {
         width: 2,
     };
     type Local<'a> = ();
+    const EVAL_IN_LANES: bool = true;
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
+    #[inline(always)]
     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         pair(x[0], x[1])
     }
@@ -39,6 +41,7 @@ impl Term for ChainedRosenbrock {
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
+    #[inline(always)]
     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         pair(x[0], x[1])
     }

@@ -8,9 +8,11 @@ pub struct SeedExpSum;
 impl Term for SeedExpSum {
     const WINDOW: Window = Window::Separable;
     type Local<'a> = ();
+    const EVAL_IN_LANES: bool = true;
 
     fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
 
+    #[inline(always)]
     fn eval<R: Real>(x: Vars<'_, R>, _: &()) -> Num<R> {
         x[0] * x[0] + x[0].exp()
     }

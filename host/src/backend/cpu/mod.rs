@@ -14,7 +14,8 @@ use crate::backend::evaluator::{
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
-    Seeded, banded_group_gradient_exact, exact_supported, fill_constants,
+    Seeded, banded_group_gradient_exact, disjoint_exact_in_lanes, exact_supported, fill_constants,
+    terms_in_lanes,
 };
 use gpu_kernels::kernel::normal::{
     DifferenceRow, ExactRow, JacobianRow, NormalPartial, normal_partial,
@@ -22,7 +23,7 @@ use gpu_kernels::kernel::normal::{
 use gpu_kernels::kernel::{
     CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, sum_in_order, value_partial,
 };
-use gpu_kernels::lanes::{LANES, Lanes};
+use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term, Window};
 use rayon::prelude::*;
 use std::marker::PhantomData;
@@ -232,19 +233,33 @@ impl<T: Term> CpuEvaluator<T> {
         let data = self.problem.data();
         let chunks = out.chunks_mut(GROUP_CHUNK * stride).enumerate().collect();
         each_chunk(chunks, |(c, chunk)| {
-            let groups = chunk
-                .chunks_mut(stride)
-                .enumerate()
-                .map(|(j, group_g)| ((first + c) * GROUP_CHUNK + j, group_g));
+            let first_group = (first + c) * GROUP_CHUNK;
+            // Whole blocks of TERM_LANES groups (which a scheme may take side by side), then
+            // the rest one group at a time.
+            let block = TERM_LANES * stride;
+            let in_blocks = chunk.len() / block * TERM_LANES;
+            let (blocks, rest) = chunk.split_at_mut(in_blocks * stride);
+            let blocks = blocks.chunks_exact_mut(block).enumerate();
+            let blocks = blocks.map(|(b, block_g)| (first_group + b * TERM_LANES, block_g));
+            let groups = rest.chunks_mut(stride).enumerate();
+            let groups = groups.map(|(j, group_g)| (first_group + in_blocks + j, group_g));
             if !value {
                 // A gradient alone: no sum to carry. Its serial chain of additions is a
                 // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
+                for (group, block_g) in blocks {
+                    S::groups(group, x, data, block_g, false);
+                }
                 for (group, group_g) in groups {
                     S::group(group, x, data, group_g, false);
                 }
                 return 0.0;
             }
             let mut sum = CompensatedSum::default();
+            for (group, block_g) in blocks {
+                for v in S::groups(group, x, data, block_g, true) {
+                    sum.add(v);
+                }
+            }
             for (group, group_g) in groups {
                 sum.add(S::group(group, x, data, group_g, true));
             }
@@ -303,6 +318,19 @@ trait CpuScheme<T: Term> {
     /// Implementations are `#[inline(always)]`: called once per variable from the chunk loops,
     /// a call per group had cost seed-expsum's value-and-gradient pass a quarter of its time.
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64;
+    /// [`group`](CpuScheme::group) for groups `first .. first + TERM_LANES` (their slices of
+    /// `∇f` end to end in `g`), with the same results: one group at a time unless the scheme
+    /// can take their terms side by side.
+    #[inline(always)]
+    fn groups(
+        first: usize,
+        x: &[f64],
+        data: Data<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> [f64; TERM_LANES] {
+        one_group_at_a_time::<T, Self>(first, x, data, g, value)
+    }
     /// Adds `terms`' contributions to `acc`; with `value`, returns their values' sum.
     fn dense_terms(
         terms: Range<usize>,
@@ -311,6 +339,23 @@ trait CpuScheme<T: Term> {
         acc: &mut [f64],
         value: bool,
     ) -> f64;
+}
+
+/// Groups `first ..` of `g`'s `TERM_LANES` equal slices, one [`CpuScheme::group`] each.
+#[inline(always)]
+fn one_group_at_a_time<T: Term, S: CpuScheme<T> + ?Sized>(
+    first: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+    value: bool,
+) -> [f64; TERM_LANES] {
+    let mut values = [0.0; TERM_LANES];
+    let groups = g.chunks_exact_mut(g.len() / TERM_LANES).zip(first..);
+    for (v, (group_g, group)) in values.iter_mut().zip(groups) {
+        *v = S::group(group, x, data, group_g, value);
+    }
+    values
 }
 
 /// Finite differences with scheme `S`.
@@ -355,6 +400,24 @@ impl<T: Term> CpuScheme<T> for Exact {
     #[inline(always)]
     fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
         banded_group_gradient_exact::<T>(group, x, data, g, value)
+    }
+
+    /// Side by side where the term allows it: one evaluation on lanes of eight terms, which
+    /// the compiler vectorizes across them (`exp` included). At n = 10⁶, the exact gradient
+    /// alone took 1.95 → 0.43 ms for seed-expsum and 3.9 → 1.3 ms for ext-powell.
+    #[inline(always)]
+    fn groups(
+        first: usize,
+        x: &[f64],
+        data: Data<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> [f64; TERM_LANES] {
+        if terms_in_lanes::<T>() {
+            disjoint_exact_in_lanes::<T>(first, x, data, g)
+        } else {
+            one_group_at_a_time::<T, Self>(first, x, data, g, value)
+        }
     }
 
     fn dense_terms(
@@ -617,7 +680,45 @@ fn chunk_partial<T: Term, J: JacobianRow>(
 mod tests {
     use super::*;
     use gpu_kernels::kernel::term_value;
-    use gpu_kernels::terms::LsqExpSin;
+    use gpu_kernels::terms::{ExtPowell, ExtRosenbrock, LsqExpSin, SeedExpSum};
+
+    /// The exact gradient with terms side by side (eight per `eval`) is, to the bit, what one
+    /// group at a time gives, and so is the value taken in the same pass (the kernels' value
+    /// pass, one term at a time). The sizes leave partial blocks of lanes at the end of a chunk
+    /// and of the problem, and more than one chunk.
+    #[test]
+    fn terms_side_by_side_are_one_group_at_a_time() {
+        fn check<T: Term + gpu_kernels::Kernels>(n: usize) {
+            assert!(terms_in_lanes::<T>());
+            let problem = TermProblem::<T>::new(n).unwrap();
+            let x: Vec<f64> = (0..n)
+                .map(|i| ((i * 37) % 101) as f64 / 40.0 - 1.2)
+                .collect();
+            let evaluator = CpuEvaluator::new(problem);
+            let mut g = vec![f64::NAN; n];
+            let f = evaluator
+                .gradient(&x, Gradient::Exact, &mut g, true)
+                .unwrap();
+            assert_eq!(f.to_bits(), evaluator.value(&x).to_bits(), "n = {n}");
+            let (stride, _) = T::WINDOW.stride_width(n);
+            for (group, group_g) in g.chunks(stride).enumerate() {
+                let mut one = vec![f64::NAN; group_g.len()];
+                banded_group_gradient_exact::<T>(group, &x, Data::EMPTY, &mut one, false);
+                for (a, b) in group_g.iter().zip(&one) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "n = {n}, group {group}");
+                }
+            }
+        }
+        for n in [1, 7, 8, 9, GROUP_CHUNK + 13, 3 * GROUP_CHUNK] {
+            check::<SeedExpSum>(n);
+        }
+        for n in [2, 16, 18, 2 * GROUP_CHUNK + 6] {
+            check::<ExtRosenbrock>(n);
+        }
+        for n in [4, 32, 36, 4 * GROUP_CHUNK + 12] {
+            check::<ExtPowell>(n);
+        }
+    }
 
     /// The dense gradient on lanes (four variables per `eval`) against differencing one
     /// variable at a time; n = 7 leaves a partial group of lanes at the end.
