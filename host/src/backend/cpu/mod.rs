@@ -21,7 +21,8 @@ use gpu_kernels::kernel::normal::{
     DifferenceRow, ExactRow, JacobianRow, NormalPartial, normal_partial,
 };
 use gpu_kernels::kernel::{
-    CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, sum_in_order, value_partial,
+    CompensatedLanes, CompensatedRun, DenseTerm, GradientWork, banded_group_gradient, sum_in_order,
+    value_partial_in_lanes,
 };
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term, Window};
@@ -133,7 +134,7 @@ impl<T: Term> CpuEvaluator<T> {
         };
         let chunks = share.range(terms.div_ceil(chunk)).collect();
         let values = each_chunk(chunks, |c| {
-            value_partial::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
+            value_partial_in_lanes::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
         });
         Partials {
             values,
@@ -254,14 +255,14 @@ impl<T: Term> CpuEvaluator<T> {
                 }
                 return 0.0;
             }
-            let mut sum = CompensatedSum::default();
+            // The terms' values in term order (group i owns term i), as the value pass sums
+            // them; a block's eight at once.
+            let mut sum = CompensatedLanes::default();
             for (group, block_g) in blocks {
-                for v in S::groups(group, x, data, block_g, true) {
-                    sum.add(v);
-                }
+                sum.add_lanes(S::groups(group, x, data, block_g, true));
             }
-            for (group, group_g) in groups {
-                sum.add(S::group(group, x, data, group_g, true));
+            for (lane, (group, group_g)) in groups.enumerate() {
+                sum.add_to(lane, S::group(group, x, data, group_g, true));
             }
             sum.value()
         })
@@ -374,7 +375,7 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
-        let mut sum = CompensatedSum::default();
+        let mut sum = CompensatedRun::default();
         let mut lanes = DenseLanes::<T>::new(x);
         for k in terms {
             let term = DenseTerm::<T>::prepare::<S>(k, x, data);
@@ -427,7 +428,7 @@ impl<T: Term> CpuScheme<T> for Exact {
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
-        let mut sum = CompensatedSum::default();
+        let mut sum = CompensatedRun::default();
         let mut window = vec![Dual::constant(0.0); x.len()];
         fill_constants(&mut window, x);
         // One seeding per group of lanes for all the chunk's terms (whose data then come from
@@ -440,7 +441,7 @@ impl<T: Term> CpuScheme<T> for Exact {
             // inliner, which declined it (1.7× slower), and the same loop without the closure
             // took 10 % longer.
             let mut lanes = [0.0; DENSE_LANES];
-            let mut each_term = |mut values: Option<&mut CompensatedSum>| {
+            let mut each_term = |mut values: Option<&mut CompensatedRun>| {
                 for k in terms.clone() {
                     let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
                     for (l, d) in lanes.iter_mut().zip(result.derivatives) {
