@@ -83,7 +83,7 @@ mod nvptx {
         values: *mut f64,
     ) {
         let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
-        let sum = value_partial::<T>(grid_stride(T::terms(n, data)), x, data);
+        let sum = value_partial::<T, CompensatedSum>(grid_stride(T::terms(n, data)), x, data);
         let block_sum = block_reduce_sum(sum);
         if thread_idx() == 0 {
             unsafe { values.add(block_idx()).write(block_sum) };

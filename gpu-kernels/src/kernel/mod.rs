@@ -91,6 +91,36 @@ impl CompensatedSum {
     }
 }
 
+/// A sum taken one value at a time: [`CompensatedSum`], or [`CompensatedRun`].
+pub trait RunningSum: Default {
+    /// Adds the next value.
+    fn add(&mut self, v: f64);
+    /// The sum.
+    fn value(self) -> f64;
+}
+
+impl RunningSum for CompensatedSum {
+    #[inline(always)]
+    fn add(&mut self, v: f64) {
+        CompensatedSum::add(self, v);
+    }
+    #[inline(always)]
+    fn value(self) -> f64 {
+        CompensatedSum::value(self)
+    }
+}
+
+impl RunningSum for CompensatedRun {
+    #[inline(always)]
+    fn add(&mut self, v: f64) {
+        CompensatedRun::add(self, v);
+    }
+    #[inline(always)]
+    fn value(self) -> f64 {
+        CompensatedRun::value(self)
+    }
+}
+
 /// How many running sums a [`CompensatedLanes`] keeps.
 pub const SUM_LANES: usize = crate::lanes::TERM_LANES;
 
@@ -199,30 +229,15 @@ pub fn term_value<T: Term>(k: usize, x: &[f64], data: Data<'_>) -> f64 {
     T::eval(Vars::new(window::<T>(x, k)), &local).0
 }
 
-/// `Σ φ_k(x)` over `terms`, compensated: the partial sum one GPU thread makes of a value (a
-/// CPU chunk's is [`value_partial_in_lanes`]).
+/// `Σ φ_k(x)` over `terms` in the running sum `S`: the partial sum of a value that one GPU
+/// thread makes ([`CompensatedSum`]) or one CPU chunk ([`CompensatedRun`]).
 #[inline(always)]
-pub fn value_partial<T: Term>(
+pub fn value_partial<T: Term, S: RunningSum>(
     terms: impl Iterator<Item = usize>,
     x: &[f64],
     data: Data<'_>,
 ) -> f64 {
-    let mut sum = CompensatedSum::default();
-    for k in terms {
-        sum.add(term_value::<T>(k, x, data));
-    }
-    sum.value()
-}
-
-/// `Σ φ_k(x)` over `terms`, in a [`CompensatedRun`]: the partial sum of one CPU chunk of a
-/// value.
-#[inline(always)]
-pub fn value_partial_in_lanes<T: Term>(
-    terms: impl Iterator<Item = usize>,
-    x: &[f64],
-    data: Data<'_>,
-) -> f64 {
-    let mut sum = CompensatedRun::default();
+    let mut sum = S::default();
     for k in terms {
         sum.add(term_value::<T>(k, x, data));
     }

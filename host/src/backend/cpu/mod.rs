@@ -22,7 +22,7 @@ use gpu_kernels::kernel::normal::{
 };
 use gpu_kernels::kernel::{
     CompensatedLanes, CompensatedRun, DenseTerm, GradientWork, banded_group_gradient, sum_in_order,
-    value_partial_in_lanes,
+    value_partial,
 };
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term, Window};
@@ -134,7 +134,7 @@ impl<T: Term> CpuEvaluator<T> {
         };
         let chunks = share.range(terms.div_ceil(chunk)).collect();
         let values = each_chunk(chunks, |c| {
-            value_partial_in_lanes::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
+            value_partial::<T, CompensatedRun>(c * chunk..((c + 1) * chunk).min(terms), x, data)
         });
         Partials {
             values,
