@@ -255,8 +255,8 @@ impl<T: Term> CpuEvaluator<T> {
                 }
                 return 0.0;
             }
-            // The terms' values in term order (group i owns term i), as the value pass sums
-            // them; a block's eight at once.
+            // Group i of the chunk owns its term i, which goes to running sum i mod 8 as in the
+            // value pass: a block's eight at once, then the rest (at most eight) one each.
             let mut sum = CompensatedLanes::default();
             for (group, block_g) in blocks {
                 sum.add_lanes(S::groups(group, x, data, block_g, true));
