@@ -344,8 +344,9 @@ pub trait Term {
     /// points per call of `eval`, each lane its own. A dense window's finite-difference
     /// gradient then takes four perturbed points per call; a separable or disjoint banded
     /// window (at most four variables) with nothing to prepare per term (a zero-sized
-    /// [`Local`](Term::Local), such as `()`) has its exact gradient taken eight terms per call,
-    /// which vectorizes across them (seed-expsum's at n = 10⁶: 1.95 → 0.42 ms). Set it only when `eval` never branches on [`Real::value`] of a
+    /// [`Local`](Term::Local), such as `()`) has its exact gradient and its value taken eight
+    /// terms per call, which vectorizes across them (seed-expsum's exact gradient at n = 10⁶:
+    /// 1.95 → 0.43 ms). Set it only when `eval` never branches on [`Real::value`] of a
     /// variable (branching on data is fine): all lanes would take lane 0's branch.
     ///
     /// A term evaluated on lanes is best `#[inline(always)]` (see [`eval`](Term::eval)): out of

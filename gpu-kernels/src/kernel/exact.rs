@@ -181,17 +181,38 @@ fn banded_exact_in<T: Term, const W: usize, const L: usize>(
     owned
 }
 
-/// Whether the CPU may take term `T`'s exact gradient [`TERM_LANES`] terms at a time, one per
-/// lane ([`disjoint_exact_in_lanes`]): a separable or disjoint banded window of at most four
-/// variables, an `eval` that may run on lanes ([`Term::EVAL_IN_LANES`]), and nothing of a term's
-/// own to prepare (a zero-sized `Local`, which every term then shares).
+/// The widest window whose terms go side by side ([`terms_in_lanes`]).
+pub const LANES_WIDTH_MAX: usize = 4;
+
+/// Whether the CPU may evaluate term `T` [`TERM_LANES`] terms at a time, one per lane (its
+/// exact gradient, [`disjoint_exact_in_lanes`], and its value,
+/// [`values_in_lanes`](super::values_in_lanes)): a separable or disjoint banded window of at
+/// most [`LANES_WIDTH_MAX`] variables, an `eval` that may run on lanes
+/// ([`Term::EVAL_IN_LANES`]), and nothing of a term's own to prepare (a zero-sized `Local`,
+/// which every term then shares).
 pub const fn terms_in_lanes<T: Term>() -> bool {
     let narrow = match T::WINDOW {
         Window::Separable => true,
-        Window::Banded { stride, width } => width <= stride && width <= 4,
+        Window::Banded { stride, width } => width <= stride && width <= LANES_WIDTH_MAX,
         Window::Dense => false,
     };
     narrow && T::EVAL_IN_LANES && core::mem::size_of::<T::Local<'static>>() == 0
+}
+
+/// Variable `j` of the windows of terms `first .. first + TERM_LANES`, term `first + l` in
+/// lane `l`, for windows `stride` apart.
+#[inline(always)]
+pub(super) fn window_in_lanes(
+    x: &[f64],
+    first: usize,
+    stride: usize,
+    j: usize,
+) -> Lanes<TERM_LANES> {
+    let mut values = [0.0; TERM_LANES];
+    for (l, value) in values.iter_mut().enumerate() {
+        *value = x[(first + l) * stride + j];
+    }
+    Lanes(values)
 }
 
 /// The exact gradient over groups `first .. first + TERM_LANES` of a window for which
@@ -227,9 +248,7 @@ fn disjoint_lanes_in<T: Term, const W: usize>(
     let mut storage = [Dual::<W, Lanes<TERM_LANES>>::constant_of(Lanes::splat(0.0)); W];
     let window = &mut storage[..width];
     for (j, variable) in window.iter_mut().enumerate() {
-        for (l, value) in variable.value.0.iter_mut().enumerate() {
-            *value = x[(first + l) * stride + j];
-        }
+        variable.value = window_in_lanes(x, first, stride, j);
         variable.derivatives[j] = Lanes::splat(1.0);
     }
     let result = T::eval(Vars::new(window), &local).0;
@@ -341,8 +360,9 @@ mod tests {
         }
     }
 
-    /// Terms side by side give each group what one group at a time gives it, to the bit: at
-    /// ordinary points, at 0 (|x|' = 0), and where `exp` overflows in some lanes and not others.
+    /// Terms side by side give each group what one group at a time gives it, and each term the
+    /// value it has alone, to the bit: at ordinary points, at 0 (|x|' = 0), and where `exp`
+    /// overflows in some lanes and not others.
     #[test]
     fn terms_in_lanes_are_the_one_at_a_time_gradient_to_the_bit() {
         fn check<T: Term>(x: &[f64]) {
@@ -356,8 +376,11 @@ mod tests {
                 let mut lanes = [0.0; TERM_LANES * 4];
                 let g = &mut lanes[..TERM_LANES * stride];
                 let values = disjoint_exact_in_lanes::<T>(first, x, Data::EMPTY, g);
+                let values_alone = super::super::values_in_lanes::<T>(first, x, Data::EMPTY);
                 for l in 0..TERM_LANES {
                     let group = first + l;
+                    let alone = super::super::term_value::<T>(group, x, Data::EMPTY);
+                    assert_eq!(values_alone[l].to_bits(), alone.to_bits(), "term {group}");
                     let mut one = [f64::NAN; 4];
                     let one = &mut one[..stride];
                     let value = banded_group_gradient_exact::<T>(group, x, Data::EMPTY, one, true);

@@ -17,7 +17,7 @@ pub mod exact;
 pub mod normal;
 
 use crate::fd::FdScheme;
-use crate::lanes::{LANES, Lanes};
+use crate::lanes::{LANES, Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
 /// Sums the value kernel's per-block partials in block order ([`sum_in_order`]). Launch one
@@ -242,6 +242,23 @@ pub fn value_partial<T: Term, S: RunningSum>(
         sum.add(term_value::<T>(k, x, data));
     }
     sum.value()
+}
+
+/// The values of terms `first .. first + TERM_LANES` of a term for which
+/// [`exact::terms_in_lanes`] holds, evaluated side by side on [`Lanes`], term `first + l` in
+/// lane `l`: each what [`term_value`] gives it, to the bit.
+#[inline(always)]
+pub fn values_in_lanes<T: Term>(first: usize, x: &[f64], data: Data<'_>) -> [f64; TERM_LANES] {
+    let n = x.len();
+    let (stride, width) = T::WINDOW.stride_width(n);
+    // Zero-sized: the one value every term's preparation gives.
+    let local = T::prepare(first, n, data);
+    let mut storage = [Lanes::splat(0.0); exact::LANES_WIDTH_MAX];
+    let window = &mut storage[..width];
+    for (j, variable) in window.iter_mut().enumerate() {
+        *variable = exact::window_in_lanes(x, first, stride, j);
+    }
+    T::eval(Vars::new(window), &local).0.0
 }
 
 /// The last stage of a value on either backend: the partial sums (one per GPU block or CPU
