@@ -4,9 +4,9 @@
 //!   variables per call ([`LANES`]), each elementary function computed once when its argument is
 //!   the same in every lane (as `exp(−θ₁t)` is whenever the perturbed variables are not `θ₁`);
 //! - separable and disjoint banded windows whose terms need nothing of their own
-//!   ([`TERM_LANES`] terms per call, each lane one term's window): the exact gradient runs on
-//!   [`Dual`](crate::Dual)s over lanes, so that `exp` and the arithmetic take SIMD registers
-//!   across terms.
+//!   ([`TERM_LANES`] terms per call, each lane one term's window): values run on
+//!   lanes, and exact gradients on [`Dual`](crate::Dual)s over lanes, so that `exp` and the
+//!   arithmetic take SIMD registers across terms.
 //!
 //! Every lane computes what the same code computes on `f64`, to the bit.
 //!
