@@ -199,6 +199,107 @@ fn every_model_recovers_the_parameters_of_noiseless_data() {
     }
 }
 
+/// The normal equations a fit's pass accumulates (`Σ r²`, `JᵀJ`, `Jᵀr` of the weighted
+/// residuals `r = w·(y − m)`) are those of the Jacobian derived by hand, for models whose rows
+/// take one evaluation on 4 lanes (poly, p = 4), one on 16 (gauss-peaks, p = 7) and two
+/// (p = 19), over a number of points that leaves partial blocks of eight rows and of chunks.
+#[test]
+fn normal_equations_are_those_of_the_hand_derived_jacobian() {
+    let points = 10_003;
+    let x: Vec<f64> = (0..points)
+        .map(|i| -1.0 + 6.0 * i as f64 / points as f64)
+        .collect();
+    let y: Vec<f64> = x.iter().map(|&x| (1.3 * x).sin() + 0.2 * x).collect();
+    let sigma: Vec<f64> = (0..points).map(|i| 0.5 + (i % 7) as f64 * 0.1).collect();
+    /// A model, its parameters, and `(m, ∂m/∂θ)` at one point.
+    type Case = (&'static str, Vec<f64>, fn(&[f64], f64) -> (f64, Vec<f64>));
+    let poly: Case = ("poly", vec![0.3, -0.2, 0.1, 0.05], |t, x| {
+        let powers: Vec<f64> = (0..t.len()).map(|k| x.powi(k as i32)).collect();
+        let m = t.iter().zip(&powers).map(|(a, b)| a * b).sum();
+        (m, powers)
+    });
+    let peaks = |t: &[f64], x: f64| {
+        let mut m = t[0];
+        let mut d = vec![1.0];
+        for peak in t[1..].chunks(3) {
+            let (a, mu, s) = (peak[0], peak[1], peak[2]);
+            let u = (x - mu) / s;
+            let e = (-0.5 * u * u).exp();
+            m += a * e;
+            d.extend([e, a * e * u / s, a * e * u * u / s]);
+        }
+        (m, d)
+    };
+    let two_peaks: Case = (
+        "gauss-peaks",
+        vec![0.1, 1.0, 0.5, 0.7, 0.8, 2.5, 1.1],
+        peaks,
+    );
+    let six_peaks: Case = (
+        "gauss-peaks",
+        (0..19)
+            .map(|i| [0.1, 0.9, 0.4, 0.6][i % 4] + 0.3 * (i / 4) as f64)
+            .collect(),
+        peaks,
+    );
+    for (model, theta, m) in [poly, two_peaks, six_peaks] {
+        let p = theta.len();
+        let data = FitData {
+            x: x.clone(),
+            y: y.clone(),
+            sigma: Some(sigma.clone()),
+        };
+        let mut instance = find_model(model)
+            .unwrap()
+            .instantiate(&Backend::Cpu, Some(p), &data, None)
+            .unwrap();
+        let (mut f, mut jtj, mut jtr) = (0.0, vec![0.0; p * p], vec![0.0; p]);
+        for ((&x, &y), &s) in x.iter().zip(&y).zip(&sigma) {
+            let (value, dm) = m(&theta, x);
+            let r = (y - value) / s;
+            let row: Vec<f64> = dm.iter().map(|d| -d / s).collect();
+            f += r * r;
+            for i in 0..p {
+                jtr[i] += row[i] * r;
+                for j in 0..p {
+                    jtj[i * p + j] += row[i] * row[j];
+                }
+            }
+        }
+        for (jacobian, tolerance) in [
+            (Gradient::Exact, 1e-12),
+            (FiniteDifference::Central.into(), 1e-8),
+        ] {
+            let (mut got_jtj, mut got_jtr) = (vec![0.0; p * p], vec![0.0; p]);
+            let got_f = instance
+                .evaluator
+                .least_squares()
+                .unwrap()
+                .normal_equations(&theta, jacobian, &mut got_jtj, &mut got_jtr)
+                .unwrap();
+            let scale = |v: &[f64]| v.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
+            let off = |a: &[f64], b: &[f64]| {
+                a.iter()
+                    .zip(b)
+                    .fold(0.0, |m: f64, (a, b)| m.max((a - b).abs()))
+                    / scale(b)
+            };
+            let what = format!("{model} p = {p} ({})", jacobian.name());
+            assert!((got_f - f).abs() <= 1e-13 * f, "{what}: Σr² {got_f} vs {f}");
+            assert!(
+                off(&got_jtj, &jtj) <= tolerance,
+                "{what}: JᵀJ off by {:e}",
+                off(&got_jtj, &jtj)
+            );
+            assert!(
+                off(&got_jtr, &jtr) <= tolerance,
+                "{what}: Jᵀr off by {:e}",
+                off(&got_jtr, &jtr)
+            );
+        }
+    }
+}
+
 /// The CLI's fit reports what the library computes, from CSV and from .npz alike.
 #[test]
 fn cli_fit_reports_curve_fits_numbers() {

@@ -364,9 +364,8 @@ mod nvptx {
         values: *mut f64,
     ) {
         let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-        let rows = &mut ExactRow {
-            window: &mut window[..n],
-        };
+        // A dense term's window is x itself: filled once per thread, not at every term.
+        let rows = &mut ExactRow::new::<T>(&mut window[..n], unsafe { slice(x, n) });
         unsafe { normal_partials::<T, _>(x, n, data, data_len, data_rows, out, values, rows) }
     }
 

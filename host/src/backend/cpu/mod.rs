@@ -18,7 +18,8 @@ use gpu_kernels::kernel::exact::{
     terms_in_lanes,
 };
 use gpu_kernels::kernel::normal::{
-    DifferenceRow, ExactRow, JacobianRow, NormalPartial, normal_partial,
+    DifferenceRow, ExactRow, JacobianRow, NORMAL_LANES_WIDTH_MAX, NormalLanes, NormalPartial,
+    NormalSum, normal_partial,
 };
 use gpu_kernels::kernel::{
     CompensatedLanes, CompensatedRun, DenseTerm, GradientWork, banded_group_gradient, sum_in_order,
@@ -646,16 +647,12 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
                     match jacobian {
                         Gradient::Exact if width <= 4 => {
                             let mut window = [Dual::<4>::constant(0.0); 4];
-                            let rows = &mut ExactRow {
-                                window: &mut window[..width],
-                            };
+                            let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
                             chunk_partial::<T, _>(terms, x, data, rows, vector)
                         }
                         Gradient::Exact => {
                             let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
-                            let rows = &mut ExactRow {
-                                window: &mut window,
-                            };
+                            let rows = &mut ExactRow::new::<T>(&mut window, x);
                             chunk_partial::<T, _>(terms, x, data, rows, vector)
                         }
                         Gradient::FiniteDifference(FiniteDifference::Forward) => {
@@ -679,7 +676,8 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
 }
 
 /// One chunk's normal equations over `terms`, with rows made by `rows`: the upper triangle of
-/// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`.
+/// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`. Dense terms of at
+/// most [`NORMAL_LANES_WIDTH_MAX`] variables are summed eight rows at a time ([`NormalLanes`]).
 fn chunk_partial<T: Term, J: JacobianRow>(
     terms: Range<usize>,
     x: &[f64],
@@ -689,10 +687,17 @@ fn chunk_partial<T: Term, J: JacobianRow>(
 ) -> f64 {
     let n = x.len();
     let (jtj, jtr) = vector.split_at_mut(n * n);
-    let mut partial = NormalPartial::new(jtj, jtr);
     let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
-    normal_partial::<T, J>(terms, x, data, rows, &mut partial, &mut row);
-    partial.sum_of_squares()
+    if matches!(T::WINDOW, Window::Dense) && n <= NORMAL_LANES_WIDTH_MAX {
+        let mut scratch = vec![Lanes::splat(0.0); NormalLanes::scratch_len(n)];
+        let mut partial = NormalLanes::new(&mut scratch, jtj, jtr);
+        normal_partial::<T, J, _>(terms, x, data, rows, &mut partial, &mut row);
+        partial.finish()
+    } else {
+        let mut partial = NormalPartial::new(jtj, jtr);
+        normal_partial::<T, J, _>(terms, x, data, rows, &mut partial, &mut row);
+        partial.finish()
+    }
 }
 
 #[cfg(test)]
