@@ -280,7 +280,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     if r.stderr.is_none() {
         writeln!(
             out,
-            "covariance     not estimated: JᵀJ is singular at the solution, or dof = 0"
+            "covariance     not estimated: JᵀJ is singular or too ill-conditioned at the solution, or dof = 0"
         )?;
     }
     Ok(())

@@ -177,8 +177,10 @@ impl LeastSquaresResult {
 /// `(JᵀJ)⁻¹` (`n × n`, row-major) when the residuals are weighted by their true standard
 /// deviations (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which
 /// takes the residuals' scatter as the measure of their uncertainty. `None` where it cannot be
-/// estimated: `JᵀJ` singular to working precision, or `m = n` without `absolute_sigma`
-/// (`curve_fit` fills `pcov` with `inf` then).
+/// estimated: `m = n` without `absolute_sigma` (`curve_fit` fills `pcov` with `inf` then), or
+/// `JᵀJ` singular to working precision or so ill-conditioned that its inverse would be more
+/// than 1 % wrong (the bound of [`LmStatus::IllConditioned`]; `curve_fit` takes the inverse
+/// from `J`'s singular values, whose error is not squared).
 ///
 /// ```
 /// use cudamin_host::solver::covariance;
@@ -204,6 +206,9 @@ pub fn covariance(
     } else {
         return None;
     };
+    if scaled_condition(jtj).is_none_or(|c| c * f64::EPSILON > ILL_CONDITIONED) {
+        return None;
+    }
     let mut inverse = positive_definite_inverse(jtj, n)?;
     for v in inverse.iter_mut() {
         *v *= scale;
