@@ -97,8 +97,8 @@ pub const NORMAL_LANES_WIDTH_MAX: usize = 64;
 /// A CPU chunk's share of the normal equations of a dense residual term, `SUM_LANES` rows at a
 /// time: each entry of `JᵀJ` and `Jᵀr` is kept in `SUM_LANES` running sums, the chunk's term
 /// `k` going to sum `k mod SUM_LANES`, so that eight rows' products are formed and added in
-/// vector registers (one product per row and entry, one at a time, is most of a fit's time
-/// otherwise). [`finish`](NormalSum::finish) adds each entry's sums up in their order into the
+/// vector registers (adding each row's products one at a time was half of a 10-parameter
+/// fit's time). [`finish`](NormalSum::finish) adds each entry's sums up in their order into the
 /// plain `JᵀJ` (upper triangle) and `Jᵀr`. `Σ r²` is a [`CompensatedLanes`].
 pub struct NormalLanes<'a> {
     /// The rows of the terms waiting, by variable: lane `b` of `rows[i]` is `∂r/∂x_i` of the

@@ -96,8 +96,8 @@ pub enum LmStatus {
     Stopped,
     /// −3 (cudamin's own): a test passed, but at the solution `JᵀJ`, its columns scaled, is too
     /// close to singular for its steps to be trusted (condition number × ε above 0.01), and the
-    /// residuals do not vanish. MINPACK, which factors `J` itself,
-    /// does not square its condition number and has no such case.
+    /// residuals do not vanish. MINPACK, which factors `J` itself, does not square its
+    /// condition number and has no such case.
     IllConditioned,
 }
 
@@ -125,7 +125,7 @@ impl LmStatus {
             LmStatus::FtolXtol => "Both `ftol` and `xtol` termination conditions are satisfied.",
             LmStatus::Stopped => "The algorithm was terminated by the callback.",
             LmStatus::IllConditioned => {
-                "JᵀJ is singular to working precision at the solution (the Jacobian's scaled columns are nearly dependent): the normal equations could not resolve the steps, and the result is not a reliable minimum. Rescale the data or reparametrize the model."
+                "JᵀJ is too ill-conditioned at the solution for the normal equations to resolve the steps (the Jacobian's scaled columns are nearly dependent): the result is not a reliable minimum. Rescale the data or reparametrize the model."
             }
         }
     }
@@ -267,8 +267,8 @@ fn scaled_condition(jtj: &[f64]) -> Option<f64> {
 /// [`LmStatus::IllConditioned`]'s bound on the normal equations' relative error, `ε` times
 /// [`scaled_condition`]: a step may be off by more than 1 %. Measured where it falls: polynomial
 /// fits on `[0, 10]` from ones (tests/fit.rs) reach MINPACK's Σr² to 8 digits with 10
-/// parameters (8.5e12·ε = 2e-3) and stop 0.4 % above it with 11 (2.8e14·ε = 0.06), the gtol
-/// test passed; of the 23 MGH least-squares runs, the closest below is mgh-26 (1.4e13·ε =
+/// parameters (condition × ε ≈ 2e-3) and stop 0.4 % above it with 11 (≈ 0.06), the gtol test
+/// passed; of the 23 MGH least-squares runs, the closest below is mgh-26 (1.4e13·ε =
 /// 3e-3, at its minimum), and only Powell's singular function is above, whose residuals
 /// vanish at its solution.
 const ILL_CONDITIONED: f64 = 1e-2;
