@@ -2,7 +2,7 @@
 //!
 //! 1. a term function (in a kernel crate: `gpu-kernels`' built-ins, or your own),
 //! 2. run by a [`backend`]: the CPU executor ([`backend::cpu`], rayon) or the GPU launcher
-//!    ([`backend::cuda`], cust, feature `cuda`), both behind one contract
+//!    ([`backend::gpu`], through a driver: cust, feature `cuda`), both behind one contract
 //!    ([`backend::evaluator`]); with feature `mpi`, each process of an MPI job runs its shard
 //!    and `backend::mpi` gathers the shards' partials into one evaluator,
 //! 3. gives an [`objective`]: the value and gradient of a sum of terms,
@@ -12,7 +12,7 @@
 //! [`problems`] names the built-in objectives for the command line; `linalg` holds the
 //! host-memory vector and matrix kernels the solver and the problems share.
 
-// `unsafe` is the GPU launcher's alone (`backend::cuda::launcher`, the one audited file).
+// `unsafe` is the cust driver's alone (`backend::gpu::cust`, the one audited file).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -3,7 +3,7 @@
 
 use super::print_json;
 use cudamin::BackendChoice;
-use cudamin::backend::cuda::ptx;
+use cudamin::backend::gpu::ptx;
 use std::io::Write;
 
 #[derive(serde::Serialize)]

@@ -1,12 +1,12 @@
 //! What a backend is asked to do, and how it answers: the contract between the CPU executor
-//! ([`cpu`](super::cpu)), the GPU launcher ([`cuda`](super::cuda)) and the layers above. It
-//! imports neither backend, and both import it.
+//! ([`cpu`](super::cpu)), the GPU backend ([`gpu`](super::gpu)) and the layers above. Both
+//! backends import it; it names one type of the GPU's, the evaluator a solver keeps its
+//! vectors beside ([`Evaluator::device`]).
 
 use gpu_kernels::fd::{Central, FdScheme, Forward};
 use gpu_kernels::kernel::normal::mirror_upper;
 use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
 use gpu_kernels::raw::Arg;
-use std::any::Any;
 use std::ops::Range;
 
 /// Grid and block of one launch (one-dimensional).
@@ -203,10 +203,8 @@ pub enum BackendError {
 }
 
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
-/// implementation holds the problem's data (uploaded once, for the GPU). `Any`, so that a
-/// layer above can reach a backend's own evaluator (a solver keeps its vectors on the GPU next
-/// to a `CudaEvaluator`) without this contract naming it.
-pub trait Evaluator: Any + Send {
+/// implementation holds the problem's data (uploaded once, for the GPU).
+pub trait Evaluator: Send {
     /// The number of variables `n`.
     fn dim(&self) -> usize;
     /// `f(x)`, the sum of the terms.
@@ -231,6 +229,12 @@ pub trait Evaluator: Any + Send {
     /// problem was loaded as one (`Backend::load_least_squares`) on a backend with the
     /// normal-equations pass.
     fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
+        None
+    }
+
+    /// The GPU evaluator holding the problem, when it is on a device: a solver may then keep
+    /// its vectors there too, and evaluate at them without copies. `None` on the CPU.
+    fn device(&mut self) -> Option<&mut super::gpu::GpuEvaluator> {
         None
     }
 

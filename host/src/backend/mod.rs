@@ -1,12 +1,12 @@
-//! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`cuda`], cust,
-//! feature `cuda`), and how `--backend auto` chooses. Both backends implement the contract in
+//! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`gpu`], through a
+//! driver: cust, feature `cuda`), and how `--backend auto` chooses. Both backends implement the contract in
 //! [`evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
 //! With feature `mpi`, `mpi` makes any backend's evaluator of one shard collective across the
 //! processes of an MPI job.
 
 pub mod cpu;
-pub mod cuda;
 pub mod evaluator;
+pub mod gpu;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod problem;
@@ -41,7 +41,7 @@ pub enum Backend {
     /// The GPU launcher: a device with the embedded PTX loaded, shared by the evaluators it
     /// loads.
     #[cfg(feature = "cuda")]
-    Cuda(std::sync::Arc<cuda::CudaLauncher>),
+    Cuda(std::sync::Arc<gpu::Launcher>),
 }
 
 impl Backend {
@@ -72,7 +72,7 @@ impl Backend {
         launch: LaunchOverride,
     ) -> Result<(Backend, String), BackendError> {
         let ptx = ptx.map_err(|why| BackendError::PtxMissing(why.to_owned()))?;
-        let launcher = cuda::CudaLauncher::new(ptx, launch)?;
+        let launcher = gpu::open_cuda(ptx, launch)?;
         let why = format!("CUDA device: {}", launcher.device_summary());
         Ok((Backend::Cuda(std::sync::Arc::new(launcher)), why))
     }
@@ -145,10 +145,9 @@ impl Backend {
         match self {
             Backend::Cpu => Ok(Box::new(CpuEvaluator::new(problem))),
             #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => Ok(Box::new(cuda::CudaEvaluator::new(
-                launcher.clone(),
-                problem,
-            )?)),
+            Backend::Cuda(launcher) => {
+                Ok(Box::new(gpu::GpuEvaluator::new(launcher.clone(), problem)?))
+            }
         }
     }
 
@@ -161,7 +160,7 @@ impl Backend {
         match self {
             Backend::Cpu => Ok(Box::new(CpuLeastSquares::new(problem))),
             #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => Ok(Box::new(cuda::load_least_squares(
+            Backend::Cuda(launcher) => Ok(Box::new(gpu::load_least_squares(
                 launcher.clone(),
                 problem,
             )?)),

@@ -369,7 +369,6 @@ pub(crate) fn first_non_finite(v: &[f64]) -> Option<usize> {
 /// memory is mapped at its first write, one page fault per page; on the H100 machine (a VM)
 /// copying 80 MB into a fresh vector took 85 ms, into a touched one 12 ms. For vectors coming
 /// back from the GPU.
-#[cfg(feature = "cuda")]
 pub(crate) fn touched_zeros(n: usize) -> Vec<f64> {
     let mut v = vec![0.0; n];
     map_in_place(&mut v, |_| 0.0);

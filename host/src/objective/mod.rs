@@ -6,8 +6,10 @@
 //! exactly or by finite differences ([`Gradient`]). Implement [`Objective`] yourself for a
 //! function with an analytic gradient.
 
+mod device;
 mod least_squares;
 
+pub use device::{DeviceVector, DeviceVectors, OnDevice};
 pub use least_squares::LeastSquaresObjective;
 
 use crate::backend::{BackendError, Evaluator, Gradient};
@@ -45,11 +47,10 @@ pub trait Objective {
         Ok(None)
     }
 
-    /// The GPU evaluator behind this objective and its gradient scheme, when it has one: the
-    /// solver then keeps its vectors on the device. Only term objectives loaded on the cuda
-    /// backend have one; leave the default for your own objectives.
-    #[cfg(feature = "cuda")]
-    fn cuda(&mut self) -> Option<(&mut crate::backend::cuda::CudaEvaluator, Gradient)> {
+    /// The device this objective's problem lives on, when it does: the solver then keeps its
+    /// vectors there too. Only term objectives loaded on a GPU backend have one; leave the
+    /// default for your own objectives.
+    fn device(&mut self) -> Option<OnDevice<'_>> {
         None
     }
 }
@@ -182,12 +183,9 @@ impl Objective for TermObjective {
         }))
     }
 
-    #[cfg(feature = "cuda")]
-    fn cuda(&mut self) -> Option<(&mut crate::backend::cuda::CudaEvaluator, Gradient)> {
+    fn device(&mut self) -> Option<OnDevice<'_>> {
         let gradient = self.gradient;
-        let evaluator: &mut dyn std::any::Any = self.evaluator.as_mut();
-        evaluator
-            .downcast_mut::<crate::backend::cuda::CudaEvaluator>()
-            .map(|evaluator| (evaluator, gradient))
+        let evaluator = self.evaluator.device()?;
+        Some(OnDevice::new(evaluator, gradient))
     }
 }

@@ -3,7 +3,7 @@
 //! the weights `1/σ`, uploaded once.
 
 use super::problem::{Instance, LoadError, load_least_squares};
-use crate::backend::cuda::abi::{Launch, residual_launches};
+use crate::backend::gpu::abi::{Launch, residual_launches};
 use crate::backend::{Backend, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};

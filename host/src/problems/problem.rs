@@ -1,7 +1,7 @@
 //! What a built-in problem is: a registered term with its rule for `n`, its starting point,
 //! generated data and known minimum, set up on a backend as an [`Instance`].
 
-use crate::backend::cuda::abi::{Launch, residual_launches, term_launches};
+use crate::backend::gpu::abi::{Launch, residual_launches, term_launches};
 use crate::backend::{Backend, BackendError, Evaluator};
 use crate::backend::{ProblemError, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};

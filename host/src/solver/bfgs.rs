@@ -78,13 +78,12 @@ fn minimize_with(
     // Past the dense limit BFGS stays implicit (see the module docs); for a term problem on a
     // GPU its pairs then live on the device too. Below it, the n×n matrix is on the host, and
     // so are the vectors.
-    #[cfg(feature = "cuda")]
     if h0.is_none()
         && !dense_fits(n)
         && n >= super::workspace::DEVICE_MIN_LEN
-        && let Some((evaluator, fd)) = objective.cuda()
+        && let Some(on_device) = objective.device()
     {
-        let mut workspace = super::workspace::DeviceWorkspace::new(evaluator, fd, n)?;
+        let mut workspace = super::workspace::DeviceWorkspace::new(on_device, n)?;
         let mut hessian = ImplicitBfgs::new();
         return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
     }

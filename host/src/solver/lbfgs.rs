@@ -54,12 +54,11 @@ pub fn minimize(
     if options.memory == 0 {
         return Err(invalid_option("memory", 0, "must be at least 1"));
     }
-    #[cfg(feature = "cuda")]
     if x0.len() >= super::workspace::DEVICE_MIN_LEN
-        && let Some((evaluator, fd)) = objective.cuda()
+        && let Some(on_device) = objective.device()
     {
         let n = x0.len();
-        let mut workspace = super::workspace::DeviceWorkspace::new(evaluator, fd, n)?;
+        let mut workspace = super::workspace::DeviceWorkspace::new(on_device, n)?;
         let mut hessian = LimitedMemory::new(options.memory);
         return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
     }

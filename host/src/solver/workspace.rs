@@ -3,9 +3,9 @@
 //! The quasi-Newton driver, the line search and the inverse-Hessian products need little of
 //! their vectors: a few BLAS-1 operations, reductions that return a scalar, and the objective's
 //! value and gradient. [`Workspace`] is that list. [`HostWorkspace`] keeps the vectors in host
-//! memory, for any [`Objective`]; [`DeviceWorkspace`] (feature `cuda`) keeps them on the GPU
-//! next to a term problem's data, so an iteration moves only scalars over PCIe. The solver's
-//! logic is written once, over the trait.
+//! memory, for any [`Objective`]; [`DeviceWorkspace`] keeps them on the device an objective
+//! offers ([`Objective::device`]), next to a term problem's data, so an iteration moves only
+//! scalars over PCIe. The solver's logic is written once, over the trait.
 
 use crate::linalg::vector::{self, dot, map_in_place, norm};
 use crate::objective::{EvalError, GradientError, Objective};
@@ -15,7 +15,6 @@ use std::borrow::Cow;
 /// L-BFGS iteration with device vectors took about 0.75 ms at n = 1000 (dozens of launches and
 /// scalar round trips) against 0.08 ms with host vectors, and 1 ms against 3 ms at n = 10⁵,
 /// where copying `x` and `∇f` over PCIe for every evaluation starts to dominate.
-#[cfg(feature = "cuda")]
 pub(super) const DEVICE_MIN_LEN: usize = 1 << 15;
 
 /// The vectors of a solve and the objective at them. Each vector has the objective's `n`
@@ -331,34 +330,25 @@ impl Workspace for HostWorkspace<'_> {
     }
 }
 
-#[cfg(feature = "cuda")]
 pub(super) use device::DeviceWorkspace;
 
-#[cfg(feature = "cuda")]
 mod device {
     use super::{Cow, EvalError, GradientError, Workspace, vector};
-    use crate::backend::Gradient;
-    use crate::backend::cuda::{CudaEvaluator, DeviceVector, DeviceVectors};
+    use crate::objective::{DeviceVector, DeviceVectors, OnDevice};
 
-    /// Vectors on the GPU, next to a term problem loaded there. Every operation is a launch on
-    /// the evaluator's stream; dot products and norms bring one scalar back.
+    /// Vectors on the device, next to a term problem loaded there. Every operation is a launch
+    /// in order with the evaluations; dot products and norms bring one scalar back.
     pub(in crate::solver) struct DeviceWorkspace<'e> {
-        evaluator: &'e mut CudaEvaluator,
-        gradient: Gradient,
+        objective: OnDevice<'e>,
         vectors: DeviceVectors,
         n: usize,
     }
 
     impl<'e> DeviceWorkspace<'e> {
-        pub fn new(
-            evaluator: &'e mut CudaEvaluator,
-            gradient: Gradient,
-            n: usize,
-        ) -> Result<Self, EvalError> {
-            let vectors = evaluator.vectors()?;
+        pub fn new(objective: OnDevice<'e>, n: usize) -> Result<Self, EvalError> {
+            let vectors = objective.vectors()?;
             Ok(Self {
-                evaluator,
-                gradient,
+                objective,
                 vectors,
                 n,
             })
@@ -387,11 +377,11 @@ mod device {
         }
 
         fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {
-            Ok(self.evaluator.value_on_device(x)?)
+            self.objective.value(x)
         }
 
         fn gradient(&mut self, x: &DeviceVector, g: &mut DeviceVector) -> Result<(), EvalError> {
-            Ok(self.evaluator.gradient_on_device(x, self.gradient, g)?)
+            self.objective.gradient(x, g)
         }
 
         fn value_and_gradient(
@@ -399,9 +389,7 @@ mod device {
             x: &DeviceVector,
             g: &mut DeviceVector,
         ) -> Result<f64, EvalError> {
-            Ok(self
-                .evaluator
-                .value_and_gradient_on_device(x, self.gradient, g)?)
+            self.objective.value_and_gradient(x, g)
         }
 
         fn gradient_error(
@@ -411,10 +399,10 @@ mod device {
             ord: f64,
         ) -> Result<Option<GradientError>, EvalError> {
             let mut reference = self.zeros()?;
-            let evaluator = &mut *self.evaluator;
-            let checked = self
-                .gradient
-                .checked_against(|kind| evaluator.gradient_on_device(x, kind, &mut reference))?;
+            let objective = &mut self.objective;
+            let checked = objective
+                .gradient_kind()
+                .checked_against(|kind| objective.gradient_as(kind, x, &mut reference))?;
             let Some((kind, ())) = checked else {
                 return Ok(None);
             };

@@ -3,7 +3,7 @@
 //! and ptxas assembles it for sm_70, sm_80 and sm_90 without spills. ptxas is found through
 //! `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn skips into failures.
 
-use cudamin::backend::cuda::abi;
+use cudamin::backend::gpu::abi;
 use cudamin_builder::ptxas;
 use my_kernels::{MichaelisMenten, RobustLine};
 use std::path::Path;

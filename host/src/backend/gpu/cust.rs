@@ -1,0 +1,364 @@
+//! The cust driver: the [`Driver`] of a real CUDA device. One context, the module loaded from
+//! the embedded PTX, one non-blocking stream. Every cust call and every `unsafe` block of the
+//! GPU path is in this file, and nothing else is.
+
+use super::abi::KernelArg;
+use super::driver::{Buffer, Driver, KernelLimits};
+use crate::backend::evaluator::{BackendError, LaunchConfig};
+use cust::CudaFlags;
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::error::CudaError;
+use cust::function::{BlockSize, FunctionAttribute, GridSize};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer, DevicePointer, DeviceSlice, LockedBuffer};
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use std::ffi::{CString, c_void};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The driver's message and code, e.g. "no CUDA-capable device is detected (CUDA error 100)".
+fn describe(err: CudaError) -> String {
+    format!(
+        "{} (CUDA error {})",
+        err.to_string().trim_matches('"'),
+        err as u32
+    )
+}
+
+/// Maps a failed driver call to a [`BackendError`] naming the call.
+fn driver(call: &'static str) -> impl Fn(CudaError) -> BackendError {
+    move |err| BackendError::Driver {
+        call,
+        detail: describe(err),
+    }
+}
+
+/// The device memory of `buffer`, as cust copies to and from it.
+fn slice(buffer: &Buffer) -> DeviceSlice<f64> {
+    // SAFETY: a `Buffer` holds an address that `CustDriver::alloc` made for `len` f64 and that
+    // stays allocated until the buffer's drop; the slice lives no longer than the borrow.
+    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.address()), buffer.len()) }
+}
+
+/// Copies of at most this many f64 go through the page-locked staging buffer (asynchronous,
+/// at full PCIe speed); larger ones (a data set's upload) are copied from pageable memory and
+/// waited for, so that the staging buffer never grows past 128 MiB.
+const STAGED_MAX: usize = 1 << 24;
+
+/// A CUDA device with cudamin's kernels loaded.
+///
+/// Every copy, memset and launch goes on the one stream, in program order. The stream is
+/// `NON_BLOCKING`, so nothing may use the legacy default stream (cust's synchronous copies and
+/// `DeviceBuffer::zeroed` do): it would not be ordered with the launches.
+pub(crate) struct CustDriver {
+    // Field order is drop order: module and stream go before the context that owns them.
+    module: Module,
+    stream: Stream,
+    /// Page-locked host memory for copies; held for a whole write or read, so that two threads
+    /// sharing the driver never stage through it at once.
+    staging: Mutex<LockedBuffer<f64>>,
+    context: Context,
+    multiprocessors: u32,
+    summary: String,
+    module_load_seconds: f64,
+}
+
+// SAFETY: cust leaves its handles !Send and !Sync because they are raw driver pointers. The CUDA
+// driver API is thread-safe; every method below makes this driver's context current on the
+// calling thread before it uses them, and the one piece of host memory they share (the staging
+// buffer) is behind a mutex held for the whole copy that uses it.
+unsafe impl Send for CustDriver {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for CustDriver {}
+
+impl CustDriver {
+    /// Initializes the driver on device `ordinal` and loads `ptx`. With no device this is
+    /// [`BackendError::NoDevice`] carrying the driver's reason.
+    pub(crate) fn open(ptx: &str, ordinal: u32) -> Result<Self, BackendError> {
+        let no_device = |err| BackendError::NoDevice(describe(err));
+        cust::init(CudaFlags::empty()).map_err(no_device)?;
+        let device = Device::get_device(ordinal).map_err(no_device)?;
+        let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
+        let load_start = Instant::now();
+        let module = Module::from_ptx(ptx, &[])
+            .map_err(|e| BackendError::PtxRejected(format!("{}: {}", describe(e), jit_log(ptx))))?;
+        let module_load_seconds = load_start.elapsed().as_secs_f64();
+        let stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        let attribute = |attr| {
+            device
+                .get_attribute(attr)
+                .map_err(driver("cuDeviceGetAttribute"))
+        };
+        let multiprocessors = attribute(DeviceAttribute::MultiprocessorCount)? as u32;
+        let (major, minor) = (
+            attribute(DeviceAttribute::ComputeCapabilityMajor)?,
+            attribute(DeviceAttribute::ComputeCapabilityMinor)?,
+        );
+        let name = device.name().map_err(driver("cuDeviceGetName"))?;
+        let memory = device.total_memory().map_err(driver("cuDeviceTotalMem"))?;
+        let summary = format!(
+            "{name} (sm_{major}{minor}, {multiprocessors} SMs, {:.1} GiB)",
+            memory as f64 / (1u64 << 30) as f64
+        );
+        let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;
+        Ok(Self {
+            module,
+            stream,
+            staging: Mutex::new(staging),
+            context,
+            multiprocessors,
+            summary,
+            module_load_seconds,
+        })
+    }
+
+    /// Makes this driver's context current on the calling thread (contexts are per thread).
+    fn make_current(&self) -> Result<(), BackendError> {
+        CurrentContext::set_current(&self.context).map_err(driver("cuCtxSetCurrent"))
+    }
+
+    /// The staging buffer, grown to hold at least `len` values.
+    fn staging(
+        &self,
+        len: usize,
+    ) -> Result<std::sync::MutexGuard<'_, LockedBuffer<f64>>, BackendError> {
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if staging.len() < len {
+            // The old buffer may still be the source or target of a copy in flight.
+            self.synchronize("an earlier copy")?;
+            *staging = LockedBuffer::new(&0.0, len).map_err(driver("cuMemAllocHost"))?;
+        }
+        Ok(staging)
+    }
+}
+
+impl Driver for CustDriver {
+    fn summary(&self) -> &str {
+        &self.summary
+    }
+
+    fn module_load_seconds(&self) -> f64 {
+        self.module_load_seconds
+    }
+
+    fn multiprocessors(&self) -> u32 {
+        self.multiprocessors
+    }
+
+    fn limits(&self, kernel: &str) -> Result<KernelLimits, BackendError> {
+        self.make_current()?;
+        let function = self
+            .module
+            .get_function(kernel)
+            .map_err(|_| BackendError::KernelMissing(kernel.to_owned()))?;
+        let attribute = |attr| {
+            function
+                .get_attribute(attr)
+                .map_err(driver("cuFuncGetAttribute"))
+        };
+        let (resident_blocks, suggested_threads) = function
+            .suggested_launch_configuration(0, BlockSize::x(1024))
+            .map_err(driver("cuOccupancyMaxPotentialBlockSize"))?;
+        Ok(KernelLimits {
+            max_threads: attribute(FunctionAttribute::MaxThreadsPerBlock)?.max(0) as u32,
+            registers: attribute(FunctionAttribute::NumRegisters)?.max(0) as u32,
+            suggested_threads,
+            resident_blocks,
+        })
+    }
+
+    fn alloc(&self, what: &'static str, len: usize) -> Result<u64, BackendError> {
+        if len == 0 {
+            // A memset of a null pointer may be refused by the driver.
+            return Ok(0);
+        }
+        self.make_current()?;
+        // SAFETY: the memset below is ordered before any use of the memory on the stream.
+        let mut buffer =
+            unsafe { DeviceBuffer::<f64>::uninitialized(len) }.map_err(|err| match err {
+                CudaError::OutOfMemory => BackendError::OutOfMemory {
+                    what,
+                    bytes: len * size_of::<f64>(),
+                },
+                other => driver("cuMemAlloc")(other),
+            })?;
+        // SAFETY: the memset covers exactly this allocation, on the stream.
+        unsafe { buffer.set_zero_async(&self.stream) }.map_err(driver("cuMemsetD8Async"))?;
+        let address = buffer.as_device_ptr().as_raw();
+        // Owned from here on by the `Buffer` that the launcher wraps around `address`, which
+        // hands it back to `free`.
+        std::mem::forget(buffer);
+        Ok(address)
+    }
+
+    fn free(&self, address: u64, len: usize) {
+        if address == 0 || self.make_current().is_err() {
+            // Nothing was allocated; or the context is gone, and the memory with it.
+            return;
+        }
+        // The memory may still be in use by work on the stream: wait for it. A fault found now
+        // was or will be reported by the operation that waits for it; a drop cannot report it.
+        let _ = self.stream.synchronize();
+        // SAFETY: `address` and `len` are an allocation of `alloc`, freed once: only its
+        // `Buffer`'s drop calls this, and nothing uses a buffer after its drop.
+        drop(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) });
+    }
+
+    fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        self.make_current()?;
+        let mut target = slice(to);
+        if values.len() > STAGED_MAX {
+            // SAFETY: `to` holds `values.len()` f64 (the launcher checked); the copy is
+            // complete when the synchronize below returns, before `values` may change.
+            unsafe { target.async_copy_from(values, &self.stream) }
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+            return self.synchronize("a copy to the device");
+        }
+        let mut staging = self.staging(values.len())?;
+        // A copy out of the staging buffer may still be in flight.
+        self.synchronize("an earlier evaluation")?;
+        let staged = &mut staging.as_mut_slice()[..values.len()];
+        staged.copy_from_slice(values);
+        // SAFETY: `to` holds `values.len()` f64; the staging buffer is page-locked and is not
+        // written again before a synchronize (above, or in `read`), which waits for this copy.
+        unsafe { target.async_copy_from(&*staged, &self.stream) }
+            .map_err(driver("cuMemcpyHtoDAsync"))
+    }
+
+    fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError> {
+        self.make_current()?;
+        let total: usize = reads.iter().map(|(_, out)| out.len()).sum();
+        if total > STAGED_MAX {
+            for (from, out) in reads.iter_mut() {
+                // SAFETY: `out` holds `from.len()` f64 (the launcher checked) and is not
+                // touched until the synchronize below, which waits for the copy.
+                unsafe { slice(from).async_copy_to(&mut **out, &self.stream) }
+                    .map_err(driver("cuMemcpyDtoHAsync"))?;
+            }
+            return self.synchronize(after);
+        }
+        let mut staging = self.staging(total)?;
+        let mut offset = 0;
+        for (from, out) in reads.iter() {
+            if out.is_empty() {
+                continue;
+            }
+            let target = &mut staging.as_mut_slice()[offset..offset + out.len()];
+            // SAFETY: `target` is page-locked memory of `from.len()` f64, read only after the
+            // synchronize below.
+            unsafe { slice(from).async_copy_to(target, &self.stream) }
+                .map_err(driver("cuMemcpyDtoHAsync"))?;
+            offset += out.len();
+        }
+        self.synchronize(after)?;
+        let mut offset = 0;
+        for (_, out) in reads.iter_mut() {
+            out.copy_from_slice(&staging.as_slice()[offset..offset + out.len()]);
+            offset += out.len();
+        }
+        Ok(())
+    }
+
+    fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError> {
+        if from.is_empty() {
+            return Ok(());
+        }
+        self.make_current()?;
+        // SAFETY: both are device buffers of `from.len()` f64 (the launcher checked); later
+        // work on the stream sees the copy.
+        unsafe { slice(to).async_copy_from(&slice(from), &self.stream) }
+            .map_err(driver("cuMemcpyDtoDAsync"))
+    }
+
+    fn launch(
+        &self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(), BackendError> {
+        self.make_current()?;
+        let function = self
+            .module
+            .get_function(kernel)
+            .map_err(|_| BackendError::KernelMissing(kernel.to_owned()))?;
+        let values: Vec<[u64; 2]> = args.iter().map(|arg| arg.words()).collect();
+        let params: Vec<*mut c_void> = values.iter().map(|v| v.as_ptr() as *mut c_void).collect();
+        // SAFETY: `abi` built `args` for this kernel's signature (the PTX signature test checks
+        // every list against its `.entry`); each parameter (8 or 16 bytes) is read from
+        // `values`, which outlives the call (the driver copies parameters at launch). The
+        // device addresses are live buffers of the caller that built the launch.
+        unsafe {
+            self.stream.launch(
+                &function,
+                GridSize::x(config.blocks),
+                BlockSize::x(config.threads),
+                0,
+                &params,
+            )
+        }
+        .map_err(|e| BackendError::Launch {
+            kernel: kernel.to_owned(),
+            detail: describe(e),
+        })
+    }
+
+    fn synchronize(&self, after: &str) -> Result<(), BackendError> {
+        self.make_current()?;
+        self.stream.synchronize().map_err(|e| BackendError::Launch {
+            kernel: after.to_owned(),
+            detail: describe(e),
+        })
+    }
+}
+
+impl Drop for CustDriver {
+    fn drop(&mut self) {
+        // The module, the stream and the staging buffer are released in this context,
+        // whichever thread drops the driver. If that fails there is nothing left to release
+        // them with.
+        let _ = CurrentContext::set_current(&self.context);
+    }
+}
+
+/// The JIT compiler's error log for `ptx`, which `Module::from_ptx` does not return: a second
+/// load with a log buffer, made only after the first failed.
+fn jit_log(ptx: &str) -> String {
+    use cust::sys::{CUjit_option, cuModuleLoadDataEx, cuModuleUnload, cudaError_enum};
+    let Ok(source) = CString::new(ptx) else {
+        return "the PTX contains a NUL byte".to_owned();
+    };
+    let mut log = vec![0u8; 64 * 1024];
+    let mut options = [
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // cuModuleLoadDataEx takes option values that fit in a pointer by value.
+    let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the two options point at `log` and give its size; the driver writes at most
+    // that many bytes. A module loaded after all is unloaded at once.
+    let result = unsafe {
+        cuModuleLoadDataEx(
+            &mut module,
+            source.as_ptr().cast(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    if result == cudaError_enum::CUDA_SUCCESS {
+        // SAFETY: `module` was just loaded and nothing else refers to it.
+        unsafe { cuModuleUnload(module) };
+        return "a second load succeeded, so no JIT log".to_owned();
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    match String::from_utf8_lossy(&log[..end]).trim() {
+        "" => "the JIT compiler left no log".to_owned(),
+        text => format!("JIT log: {}", text.replace('\n', "; ")),
+    }
+}

@@ -1,0 +1,114 @@
+//! The seam between the GPU backend and whatever runs its kernels.
+//!
+//! Everything above it (the term evaluator, the normal-equations pass, the device vectors) is
+//! safe code written once against [`Driver`]: load nothing, know nothing of CUDA, only
+//! allocate, copy, launch and synchronize. An implementation runs the embedded PTX: the cust
+//! driver (`cust.rs`, feature `cuda`) on a real device, holding every `unsafe` block of the
+//! GPU path.
+//!
+//! The contract every implementation keeps:
+//! - operations run in the order they are called, as on one CUDA stream: a launch sees every
+//!   earlier write and copy, a read sees every earlier launch;
+//! - [`write`](Driver::write) returns once the caller may change `values`;
+//!   [`read`](Driver::read) returns once `out` holds the data (it waits for the work before it);
+//! - an asynchronous fault of a kernel surfaces at the next call that waits
+//!   ([`read`](Driver::read), [`synchronize`](Driver::synchronize)), as
+//!   [`BackendError::Launch`];
+//! - addresses come only from [`alloc`](Driver::alloc), and a [`Buffer`] frees its own.
+
+use super::abi::KernelArg;
+use crate::backend::evaluator::{BackendError, LaunchConfig};
+use std::sync::Arc;
+
+/// What a driver knows of one kernel of the loaded module, for choosing its launch sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelLimits {
+    /// The most threads one block of this kernel may have (fewer than 1024 when its registers
+    /// do not allow more).
+    pub max_threads: u32,
+    /// Registers per thread, for the message that refuses a block too large.
+    pub registers: u32,
+    /// The block size that maximizes occupancy (the occupancy API's answer).
+    pub suggested_threads: u32,
+    /// Blocks of that size the whole device holds at once.
+    pub resident_blocks: u32,
+}
+
+/// A loaded module of kernels on one device, and that device's memory.
+///
+/// Crate-private: its memory operations take addresses that only [`alloc`](Driver::alloc)
+/// made, through [`Buffer`]s whose lengths the [`Launcher`](super::Launcher) checks.
+// Without feature `cuda` no driver is compiled in, and what only drivers call is unused.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) trait Driver: Send + Sync {
+    /// The device, in words, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
+    fn summary(&self) -> &str;
+    /// Seconds the module took to load (the JIT compilation of the PTX, on a real device).
+    fn module_load_seconds(&self) -> f64;
+    /// The device's multiprocessors.
+    fn multiprocessors(&self) -> u32;
+    /// The launch limits of `kernel`, or [`BackendError::KernelMissing`].
+    fn limits(&self, kernel: &str) -> Result<KernelLimits, BackendError>;
+    /// `len` zeros in device memory (ordered before any later use); its address. An empty
+    /// allocation is address 0 and no memory.
+    fn alloc(&self, what: &'static str, len: usize) -> Result<u64, BackendError>;
+    /// Releases what [`alloc`](Driver::alloc) returned for `len` values. Nothing may use it
+    /// after.
+    fn free(&self, address: u64, len: usize);
+    /// `to ← values` (`values.len()` entries).
+    fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError>;
+    /// Each `(from, out)`: `out ← from`, waiting for all earlier work; `after` names that work
+    /// in the error of a fault.
+    fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError>;
+    /// `to ← from`, on the device (equal lengths).
+    fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError>;
+    /// Launches `kernel` over `config` with `args`, whose list `abi` built for its signature.
+    fn launch(
+        &self,
+        kernel: &str,
+        config: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(), BackendError>;
+    /// Waits for all work; `after` names it in the error of a fault.
+    fn synchronize(&self, after: &str) -> Result<(), BackendError>;
+}
+
+/// `len` f64 of device memory, freed when dropped. Made by the [`Launcher`](super::Launcher).
+pub(crate) struct Buffer {
+    address: u64,
+    len: usize,
+    driver: Arc<dyn Driver>,
+}
+
+impl Buffer {
+    /// Wraps what `driver.alloc` returned.
+    pub(super) fn new(address: u64, len: usize, driver: Arc<dyn Driver>) -> Self {
+        Self {
+            address,
+            len,
+            driver,
+        }
+    }
+
+    /// The device address of the first entry (0 when empty), as kernels take it.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// The number of f64 entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no entries.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.driver.free(self.address, self.len);
+    }
+}

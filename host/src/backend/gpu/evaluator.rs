@@ -1,0 +1,309 @@
+//! A term problem on the GPU: its data uploaded once, its launches planned once, and each
+//! evaluation a few launches between sending `x` and bringing `f` or `∇f` back.
+
+use super::abi::{Exact, Launch, SchemeKernels, TermBuffers};
+use super::driver::Buffer;
+use super::launcher::{Launcher, SINGLE_THREAD};
+use super::vectors::{DeviceVector, DeviceVectors};
+use crate::backend::evaluator::{
+    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig,
+};
+use crate::backend::problem::TermProblem;
+use gpu_kernels::kernel::GradientWork;
+use gpu_kernels::kernel::exact::exact_supported;
+use gpu_kernels::{Central, Forward, Kernels};
+use std::sync::Arc;
+
+/// Where a term problem's gradient kernels write.
+struct GradientTargets {
+    buffers: TermBuffers,
+    g: u64,
+    /// Dense windows: the per-block partial sums, finished into `g` by a second kernel.
+    partials: Option<u64>,
+    /// The value's per-block partials, when a gradient pass also takes the value.
+    values: u64,
+    /// Where the value's sum goes.
+    f: u64,
+}
+
+impl GradientTargets {
+    fn plan<T: Kernels, S: SchemeKernels>(
+        &self,
+        launcher: &Launcher,
+        config: LaunchConfig,
+    ) -> Result<GradientPlan, BackendError> {
+        let b = self.buffers;
+        let out = self.partials.unwrap_or(self.g);
+        let finish = match self.partials {
+            None => None,
+            Some(partials) => {
+                let blocks = config.blocks as usize;
+                let finish = Launch::dense_finish::<S>(b.x, b.n, partials, blocks, self.g);
+                Some((finish, launcher.config(S::DENSE_FINISH, b.n)?))
+            }
+        };
+        Ok(GradientPlan {
+            kernel: Launch::gradient::<T, S>(b, out, 0),
+            with_value: Launch::gradient::<T, S>(b, out, self.values),
+            value_sum: Launch::sum_partials(self.values, config.blocks as usize, self.f),
+            config,
+            finish,
+        })
+    }
+}
+
+/// The launches of one gradient scheme, built once per problem.
+struct GradientPlan {
+    kernel: Launch,
+    /// The same pass, also writing the value's partials; `value_sum` adds them up.
+    with_value: Launch,
+    value_sum: Launch,
+    config: LaunchConfig,
+    /// The dense second stage; banded gradients need none.
+    finish: Option<(Launch, LaunchConfig)>,
+}
+
+/// A term problem on the GPU. Its data lives on the device from [`new`](GpuEvaluator::new)
+/// on; an evaluation sends `x` down and brings `f` or `∇f` back.
+pub struct GpuEvaluator {
+    n: usize,
+    /// The problem's device buffers, as the term kernels take them.
+    pub(super) buffers: TermBuffers,
+    value: (Launch, LaunchConfig),
+    sum: (Launch, LaunchConfig),
+    forward: GradientPlan,
+    central: GradientPlan,
+    /// Or why the exact kernels cannot take this problem.
+    exact: Result<GradientPlan, &'static str>,
+    // Device buffers; the launches above hold their addresses.
+    x: Buffer,
+    g: Buffer,
+    pub(super) f: Buffer,
+    _data: Buffer,
+    _value_partials: Buffer,
+    _gradient_partials: Buffer,
+    _gradient_value_partials: Buffer,
+    pub(super) launcher: Arc<Launcher>,
+}
+
+impl GpuEvaluator {
+    /// Uploads the problem's data and plans every launch.
+    pub fn new<T: Kernels>(
+        launcher: Arc<Launcher>,
+        problem: TermProblem<T>,
+    ) -> Result<Self, BackendError> {
+        let l = &*launcher;
+        let n = problem.n();
+        let terms = problem.terms();
+        let data = problem.data();
+        let x = l.alloc("x", n)?;
+        let g = l.alloc("the gradient", n)?;
+        let f = l.alloc("the value", 1)?;
+        let data_buffer = l.upload("the data", data.values())?;
+        let buffers = TermBuffers {
+            x: x.address(),
+            n,
+            data: data_buffer.address(),
+            data_len: data.values().len(),
+            data_rows: data.rows(),
+        };
+
+        let value_config = l.config(T::VALUE, terms)?;
+        let value_partials = l.alloc("value partial sums", value_config.blocks as usize)?;
+        let value = (
+            Launch::value::<T>(buffers, value_partials.address()),
+            value_config,
+        );
+        let sum = (
+            Launch::sum_partials(
+                value_partials.address(),
+                value_config.blocks as usize,
+                f.address(),
+            ),
+            SINGLE_THREAD,
+        );
+
+        // Dense gradients need `n` partials per block; size them for the larger of the two plans.
+        let work = GradientWork::of::<T>(n, data);
+        let dense = matches!(work, GradientWork::Terms(_));
+        let work = work.units();
+        let forward_config = l.config(T::GRADIENT_FORWARD, work)?;
+        let central_config = l.config(T::GRADIENT_CENTRAL, work)?;
+        let exact_config = l.config(T::GRADIENT_EXACT, work)?;
+        let partial_blocks = forward_config
+            .blocks
+            .max(central_config.blocks)
+            .max(exact_config.blocks) as usize;
+        let gradient_partials = l.alloc(
+            "gradient partial sums",
+            if dense { partial_blocks * n } else { 0 },
+        )?;
+        let gradient_value_partials = l.alloc("value partial sums", partial_blocks)?;
+        let targets = GradientTargets {
+            buffers,
+            g: g.address(),
+            partials: dense.then(|| gradient_partials.address()),
+            values: gradient_value_partials.address(),
+            f: f.address(),
+        };
+        let forward = targets.plan::<T, Forward>(l, forward_config)?;
+        let central = targets.plan::<T, Central>(l, central_config)?;
+        let exact = match exact_supported::<T>(n, true) {
+            Ok(()) => Ok(targets.plan::<T, Exact>(l, exact_config)?),
+            Err(why) => Err(why),
+        };
+
+        Ok(Self {
+            n,
+            buffers,
+            value,
+            sum,
+            forward,
+            central,
+            exact,
+            x,
+            g,
+            f,
+            _data: data_buffer,
+            _value_partials: value_partials,
+            _gradient_partials: gradient_partials,
+            _gradient_value_partials: gradient_value_partials,
+            launcher,
+        })
+    }
+
+    /// Sends `x` to the device.
+    pub(super) fn send_x(&mut self, x: &[f64]) -> Result<(), BackendError> {
+        self.launcher.write(&self.x, x)
+    }
+
+    /// The vector arithmetic for a solver that keeps this problem's vectors on the device, in
+    /// order with this evaluator's launches.
+    pub fn vectors(&self) -> Result<DeviceVectors, BackendError> {
+        DeviceVectors::new(self.launcher.clone(), self.n)
+    }
+
+    /// `f(x)` for `x` already on the device.
+    pub fn value_on_device(&mut self, x: &DeviceVector) -> Result<f64, BackendError> {
+        self.take_x(x)?;
+        self.value_at_x()
+    }
+
+    /// `∇f(x)` into `g`, both on the device. Nothing comes back to the host; a fault surfaces
+    /// at the next operation that waits for the device.
+    pub fn gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        self.take_x(x)?;
+        self.gradient_at_x(gradient, false)?;
+        self.launcher.copy(&self.g, g.buffer())
+    }
+
+    /// `f(x)` and `∇f(x)` into `g`, in one gradient pass, all on the device.
+    pub fn value_and_gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<f64, BackendError> {
+        self.take_x(x)?;
+        self.gradient_at_x(gradient, true)?;
+        self.launcher.copy(&self.g, g.buffer())?;
+        self.read_f("the gradient kernels")
+    }
+
+    /// Copies a device vector into the evaluator's `x`, which the planned launches read.
+    fn take_x(&mut self, x: &DeviceVector) -> Result<(), BackendError> {
+        self.launcher.copy(x.buffer(), &self.x)
+    }
+
+    /// Launches the value kernels on the evaluator's `x` and brings `f` back.
+    fn value_at_x(&mut self) -> Result<f64, BackendError> {
+        let l = &self.launcher;
+        l.launch(&self.value.0, self.value.1)?;
+        l.launch(&self.sum.0, self.sum.1)?;
+        self.read_f(self.value.0.kernel)
+    }
+
+    /// Launches the gradient kernels on the evaluator's `x`, into its `g`; `with_value` also
+    /// takes the value in the same pass, into its `f`.
+    fn gradient_at_x(&mut self, gradient: Gradient, with_value: bool) -> Result<(), BackendError> {
+        let plan = match gradient {
+            Gradient::FiniteDifference(FiniteDifference::Forward) => &self.forward,
+            Gradient::FiniteDifference(FiniteDifference::Central) => &self.central,
+            Gradient::Exact => self
+                .exact
+                .as_ref()
+                .map_err(|why| BackendError::ExactUnsupported(why))?,
+        };
+        let l = &self.launcher;
+        l.launch(
+            if with_value {
+                &plan.with_value
+            } else {
+                &plan.kernel
+            },
+            plan.config,
+        )?;
+        if let Some((finish, config)) = &plan.finish {
+            l.launch(finish, *config)?;
+        }
+        if with_value {
+            l.launch(&plan.value_sum, SINGLE_THREAD)?;
+        }
+        Ok(())
+    }
+
+    /// Brings `f` back, after the work `after` names.
+    pub(super) fn read_f(&mut self, after: &str) -> Result<f64, BackendError> {
+        let mut f = [0.0];
+        self.launcher.read(&mut [(&self.f, &mut f)], after)?;
+        Ok(f[0])
+    }
+}
+
+impl Evaluator for GpuEvaluator {
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn device(&mut self) -> Option<&mut GpuEvaluator> {
+        Some(self)
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
+        self.send_x(x)?;
+        self.value_at_x()
+    }
+
+    fn gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<(), BackendError> {
+        self.send_x(x)?;
+        self.gradient_at_x(gradient, false)?;
+        self.launcher
+            .read(&mut [(&self.g, g)], "the gradient kernels")
+    }
+
+    fn value_and_gradient(
+        &mut self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        self.send_x(x)?;
+        self.gradient_at_x(gradient, true)?;
+        let mut f = [0.0];
+        self.launcher.read(
+            &mut [(&self.f, &mut f), (&self.g, g)],
+            "the gradient kernels",
+        )?;
+        Ok(f[0])
+    }
+}

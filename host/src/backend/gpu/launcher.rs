@@ -1,0 +1,180 @@
+//! The launcher: a [`Driver`] with the user's launch sizes, and the checks every launch gets.
+//! Safe code; the evaluator, the normal-equations pass and the device vectors all go through
+//! it.
+
+use super::abi::{KernelArg, Launch};
+use super::driver::{Buffer, Driver};
+use crate::backend::evaluator::{BackendError, LaunchConfig, LaunchOverride, RawArg};
+use gpu_kernels::raw::RawKernel;
+use std::sync::Arc;
+
+/// The launch of [`SUM_PARTIALS`](gpu_kernels::kernel::SUM_PARTIALS) and the other one-thread
+/// sums, which add partials in order.
+pub(super) const SINGLE_THREAD: LaunchConfig = LaunchConfig {
+    blocks: 1,
+    threads: 1,
+};
+
+/// A device with cudamin's kernels loaded, shared by the evaluators and vectors it made.
+pub struct Launcher {
+    driver: Arc<dyn Driver>,
+    launch: LaunchOverride,
+}
+
+impl Launcher {
+    /// Launches on `driver`, with `launch` (checked by the caller) overriding the sizes.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // no driver without `cuda`
+    pub(crate) fn new(driver: Arc<dyn Driver>, launch: LaunchOverride) -> Self {
+        Self { driver, launch }
+    }
+
+    /// Seconds the driver took to load the kernels (the PTX's JIT compilation, unless the
+    /// driver's compute cache held them).
+    pub fn module_load_seconds(&self) -> f64 {
+        self.driver.module_load_seconds()
+    }
+
+    /// The device, e.g. "NVIDIA A100-SXM4-40GB (sm_80, 108 SMs, 39.4 GiB)".
+    pub fn device_summary(&self) -> &str {
+        self.driver.summary()
+    }
+
+    /// Refuses `threads` per block where `kernel` cannot run them: the limit depends on the
+    /// kernel's registers (a kernel using 80 registers cannot launch 1024 threads).
+    fn check_threads(&self, kernel: &str, threads: u32) -> Result<(), BackendError> {
+        let limits = self.driver.limits(kernel)?;
+        if threads > limits.max_threads {
+            return Err(BackendError::InvalidLaunch(format!(
+                "{threads} threads per block: kernel `{kernel}` uses {} registers per thread, so \
+                 this device runs at most {} threads in one of its blocks",
+                limits.registers, limits.max_threads
+            )));
+        }
+        Ok(())
+    }
+
+    /// A configuration for `kernel` over `work` items: the occupancy API's block size for the
+    /// kernel's register use (whole warps), and no more blocks than are resident at once (the
+    /// kernels loop grid-stride) nor than the work needs; or what the user's
+    /// [`LaunchOverride`] says, if this kernel can run it.
+    pub(super) fn config(&self, kernel: &str, work: usize) -> Result<LaunchConfig, BackendError> {
+        let limits = self.driver.limits(kernel)?;
+        let threads = match self.launch.threads {
+            Some(threads) => {
+                self.check_threads(kernel, threads)?;
+                threads
+            }
+            None => (limits.suggested_threads / 32 * 32).max(32),
+        };
+        let needed = work.div_ceil(threads as usize).max(1);
+        let resident = limits.resident_blocks.max(self.driver.multiprocessors()) as usize;
+        Ok(LaunchConfig {
+            blocks: self.launch.blocks.unwrap_or(needed.min(resident) as u32),
+            threads,
+        })
+    }
+
+    /// Enqueues one launch.
+    pub(super) fn launch(&self, launch: &Launch, config: LaunchConfig) -> Result<(), BackendError> {
+        self.driver.launch(launch.kernel, config, &launch.args)
+    }
+
+    /// `len` zeros on the device.
+    pub(super) fn alloc(&self, what: &'static str, len: usize) -> Result<Buffer, BackendError> {
+        let address = self.driver.alloc(what, len)?;
+        Ok(Buffer::new(address, len, self.driver.clone()))
+    }
+
+    /// A device copy of `values`.
+    pub(super) fn upload(
+        &self,
+        what: &'static str,
+        values: &[f64],
+    ) -> Result<Buffer, BackendError> {
+        let buffer = self.alloc(what, values.len())?;
+        self.write(&buffer, values)?;
+        Ok(buffer)
+    }
+
+    /// `to ← values`; `values` may change once this returns.
+    pub(super) fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
+        check_lengths("a copy to the device", to.len(), values.len())?;
+        self.driver.write(to, values)
+    }
+
+    /// Each `out ← from`, after all earlier work (whose fault `after` names).
+    pub(super) fn read(
+        &self,
+        reads: &mut [(&Buffer, &mut [f64])],
+        after: &str,
+    ) -> Result<(), BackendError> {
+        for (from, out) in reads.iter() {
+            check_lengths("a copy from the device", from.len(), out.len())?;
+        }
+        self.driver.read(reads, after)
+    }
+
+    /// `to ← from`, on the device.
+    pub(super) fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError> {
+        check_lengths("a copy on the device", to.len(), from.len())?;
+        self.driver.copy(from, to)
+    }
+
+    /// Runs a raw kernel: uploads its slices, launches it, copies its outputs back and waits.
+    /// Arguments were checked against the kernel's parameters by the caller.
+    pub fn launch_raw(
+        &self,
+        kernel: &RawKernel,
+        config: LaunchConfig,
+        args: &mut [RawArg<'_>],
+    ) -> Result<(), BackendError> {
+        self.check_threads(kernel.name, config.threads)?;
+        let buffers = args
+            .iter()
+            .map(|arg| match arg {
+                RawArg::In(values) => self.upload("a raw kernel input", values).map(Some),
+                RawArg::Out(values) => self.upload("a raw kernel output", values).map(Some),
+                RawArg::F64(_) | RawArg::U64(_) => Ok(None),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let kernel_args = args
+            .iter()
+            .zip(&buffers)
+            .map(|(arg, buffer)| match (arg, buffer) {
+                (RawArg::F64(v), _) => KernelArg::F64(*v),
+                (RawArg::U64(v), _) => KernelArg::U64(*v),
+                (_, buffer) => KernelArg::Slice {
+                    ptr: buffer.as_ref().map_or(0, Buffer::address),
+                    len: buffer.as_ref().map_or(0, |b| b.len() as u64),
+                },
+            })
+            .collect();
+        let launch = Launch::raw(kernel, kernel_args).ok_or_else(|| BackendError::Kernel {
+            kernel: kernel.name.to_owned(),
+            reason: "was given arguments that do not match its parameters".to_owned(),
+        })?;
+        self.launch(&launch, config)?;
+        let mut outputs: Vec<(&Buffer, &mut [f64])> = args
+            .iter_mut()
+            .zip(&buffers)
+            .filter_map(|(arg, buffer)| match (arg, buffer) {
+                (RawArg::Out(values), Some(buffer)) => Some((buffer, &mut **values)),
+                _ => None,
+            })
+            .collect();
+        // Waits for the kernel even when it has no outputs, so that its fault is reported here.
+        self.read(&mut outputs, kernel.name)
+    }
+}
+
+/// Refuses a copy between a buffer and a slice of different lengths.
+fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
+    if buffer == other {
+        Ok(())
+    } else {
+        Err(BackendError::Kernel {
+            kernel: what.to_owned(),
+            reason: format!("got {other} entries for a buffer of {buffer}"),
+        })
+    }
+}

@@ -1,0 +1,37 @@
+//! The GPU backend: term problems, their normal equations and a solver's vectors on a device
+//! that runs the embedded PTX.
+//!
+//! One job per file. [`driver`](self) is the seam: a small trait to allocate, copy, launch and
+//! synchronize, which the rest is written against in safe code. `cust.rs` implements it on a
+//! real device (feature `cuda`), with every `unsafe` block of the GPU path. Above the seam:
+//! `launcher.rs` chooses launch sizes and checks every copy, `evaluator.rs` evaluates a term
+//! problem, `least_squares.rs` makes the normal-equations pass, `vectors.rs` holds a solver's
+//! vectors. [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry`
+//! signatures of the PTX; a test checks every launch against the PTX with them, on machines
+//! without a GPU.
+
+pub mod abi;
+#[cfg(feature = "cuda")]
+#[allow(unsafe_code)]
+mod cust;
+mod driver;
+mod evaluator;
+mod launcher;
+mod least_squares;
+pub mod ptx;
+mod vectors;
+
+pub use evaluator::GpuEvaluator;
+pub use launcher::Launcher;
+pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
+pub use vectors::{DeviceVector, DeviceVectors};
+
+/// Opens CUDA device 0 with the cust driver and loads `ptx` on it.
+#[cfg(feature = "cuda")]
+pub(crate) fn open_cuda(
+    ptx: &str,
+    launch: crate::backend::LaunchOverride,
+) -> Result<Launcher, crate::backend::BackendError> {
+    let driver = cust::CustDriver::open(ptx, 0)?;
+    Ok(Launcher::new(std::sync::Arc::new(driver), launch))
+}
