@@ -202,20 +202,42 @@ pub enum BackendError {
     },
 }
 
+/// Why a pass over the normal equations was refused by an evaluator of a plain sum of terms.
+const NOT_A_SUM_OF_SQUARES: &str = "the normal equations need a sum of squares (a residual term)";
+
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
 /// implementation holds the problem's data (uploaded once, for the GPU).
+///
+/// A backend implements one pass, [`evaluate`](Evaluator::evaluate); the value, the gradient
+/// and both at once are that pass, provided here once for every backend.
 pub trait Evaluator: Send {
     /// The number of variables `n`.
     fn dim(&self) -> usize;
+
+    /// One pass over the terms at `x`: writes what `evaluation` asks for and returns its value
+    /// (`f(x)`, or `Σ r²` for the normal equations; 0 for a gradient taken without it).
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError>;
+
     /// `f(x)`, the sum of the terms.
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError>;
+    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
+        self.evaluate(x, Evaluation::Value)
+    }
+
     /// `∇f(x)`, computed per term as `gradient` says, written to `g`.
     fn gradient(
         &mut self,
         x: &[f64],
         gradient: Gradient,
         g: &mut [f64],
-    ) -> Result<(), BackendError>;
+    ) -> Result<(), BackendError> {
+        let evaluation = Evaluation::Gradient {
+            gradient,
+            g,
+            value: false,
+        };
+        self.evaluate(x, evaluation).map(drop)
+    }
+
     /// `f(x)`, and `∇f(x)` into `g`, in one pass over the terms: exact derivatives and forward
     /// differences evaluate every `φ_k(x)` anyway, and the data are read once instead of twice.
     fn value_and_gradient(
@@ -223,7 +245,14 @@ pub trait Evaluator: Send {
         x: &[f64],
         gradient: Gradient,
         g: &mut [f64],
-    ) -> Result<f64, BackendError>;
+    ) -> Result<f64, BackendError> {
+        let evaluation = Evaluation::Gradient {
+            gradient,
+            g,
+            value: true,
+        };
+        self.evaluate(x, evaluation)
+    }
 
     /// The residuals' view of a sum of squares, for Levenberg–Marquardt: `None` unless the
     /// problem was loaded as one (`Backend::load_least_squares`) on a backend with the
@@ -240,13 +269,13 @@ pub trait Evaluator: Send {
 
     /// `pass` over the `share` of the terms this evaluator holds, stopped before its chunks'
     /// results are combined: what the processes of a sharded evaluation exchange.
-    /// [`Partials`]'s methods finish it; concatenated in rank order first, the ranks' partials
-    /// finish to the same bits as one process's pass whenever each rank's chunks are those of
-    /// the one-process plan (the CPU's are: see `backend::cpu`).
+    /// [`Evaluation::finish`] completes it; concatenated in rank order first, the ranks'
+    /// partials finish to the same bits as one process's pass whenever each rank's chunks are
+    /// those of the one-process plan (the CPU's are: see `backend::cpu`).
     ///
     /// The default computes the whole pass and hands it on as one chunk: right for any backend,
-    /// but then the sum over ranks depends on how many there are. It takes
-    /// [`Share::Whole`] and [`Share::Rows`] only.
+    /// but then the sum over ranks depends on how many there are. It refuses a
+    /// [`Share::Terms`] of more than one rank.
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
         if matches!(share, Share::Terms { ranks, .. } if ranks > 1) {
             return Err(BackendError::Unsupported(
@@ -256,26 +285,81 @@ pub trait Evaluator: Send {
         }
         let n = self.dim();
         match pass {
-            Pass::Value => Ok(Partials::one(self.value(x)?, Vec::new(), Layout::sums(0))),
+            Pass::Value => Ok(Partials::one(
+                self.evaluate(x, Evaluation::Value)?,
+                Vec::new(),
+                Layout::sums(0),
+            )),
             Pass::Gradient { gradient, value } => {
                 let mut g = vec![0.0; n];
-                let f = if value {
-                    self.value_and_gradient(x, gradient, &mut g)?
-                } else {
-                    self.gradient(x, gradient, &mut g)?;
-                    0.0
+                let evaluation = Evaluation::Gradient {
+                    gradient,
+                    g: &mut g,
+                    value,
                 };
+                let f = self.evaluate(x, evaluation)?;
                 Ok(Partials::one(f, g, Layout::sums(n)))
             }
-            Pass::Normal { jacobian } => {
-                let least_squares = self.least_squares().ok_or(BackendError::Unsupported(
-                    "the normal equations need a sum of squares (a residual term)",
-                ))?;
-                Partials::whole_normal(n, |jtj, jtr| {
-                    least_squares.normal_equations(x, jacobian, jtj, jtr)
-                })
-            }
+            Pass::Normal { jacobian } => Partials::whole_normal(n, |jtj, jtr| {
+                self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
+            }),
         }
+    }
+}
+
+/// What one pass over the terms computes, and where it writes: [`Evaluator::evaluate`]'s
+/// question.
+#[derive(Debug)]
+pub enum Evaluation<'a> {
+    /// `f(x)`.
+    Value,
+    /// `∇f(x)` into `g`, as `gradient` says; with `value`, also `f(x)` from the same pass.
+    Gradient {
+        /// Exact or by finite differences.
+        gradient: Gradient,
+        /// The gradient's `n` entries.
+        g: &'a mut [f64],
+        /// Whether the pass also sums the terms' values.
+        value: bool,
+    },
+    /// A sum of squares' `Σ r²`, with `JᵀJ` (`n × n`, row-major, symmetric) into `jtj` and
+    /// `Jᵀr` into `jtr`, where row `k` of `J` is `∇r_k`, exact or by finite differences as
+    /// `jacobian` says. `J` is never stored.
+    Normal {
+        /// How the rows of `J` are computed.
+        jacobian: Gradient,
+        /// `JᵀJ`.
+        jtj: &'a mut [f64],
+        /// `Jᵀr`.
+        jtr: &'a mut [f64],
+    },
+}
+
+impl Evaluation<'_> {
+    /// The pass this evaluation makes, without its outputs.
+    pub fn pass(&self) -> Pass {
+        match *self {
+            Evaluation::Value => Pass::Value,
+            Evaluation::Gradient {
+                gradient, value, ..
+            } => Pass::Gradient { gradient, value },
+            Evaluation::Normal { jacobian, .. } => Pass::Normal { jacobian },
+        }
+    }
+
+    /// This evaluation's outputs from the partials of its [`pass`](Self::pass) at `x`, and its
+    /// value.
+    pub fn finish(self, x: &[f64], partials: &Partials) -> Result<f64, BackendError> {
+        match self {
+            Evaluation::Value => Ok(partials.value()),
+            Evaluation::Gradient { g, .. } => partials.gradient_into(x, g),
+            Evaluation::Normal { jtj, jtr, .. } => partials.normal_into(jtj, jtr),
+        }
+    }
+
+    /// The refusal of a normal-equations pass by an evaluator of a plain sum of terms.
+    pub(crate) fn not_a_sum_of_squares() -> BackendError {
+        BackendError::Unsupported(NOT_A_SUM_OF_SQUARES)
     }
 }
 
@@ -466,7 +550,7 @@ impl Partials {
 pub trait NormalPass<E>: Send {
     /// The number of residuals `m`.
     fn residuals(&self, sum: &E) -> usize;
-    /// As [`LeastSquaresEvaluator::normal_equations`], through `sum`'s loaded problem.
+    /// An [`Evaluation::Normal`] pass, through `sum`'s loaded problem.
     fn normal_equations(
         &mut self,
         sum: &mut E,
@@ -510,26 +594,14 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
         self.sum.dim()
     }
 
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        self.sum.value(x)
-    }
-
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<(), BackendError> {
-        self.sum.gradient(x, gradient, g)
-    }
-
-    fn value_and_gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        self.sum.value_and_gradient(x, gradient, g)
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        match evaluation {
+            Evaluation::Normal { jacobian, jtj, jtr } => {
+                self.pass
+                    .normal_equations(&mut self.sum, x, jacobian, jtj, jtr)
+            }
+            other => self.sum.evaluate(x, other),
+        }
     }
 
     fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
@@ -546,11 +618,20 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
     }
 }
 
-impl<E, P: NormalPass<E>> LeastSquaresEvaluator for WithResiduals<E, P> {
+impl<E: Evaluator, P: NormalPass<E> + 'static> LeastSquaresEvaluator for WithResiduals<E, P> {
     fn residuals(&self) -> usize {
         self.pass.residuals(&self.sum)
     }
+}
 
+/// A sum of squares `f(x) = Σ_k r_k(x)²` seen through its residuals: an evaluator that also
+/// makes [`Evaluation::Normal`] passes.
+pub trait LeastSquaresEvaluator: Evaluator {
+    /// The number of residuals `m`.
+    fn residuals(&self) -> usize;
+
+    /// One pass over the residuals: returns `Σ r_k²`, and writes `Jᵀr` into `jtr` (`n`) and
+    /// `JᵀJ` into `jtj` (see [`Evaluation::Normal`]).
     fn normal_equations(
         &mut self,
         x: &[f64],
@@ -558,26 +639,8 @@ impl<E, P: NormalPass<E>> LeastSquaresEvaluator for WithResiduals<E, P> {
         jtj: &mut [f64],
         jtr: &mut [f64],
     ) -> Result<f64, BackendError> {
-        self.pass
-            .normal_equations(&mut self.sum, x, jacobian, jtj, jtr)
+        self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
     }
-}
-
-/// A sum of squares `f(x) = Σ_k r_k(x)²` seen through its residuals.
-pub trait LeastSquaresEvaluator {
-    /// The number of residuals `m`.
-    fn residuals(&self) -> usize;
-
-    /// One pass over the residuals: returns `Σ r_k²`, and writes `Jᵀr` into `jtr` (`n`) and
-    /// `JᵀJ` into `jtj` (`n × n`, row-major, symmetric), where row `k` of `J` is `∇r_k`, exact
-    /// or by finite differences as `jacobian` says. `J` is never stored.
-    fn normal_equations(
-        &mut self,
-        x: &[f64],
-        jacobian: Gradient,
-        jtj: &mut [f64],
-        jtr: &mut [f64],
-    ) -> Result<f64, BackendError>;
 }
 
 /// An argument of a raw kernel launch (see `gpu_kernels::raw`): an input slice (`In`), an

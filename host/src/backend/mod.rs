@@ -12,8 +12,8 @@ pub mod mpi;
 pub mod problem;
 
 pub use evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride, Layout,
-    LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
+    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
+    Layout, LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
 };
 pub use problem::{ProblemError, TermProblem};
 

@@ -18,7 +18,7 @@
 //! command line prints it once, from rank 0.
 
 use crate::backend::evaluator::{
-    BackendError, Evaluator, Gradient, LeastSquaresEvaluator, Partials, Pass, Share,
+    BackendError, Evaluation, Evaluator, LeastSquaresEvaluator, Partials, Pass, Share,
 };
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
@@ -245,35 +245,9 @@ impl Evaluator for Sharded {
         self.shard.dim()
     }
 
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        Ok(self.gather(x, Pass::Value)?.value())
-    }
-
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<(), BackendError> {
-        let pass = Pass::Gradient {
-            gradient,
-            value: false,
-        };
-        self.gather(x, pass)?.gradient_into(x, g)?;
-        Ok(())
-    }
-
-    fn value_and_gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        let pass = Pass::Gradient {
-            gradient,
-            value: true,
-        };
-        self.gather(x, pass)?.gradient_into(x, g)
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        let partials = self.gather(x, evaluation.pass())?;
+        evaluation.finish(x, &partials)
     }
 
     fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
@@ -284,16 +258,5 @@ impl Evaluator for Sharded {
 impl LeastSquaresEvaluator for Sharded {
     fn residuals(&self) -> usize {
         self.residuals.unwrap_or(0)
-    }
-
-    fn normal_equations(
-        &mut self,
-        x: &[f64],
-        jacobian: Gradient,
-        jtj: &mut [f64],
-        jtr: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        self.gather(x, Pass::Normal { jacobian })?
-            .normal_into(jtj, jtr)
     }
 }

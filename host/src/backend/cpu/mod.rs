@@ -9,8 +9,8 @@ mod raw;
 pub use raw::launch_raw;
 
 use crate::backend::evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, Layout, NormalPass, Partials, Pass, Share,
-    WithResiduals,
+    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, Layout, NormalPass, Partials,
+    Pass, Share, WithResiduals,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
@@ -547,29 +547,15 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
         self.problem.n()
     }
 
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        catching_panics(|| Ok(CpuEvaluator::value(self, x)))
-    }
-
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<(), BackendError> {
-        self.check(gradient)?;
-        catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, false))?;
-        Ok(())
-    }
-
-    fn value_and_gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        self.check(gradient)?;
-        catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, true))
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        match evaluation {
+            Evaluation::Value => catching_panics(|| Ok(CpuEvaluator::value(self, x))),
+            Evaluation::Gradient { gradient, g, value } => {
+                self.check(gradient)?;
+                catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, value))
+            }
+            Evaluation::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+        }
     }
 
     /// The chunks of the one-process plan, for any share: a rank's partials are exactly those
@@ -581,9 +567,7 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
                 self.check(gradient)?;
                 catching_panics(|| Ok(self.gradient_partials(x, gradient, value, share)))
             }
-            Pass::Normal { .. } => Err(BackendError::Unsupported(
-                "the normal equations need a sum of squares (a residual term)",
-            )),
+            Pass::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
         }
     }
 }

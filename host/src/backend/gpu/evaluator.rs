@@ -6,7 +6,7 @@ use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
 use super::vectors::{DeviceVector, DeviceVectors};
 use crate::backend::evaluator::{
-    BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig,
+    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, LaunchConfig,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::GradientWork;
@@ -270,40 +270,29 @@ impl Evaluator for GpuEvaluator {
         self.n
     }
 
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        match evaluation {
+            Evaluation::Value => {
+                self.send_x(x)?;
+                self.value_at_x()
+            }
+            Evaluation::Gradient { gradient, g, value } => {
+                self.send_x(x)?;
+                self.gradient_at_x(gradient, value)?;
+                let mut f = [0.0];
+                let reads: &mut [(&Buffer, &mut [f64])] = if value {
+                    &mut [(&self.f, &mut f), (&self.g, g)]
+                } else {
+                    &mut [(&self.g, g)]
+                };
+                self.launcher.read(reads, "the gradient kernels")?;
+                Ok(f[0])
+            }
+            Evaluation::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+        }
+    }
+
     fn device(&mut self) -> Option<&mut GpuEvaluator> {
         Some(self)
-    }
-
-    fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
-        self.send_x(x)?;
-        self.value_at_x()
-    }
-
-    fn gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<(), BackendError> {
-        self.send_x(x)?;
-        self.gradient_at_x(gradient, false)?;
-        self.launcher
-            .read(&mut [(&self.g, g)], "the gradient kernels")
-    }
-
-    fn value_and_gradient(
-        &mut self,
-        x: &[f64],
-        gradient: Gradient,
-        g: &mut [f64],
-    ) -> Result<f64, BackendError> {
-        self.send_x(x)?;
-        self.gradient_at_x(gradient, true)?;
-        let mut f = [0.0];
-        self.launcher.read(
-            &mut [(&self.f, &mut f), (&self.g, g)],
-            "the gradient kernels",
-        )?;
-        Ok(f[0])
     }
 }
