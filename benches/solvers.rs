@@ -11,7 +11,6 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use cudamin::solver::minimize;
 use cudamin::{Backend, FiniteDifference, Method, Options, TermObjective, problems};
-use std::ops::ControlFlow;
 use std::time::Duration;
 
 fn solve(name: &str, n: usize, method: Method, fd: FiniteDifference) -> f64 {
@@ -20,14 +19,7 @@ fn solve(name: &str, n: usize, method: Method, fd: FiniteDifference) -> f64 {
         .instantiate(&Backend::Cpu, Some(n), None)
         .unwrap();
     let mut objective = TermObjective::new(instance.evaluator, fd);
-    let result = minimize(
-        &mut objective,
-        &instance.x0,
-        method,
-        &Options::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )
-    .unwrap();
+    let result = minimize(&mut objective, &instance.x0, method, &Options::default()).unwrap();
     assert!(result.success, "{name}: {}", result.message);
     result.fun
 }

@@ -20,7 +20,6 @@ use cudamin::kernels::terms::LsqExpSin;
 use cudamin::problems::{lsq_expsin_data, lsq_expsin_theta_true};
 use cudamin::solver::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Options, TermObjective, TermProblem};
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 mod common;
@@ -40,13 +39,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let problem = TermProblem::<LsqExpSin>::with_data(P, columns, rows)?;
     let mut objective = TermObjective::new(backend.load(problem)?, Gradient::Exact);
     let theta0 = vec![0.5; P];
-    let result = minimize(
-        &mut objective,
-        &theta0,
-        Method::Lbfgs,
-        &Options::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )?;
+    let result = minimize(&mut objective, &theta0, Method::Lbfgs, &Options::default())?;
     let truth = lsq_expsin_theta_true(P);
     let off = result
         .x

@@ -21,7 +21,6 @@ use cudamin::problems::random::SplitMix64;
 use cudamin::solver::{LmOptions, least_squares};
 use cudamin::{BackendChoice, Gradient, TermObjective};
 use ndarray_npy::NpzWriter;
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -54,12 +53,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let model = find_model("gauss-peaks")?;
     let instance = model.instantiate(&backend, Some(7), &data, Some(P0.to_vec()))?;
     let mut objective = TermObjective::new(instance.evaluator, Gradient::Exact);
-    let result = least_squares(
-        &mut objective,
-        &instance.x0,
-        &LmOptions::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )?;
+    let result = least_squares(&mut objective, &instance.x0, &LmOptions::default())?;
     // σ are the true noise levels here: curve_fit's absolute_sigma=True.
     let pcov = result
         .covariance(true)

@@ -22,7 +22,6 @@ use cudamin::kernels::terms::matmul_squares::INNER;
 use cudamin::problems::{self, MATMUL_COLUMNS};
 use cudamin::solver::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Objective, Options, TermObjective};
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 mod common;
@@ -59,9 +58,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         gtol: 1e-10,
         ..Options::default()
     };
-    let result = minimize(&mut objective, &a0, Method::Lbfgs, &options, &mut |_| {
-        ControlFlow::Continue(())
-    })?;
+    let result = minimize(&mut objective, &a0, Method::Lbfgs, &options)?;
     println!("status    {}: {}", result.status.code(), result.message);
     println!(
         "A         {rows} × {INNER}; nit {}, nfev {}, njev {}",

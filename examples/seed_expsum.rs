@@ -15,7 +15,6 @@
 use cudamin::kernels::terms::SeedExpSum;
 use cudamin::solver::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Options, TermObjective, TermProblem};
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 mod common;
@@ -34,13 +33,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let problem = TermProblem::<SeedExpSum>::new(n)?;
     let mut objective = TermObjective::new(backend.load(problem)?, Gradient::Exact);
     let x0 = vec![0.0; n];
-    let result = minimize(
-        &mut objective,
-        &x0,
-        Method::Bfgs,
-        &Options::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )?;
+    let result = minimize(&mut objective, &x0, Method::Bfgs, &Options::default())?;
     let off = result
         .x
         .iter()

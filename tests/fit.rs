@@ -10,7 +10,6 @@ use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, LmOptions};
 use cudamin::{Backend, FiniteDifference, Gradient, TermObjective};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 const EXPSIN_CSV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/expsin.csv");
@@ -87,13 +86,7 @@ fn least_squares_fit(
         .instantiate(&Backend::Cpu, Some(params), data, p0)
         .unwrap();
     let mut objective = TermObjective::new(instance.evaluator, jacobian);
-    solver::least_squares(
-        &mut objective,
-        &instance.x0,
-        &LmOptions::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )
-    .unwrap()
+    solver::least_squares(&mut objective, &instance.x0, &LmOptions::default()).unwrap()
 }
 
 fn expsin_data(weighted: bool) -> FitData {
@@ -611,14 +604,8 @@ fn a_term_reading_past_its_data_ends_in_status_3() {
         Gradient::FiniteDifference(FiniteDifference::Central),
     ] {
         let mut objective = TermObjective::new(Backend::Cpu.load(problem()).unwrap(), gradient);
-        let result = solver::minimize(
-            &mut objective,
-            &[1.0],
-            Method::Bfgs,
-            &Options::default(),
-            &mut |_| ControlFlow::Continue(()),
-        )
-        .unwrap();
+        let result =
+            solver::minimize(&mut objective, &[1.0], Method::Bfgs, &Options::default()).unwrap();
         assert_eq!(result.status.code(), 3, "{gradient:?}: {}", result.message);
         assert!(result.fun.is_nan() && !result.success);
     }
@@ -675,7 +662,6 @@ fn a_panicking_term_is_an_error_not_a_panic() {
             &vec![0.0; 1000],
             Method::Bfgs,
             &Options::default(),
-            &mut |_| ControlFlow::Continue(()),
         )
         .unwrap_err();
         is_the_panic(&error);

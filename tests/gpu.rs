@@ -12,7 +12,7 @@ use cudamin::LaunchConfig;
 use cudamin::kernels::Window;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::problems::{self, Instance};
-use cudamin::solver::minimize;
+use cudamin::solver::{minimize, minimize_with_observer};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, FiniteDifference, Gradient, LaunchOverride,
     Method, Objective, Options, RawArg, TermObjective,
@@ -215,7 +215,6 @@ fn gpu_solves_match_the_cpu() {
                 &instance.x0,
                 Method::Lbfgs,
                 &Options::default(),
-                &mut |_| ControlFlow::Continue(()),
             )
             .unwrap();
             results.push(result);
@@ -392,11 +391,12 @@ fn device_vectors_match_host_vectors() {
         let solve = |objective: &mut dyn Objective, x0: &[f64]| {
             let mut last_x = Vec::new();
             let start = std::time::Instant::now();
-            let result = minimize(objective, x0, method, &Options::default(), &mut |it| {
-                last_x = it.x().unwrap().into_owned();
-                ControlFlow::Continue(())
-            })
-            .unwrap();
+            let result =
+                minimize_with_observer(objective, x0, method, &Options::default(), &mut |it| {
+                    last_x = it.x().unwrap().into_owned();
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
             (result, last_x, start.elapsed().as_secs_f64())
         };
         let on_device = problem.instantiate(&gpu, n, points).unwrap();
@@ -497,10 +497,7 @@ fn normal_equations_agree_with_the_cpu() {
         let mut on_gpu = TermObjective::new(gpu_instance.evaluator, Gradient::Exact);
         let mut on_cpu = TermObjective::new(cpu_instance.evaluator, Gradient::Exact);
         let solve = |objective: &mut TermObjective| {
-            least_squares(objective, &x0, &LmOptions::default(), &mut |_| {
-                ControlFlow::Continue(())
-            })
-            .unwrap()
+            least_squares(objective, &x0, &LmOptions::default()).unwrap()
         };
         let (r_gpu, r_cpu) = (solve(&mut on_gpu), solve(&mut on_cpu));
         say(&format!(

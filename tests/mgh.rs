@@ -20,7 +20,6 @@ use cudamin::{
 };
 use std::f64::consts::PI;
 use std::io::Write;
-use std::ops::ControlFlow;
 
 /// One run of the MGH table: a problem at one size.
 struct Run {
@@ -592,10 +591,7 @@ fn solve_run(run: &Run, gradient: Gradient, gtol: f64) -> (OptimizeResult, bool)
         gtol,
         ..Options::default()
     };
-    let result = solver::minimize(&mut objective, &x0, Method::Bfgs, &options, &mut |_| {
-        ControlFlow::Continue(())
-    })
-    .unwrap();
+    let result = solver::minimize(&mut objective, &x0, Method::Bfgs, &options).unwrap();
     let solved = solved(result.fun, f_star, alternative_minima, 0.0);
     (result, solved)
 }
@@ -767,10 +763,7 @@ fn levenberg_marquardt_solves_what_bfgs_solves() {
             ..
         } = instantiate(run);
         let mut objective = TermObjective::new(evaluator, jacobian);
-        let result = solver::least_squares(&mut objective, &x0, &LmOptions::default(), &mut |_| {
-            ControlFlow::Continue(())
-        })
-        .unwrap();
+        let result = solver::least_squares(&mut objective, &x0, &LmOptions::default()).unwrap();
         let solved = solved(2.0 * result.cost, f_star.unwrap(), alternative_minima, 0.0);
         (result, solved)
     };

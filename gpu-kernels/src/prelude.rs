@@ -17,10 +17,13 @@
 //! register_term!(Bowl, bowl);
 //! ```
 
-pub use crate::least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
+// The crate root documents these; here they are only gathered.
 pub use crate::raw::{Out, Thread};
-pub use crate::real::{Num, Real};
-pub use crate::term::{Data, Row, Term, Vars, Window};
+#[doc(no_inline)]
+pub use crate::{
+    Data, LeastSquares, Num, Real, ResidualTerm, Residuals, Row, SumOfSquares, Term, Vars, Window,
+};
+#[doc(no_inline)]
 pub use crate::{block_kernel, grid_kernel, register_residuals, register_term};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::{raw::Block, shared_array};

@@ -12,8 +12,8 @@
 
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
-/// What a [`Num`] is made of: arithmetic and the elementary functions. Implemented by `f64` and
-/// [`Lanes`](crate::Lanes); term code only ever writes `R: Real`.
+/// What a [`Num`] is made of: arithmetic and the elementary functions. Implemented by `f64`,
+/// [`Lanes`](crate::Lanes) and [`Dual`](crate::Dual); term code only ever writes `R: Real`.
 ///
 /// The `f64` implementation calls the same code on every target (this crate's
 /// [`math`](crate::math) for `exp`, `libm` for the rest), so a term evaluates to the same bits

@@ -1,32 +1,61 @@
-//! cudamin's host side. Data flows one way:
+//! cudamin's host side: loads a problem of terms on a backend and minimizes it. Data flows one
+//! way:
 //!
-//! 1. a term function (in a kernel crate: `gpu-kernels`' built-ins, or your own),
-//! 2. run by a [`backend`]: the CPU executor ([`backend::cpu`], rayon) or the GPU launcher
-//!    ([`backend::gpu`], through a driver: cust, feature `cuda`), both behind one contract
-//!    ([`backend::evaluator`]); with feature `mpi`, each process of an MPI job runs its shard
-//!    and `backend::mpi` gathers the shards' partials into one evaluator,
-//! 3. gives an [`objective`]: the value and gradient of a sum of terms,
-//! 4. which a [`solver`] (BFGS, L-BFGS) minimizes,
-//! 5. into a scipy-like [`OptimizeResult`].
+//! 1. a term (in a kernel crate: `gpu-kernels`' built-ins, or your own) with its data makes a
+//!    [`TermProblem`],
+//! 2. which a [`Backend`] loads: the CPU executor (rayon, every core) or the GPU (the PTX of
+//!    the same term, through cust with feature `cuda`), as an [`Evaluator`];
+//! 3. a [`TermObjective`] is its value and gradient, exact or by finite differences
+//!    ([`Gradient`]); implement [`Objective`] yourself for a function with an analytic gradient;
+//! 4. [`minimize`] (BFGS, L-BFGS) or [`least_squares`] (Levenberg–Marquardt) minimizes it,
+//! 5. into a scipy-like [`OptimizeResult`] or [`LeastSquaresResult`].
 //!
-//! [`problems`] names the built-in objectives for the command line; `linalg` holds the
-//! host-memory vector and matrix kernels the solver and the problems share.
+//! The `cudamin` crate re-exports all of this with the kernel crate, and its front page tells
+//! the whole story with an example. ARCHITECTURE.md, in the repository, describes the layers
+//! behind these names.
 
 // `unsafe` is the cust driver's alone (`backend::gpu::cust`, the one audited file).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// The modules are the layers of the flow above; what a user touches is re-exported here, and
+// the rest is plumbing the command line, the tests and the benches reach into (hidden from
+// the docs, not private).
+#[doc(hidden)]
 pub mod backend;
 pub mod data;
 mod linalg;
+#[doc(hidden)]
 pub mod objective;
+#[doc(hidden)]
 pub mod problems;
+#[doc(hidden)]
 pub mod solver;
 
+/// Embeds the PTX that `cudamin-builder` built from your kernel crate in your build script:
+/// defines `PTX: Result<&str, &str>`, the PTX text or the reason it was not built, which
+/// [`Backend::auto`] takes. The name is the one given to `build_for_build_script`.
+///
+/// ```ignore
+/// cudamin::include_ptx!("my_kernels"); // build.rs: PtxBuilder::new("../my-kernels").build_for_build_script("my_kernels")
+/// let (backend, why) = cudamin::Backend::auto(PTX)?;
+/// ```
+#[macro_export]
+macro_rules! include_ptx {
+    ($name:literal) => {
+        include!(concat!(env!("OUT_DIR"), "/", $name, ".rs"));
+    };
+}
+
 pub use backend::{
-    Backend, BackendChoice, BackendError, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
-    RawArg, TermProblem,
+    Backend, BackendChoice, BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig,
+    LaunchOverride, ProblemError, RawArg, TermProblem,
 };
+#[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};
-pub use objective::{EvalError, GradientError, Objective, TermObjective};
-pub use solver::{Method, OptimizeResult, Options, SolveError, Status};
+pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
+pub use solver::{
+    Iterate, LeastSquaresResult, LmOptions, LmStatus, Method, OptimizeResult, Options, SolveError,
+    Status, covariance, least_squares, least_squares_with_observer, minimize,
+    minimize_with_observer,
+};

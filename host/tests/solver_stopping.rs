@@ -3,7 +3,7 @@
 
 mod solver_common;
 
-use cudamin_host::solver::{Iterate, Method, Options, Status, minimize};
+use cudamin_host::solver::{Iterate, Method, Options, Status, minimize_with_observer};
 use cudamin_host::{EvalError, Objective};
 use solver_common::*;
 use std::ops::ControlFlow;
@@ -58,7 +58,7 @@ fn the_observer_sees_every_iteration_and_can_stop_the_run() {
             }
         };
         let options = Options::default();
-        let result = minimize(
+        let result = minimize_with_observer(
             &mut Rosenbrock { n: 2 },
             &[-1.2, 1.0],
             method,

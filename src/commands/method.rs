@@ -110,7 +110,8 @@ impl MethodArgs {
                     max_nfev: self.max_nfev,
                     ..defaults
                 };
-                let r = solver::least_squares(objective, x0, &options, &mut observer)?;
+                let r =
+                    solver::least_squares_with_observer(objective, x0, &options, &mut observer)?;
                 Outcome {
                     fun: 2.0 * r.cost,
                     grad_inf_norm: 2.0 * r.optimality,
@@ -137,7 +138,13 @@ impl MethodArgs {
                     MethodArg::Bfgs => Method::Bfgs,
                     _ => Method::Lbfgs,
                 };
-                let r = solver::minimize(objective, x0, quasi_newton, &options, &mut observer)?;
+                let r = solver::minimize_with_observer(
+                    objective,
+                    x0,
+                    quasi_newton,
+                    &options,
+                    &mut observer,
+                )?;
                 Outcome {
                     grad_inf_norm: cudamin::inf_norm(&r.jac),
                     fun: r.fun,

@@ -45,6 +45,15 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The GPU when `ptx` was built and a device answers, else the CPU: [`BackendChoice::Auto`]
+    /// with the occupancy API's launch sizes. Returns the backend and a sentence saying why it
+    /// was chosen. `ptx` is what [`include_ptx!`](crate::include_ptx) defines.
+    pub fn auto(
+        ptx: Result<&'static str, &'static str>,
+    ) -> Result<(Backend, String), BackendError> {
+        Self::select(BackendChoice::Auto, ptx, LaunchOverride::default())
+    }
+
     /// Picks a backend. `ptx` is the embedded PTX, or why it was not built; `launch` overrides
     /// the GPU's launch configurations (the CPU ignores it). Returns the backend and a sentence
     /// saying why it was chosen.

@@ -276,14 +276,14 @@ const ILL_CONDITIONED: f64 = 1e-2;
 /// MINPACK's lower bound on a positive number.
 const DWARF: f64 = f64::MIN_POSITIVE;
 
-/// Minimizes `Σ r_k(x)²` from `x0`. `observer` runs after every accepted step and may stop the
-/// solve (status −2).
+/// Minimizes `Σ r_k(x)²` from `x0` by Levenberg–Marquardt: scipy's
+/// `least_squares(fun, x0, method='lm')`. Its `cost` is `½ Σ r²`, as scipy's is; the
+/// objective's value, which [`minimize`](super::minimize) would report as `fun`, is `Σ r²`.
 ///
 /// ```
 /// use cudamin_host::problems::fit::{FitData, find_model};
 /// use cudamin_host::solver::{LmOptions, least_squares};
 /// use cudamin_host::{Backend, Gradient, TermObjective};
-/// use std::ops::ControlFlow;
 ///
 /// // Points on y = 1 + 2x, and the built-in `poly` model with 2 parameters: a straight line.
 /// let x: Vec<f64> = (0..50).map(|i| i as f64 / 10.0).collect();
@@ -291,14 +291,22 @@ const DWARF: f64 = f64::MIN_POSITIVE;
 /// let data = FitData { x, y, sigma: None };
 /// let line = find_model("poly")?.instantiate(&Backend::Cpu, Some(2), &data, None)?;
 /// let mut objective = TermObjective::new(line.evaluator, Gradient::Exact);
-/// let result = least_squares(&mut objective, &line.x0, &LmOptions::default(), &mut |_| {
-///     ControlFlow::Continue(())
-/// })?;
+/// let result = least_squares(&mut objective, &line.x0, &LmOptions::default())?;
 /// assert!(result.success, "{}", result.message);
 /// assert!((result.x[0] - 1.0).abs() < 1e-10 && (result.x[1] - 2.0).abs() < 1e-10);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn least_squares(
+    objective: &mut dyn LeastSquaresObjective,
+    x0: &[f64],
+    options: &LmOptions,
+) -> Result<LeastSquaresResult, SolveError> {
+    least_squares_with_observer(objective, x0, options, &mut |_| ControlFlow::Continue(()))
+}
+
+/// [`least_squares`], with `observer` run after every accepted step: it sees the iterate and
+/// may stop the solve (status −2) by returning `ControlFlow::Break(())`.
+pub fn least_squares_with_observer(
     objective: &mut dyn LeastSquaresObjective,
     x0: &[f64],
     options: &LmOptions,

@@ -10,7 +10,7 @@
 //! pairs.
 //!
 //! ```ignore
-//! let result = minimize(&mut objective, &x0, Method::Bfgs, &Options::default(), &mut |_| ControlFlow::Continue(()))?;
+//! let result = minimize(&mut objective, &x0, Method::Bfgs, &Options::default())?;
 //! assert!(result.success);
 //! ```
 
@@ -25,16 +25,31 @@ mod result;
 mod two_loop;
 mod workspace;
 
-pub use lm::{LeastSquaresResult, LmOptions, LmStatus, covariance, least_squares};
+pub use lm::{
+    LeastSquaresResult, LmOptions, LmStatus, covariance, least_squares, least_squares_with_observer,
+};
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 
 use crate::objective::Objective;
 use std::ops::ControlFlow;
 
-/// Minimizes `objective` from `x0`. `observer` runs after every iteration and may stop the run
-/// (status 99) by returning `ControlFlow::Break(())`.
+/// Minimizes `objective` from `x0` by `method`: scipy's `minimize(fun, x0, method=…,
+/// jac=…, options=…)`, the gradient being the objective's own.
 pub fn minimize(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    method: Method,
+    options: &Options,
+) -> Result<OptimizeResult, SolveError> {
+    minimize_with_observer(objective, x0, method, options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`minimize`], with `observer` run after every iteration (scipy's `callback`): it sees the
+/// iterate and may stop the run (status 99) by returning `ControlFlow::Break(())`.
+pub fn minimize_with_observer(
     objective: &mut dyn Objective,
     x0: &[f64],
     method: Method,

@@ -163,8 +163,7 @@ fn final_status(nit: usize, maxiter: usize, gnorm: f64, f: f64, x_has_nan: bool)
 #[cfg(test)]
 mod tests {
     use crate::objective::{EvalError, GradientError, Objective};
-    use crate::solver::{Iterate, Method, Options, Status, minimize};
-    use std::ops::ControlFlow;
+    use crate::solver::{Method, Options, Status, minimize};
 
     /// Σ (xᵢ − 1)², whose gradient claims the error `claimed_error`.
     struct Bowl {
@@ -213,15 +212,7 @@ mod tests {
                 (f64::NAN, Status::PrecisionLoss),
             ] {
                 let mut bowl = Bowl { claimed_error };
-                let mut observer = |_: &Iterate<'_>| ControlFlow::Continue(());
-                let result = minimize(
-                    &mut bowl,
-                    &[0.0, 3.0, -2.0],
-                    method,
-                    &options,
-                    &mut observer,
-                )
-                .unwrap();
+                let result = minimize(&mut bowl, &[0.0, 3.0, -2.0], method, &options).unwrap();
                 assert!(result.x.iter().all(|v| (v - 1.0).abs() < 1e-6));
                 assert_eq!(result.status, status, "{method:?}, error {claimed_error}");
                 assert_eq!(result.success, status.success());

@@ -2,20 +2,17 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 pub use cudamin_host::problems::random::SplitMix64;
-use cudamin_host::solver::{Iterate, Method, OptimizeResult, Options, SolveError, minimize};
+use cudamin_host::solver::{Method, OptimizeResult, Options, SolveError, minimize};
 use cudamin_host::{EvalError, Objective};
-use std::ops::ControlFlow;
 
-/// Minimizes with an observer that never stops the run.
+/// Minimizes `objective` by `method` (the tests' shorthand for [`minimize`]).
 pub fn solve(
     objective: &mut dyn Objective,
     x0: &[f64],
     method: Method,
     options: &Options,
 ) -> Result<OptimizeResult, SolveError> {
-    minimize(objective, x0, method, options, &mut |_: &Iterate<'_>| {
-        ControlFlow::Continue(())
-    })
+    minimize(objective, x0, method, options)
 }
 
 /// `method` on 2-variable Rosenbrock from scipy's standard start (−1.2, 1).

@@ -5,18 +5,15 @@
 //!   `scipy.optimize.curve_fit` reports them.
 
 use cudamin::kernels::SumOfSquares;
-use cudamin::solver::{LmOptions, least_squares, minimize};
 use cudamin::{
-    Backend, BackendChoice, Gradient, LaunchOverride, Method, Options, TermObjective, TermProblem,
+    Backend, Gradient, LmOptions, Method, Options, TermObjective, TermProblem, least_squares,
+    minimize,
 };
 use my_kernels::{MichaelisMenten, RobustLine};
-use std::ops::ControlFlow;
 use std::process::ExitCode;
 
-/// `pub const PTX: Result<&str, &str>`: my-kernels as PTX, or why it was not built.
-mod kernels {
-    include!(concat!(env!("OUT_DIR"), "/my_kernels.rs"));
-}
+// `PTX: Result<&str, &str>`: my-kernels as PTX (built by build.rs), or why it was not built.
+cudamin::include_ptx!("my_kernels");
 
 /// The line the data are drawn around: `a`, `b`.
 const TRUE_LINE: [f64; 2] = [1.5, 0.5];
@@ -36,8 +33,7 @@ fn main() -> ExitCode {
 
 fn fit_line() -> Result<(), Box<dyn std::error::Error>> {
     // The GPU if the PTX was built and a device answers, else the CPU; `why` says which.
-    let choice = BackendChoice::Auto;
-    let (backend, why) = Backend::select(choice, kernels::PTX, LaunchOverride::default())?;
+    let (backend, why) = Backend::auto(PTX)?;
     println!("backend  {} ({why})", backend.name());
 
     let points = 200_000;
@@ -45,10 +41,7 @@ fn fit_line() -> Result<(), Box<dyn std::error::Error>> {
     // Exact derivatives of RobustLine's own `eval`; `FiniteDifference::Central` would difference it.
     let mut objective = TermObjective::new(backend.load(problem)?, Gradient::Exact);
     let (x0, options) = ([0.0, 0.0], Options::default());
-    // The observer sees every iteration and may stop the solve; this one lets it run.
-    let result = minimize(&mut objective, &x0, Method::Bfgs, &options, &mut |_| {
-        ControlFlow::Continue(())
-    })?;
+    let result = minimize(&mut objective, &x0, Method::Bfgs, &options)?;
 
     println!("status   {}: {}", result.status.code(), result.message);
     println!(
@@ -75,12 +68,7 @@ fn fit_rates() -> Result<(), Box<dyn std::error::Error>> {
     // Levenberg–Marquardt reads the residuals' normal equations, a pass that runs on the CPU.
     let evaluator = Backend::Cpu.load_least_squares(problem)?;
     let mut objective = TermObjective::new(evaluator, Gradient::Exact);
-    let result = least_squares(
-        &mut objective,
-        &[1.0, 1.0],
-        &LmOptions::default(),
-        &mut |_| ControlFlow::Continue(()),
-    )?;
+    let result = least_squares(&mut objective, &[1.0, 1.0], &LmOptions::default())?;
     // curve_fit's pcov: (JᵀJ)⁻¹ scaled by the reduced χ².
     let pcov = result
         .covariance(false)

@@ -35,7 +35,8 @@ use std::ops::Range;
 const VALUE_CHUNK: usize = 4096;
 /// Variable groups per chunk of a banded gradient.
 const GROUP_CHUNK: usize = 4096;
-/// Rows (terms) per chunk of a dense problem, unless [`PARTIAL_VALUES`] asks for more. Small
+/// Rows (terms) per chunk of a dense problem, unless [`PARTIAL_VALUES`] or [`MAX_DENSE_CHUNKS`]
+/// asks for more. Small
 /// enough that a data set of a few thousand rows still splits across the ranks of an MPI job;
 /// large enough that a chunk's fixed cost (its partial vector) is noise.
 const ROW_CHUNK: usize = 1024;
