@@ -8,7 +8,7 @@
 //! `cargo bench --bench kernels`
 
 use criterion::{Criterion, criterion_group};
-use cudamin::{Backend, BackendChoice, FiniteDifference, Gradient, problems};
+use cudamin::{Backend, BackendChoice, Gradient, problems};
 use std::time::Duration;
 
 /// (problem, n, points, target for forward-difference grad_s / value_s from the
@@ -43,10 +43,7 @@ fn evaluations(c: &mut Criterion) {
                 .sample_size(10)
                 .measurement_time(Duration::from_secs(4));
             group.bench_function("value", |b| b.iter(|| evaluator.value(&x).unwrap()));
-            for (name, gradient) in [
-                ("forward", Gradient::from(FiniteDifference::Forward)),
-                ("exact", Gradient::Exact),
-            ] {
+            for (name, gradient) in [("forward", Gradient::Forward), ("exact", Gradient::Exact)] {
                 group.bench_function(format!("gradient_{name}"), |b| {
                     b.iter(|| evaluator.gradient(&x, gradient, &mut g).unwrap())
                 });

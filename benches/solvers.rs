@@ -10,10 +10,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use cudamin::solver::minimize;
-use cudamin::{Backend, FiniteDifference, Method, Options, TermObjective, problems};
+use cudamin::{Backend, Gradient, Method, Options, TermObjective, problems};
 use std::time::Duration;
 
-fn solve(name: &str, n: usize, method: Method, fd: FiniteDifference) -> f64 {
+fn solve(name: &str, n: usize, method: Method, fd: Gradient) -> f64 {
     let instance = problems::find(name)
         .unwrap()
         .instantiate(&Backend::Cpu, Some(n), None)
@@ -30,17 +30,10 @@ fn solvers(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
     group.bench_function("bfgs/seed-expsum/n=1e4/forward", |b| {
-        b.iter(|| {
-            solve(
-                "seed-expsum",
-                10_000,
-                Method::Bfgs,
-                FiniteDifference::Forward,
-            )
-        })
+        b.iter(|| solve("seed-expsum", 10_000, Method::Bfgs, Gradient::Forward))
     });
     group.bench_function("bfgs/rosenbrock/n=1000/forward", |b| {
-        b.iter(|| solve("rosenbrock", 1_000, Method::Bfgs, FiniteDifference::Forward))
+        b.iter(|| solve("rosenbrock", 1_000, Method::Bfgs, Gradient::Forward))
     });
     group.bench_function("lbfgs/ext-rosenbrock/n=1e6/forward", |b| {
         b.iter(|| {
@@ -48,7 +41,7 @@ fn solvers(c: &mut Criterion) {
                 "ext-rosenbrock",
                 1_000_000,
                 Method::Lbfgs,
-                FiniteDifference::Forward,
+                Gradient::Forward,
             )
         })
     });

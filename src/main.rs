@@ -9,8 +9,9 @@
 
 mod commands;
 
+use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
-use cudamin::{BackendChoice, FiniteDifference, Gradient, Method};
+use cudamin::{BackendChoice, Gradient, Method};
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -76,25 +77,34 @@ impl From<BackendArg> for BackendChoice {
     }
 }
 
-/// How the gradient is computed (`--grad`).
-#[derive(Clone, Copy, Debug, Default, ValueEnum)]
-pub enum GradArg {
-    /// Exact derivatives of the terms (dual numbers): no step, no truncation error.
-    #[default]
-    Exact,
-    /// Forward differences per term, scipy's '2-point'.
-    Forward,
-    /// Central differences per term, scipy's '3-point'.
-    Central,
+/// How the gradient is computed (`--grad`): the library's scheme table, one value per row.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GradArg(pub Gradient);
+
+/// Every scheme, as `--grad` offers them.
+const GRAD_ARGS: [GradArg; Gradient::ALL.len()] = {
+    let mut all = [GradArg(Gradient::ALL[0]); Gradient::ALL.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = GradArg(Gradient::ALL[i]);
+        i += 1;
+    }
+    all
+};
+
+impl ValueEnum for GradArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &GRAD_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.help()))
+    }
 }
 
 impl From<GradArg> for Gradient {
     fn from(arg: GradArg) -> Self {
-        match arg {
-            GradArg::Exact => Gradient::Exact,
-            GradArg::Forward => FiniteDifference::Forward.into(),
-            GradArg::Central => FiniteDifference::Central.into(),
-        }
+        arg.0
     }
 }
 

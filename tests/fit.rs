@@ -8,7 +8,7 @@ use common::cli::{f64_of, json, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, LmOptions};
-use cudamin::{Backend, FiniteDifference, Gradient, TermObjective};
+use cudamin::{Backend, Gradient, TermObjective};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
 use std::path::{Path, PathBuf};
 
@@ -131,7 +131,7 @@ fn assert_matches_scipy(label: &str, x: &[f64], covariance: &[f64], popt: &[f64]
 
 #[test]
 fn expsin_fit_matches_curve_fit() {
-    for jacobian in [Gradient::Exact, FiniteDifference::Central.into()] {
+    for jacobian in [Gradient::Exact, Gradient::Central] {
         let (result, covariance) = fit("expsin", 5, &expsin_data(false), None, jacobian, false);
         let (popt, perr) = SCIPY_UNWEIGHTED;
         assert_matches_scipy("unweighted", &result.x, &covariance, &popt, &perr);
@@ -190,7 +190,7 @@ fn every_model_recovers_the_parameters_of_noiseless_data() {
             x: x.clone(),
             sigma: None,
         };
-        for jacobian in [Gradient::Exact, FiniteDifference::Forward.into()] {
+        for jacobian in [Gradient::Exact, Gradient::Forward] {
             let (result, _) = fit(model, truth.len(), &data, p0.clone(), jacobian, true);
             for (i, (got, want)) in result.x.iter().zip(&truth).enumerate() {
                 assert!(
@@ -270,10 +270,7 @@ fn normal_equations_are_those_of_the_hand_derived_jacobian() {
                 }
             }
         }
-        for (jacobian, tolerance) in [
-            (Gradient::Exact, 1e-12),
-            (FiniteDifference::Central.into(), 1e-8),
-        ] {
+        for (jacobian, tolerance) in [(Gradient::Exact, 1e-12), (Gradient::Central, 1e-8)] {
             let (mut got_jtj, mut got_jtr) = (vec![0.0; p * p], vec![0.0; p]);
             let got_f = instance
                 .evaluator
@@ -599,10 +596,7 @@ fn a_term_reading_past_its_data_ends_in_status_3() {
     // Two columns of three rows: x and y.
     let columns = vec![1.0, 2.0, 3.0, 2.0, 4.0, 6.0];
     let problem = || TermProblem::<ThirdColumn>::with_data(1, columns.clone(), 3).unwrap();
-    for gradient in [
-        Gradient::Exact,
-        Gradient::FiniteDifference(FiniteDifference::Central),
-    ] {
+    for gradient in [Gradient::Exact, Gradient::Central] {
         let mut objective = TermObjective::new(Backend::Cpu.load(problem()).unwrap(), gradient);
         let result =
             solver::minimize(&mut objective, &[1.0], Method::Bfgs, &Options::default()).unwrap();
@@ -638,10 +632,7 @@ fn a_panicking_term_is_an_error_not_a_panic() {
             "{text}"
         );
     };
-    for gradient in [
-        Gradient::Exact,
-        Gradient::FiniteDifference(FiniteDifference::Forward),
-    ] {
+    for gradient in [Gradient::Exact, Gradient::Forward] {
         let problem = TermProblem::<PanicsPastTwo>::new(1000).unwrap();
         let mut evaluator = Backend::Cpu.load(problem).unwrap();
         let (mut g, far) = (vec![0.0; 1000], vec![2.5; 1000]);

@@ -14,8 +14,8 @@ use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::problems::{self, Instance};
 use cudamin::solver::{minimize, minimize_with_observer};
 use cudamin::{
-    Backend, BackendChoice, BackendError, EvalError, FiniteDifference, Gradient, LaunchOverride,
-    Method, Objective, Options, RawArg, TermObjective,
+    Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchOverride, Method, Objective,
+    Options, RawArg, TermObjective,
 };
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -103,15 +103,11 @@ fn compare(gpu: &mut Instance, cpu: &mut Instance) -> Agreement {
             common::gradient_scale(&g_cpu),
         )
     };
-    let (forward, forward_same, scale) = gradients(FiniteDifference::Forward.into());
-    let (central, central_same, _) = gradients(FiniteDifference::Central.into());
+    let (forward, forward_same, scale) = gradients(Gradient::Forward);
+    let (central, central_same, _) = gradients(Gradient::Central);
     let (exact, exact_same, _) = gradients(Gradient::Exact);
     // The fused pass: its gradient is the gradient kernels', its value the value's to rounding.
-    let schemes = [
-        Gradient::Exact,
-        FiniteDifference::Forward.into(),
-        FiniteDifference::Central.into(),
-    ];
+    let schemes = [Gradient::Exact, Gradient::Forward, Gradient::Central];
     for fd in schemes {
         let (mut g, mut g_fused) = (vec![0.0; x.len()], vec![0.0; x.len()]);
         gpu.evaluator.gradient(&x, fd, &mut g).unwrap();
@@ -209,7 +205,7 @@ fn gpu_solves_match_the_cpu() {
         let mut results = Vec::new();
         for backend in [&gpu, &Backend::Cpu] {
             let instance = problem.instantiate(backend, n, points).unwrap();
-            let mut objective = TermObjective::new(instance.evaluator, FiniteDifference::Central);
+            let mut objective = TermObjective::new(instance.evaluator, Gradient::Central);
             let result = minimize(
                 &mut objective,
                 &instance.x0,
@@ -400,13 +396,10 @@ fn device_vectors_match_host_vectors() {
             (result, last_x, start.elapsed().as_secs_f64())
         };
         let on_device = problem.instantiate(&gpu, n, points).unwrap();
-        let mut device = TermObjective::new(on_device.evaluator, FiniteDifference::Central);
+        let mut device = TermObjective::new(on_device.evaluator, Gradient::Central);
         let (d, d_last_x, d_s) = solve(&mut device, &on_device.x0);
         let on_host = problem.instantiate(&gpu, n, points).unwrap();
-        let mut host = HostVectors(TermObjective::new(
-            on_host.evaluator,
-            FiniteDifference::Central,
-        ));
+        let mut host = HostVectors(TermObjective::new(on_host.evaluator, Gradient::Central));
         let (h, _, h_s) = solve(&mut host, &on_host.x0);
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         say(&format!(
@@ -466,11 +459,7 @@ fn normal_equations_agree_with_the_cpu() {
     for (name, mut gpu_instance, mut cpu_instance) in pairs {
         let n = cpu_instance.x0.len();
         let x0 = cpu_instance.x0.clone();
-        for scheme in [
-            Gradient::Exact,
-            FiniteDifference::Forward.into(),
-            FiniteDifference::Central.into(),
-        ] {
+        for scheme in [Gradient::Exact, Gradient::Forward, Gradient::Central] {
             let normal = |instance: &mut Instance| {
                 let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
                 let residuals = instance.evaluator.least_squares().unwrap();

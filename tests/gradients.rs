@@ -10,7 +10,7 @@ use common::relative_error;
 use cudamin::kernels::terms::matmul_squares::INNER;
 use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{self, MATMUL_COLUMNS, lsq_expsin_data, matmul_data, quadratic_data};
-use cudamin::{Backend, FiniteDifference, Gradient, Objective, TermObjective};
+use cudamin::{Backend, Gradient, Objective, TermObjective};
 use proptest::prelude::*;
 
 const EXACT_TOL: f64 = 1e-12;
@@ -118,7 +118,7 @@ fn exact_matches_central(
 ) -> Result<(), String> {
     let (mut exact, mut central) = (vec![0.0; x.len()], vec![0.0; x.len()]);
     evaluator.gradient(x, Gradient::Exact, &mut exact).unwrap();
-    let central_fd = FiniteDifference::Central.into();
+    let central_fd = Gradient::Central;
     evaluator.gradient(x, central_fd, &mut central).unwrap();
     let err = relative_error(&exact, &central);
     let f = evaluator.value(x).unwrap().abs();
@@ -143,8 +143,8 @@ fn check(name: &str, x: &[f64], points: Option<usize>, analytic: Analytic) {
     let exact = analytic(x, points.unwrap_or(0));
     for (gradient, tol) in [
         (Gradient::Exact, EXACT_TOL),
-        (FiniteDifference::Central.into(), CENTRAL_TOL),
-        (FiniteDifference::Forward.into(), FORWARD_TOL),
+        (Gradient::Central, CENTRAL_TOL),
+        (Gradient::Forward, FORWARD_TOL),
     ] {
         let mut g = vec![f64::NAN; x.len()];
         evaluator.gradient(x, gradient, &mut g).unwrap();
@@ -248,11 +248,7 @@ fn value_and_gradient_is_value_plus_gradient() {
         let mut instance = problem.instantiate(&Backend::Cpu, None, points).unwrap();
         let x: Vec<f64> = instance.x0.iter().map(|v| v + 0.1).collect();
         let f = instance.evaluator.value(&x).unwrap();
-        let schemes = [
-            Gradient::Exact,
-            FiniteDifference::Forward.into(),
-            FiniteDifference::Central.into(),
-        ];
+        let schemes = [Gradient::Exact, Gradient::Forward, Gradient::Central];
         for fd in schemes {
             let mut g = vec![0.0; x.len()];
             let mut g_fused = vec![0.0; x.len()];
@@ -279,7 +275,7 @@ fn a_finite_difference_error_estimate_is_its_true_error() {
     let (p, points) = (8, 20_000);
     let theta: Vec<f64> = (0..p).map(|k| 0.9 - 0.1 * k as f64).collect();
     let analytic = lsq_expsin(&theta, points);
-    for scheme in [FiniteDifference::Forward, FiniteDifference::Central] {
+    for scheme in [Gradient::Forward, Gradient::Central] {
         let instance = problems::find("lsq-expsin")
             .unwrap()
             .instantiate(&Backend::Cpu, Some(p), Some(points))

@@ -15,9 +15,7 @@ use common::{gradient_scale, relative_error};
 use cudamin::problems::{self, Instance};
 use cudamin::solver;
 use cudamin::solver::{LeastSquaresResult, LmOptions};
-use cudamin::{
-    Backend, FiniteDifference, Gradient, Method, OptimizeResult, Options, TermObjective,
-};
+use cudamin::{Backend, Gradient, Method, OptimizeResult, Options, TermObjective};
 use std::f64::consts::PI;
 use std::io::Write;
 
@@ -551,7 +549,7 @@ fn central_gradients_match_an_extrapolated_reference() {
             let mut g = vec![f64::NAN; x.len()];
             instance
                 .evaluator
-                .gradient(&x, FiniteDifference::Central.into(), &mut g)
+                .gradient(&x, Gradient::Central, &mut g)
                 .unwrap();
             let exact = reference_gradient(run.residuals, &x);
             let err = relative_error(&g, &exact);
@@ -660,7 +658,7 @@ fn tally(gtol: f64, scipy: fn(&Run) -> &Scipy) -> Tally {
         &format!("problem    n |{CELLS}|{CELLS}|   nit   nfev  njev status           fun solved\n");
     for run in RUNS {
         let exact = solve_run(run, Gradient::Exact, gtol);
-        let central = solve_run(run, FiniteDifference::Central.into(), gtol);
+        let central = solve_run(run, Gradient::Central, gtol);
         t.exact.add(exact.1, exact.0.status.code());
         t.central.add(central.1, central.0.status.code());
         let Instance {
@@ -779,7 +777,7 @@ fn levenberg_marquardt_solves_what_bfgs_solves() {
         }
         runs += 1;
         let exact = lm(run, Gradient::Exact);
-        let forward = lm(run, FiniteDifference::Forward.into());
+        let forward = lm(run, Gradient::Forward);
         let quasi_newton = solve_run(run, Gradient::Exact, 1e-5);
         lm_exact += usize::from(exact.1);
         // Status −3 (normal equations too ill-conditioned to trust) is for fits that are not

@@ -76,6 +76,8 @@ pub mod raw;
 #[doc(hidden)]
 pub mod real;
 #[doc(hidden)]
+pub mod scheme;
+#[doc(hidden)]
 pub mod term;
 #[cfg(feature = "builtin")]
 #[doc(hidden)]
@@ -90,4 +92,6 @@ pub use kernel::{Kernels, ResidualKernels};
 pub use lanes::Lanes;
 pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
 pub use real::{Num, Real};
+#[doc(hidden)]
+pub use scheme::Gradient;
 pub use term::{Data, Row, Term, Vars, Window};

@@ -48,8 +48,8 @@ macro_rules! include_ptx {
 }
 
 pub use backend::{
-    Backend, BackendChoice, BackendError, Evaluator, FiniteDifference, Gradient, LaunchConfig,
-    LaunchOverride, ProblemError, RawArg, TermProblem,
+    Backend, BackendChoice, BackendError, Evaluator, Gradient, LaunchConfig, LaunchOverride,
+    ProblemError, RawArg, TermProblem,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};

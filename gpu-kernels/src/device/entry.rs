@@ -9,7 +9,7 @@
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
 //! - [`SUM_BLOCKS`](crate::kernel::SUM_BLOCKS): `(partials: *const f64, len: u64, blocks: u64,
 //!   out: *mut f64)`;
-//! - the dense finishing kernels (forward, central, exact): `(x: *const f64, n: u64,
+//! - the dense finishing kernels (one per gradient scheme): `(x: *const f64, n: u64,
 //!   partials: *const f64, blocks: u64, g: *mut f64)`;
 //! - the vector kernels of a solver that keeps its vectors on the device
 //!   ([`AXPY`](crate::kernel::AXPY) and its neighbours): `n` first, then scalars and vectors in
@@ -23,7 +23,7 @@ mod nvptx {
         grid_stride, slice, slice_mut, thread_idx,
     };
     use crate::dual::Dual;
-    use crate::fd::{Central, FdScheme, Forward};
+    use crate::fd::FdScheme;
     use crate::kernel::exact::{
         EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
         fill_constants,
@@ -33,6 +33,7 @@ mod nvptx {
         CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
         sum_in_order, value_partial,
     };
+    use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
     use core::marker::PhantomData;
 
@@ -90,9 +91,15 @@ mod nvptx {
         }
     }
 
-    /// How a gradient kernel differentiates each term: by finite differences with scheme `S`
-    /// ([`Differences`]), or exactly, on duals ([`Exact`]).
+    /// How a scheme's kernels differentiate each term: by finite differences with step rule
+    /// `S` ([`Differences`]), or exactly, on duals ([`Exact`]).
     pub trait GradientScheme {
+        /// The normal equations' first stage with this scheme's Jacobian rows (see
+        /// [`normal_partials`]).
+        ///
+        /// # Safety
+        /// As [`normal_partials`].
+        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64);
         /// A banded group's part of `∇f` into `g`; with `value`, the value of the term it owns.
         fn group<T: Term>(
             group: usize,
@@ -113,10 +120,13 @@ mod nvptx {
         );
     }
 
-    /// Finite differences with scheme `S`.
-    pub struct Differences<S>(PhantomData<S>);
-
     impl<S: FdScheme> GradientScheme for Differences<S> {
+        #[inline(always)]
+        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64) {
+            let rows = &mut DifferenceRow::<S>(PhantomData);
+            unsafe { normal_partials::<T, _>(x, data, out, values, rows) }
+        }
+
         #[inline(always)]
         fn group<T: Term>(
             group: usize,
@@ -139,10 +149,16 @@ mod nvptx {
         }
     }
 
-    /// Exact derivatives on duals (see `kernel::exact`).
-    pub struct Exact;
-
     impl GradientScheme for Exact {
+        /// Exact rows, `EXACT_LANES` variables per evaluation on duals.
+        #[inline(always)]
+        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64) {
+            let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+            // A dense term's window is x itself: filled once per thread, not at every term.
+            let rows = &mut ExactRow::new::<T>(&mut window[..x.len()], x);
+            unsafe { normal_partials::<T, _>(x, data, out, values, rows) }
+        }
+
         #[inline(always)]
         fn group<T: Term>(
             group: usize,
@@ -308,19 +324,16 @@ mod nvptx {
     /// `values[block]`. [`sum_blocks`] finishes them.
     ///
     /// # Safety
-    /// As [`value`]; `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
+    /// `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
     #[inline(always)]
     unsafe fn normal_partials<T: Term, J: JacobianRow>(
-        x: *const f64,
-        n: usize,
-        data: *const f64,
-        data_len: usize,
-        data_rows: usize,
+        x: &[f64],
+        data: Data<'_>,
         out: *mut f64,
         values: *mut f64,
         rows: &mut J,
     ) {
-        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let n = x.len();
         let terms = T::terms(n, data);
         let mine = unsafe { block_partials(out, n * n + n) };
         let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
@@ -349,12 +362,12 @@ mod nvptx {
         unsafe { block_value(value, values) };
     }
 
-    /// [`normal_partials`] with exact rows, `EXACT_LANES` variables per evaluation on duals.
+    /// Normal-equations kernel of residual term `T` with scheme `S`'s Jacobian rows.
     ///
     /// # Safety
-    /// As [`normal_partials`].
+    /// As [`value`]; `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
     #[inline(always)]
-    pub unsafe fn normal_exact<T: Term>(
+    pub unsafe fn normal<T: Term, S: GradientScheme>(
         x: *const f64,
         n: usize,
         data: *const f64,
@@ -363,28 +376,8 @@ mod nvptx {
         out: *mut f64,
         values: *mut f64,
     ) {
-        let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-        // A dense term's window is x itself: filled once per thread, not at every term.
-        let rows = &mut ExactRow::new::<T>(&mut window[..n], unsafe { slice(x, n) });
-        unsafe { normal_partials::<T, _>(x, n, data, data_len, data_rows, out, values, rows) }
-    }
-
-    /// [`normal_partials`] with finite-difference rows of scheme `S`.
-    ///
-    /// # Safety
-    /// As [`normal_partials`].
-    #[inline(always)]
-    pub unsafe fn normal_differences<T: Term, S: FdScheme>(
-        x: *const f64,
-        n: usize,
-        data: *const f64,
-        data_len: usize,
-        data_rows: usize,
-        out: *mut f64,
-        values: *mut f64,
-    ) {
-        let rows = &mut DifferenceRow::<S>(PhantomData);
-        unsafe { normal_partials::<T, _>(x, n, data, data_len, data_rows, out, values, rows) }
+        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        unsafe { S::normal::<T>(x, data, out, values) }
     }
 
     /// `out[i] = Σ_b partials[b·len + i]`, the blocks added in order as the CPU adds its chunks.
@@ -403,60 +396,29 @@ mod nvptx {
         }
     }
 
-    /// Second stage of the dense gradient: `g_i = Σ_b partials[b·n + i] / divisor(x_i)`.
+    /// Second stage of the dense gradient of scheme `S`: `g_i = Σ_b partials[b·n + i] /
+    /// S::divisor(x_i)`. Exported once per scheme as `cudamin_dense_finish_<name>`.
+    ///
+    /// # Safety
+    /// `x` holds `n` f64, `partials` `blocks · n`, `g` `n`.
     #[inline(always)]
-    unsafe fn dense_finish(
+    pub unsafe fn dense_finish<S: Scheme>(
         x: *const f64,
         n: usize,
         partials: *const f64,
         blocks: usize,
         g: *mut f64,
-        divisor: impl Fn(f64) -> f64,
     ) {
         let x = unsafe { slice(x, n) };
         let partials = unsafe { slice(partials, n * blocks) };
         for i in grid_stride(n) {
             let parts = (0..blocks).map(|b| partials[b * n + i]);
-            let gi = dense_gradient_component(divisor(x[i]), parts);
+            let gi = dense_gradient_component(S::divisor(x[i]), parts);
             unsafe { g.add(i).write(gi) };
         }
     }
 
-    #[unsafe(export_name = "cudamin_dense_finish_forward")]
-    unsafe extern "ptx-kernel" fn dense_finish_forward(
-        x: *const f64,
-        n: usize,
-        partials: *const f64,
-        blocks: usize,
-        g: *mut f64,
-    ) {
-        // SAFETY: the launcher passes `n` variables and `blocks · n` partials.
-        unsafe { dense_finish(x, n, partials, blocks, g, |xi| Forward::steps(xi).spacing) }
-    }
-
-    #[unsafe(export_name = "cudamin_dense_finish_central")]
-    unsafe extern "ptx-kernel" fn dense_finish_central(
-        x: *const f64,
-        n: usize,
-        partials: *const f64,
-        blocks: usize,
-        g: *mut f64,
-    ) {
-        // SAFETY: as above.
-        unsafe { dense_finish(x, n, partials, blocks, g, |xi| Central::steps(xi).spacing) }
-    }
-
-    #[unsafe(export_name = "cudamin_dense_finish_exact")]
-    unsafe extern "ptx-kernel" fn dense_finish_exact(
-        x: *const f64,
-        n: usize,
-        partials: *const f64,
-        blocks: usize,
-        g: *mut f64,
-    ) {
-        // SAFETY: as above.
-        unsafe { dense_finish(x, n, partials, blocks, g, |_| 1.0) }
-    }
+    crate::__schemes! { @rows finish_entries () }
 
     /// `|a|` and `|b|`'s maximum, NaN when either is NaN (an ∞-norm must not hide a NaN).
     #[inline(always)]

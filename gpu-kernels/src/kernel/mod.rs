@@ -18,17 +18,13 @@ pub mod normal;
 
 use crate::fd::FdScheme;
 use crate::lanes::{LANES, Lanes, TERM_LANES};
+use crate::scheme::SCHEMES;
 use crate::term::{Data, Term, Vars, Window};
 
 /// Sums the value kernel's per-block partials in block order ([`sum_in_order`]). Launch one
 /// thread.
 pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
-/// Sums a dense forward-difference gradient's per-block partials and divides by the spacing.
-pub const DENSE_FINISH_FORWARD: &str = "cudamin_dense_finish_forward";
-/// As [`DENSE_FINISH_FORWARD`], for central differences.
-pub const DENSE_FINISH_CENTRAL: &str = "cudamin_dense_finish_central";
-/// Sums a dense exact gradient's per-block partials (nothing to divide).
-pub const DENSE_FINISH_EXACT: &str = "cudamin_dense_finish_exact";
+crate::__schemes! { @rows finish_names () }
 /// Sums `blocks` per-block partial vectors in block order: the normal equations' second stage.
 pub const SUM_BLOCKS: &str = "cudamin_sum_blocks";
 /// `y ← y + α·x`, for a solver whose vectors stay on the device.
@@ -53,15 +49,11 @@ pub trait Kernels: Term {
     /// `(x, n, data, data_len, data_rows, out, values)`: one partial sum per block into
     /// `values`; `out` unused.
     const VALUE: &'static str;
-    /// `(x, n, data, data_len, data_rows, out, values)`: the gradient (banded), or one partial
-    /// gradient per block (dense), into `out`; unless `values` is null, the value's per-block
+    /// Per gradient scheme, in the table's order (`Gradient::ALL`):
+    /// `(x, n, data, data_len, data_rows, out, values)`, the gradient (banded) or one partial
+    /// gradient per block (dense) into `out`; unless `values` is null, the value's per-block
     /// partials, from the same pass.
-    const GRADIENT_FORWARD: &'static str;
-    /// As [`GRADIENT_FORWARD`](Kernels::GRADIENT_FORWARD), with central differences.
-    const GRADIENT_CENTRAL: &'static str;
-    /// As [`GRADIENT_FORWARD`](Kernels::GRADIENT_FORWARD), with exact derivatives (see
-    /// [`exact`]).
-    const GRADIENT_EXACT: &'static str;
+    const GRADIENTS: [&'static str; SCHEMES];
 }
 
 /// Neumaier's compensated sum: the error is about `ε·Σ|v|`, whatever the number of terms,
@@ -448,7 +440,7 @@ pub fn dense_gradient_component(divisor: f64, partials: impl Iterator<Item = f64
 ///
 /// ```ignore
 /// register_term!(SeedExpSum, seed_expsum);
-/// // PTX: seed_expsum_value, seed_expsum_gradient_{forward,central,exact}
+/// // PTX: seed_expsum_value, seed_expsum_gradient_{exact,forward,central}
 /// ```
 #[macro_export]
 macro_rules! register_term {
@@ -467,31 +459,18 @@ macro_rules! register_term {
 ///
 /// ```ignore
 /// register_residuals!(ExpDecay, exp_decay);
-/// // PTX: exp_decay_value, exp_decay_gradient_{forward,central,exact}, of Σ r_k²;
-/// //      exp_decay_normal_{forward,central,exact}, the residuals' normal equations
+/// // PTX: exp_decay_value, exp_decay_gradient_{exact,forward,central}, of Σ r_k²;
+/// //      exp_decay_normal_{exact,forward,central}, the residuals' normal equations
 /// ```
 #[macro_export]
 macro_rules! register_residuals {
     ($residual:ty, $name:ident) => {
         impl $crate::kernel::ResidualKernels for $residual {
             $crate::__kernel_names!($name);
-            const NORMAL_FORWARD: &'static str = concat!(stringify!($name), "_normal_forward");
-            const NORMAL_CENTRAL: &'static str = concat!(stringify!($name), "_normal_central");
-            const NORMAL_EXACT: &'static str = concat!(stringify!($name), "_normal_exact");
+            $crate::__schemes! { @rows normal_names ($name) }
         }
         $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_normal_forward"),
-            $crate::device::entry::normal_differences::<$residual, $crate::fd::Forward>
-        );
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_normal_central"),
-            $crate::device::entry::normal_differences::<$residual, $crate::fd::Central>
-        );
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_normal_exact"),
-            $crate::device::entry::normal_exact::<$residual>
-        );
+        $crate::__schemes! { @rows normal_entries ($residual, $name) }
     };
 }
 
@@ -502,28 +481,19 @@ pub trait ResidualKernels: Term {
     const NAME: &'static str;
     /// As [`Kernels::VALUE`].
     const VALUE: &'static str;
-    /// As [`Kernels::GRADIENT_FORWARD`].
-    const GRADIENT_FORWARD: &'static str;
-    /// As [`Kernels::GRADIENT_CENTRAL`].
-    const GRADIENT_CENTRAL: &'static str;
-    /// As [`Kernels::GRADIENT_EXACT`].
-    const GRADIENT_EXACT: &'static str;
-    /// `(x, n, data, data_len, data_rows, out, values)`: the normal equations' first stage
-    /// (see [`normal`]) with forward-difference rows: per block, `JᵀJ` (`n × n`, upper
-    /// triangle) then `Jᵀr` into `out` (`n² + n` values a block), `Σ r²` into `values`.
-    const NORMAL_FORWARD: &'static str;
-    /// As [`NORMAL_FORWARD`](ResidualKernels::NORMAL_FORWARD), central differences.
-    const NORMAL_CENTRAL: &'static str;
-    /// As [`NORMAL_FORWARD`](ResidualKernels::NORMAL_FORWARD), exact rows.
-    const NORMAL_EXACT: &'static str;
+    /// As [`Kernels::GRADIENTS`].
+    const GRADIENTS: [&'static str; SCHEMES];
+    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows, out,
+    /// values)`, the normal equations' first stage (see [`normal`]) with the scheme's Jacobian
+    /// rows: per block, `JᵀJ` (`n × n`, upper triangle) then `Jᵀr` into `out` (`n² + n` values a
+    /// block), `Σ r²` into `values`.
+    const NORMALS: [&'static str; SCHEMES];
 }
 
 impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {
     const NAME: &'static str = T::NAME;
     const VALUE: &'static str = T::VALUE;
-    const GRADIENT_FORWARD: &'static str = T::GRADIENT_FORWARD;
-    const GRADIENT_CENTRAL: &'static str = T::GRADIENT_CENTRAL;
-    const GRADIENT_EXACT: &'static str = T::GRADIENT_EXACT;
+    const GRADIENTS: [&'static str; SCHEMES] = T::GRADIENTS;
 }
 
 /// The entry-point names of a term registered as `$name`.
@@ -533,9 +503,7 @@ macro_rules! __kernel_names {
     ($name:ident) => {
         const NAME: &'static str = stringify!($name);
         const VALUE: &'static str = concat!(stringify!($name), "_value");
-        const GRADIENT_FORWARD: &'static str = concat!(stringify!($name), "_gradient_forward");
-        const GRADIENT_CENTRAL: &'static str = concat!(stringify!($name), "_gradient_central");
-        const GRADIENT_EXACT: &'static str = concat!(stringify!($name), "_gradient_exact");
+        $crate::__schemes! { @rows gradient_names ($name) }
     };
 }
 
@@ -548,24 +516,7 @@ macro_rules! __term_entries {
             concat!(stringify!($name), "_value"),
             $crate::device::entry::value::<$term>
         );
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_gradient_forward"),
-            $crate::device::entry::gradient::<
-                $term,
-                $crate::device::entry::Differences<$crate::fd::Forward>,
-            >
-        );
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_gradient_central"),
-            $crate::device::entry::gradient::<
-                $term,
-                $crate::device::entry::Differences<$crate::fd::Central>,
-            >
-        );
-        $crate::__term_entry!(
-            concat!(stringify!($name), "_gradient_exact"),
-            $crate::device::entry::gradient::<$term, $crate::device::entry::Exact>
-        );
+        $crate::__schemes! { @rows gradient_entries ($term, $name) }
     };
 }
 

@@ -3,7 +3,6 @@
 //! backends import it; it names one type of the GPU's, the evaluator a solver keeps its
 //! vectors beside ([`Evaluator::device`]).
 
-use gpu_kernels::fd::{Central, FdScheme, Forward};
 use gpu_kernels::kernel::normal::mirror_upper;
 use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
 use gpu_kernels::raw::Arg;
@@ -46,79 +45,36 @@ impl LaunchOverride {
     }
 }
 
-/// The finite-difference scheme of a term objective's gradient.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FiniteDifference {
-    /// `[φ(x + h e_i) − φ(x)] / h` with `h = √ε·max(1, |x_i|)`: scipy's `'2-point'`.
-    #[default]
-    Forward,
-    /// `[φ(x + h e_i) − φ(x − h e_i)] / 2h` with `h = ∛ε·max(1, |x_i|)`: scipy's `'3-point'`.
-    Central,
-}
+pub use gpu_kernels::Gradient;
 
-impl FiniteDifference {
-    /// `"forward"` or `"central"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Forward => "forward",
-            Self::Central => "central",
-        }
+/// A gradient of kind `gradient` checked against a more accurate one: `compute` is called with
+/// the best reference a backend takes, and returns what it made of it (with the reference
+/// used), or `None` for [`Gradient::Exact`], which needs no check.
+///
+/// The reference is the exact gradient; where the backend does not take it (see
+/// [`BackendError::ExactUnsupported`]), the first other finite-difference scheme of the table.
+/// Against central differences, a forward difference's error (O(h), h = √ε) is measured well;
+/// a central difference checked against forward differences gets an upper bound, forward's own
+/// error.
+pub fn checked_against<T>(
+    gradient: Gradient,
+    mut compute: impl FnMut(Gradient) -> Result<T, BackendError>,
+) -> Result<Option<(Gradient, T)>, BackendError> {
+    if gradient == Gradient::Exact {
+        return Ok(None);
     }
-}
-
-/// How a term objective's gradient is computed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Gradient {
-    /// The exact derivative of every term, from the term's own source evaluated on dual numbers
-    /// (forward-mode differentiation): no step, no truncation error.
-    #[default]
-    Exact,
-    /// Finite differences, per term.
-    FiniteDifference(FiniteDifference),
-}
-
-impl Gradient {
-    /// `"exact"`, `"forward"` or `"central"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Exact => "exact",
-            Self::FiniteDifference(fd) => fd.name(),
-        }
-    }
-
-    /// A gradient of `self` checked against a more accurate one: `compute` is called with the
-    /// best reference a backend takes, and returns what it made of it (with the reference
-    /// used), or `None` for [`Exact`](Self::Exact), which needs no check.
-    ///
-    /// The reference is the exact gradient; where the backend does not take it (see
-    /// [`BackendError::ExactUnsupported`]), the other finite-difference scheme. Against central
-    /// differences, a forward difference's error (O(h), h = √ε) is measured well; a central
-    /// difference checked against forward differences gets an upper bound, forward's own error.
-    pub fn checked_against<T>(
-        self,
-        mut compute: impl FnMut(Gradient) -> Result<T, BackendError>,
-    ) -> Result<Option<(Gradient, T)>, BackendError> {
-        let Self::FiniteDifference(scheme) = self else {
-            return Ok(None);
-        };
-        let other = match scheme {
-            FiniteDifference::Forward => FiniteDifference::Central,
-            FiniteDifference::Central => FiniteDifference::Forward,
-        };
-        match compute(Gradient::Exact) {
-            Ok(made) => Ok(Some((Gradient::Exact, made))),
-            Err(BackendError::ExactUnsupported(_)) => {
-                let reference = Gradient::FiniteDifference(other);
-                Ok(Some((reference, compute(reference)?)))
+    match compute(Gradient::Exact) {
+        Ok(made) => Ok(Some((Gradient::Exact, made))),
+        Err(BackendError::ExactUnsupported(_)) => {
+            let other = Gradient::ALL
+                .into_iter()
+                .find(|&kind| kind != Gradient::Exact && kind != gradient);
+            match other {
+                Some(reference) => Ok(Some((reference, compute(reference)?))),
+                None => Ok(None),
             }
-            Err(e) => Err(e),
         }
-    }
-}
-
-impl From<FiniteDifference> for Gradient {
-    fn from(fd: FiniteDifference) -> Self {
-        Gradient::FiniteDifference(fd)
+        Err(e) => Err(e),
     }
 }
 
@@ -183,7 +139,7 @@ pub enum BackendError {
     #[error("invalid launch configuration: {0}")]
     InvalidLaunch(String),
     /// An exact gradient was asked of a term whose window the exact kernels do not take; the
-    /// reason names the way out. [`Gradient::checked_against`] then checks against the other
+    /// reason names the way out. [`checked_against`] then checks against another
     /// finite-difference scheme.
     #[error("{0}")]
     ExactUnsupported(&'static str),
@@ -425,19 +381,23 @@ pub enum Layout {
     /// banded gradient, where each chunk owns its variables.
     Slices,
     /// Each chunk adds a vector of `len` values to the result, in chunk order; then, for a
-    /// dense finite-difference gradient, each component is divided by its variable's spacing.
+    /// dense gradient, each component is divided by its scheme's divisor at its variable (a
+    /// finite difference's spacing, 1 for exact derivatives).
     Sums {
         /// The length of each chunk's vector.
         len: usize,
-        /// The scheme whose spacing divides the sums; `None` divides by nothing.
-        spacing: Option<FiniteDifference>,
+        /// The scheme whose divisor divides the sums; `None` divides by nothing.
+        divided_by: Option<Gradient>,
     },
 }
 
 impl Layout {
     /// Chunk vectors of `len`, added and not divided.
     pub const fn sums(len: usize) -> Self {
-        Layout::Sums { len, spacing: None }
+        Layout::Sums {
+            len,
+            divided_by: None,
+        }
     }
 }
 
@@ -491,15 +451,11 @@ impl Partials {
                 self.check(self.vectors.len() == g.len(), g.len())?;
                 g.copy_from_slice(&self.vectors);
             }
-            Layout::Sums { len, spacing } => {
+            Layout::Sums { len, divided_by } => {
                 self.check(len == g.len() && self.vectors.len() % len.max(1) == 0, len)?;
                 for (i, gi) in g.iter_mut().enumerate() {
                     let parts = self.vectors.iter().skip(i).step_by(len).copied();
-                    let divisor = match spacing {
-                        None => 1.0,
-                        Some(FiniteDifference::Forward) => Forward::steps(x[i]).spacing,
-                        Some(FiniteDifference::Central) => Central::steps(x[i]).spacing,
-                    };
+                    let divisor = divided_by.map_or(1.0, |kind| kind.divisor(x[i]));
                     *gi = dense_gradient_component(divisor, parts);
                 }
             }
@@ -655,25 +611,23 @@ mod tests {
     /// and on one that does not.
     #[test]
     fn finite_differences_are_checked_against_the_best_reference_taken() {
-        let forward = Gradient::FiniteDifference(FiniteDifference::Forward);
-        let central = Gradient::FiniteDifference(FiniteDifference::Central);
         let takes_exact = |kind: Gradient| Ok(kind);
         let refuses_exact = |kind: Gradient| match kind {
             Gradient::Exact => Err(BackendError::ExactUnsupported("too wide")),
             other => Ok(other),
         };
-        for scheme in [forward, central] {
-            let (reference, used) = scheme.checked_against(takes_exact).unwrap().unwrap();
+        for scheme in [Gradient::Forward, Gradient::Central] {
+            let (reference, used) = checked_against(scheme, takes_exact).unwrap().unwrap();
             assert_eq!((reference, used), (Gradient::Exact, Gradient::Exact));
         }
-        let check = |scheme: Gradient| scheme.checked_against(refuses_exact).unwrap().unwrap().0;
-        assert_eq!(check(forward), central);
-        assert_eq!(check(central), forward);
-        assert_eq!(Gradient::Exact.checked_against(takes_exact).unwrap(), None);
+        let check = |scheme| checked_against(scheme, refuses_exact).unwrap().unwrap().0;
+        assert_eq!(check(Gradient::Forward), Gradient::Central);
+        assert_eq!(check(Gradient::Central), Gradient::Forward);
+        assert_eq!(checked_against(Gradient::Exact, takes_exact).unwrap(), None);
         // Other failures are failures, not a reason to try another reference.
         let fails = |_: Gradient| -> Result<(), _> { Err(BackendError::CudaNotCompiled) };
         assert_eq!(
-            forward.checked_against(fails),
+            checked_against(Gradient::Forward, fails),
             Err(BackendError::CudaNotCompiled)
         );
     }

@@ -12,8 +12,9 @@ pub mod mpi;
 pub mod problem;
 
 pub use evaluator::{
-    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, LaunchConfig, LaunchOverride,
-    Layout, LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
+    BackendError, Evaluation, Evaluator, Gradient, LaunchConfig, LaunchOverride, Layout,
+    LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
+    checked_against,
 };
 pub use problem::{ProblemError, TermProblem};
 

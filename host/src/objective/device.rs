@@ -5,6 +5,7 @@ use super::EvalError;
 use crate::backend::Gradient;
 use crate::backend::gpu::GpuEvaluator;
 
+pub use crate::backend::checked_against;
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
 /// A term objective's GPU evaluator with its gradient scheme (see [`Objective::device`]).

@@ -9,7 +9,7 @@
 mod device;
 mod least_squares;
 
-pub use device::{DeviceVector, DeviceVectors, OnDevice};
+pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use least_squares::LeastSquaresObjective;
 
 use crate::backend::{BackendError, Evaluator, Gradient};
@@ -95,7 +95,7 @@ pub enum EvalError {
 pub struct GradientError {
     /// `‖g − g_reference‖` in the solver's norm.
     pub estimate: f64,
-    /// The gradient measured against (see [`Gradient::checked_against`]).
+    /// The gradient measured against (see `backend::checked_against`).
     pub reference: Gradient,
 }
 
@@ -106,8 +106,8 @@ pub struct TermObjective {
 }
 
 impl TermObjective {
-    /// `gradient`: [`Gradient::Exact`], or a [`FiniteDifference`](crate::FiniteDifference)
-    /// scheme.
+    /// `gradient`: [`Gradient::Exact`], or a finite-difference scheme ([`Gradient::Forward`],
+    /// [`Gradient::Central`]).
     pub fn new(evaluator: Box<dyn Evaluator>, gradient: impl Into<Gradient>) -> Self {
         Self {
             evaluator,
@@ -153,8 +153,8 @@ impl Objective for TermObjective {
         Ok(self.evaluator.value_and_gradient(x, self.gradient, g)?)
     }
 
-    /// Finite-difference gradients are checked against the exact one (or the other scheme, see
-    /// [`Gradient::checked_against`]): one more gradient pass.
+    /// Finite-difference gradients are checked against the exact one (or another scheme, see
+    /// `backend::checked_against`): one more gradient pass.
     fn gradient_error(
         &mut self,
         x: &[f64],
@@ -171,9 +171,9 @@ impl Objective for TermObjective {
             bytes: g.len().saturating_mul(size_of::<f64>()),
         })?;
         let evaluator = &mut self.evaluator;
-        let checked = self
-            .gradient
-            .checked_against(|kind| evaluator.gradient(x, kind, &mut reference))?;
+        let checked = crate::backend::checked_against(self.gradient, |kind| {
+            evaluator.gradient(x, kind, &mut reference)
+        })?;
         Ok(checked.map(|(kind, ())| {
             vector::update_with(&mut reference, g, |r, g| g - r);
             GradientError {

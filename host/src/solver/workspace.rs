@@ -400,9 +400,9 @@ mod device {
         ) -> Result<Option<GradientError>, EvalError> {
             let mut reference = self.zeros()?;
             let objective = &mut self.objective;
-            let checked = objective
-                .gradient_kind()
-                .checked_against(|kind| objective.gradient_as(kind, x, &mut reference))?;
+            let checked = crate::objective::checked_against(objective.gradient_kind(), |kind| {
+                objective.gradient_as(kind, x, &mut reference)
+            })?;
             let Some((kind, ())) = checked else {
                 return Ok(None);
             };

@@ -38,7 +38,7 @@ fn fit_line() -> Result<(), Box<dyn std::error::Error>> {
 
     let points = 200_000;
     let problem = TermProblem::<RobustLine>::with_data(2, line_data(points), points)?;
-    // Exact derivatives of RobustLine's own `eval`; `FiniteDifference::Central` would difference it.
+    // Exact derivatives of RobustLine's own `eval`; `Gradient::Central` would difference it.
     let mut objective = TermObjective::new(backend.load(problem)?, Gradient::Exact);
     let (x0, options) = ([0.0, 0.0], Options::default());
     let result = minimize(&mut objective, &x0, Method::Bfgs, &options)?;

@@ -9,8 +9,8 @@ mod raw;
 pub use raw::launch_raw;
 
 use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, Layout, NormalPass, Partials,
-    Pass, Share, WithResiduals,
+    BackendError, Evaluation, Evaluator, Gradient, Layout, NormalPass, Partials, Pass, Share,
+    WithResiduals,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{
@@ -26,7 +26,8 @@ use gpu_kernels::kernel::{
     term_value, value_partial, values_in_lanes,
 };
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
-use gpu_kernels::{Central, Data, Dual, FdScheme, Forward, SumOfSquares, Term, Window};
+use gpu_kernels::scheme::{Differences, Exact};
+use gpu_kernels::{Data, Dual, FdScheme, SumOfSquares, Term, Window};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -213,15 +214,7 @@ impl<T: Term> CpuEvaluator<T> {
         out: &mut [f64],
         value: bool,
     ) -> Vec<f64> {
-        let values = match gradient {
-            Gradient::Exact => self.group_chunks_with::<Exact>(x, first, stride, out, value),
-            Gradient::FiniteDifference(FiniteDifference::Forward) => {
-                self.group_chunks_with::<Differences<Forward>>(x, first, stride, out, value)
-            }
-            Gradient::FiniteDifference(FiniteDifference::Central) => {
-                self.group_chunks_with::<Differences<Central>>(x, first, stride, out, value)
-            }
-        };
+        let values = (SchemePasses::of(gradient).group_chunks)(self, x, first, stride, out, value);
         if value { values } else { Vec::new() }
     }
 
@@ -271,27 +264,18 @@ impl<T: Term> CpuEvaluator<T> {
     }
 
     /// A dense gradient's chunks of `share`: each a vector of `n` partial sums (not yet divided
-    /// by the spacing), and its terms' value sum when `value` is set.
+    /// by the scheme's divisor), and its terms' value sum when `value` is set.
     fn dense_partials(&self, x: &[f64], gradient: Gradient, value: bool, share: Share) -> Partials {
         let chunk = dense_chunk(x.len(), self.planned_rows(share));
         let chunks = share.range(self.problem.terms().div_ceil(chunk));
-        let ((values, vectors), spacing) = match gradient {
-            Gradient::Exact => (self.dense_chunks::<Exact>(x, chunk, chunks, value), None),
-            Gradient::FiniteDifference(fd @ FiniteDifference::Forward) => (
-                self.dense_chunks::<Differences<Forward>>(x, chunk, chunks, value),
-                Some(fd),
-            ),
-            Gradient::FiniteDifference(fd @ FiniteDifference::Central) => (
-                self.dense_chunks::<Differences<Central>>(x, chunk, chunks, value),
-                Some(fd),
-            ),
-        };
+        let (values, vectors) =
+            (SchemePasses::of(gradient).dense_chunks)(self, x, chunk, chunks, value);
         Partials {
             values: if value { values } else { Vec::new() },
             vectors,
             layout: Layout::Sums {
                 len: x.len(),
-                spacing,
+                divided_by: Some(gradient),
             },
         }
     }
@@ -360,7 +344,50 @@ trait CpuScheme<T: Term> {
         acc: &mut [f64],
         value: bool,
     ) -> f64;
+    /// The normal equations of residual term `T` over `terms`, with this scheme's Jacobian
+    /// rows, into `vector` (see [`chunk_partial`]); returns `Σ r²`.
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64;
 }
+
+/// A scheme's CPU passes over term `T`, as functions of the scheme type that the table maps a
+/// [`Gradient`] to: chosen once per pass, their work monomorphized inside.
+struct SchemePasses<T: Term> {
+    group_chunks: GroupChunks<T>,
+    dense_chunks: DenseChunks<T>,
+    normal_chunk: fn(Range<usize>, &[f64], Data<'_>, &mut [f64]) -> f64,
+}
+
+/// [`CpuEvaluator::group_chunks_with`] of one scheme.
+type GroupChunks<T> = fn(&CpuEvaluator<T>, &[f64], usize, usize, &mut [f64], bool) -> Vec<f64>;
+/// [`CpuEvaluator::dense_chunks`] of one scheme: the chunks' value sums and vectors.
+type DenseChunks<T> =
+    fn(&CpuEvaluator<T>, &[f64], usize, Range<usize>, bool) -> (Vec<f64>, Vec<f64>);
+
+impl<T: Term> SchemePasses<T> {
+    fn with<S: CpuScheme<T>>() -> Self {
+        Self {
+            group_chunks: CpuEvaluator::<T>::group_chunks_with::<S>,
+            dense_chunks: CpuEvaluator::<T>::dense_chunks::<S>,
+            normal_chunk: S::normal_chunk,
+        }
+    }
+}
+
+/// The one place the CPU turns a [`Gradient`] into its scheme type: a match generated from the
+/// scheme table (`gpu_kernels::scheme`).
+macro_rules! scheme_passes {
+    ([$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
+        impl<T: Term> SchemePasses<T> {
+            fn of(gradient: Gradient) -> Self {
+                match gradient {
+                    $(Gradient::$variant => Self::with::<$ty>(),)*
+                }
+            }
+        }
+    };
+}
+
+gpu_kernels::__schemes! { @with scheme_passes }
 
 /// Groups `first ..` of `g`'s `TERM_LANES` equal slices, one [`CpuScheme::group`] each.
 #[inline(always)]
@@ -378,9 +405,6 @@ fn one_group_at_a_time<T: Term, S: CpuScheme<T> + ?Sized>(
     }
     values
 }
-
-/// Finite differences with scheme `S`.
-struct Differences<S>(PhantomData<S>);
 
 impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
     #[inline(always)]
@@ -406,10 +430,12 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
         }
         sum.value()
     }
-}
 
-/// Exact derivatives on duals (`gpu_kernels::kernel::exact`).
-struct Exact;
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+        let rows = &mut DifferenceRow::<S>(PhantomData);
+        chunk_partial::<T, _>(terms, x, data, rows, vector)
+    }
+}
 
 /// Derivative lanes per evaluation of a dense term on the CPU: more than the GPU's
 /// `EXACT_LANES`, since memory for the window is no constraint here and each evaluation
@@ -483,6 +509,20 @@ impl<T: Term> CpuScheme<T> for Exact {
             }
         }
         sum.value()
+    }
+
+    /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`.
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+        let width = T::WINDOW.stride_width(x.len()).1;
+        if width <= 4 {
+            let mut window = [Dual::<4>::constant(0.0); 4];
+            let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
+            chunk_partial::<T, _>(terms, x, data, rows, vector)
+        } else {
+            let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
+            let rows = &mut ExactRow::new::<T>(&mut window, x);
+            chunk_partial::<T, _>(terms, x, data, rows, vector)
+        }
     }
 }
 
@@ -620,35 +660,15 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         catching_panics(|| {
             let problem = &sum.problem;
             let (n, data, terms) = (x.len(), problem.data(), problem.terms());
-            let width = T::WINDOW.stride_width(n).1;
             let chunk = row_block(n, sum.planned_rows(share));
             let chunks = share.range(terms.div_ceil(chunk));
             let len = n * n + n;
+            let normal_chunk = SchemePasses::<T>::of(jacobian).normal_chunk;
             let mut vectors = vec![0.0; chunks.len() * len];
             let values = each_chunk(
                 vectors.chunks_mut(len).zip(chunks).collect(),
                 |(vector, c)| {
-                    let terms = c * chunk..((c + 1) * chunk).min(terms);
-                    match jacobian {
-                        Gradient::Exact if width <= 4 => {
-                            let mut window = [Dual::<4>::constant(0.0); 4];
-                            let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
-                            chunk_partial::<T, _>(terms, x, data, rows, vector)
-                        }
-                        Gradient::Exact => {
-                            let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
-                            let rows = &mut ExactRow::new::<T>(&mut window, x);
-                            chunk_partial::<T, _>(terms, x, data, rows, vector)
-                        }
-                        Gradient::FiniteDifference(FiniteDifference::Forward) => {
-                            let rows = &mut DifferenceRow::<Forward>(PhantomData);
-                            chunk_partial::<T, _>(terms, x, data, rows, vector)
-                        }
-                        Gradient::FiniteDifference(FiniteDifference::Central) => {
-                            let rows = &mut DifferenceRow::<Central>(PhantomData);
-                            chunk_partial::<T, _>(terms, x, data, rows, vector)
-                        }
-                    }
+                    normal_chunk(c * chunk..((c + 1) * chunk).min(terms), x, data, vector)
                 },
             );
             Ok(Partials {
@@ -689,6 +709,7 @@ fn chunk_partial<T: Term, J: JacobianRow>(
 mod tests {
     use super::*;
     use gpu_kernels::terms::{ExtPowell, ExtRosenbrock, LsqExpSin, SeedExpSum};
+    use gpu_kernels::{Central, Forward};
 
     /// The exact gradient with terms side by side (eight per `eval`) is, to the bit, what one
     /// group at a time gives, and so are the value taken in the same pass and the value pass
@@ -747,47 +768,38 @@ mod tests {
         for k in 2..n {
             values.extend(t.iter().map(|t| (k as f64 * t).sin()));
         }
-        let problem = || TermProblem::<LsqExpSin>::with_data(n, values.clone(), rows).unwrap();
+        let problem = TermProblem::<LsqExpSin>::with_data(n, values, rows).unwrap();
         let x = [1.9, 0.65, 0.4, -0.3, 0.3, -0.2, 0.1];
-        let evaluator = CpuEvaluator::new(problem());
-        let problem = problem();
-        let data = problem.data();
-        for fd in [FiniteDifference::Forward, FiniteDifference::Central] {
+        let evaluator = CpuEvaluator::new(problem);
+        fn check<S: FdScheme>(kind: Gradient, evaluator: &CpuEvaluator<LsqExpSin>, x: &[f64]) {
+            let n = x.len();
+            let data = evaluator.problem.data();
+            let terms = evaluator.problem.terms();
             let mut g = vec![0.0; n];
-            evaluator.gradient(&x, fd.into(), &mut g, false).unwrap();
+            evaluator.gradient(x, kind, &mut g, false).unwrap();
             let mut reference = vec![0.0; n];
-            for k in 0..problem.terms() {
-                let scalar = |i| match fd {
-                    FiniteDifference::Forward => {
-                        DenseTerm::<LsqExpSin>::prepare::<Forward>(k, &x, data)
-                            .difference::<Forward>(&x, i)
-                    }
-                    FiniteDifference::Central => {
-                        DenseTerm::<LsqExpSin>::prepare::<Central>(k, &x, data)
-                            .difference::<Central>(&x, i)
-                    }
-                };
+            for k in 0..terms {
+                let term = DenseTerm::<LsqExpSin>::prepare::<S>(k, x, data);
                 for (i, r) in reference.iter_mut().enumerate() {
-                    *r += scalar(i);
+                    *r += term.difference::<S>(x, i);
                 }
             }
             // Both are finite differences of the same terms; they may differ only by rounding in
             // the term values: a few ε·Σ|φ_k| over the spacing.
-            let sum_abs: f64 = (0..problem.terms())
-                .map(|k| term_value::<LsqExpSin>(k, &x, data).abs())
+            let sum_abs: f64 = (0..terms)
+                .map(|k| term_value::<LsqExpSin>(k, x, data).abs())
                 .sum();
             for (i, (gi, r)) in g.iter().zip(&reference).enumerate() {
-                let spacing = match fd {
-                    FiniteDifference::Forward => Forward::steps(x[i]).spacing,
-                    FiniteDifference::Central => Central::steps(x[i]).spacing,
-                };
+                let spacing = S::steps(x[i]).spacing;
                 let expected = r / spacing;
                 let rounding = 8.0 * f64::EPSILON * sum_abs / spacing.abs();
                 assert!(
                     (gi - expected).abs() <= rounding,
-                    "{fd:?} g[{i}] = {gi}, one at a time {expected}, allowed {rounding:e}"
+                    "{kind:?} g[{i}] = {gi}, one at a time {expected}, allowed {rounding:e}"
                 );
             }
         }
+        check::<Forward>(Gradient::Forward, &evaluator, &x);
+        check::<Central>(Gradient::Central, &evaluator, &x);
     }
 }

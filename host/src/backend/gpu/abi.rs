@@ -7,11 +7,11 @@
 use super::ptx::ParamType;
 use KernelArg::{F64, Ptr};
 use gpu_kernels::kernel::{
-    AXPY, DENSE_FINISH_CENTRAL, DENSE_FINISH_EXACT, DENSE_FINISH_FORWARD, DIFFERENCE, DOT_PARTIALS,
-    MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_BLOCKS, SUM_PARTIALS,
+    AXPY, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_BLOCKS,
+    SUM_PARTIALS,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
-use gpu_kernels::{Central, Forward, Kernels, ResidualKernels, SumOfSquares};
+use gpu_kernels::{Gradient, Kernels, ResidualKernels, SumOfSquares};
 
 /// One kernel argument: a device address, an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,51 +102,6 @@ impl TermBuffers {
     }
 }
 
-/// A scheme's kernels: a term's gradient, the dense finishing kernel that goes with it, and a
-/// residual term's normal equations.
-pub trait SchemeKernels {
-    /// Term `T`'s gradient kernel in this scheme.
-    fn gradient_kernel<T: Kernels>() -> &'static str;
-    /// The kernel that sums a dense gradient's per-block partials (dividing by the spacing, for
-    /// finite differences).
-    const DENSE_FINISH: &'static str;
-    /// Residual term `T`'s normal-equations kernel in this scheme.
-    fn normal_kernel<T: ResidualKernels>() -> &'static str;
-}
-
-/// Exact derivatives (the `_gradient_exact` and `_normal_exact` entries).
-pub struct Exact;
-
-impl SchemeKernels for Exact {
-    fn gradient_kernel<T: Kernels>() -> &'static str {
-        T::GRADIENT_EXACT
-    }
-    const DENSE_FINISH: &'static str = DENSE_FINISH_EXACT;
-    fn normal_kernel<T: ResidualKernels>() -> &'static str {
-        T::NORMAL_EXACT
-    }
-}
-
-impl SchemeKernels for Forward {
-    fn gradient_kernel<T: Kernels>() -> &'static str {
-        T::GRADIENT_FORWARD
-    }
-    const DENSE_FINISH: &'static str = DENSE_FINISH_FORWARD;
-    fn normal_kernel<T: ResidualKernels>() -> &'static str {
-        T::NORMAL_FORWARD
-    }
-}
-
-impl SchemeKernels for Central {
-    fn gradient_kernel<T: Kernels>() -> &'static str {
-        T::GRADIENT_CENTRAL
-    }
-    const DENSE_FINISH: &'static str = DENSE_FINISH_CENTRAL;
-    fn normal_kernel<T: ResidualKernels>() -> &'static str {
-        T::NORMAL_CENTRAL
-    }
-}
-
 /// One launch: a kernel and its arguments, always built together here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Launch {
@@ -173,21 +128,24 @@ impl Launch {
         }
     }
 
-    /// A term's gradient kernel: the gradient (banded) or per-block partials (dense) into `out`.
-    /// With `values` not 0, the same pass writes the value's per-block partials there.
-    pub fn gradient<T: Kernels, S: SchemeKernels>(
+    /// A term's gradient kernel of scheme `kind`: the gradient (banded) or per-block partials
+    /// (dense) into `out`. With `values` not 0, the same pass writes the value's per-block
+    /// partials there.
+    pub fn gradient<T: Kernels>(
+        kind: Gradient,
         buffers: TermBuffers,
         out: u64,
         values: u64,
     ) -> Launch {
         Launch {
-            kernel: S::gradient_kernel::<T>(),
+            kernel: T::GRADIENTS[kind as usize],
             args: buffers.args(out, values),
         }
     }
 
-    /// The dense gradient's second stage.
-    pub fn dense_finish<S: SchemeKernels>(
+    /// The dense gradient's second stage, for scheme `kind`.
+    pub fn dense_finish(
+        kind: Gradient,
         x: u64,
         n: usize,
         partials: u64,
@@ -195,7 +153,7 @@ impl Launch {
         g: u64,
     ) -> Launch {
         Launch {
-            kernel: S::DENSE_FINISH,
+            kernel: DENSE_FINISH[kind as usize],
             args: vec![
                 KernelArg::Ptr(x),
                 count(n),
@@ -209,15 +167,16 @@ impl Launch {
 
 /// The normal equations of a residual term (Levenberg–Marquardt).
 impl Launch {
-    /// A residual term's normal-equations kernel: `n² + n` partials per block into `out`, the
-    /// per-block `Σ r²` into `values`.
-    pub fn normal<T: ResidualKernels, S: SchemeKernels>(
+    /// A residual term's normal-equations kernel with scheme `kind`'s rows: `n² + n` partials
+    /// per block into `out`, the per-block `Σ r²` into `values`.
+    pub fn normal<T: ResidualKernels>(
+        kind: Gradient,
         buffers: TermBuffers,
         out: u64,
         values: u64,
     ) -> Launch {
         Launch {
-            kernel: S::normal_kernel::<T>(),
+            kernel: T::NORMALS[kind as usize],
             args: buffers.args(out, values),
         }
     }
@@ -373,16 +332,12 @@ const PLACEHOLDER_BUFFERS: TermBuffers = TermBuffers {
 /// checks each against its `.entry`.
 pub fn term_launches<T: Kernels>() -> Vec<Launch> {
     let b = PLACEHOLDER_BUFFERS;
-    vec![
-        Launch::value::<T>(b, 3),
-        Launch::sum_partials(3, 1, 4),
-        Launch::gradient::<T, Forward>(b, 3, 5),
-        Launch::gradient::<T, Central>(b, 3, 5),
-        Launch::gradient::<T, Exact>(b, 3, 5),
-        Launch::dense_finish::<Forward>(1, 1, 3, 1, 4),
-        Launch::dense_finish::<Central>(1, 1, 3, 1, 4),
-        Launch::dense_finish::<Exact>(1, 1, 3, 1, 4),
-    ]
+    let mut launches = vec![Launch::value::<T>(b, 3), Launch::sum_partials(3, 1, 4)];
+    for kind in Gradient::ALL {
+        launches.push(Launch::gradient::<T>(kind, b, 3, 5));
+        launches.push(Launch::dense_finish(kind, 1, 1, 3, 1, 4));
+    }
+    launches
 }
 
 /// Every launch a residual term's sum of squares makes: its term launches, and the normal
@@ -390,11 +345,7 @@ pub fn term_launches<T: Kernels>() -> Vec<Launch> {
 pub fn residual_launches<T: ResidualKernels>() -> Vec<Launch> {
     let b = PLACEHOLDER_BUFFERS;
     let mut launches = term_launches::<SumOfSquares<T>>();
-    launches.extend([
-        Launch::normal::<T, Forward>(b, 3, 5),
-        Launch::normal::<T, Central>(b, 3, 5),
-        Launch::normal::<T, Exact>(b, 3, 5),
-        Launch::sum_blocks(3, 2, 1, 4),
-    ]);
+    launches.extend(Gradient::ALL.map(|kind| Launch::normal::<T>(kind, b, 3, 5)));
+    launches.push(Launch::sum_blocks(3, 2, 1, 4));
     launches
 }

@@ -1,17 +1,15 @@
 //! A term problem on the GPU: its data uploaded once, its launches planned once, and each
 //! evaluation a few launches between sending `x` and bringing `f` or `∇f` back.
 
-use super::abi::{Exact, Launch, SchemeKernels, TermBuffers};
+use super::abi::{Launch, TermBuffers};
 use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
 use super::vectors::{DeviceVector, DeviceVectors};
-use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, FiniteDifference, Gradient, LaunchConfig,
-};
+use crate::backend::evaluator::{BackendError, Evaluation, Evaluator, Gradient, LaunchConfig};
 use crate::backend::problem::TermProblem;
+use gpu_kernels::Kernels;
 use gpu_kernels::kernel::GradientWork;
 use gpu_kernels::kernel::exact::exact_supported;
-use gpu_kernels::{Central, Forward, Kernels};
 use std::sync::Arc;
 
 /// Where a term problem's gradient kernels write.
@@ -27,8 +25,9 @@ struct GradientTargets {
 }
 
 impl GradientTargets {
-    fn plan<T: Kernels, S: SchemeKernels>(
+    fn plan<T: Kernels>(
         &self,
+        kind: Gradient,
         launcher: &Launcher,
         config: LaunchConfig,
     ) -> Result<GradientPlan, BackendError> {
@@ -38,13 +37,14 @@ impl GradientTargets {
             None => None,
             Some(partials) => {
                 let blocks = config.blocks as usize;
-                let finish = Launch::dense_finish::<S>(b.x, b.n, partials, blocks, self.g);
-                Some((finish, launcher.config(S::DENSE_FINISH, b.n)?))
+                let finish = Launch::dense_finish(kind, b.x, b.n, partials, blocks, self.g);
+                let config = launcher.config(finish.kernel, b.n)?;
+                Some((finish, config))
             }
         };
         Ok(GradientPlan {
-            kernel: Launch::gradient::<T, S>(b, out, 0),
-            with_value: Launch::gradient::<T, S>(b, out, self.values),
+            kernel: Launch::gradient::<T>(kind, b, out, 0),
+            with_value: Launch::gradient::<T>(kind, b, out, self.values),
             value_sum: Launch::sum_partials(self.values, config.blocks as usize, self.f),
             config,
             finish,
@@ -71,10 +71,9 @@ pub struct GpuEvaluator {
     pub(super) buffers: TermBuffers,
     value: (Launch, LaunchConfig),
     sum: (Launch, LaunchConfig),
-    forward: GradientPlan,
-    central: GradientPlan,
-    /// Or why the exact kernels cannot take this problem.
-    exact: Result<GradientPlan, &'static str>,
+    /// Per scheme, in the table's order; or why the scheme cannot take this problem (the exact
+    /// kernels, past their window limit).
+    gradients: Vec<Result<GradientPlan, &'static str>>,
     // Device buffers; the launches above hold their addresses.
     x: Buffer,
     g: Buffer,
@@ -123,17 +122,14 @@ impl GpuEvaluator {
             SINGLE_THREAD,
         );
 
-        // Dense gradients need `n` partials per block; size them for the larger of the two plans.
+        // Dense gradients need `n` partials per block; size them for the largest plan.
         let work = GradientWork::of::<T>(n, data);
         let dense = matches!(work, GradientWork::Terms(_));
         let work = work.units();
-        let forward_config = l.config(T::GRADIENT_FORWARD, work)?;
-        let central_config = l.config(T::GRADIENT_CENTRAL, work)?;
-        let exact_config = l.config(T::GRADIENT_EXACT, work)?;
-        let partial_blocks = forward_config
-            .blocks
-            .max(central_config.blocks)
-            .max(exact_config.blocks) as usize;
+        let configs = (Gradient::ALL.iter())
+            .map(|&kind| l.config(T::GRADIENTS[kind as usize], work))
+            .collect::<Result<Vec<_>, _>>()?;
+        let partial_blocks = configs.iter().map(|c| c.blocks).max().unwrap_or(1) as usize;
         let gradient_partials = l.alloc(
             "gradient partial sums",
             if dense { partial_blocks * n } else { 0 },
@@ -146,21 +142,20 @@ impl GpuEvaluator {
             values: gradient_value_partials.address(),
             f: f.address(),
         };
-        let forward = targets.plan::<T, Forward>(l, forward_config)?;
-        let central = targets.plan::<T, Central>(l, central_config)?;
-        let exact = match exact_supported::<T>(n, true) {
-            Ok(()) => Ok(targets.plan::<T, Exact>(l, exact_config)?),
-            Err(why) => Err(why),
-        };
+        let exact = exact_supported::<T>(n, true);
+        let gradients = (Gradient::ALL.iter().zip(configs))
+            .map(|(&kind, config)| match (kind, exact) {
+                (Gradient::Exact, Err(why)) => Ok(Err(why)),
+                _ => targets.plan::<T>(kind, l, config).map(Ok),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
 
         Ok(Self {
             n,
             buffers,
             value,
             sum,
-            forward,
-            central,
-            exact,
+            gradients,
             x,
             g,
             f,
@@ -231,14 +226,9 @@ impl GpuEvaluator {
     /// Launches the gradient kernels on the evaluator's `x`, into its `g`; `with_value` also
     /// takes the value in the same pass, into its `f`.
     fn gradient_at_x(&mut self, gradient: Gradient, with_value: bool) -> Result<(), BackendError> {
-        let plan = match gradient {
-            Gradient::FiniteDifference(FiniteDifference::Forward) => &self.forward,
-            Gradient::FiniteDifference(FiniteDifference::Central) => &self.central,
-            Gradient::Exact => self
-                .exact
-                .as_ref()
-                .map_err(|why| BackendError::ExactUnsupported(why))?,
-        };
+        let plan = self.gradients[gradient as usize]
+            .as_ref()
+            .map_err(|why| BackendError::ExactUnsupported(why))?;
         let l = &self.launcher;
         l.launch(
             if with_value {

@@ -1,23 +1,21 @@
 //! The GPU's normal-equations pass over a residual term's sum of squares: one `_normal_`
 //! kernel (per-block partials of `JᵀJ`, `Jᵀr` and `Σ r²`), then block-ordered sums.
 
-use super::abi::{Exact, Launch};
+use super::abi::Launch;
 use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
 use super::launcher::{Launcher, SINGLE_THREAD};
-use crate::backend::evaluator::{
-    BackendError, FiniteDifference, Gradient, LaunchConfig, NormalPass, WithResiduals,
-};
+use crate::backend::evaluator::{BackendError, Gradient, LaunchConfig, NormalPass, WithResiduals};
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::normal::{mirror_upper, normal_supported};
-use gpu_kernels::{Central, Forward, ResidualKernels, SumOfSquares};
+use gpu_kernels::{ResidualKernels, SumOfSquares};
 use std::sync::Arc;
 
 /// The normal-equations pass of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
     residuals: usize,
-    /// Per scheme (forward, central, exact); or why the pass does not take this problem.
-    normal: Result<[NormalPlan; 3], &'static str>,
+    /// Per scheme, in the table's order; or why the pass does not take this problem.
+    normal: Result<Vec<NormalPlan>, &'static str>,
     normal_out: Buffer,
     _partials: Buffer,
     _value_partials: Buffer,
@@ -48,11 +46,9 @@ pub fn load_least_squares<T: ResidualKernels>(
     let sum = GpuEvaluator::new(launcher.clone(), problem)?;
     let l = &*launcher;
     let len = n * n + n;
-    let configs = [
-        l.config(T::NORMAL_FORWARD, residuals)?,
-        l.config(T::NORMAL_CENTRAL, residuals)?,
-        l.config(T::NORMAL_EXACT, residuals)?,
-    ];
+    let configs = (T::NORMALS.iter())
+        .map(|kernel| l.config(kernel, residuals))
+        .collect::<Result<Vec<_>, _>>()?;
     let blocks = configs.iter().map(|c| c.blocks).max().unwrap_or(1) as usize;
     let partials = l.alloc(
         "normal-equations partial sums",
@@ -79,11 +75,9 @@ pub fn load_least_squares<T: ResidualKernels>(
     };
     let b = sum.buffers;
     let normal = supported.map(|()| {
-        [
-            plan(Launch::normal::<T, Forward>(b, out, values), configs[0]),
-            plan(Launch::normal::<T, Central>(b, out, values), configs[1]),
-            plan(Launch::normal::<T, Exact>(b, out, values), configs[2]),
-        ]
+        (Gradient::ALL.iter().zip(configs))
+            .map(|(&kind, config)| plan(Launch::normal::<T>(kind, b, out, values), config))
+            .collect()
     });
     let pass = GpuResiduals {
         residuals,
@@ -112,11 +106,7 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
             kernel: "normal equations".to_owned(),
             reason: (*why).to_owned(),
         })?;
-        let plan = match jacobian {
-            Gradient::FiniteDifference(FiniteDifference::Forward) => &plans[0],
-            Gradient::FiniteDifference(FiniteDifference::Central) => &plans[1],
-            Gradient::Exact => &plans[2],
-        };
+        let plan = &plans[jacobian as usize];
         let n = x.len();
         sum.send_x(x)?;
         let l = &sum.launcher;
