@@ -1,0 +1,329 @@
+//! A term problem on the CPU: every pass cut into the chunks of the plan, each chunk's work
+//! given by the scheme, the chunks' results combined in chunk order.
+
+use super::plan::{GROUP_CHUNK, VALUE_CHUNK, dense_chunk, each_chunk};
+use super::schemes::SchemePasses;
+use crate::backend::evaluator::{
+    BackendError, Evaluation, Evaluator, Gradient, Layout, Partials, Pass, Share,
+};
+use crate::backend::problem::TermProblem;
+use gpu_kernels::kernel::exact::{exact_supported, terms_in_lanes};
+use gpu_kernels::kernel::{
+    CompensatedLanes, CompensatedRun, GradientWork, sum_in_order, term_value, value_partial,
+    values_in_lanes,
+};
+use gpu_kernels::lanes::TERM_LANES;
+use gpu_kernels::{Data, Term, Window};
+use std::ops::Range;
+
+/// A term problem evaluated on the CPU.
+pub struct CpuEvaluator<T> {
+    pub(super) problem: TermProblem<T>,
+}
+
+impl<T: Term> CpuEvaluator<T> {
+    /// Holds `problem`: on the CPU there is nothing to upload.
+    pub fn new(problem: TermProblem<T>) -> Self {
+        Self { problem }
+    }
+
+    /// The rows the chunks of a dense problem are sized for: the whole problem's.
+    pub(super) fn planned_rows(&self, share: Share) -> usize {
+        match share {
+            Share::Rows { total } => total,
+            Share::Whole | Share::Terms { .. } => self.problem.terms(),
+        }
+    }
+
+    /// `Σ_k φ_k(x)`: compensated chunk sums in parallel, then added in chunk order, as the GPU
+    /// adds its blocks'.
+    pub fn value(&self, x: &[f64]) -> f64 {
+        self.value_partials(x, Share::Whole).value()
+    }
+
+    fn value_partials(&self, x: &[f64], share: Share) -> Partials {
+        let data = self.problem.data();
+        let terms = self.problem.terms();
+        let chunk = match T::WINDOW {
+            Window::Dense => dense_chunk(x.len(), self.planned_rows(share)),
+            Window::Separable | Window::Banded { .. } => VALUE_CHUNK,
+        };
+        let chunks = share.range(terms.div_ceil(chunk)).collect();
+        let values = each_chunk(chunks, |c| {
+            chunk_value::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
+        });
+        Partials {
+            values,
+            vectors: Vec::new(),
+            layout: Layout::sums(0),
+        }
+    }
+
+    /// Refuses an exact gradient the kernels cannot take (a banded window too wide).
+    fn check(&self, gradient: Gradient) -> Result<(), BackendError> {
+        if gradient == Gradient::Exact {
+            exact_supported::<T>(self.problem.n(), false)
+                .map_err(BackendError::ExactUnsupported)?;
+        }
+        Ok(())
+    }
+
+    /// The gradient, per term, into `g`; with `value`, also `f(x)` from the same pass (else
+    /// the return is 0).
+    pub fn gradient(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        g: &mut [f64],
+        value: bool,
+    ) -> Result<f64, BackendError> {
+        match GradientWork::of::<T>(x.len(), self.problem.data()) {
+            GradientWork::Groups { stride, .. } if g.len() == x.len() => {
+                // Straight into g, which the chunks own slices of: no partials to copy.
+                let values = self.group_chunks(x, gradient, 0, stride, g, value);
+                Ok(sum_in_order(values.into_iter()))
+            }
+            _ => self
+                .gradient_partials(x, gradient, value, Share::Whole)
+                .gradient_into(x, g),
+        }
+    }
+
+    /// As [`Evaluator::partials`] for a gradient.
+    fn gradient_partials(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        value: bool,
+        share: Share,
+    ) -> Partials {
+        match GradientWork::of::<T>(x.len(), self.problem.data()) {
+            GradientWork::Groups { groups, stride } => {
+                let chunks = share.range(groups.div_ceil(GROUP_CHUNK));
+                let width = GROUP_CHUNK * stride;
+                let slice = chunks.start * width..(chunks.end * width).min(x.len());
+                let mut vectors = vec![0.0; slice.len()];
+                let values =
+                    self.group_chunks(x, gradient, chunks.start, stride, &mut vectors, value);
+                Partials {
+                    values,
+                    vectors,
+                    layout: Layout::Slices,
+                }
+            }
+            GradientWork::Terms(_) => self.dense_partials(x, gradient, value, share),
+        }
+    }
+
+    /// A banded gradient's chunks from `first` on, as many as `out` holds variables of (it
+    /// starts at chunk `first`'s first variable): each writes its groups' part of `∇f` and
+    /// returns its terms' value sum when `value` is set.
+    fn group_chunks(
+        &self,
+        x: &[f64],
+        gradient: Gradient,
+        first: usize,
+        stride: usize,
+        out: &mut [f64],
+        value: bool,
+    ) -> Vec<f64> {
+        let values = (SchemePasses::<T>::of(gradient).group_chunks)(
+            self.problem.data(),
+            x,
+            first,
+            stride,
+            out,
+            value,
+        );
+        if value { values } else { Vec::new() }
+    }
+
+    /// A dense gradient's chunks of `share`: each a vector of `n` partial sums (not yet divided
+    /// by the scheme's divisor), and its terms' value sum when `value` is set.
+    fn dense_partials(&self, x: &[f64], gradient: Gradient, value: bool, share: Share) -> Partials {
+        let chunk = dense_chunk(x.len(), self.planned_rows(share));
+        let chunks = share.range(self.problem.terms().div_ceil(chunk));
+        let (data, terms) = (self.problem.data(), self.problem.terms());
+        let dense_chunks = SchemePasses::<T>::of(gradient).dense_chunks;
+        let (values, vectors) = dense_chunks(data, terms, x, chunk, chunks, value);
+        Partials {
+            values: if value { values } else { Vec::new() },
+            vectors,
+            layout: Layout::Sums {
+                len: x.len(),
+                divided_by: Some(gradient),
+            },
+        }
+    }
+}
+
+/// The value of a chunk's `terms`, summed as every CPU pass sums a chunk (term `i` of the
+/// chunk to running sum `i mod 8`): eight terms per `eval` on lanes where the term allows it
+/// ([`terms_in_lanes`]; seed-expsum's value at n = 10⁶: 1.85 → 0.78 ms), else one at a time.
+fn chunk_value<T: Term>(terms: Range<usize>, x: &[f64], data: Data<'_>) -> f64 {
+    if !terms_in_lanes::<T>() {
+        return value_partial::<T, CompensatedRun>(terms, x, data);
+    }
+    let whole = terms.start + terms.len() / TERM_LANES * TERM_LANES;
+    let mut sum = CompensatedLanes::default();
+    for first in (terms.start..whole).step_by(TERM_LANES) {
+        sum.add_lanes(values_in_lanes::<T>(first, x, data));
+    }
+    for (lane, k) in (whole..terms.end).enumerate() {
+        sum.add_to(lane, term_value::<T>(k, x, data));
+    }
+    sum.value()
+}
+
+/// Runs one pass over the terms, turning a panic in a term's own code (a bug in its source,
+/// say an index past an array of its own) into [`BackendError::TermPanicked`], which the
+/// solver returns, as a kernel fault is on the GPU, instead of unwinding through the caller's
+/// solve. (rayon hands a worker's panic to the thread that started the pass.) A pass leaves
+/// nothing behind but its output, which the error replaces: no state is half-updated, so
+/// `AssertUnwindSafe` holds.
+pub(super) fn catching_panics<V>(
+    pass: impl FnOnce() -> Result<V, BackendError>,
+) -> Result<V, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(pass)).unwrap_or_else(|payload| {
+        let message = match (
+            payload.downcast_ref::<&str>(),
+            payload.downcast_ref::<String>(),
+        ) {
+            (Some(text), _) => (*text).to_string(),
+            (None, Some(text)) => text.clone(),
+            (None, None) => "(a panic without a message)".to_string(),
+        };
+        Err(BackendError::TermPanicked(message))
+    })
+}
+
+impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
+    fn dim(&self) -> usize {
+        self.problem.n()
+    }
+
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        match evaluation {
+            Evaluation::Value => catching_panics(|| Ok(CpuEvaluator::value(self, x))),
+            Evaluation::Gradient { gradient, g, value } => {
+                self.check(gradient)?;
+                catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, value))
+            }
+            Evaluation::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+        }
+    }
+
+    /// The chunks of the one-process plan, for any share: a rank's partials are exactly those
+    /// chunks' sums, so the ranks' partials in rank order finish to the one-process bits.
+    fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
+        match pass {
+            Pass::Value => catching_panics(|| Ok(self.value_partials(x, share))),
+            Pass::Gradient { gradient, value } => {
+                self.check(gradient)?;
+                catching_panics(|| Ok(self.gradient_partials(x, gradient, value, share)))
+            }
+            Pass::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_kernels::kernel::DenseTerm;
+    use gpu_kernels::kernel::exact::banded_group_gradient_exact;
+    use gpu_kernels::terms::{ExtPowell, ExtRosenbrock, LsqExpSin, SeedExpSum};
+    use gpu_kernels::{Central, FdScheme, Forward};
+
+    /// The exact gradient with terms side by side (eight per `eval`) is, to the bit, what one
+    /// group at a time gives, and so are the value taken in the same pass and the value pass
+    /// (both on lanes) what one term at a time gives. The sizes leave partial blocks of lanes
+    /// at the end of a chunk and of the problem, and more than one chunk.
+    #[test]
+    fn terms_side_by_side_are_one_group_at_a_time() {
+        fn check<T: Term + gpu_kernels::Kernels>(n: usize) {
+            assert!(terms_in_lanes::<T>());
+            let problem = TermProblem::<T>::new(n).unwrap();
+            let x: Vec<f64> = (0..n)
+                .map(|i| ((i * 37) % 101) as f64 / 40.0 - 1.2)
+                .collect();
+            let evaluator = CpuEvaluator::new(problem);
+            let mut g = vec![f64::NAN; n];
+            let f = evaluator
+                .gradient(&x, Gradient::Exact, &mut g, true)
+                .unwrap();
+            assert_eq!(f.to_bits(), evaluator.value(&x).to_bits(), "n = {n}");
+            let terms = T::terms(n, Data::EMPTY);
+            let chunks = (0..terms).step_by(VALUE_CHUNK);
+            let one_term_at_a_time = sum_in_order(chunks.map(|start| {
+                let chunk = start..(start + VALUE_CHUNK).min(terms);
+                value_partial::<T, CompensatedRun>(chunk, &x, Data::EMPTY)
+            }));
+            assert_eq!(f.to_bits(), one_term_at_a_time.to_bits(), "n = {n}");
+            let (stride, _) = T::WINDOW.stride_width(n);
+            for (group, group_g) in g.chunks(stride).enumerate() {
+                let mut one = vec![f64::NAN; group_g.len()];
+                banded_group_gradient_exact::<T>(group, &x, Data::EMPTY, &mut one, false);
+                for (a, b) in group_g.iter().zip(&one) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "n = {n}, group {group}");
+                }
+            }
+        }
+        for n in [1, 7, 8, 9, GROUP_CHUNK + 13, 3 * GROUP_CHUNK] {
+            check::<SeedExpSum>(n);
+        }
+        for n in [2, 16, 18, 2 * GROUP_CHUNK + 6] {
+            check::<ExtRosenbrock>(n);
+        }
+        for n in [4, 32, 36, 4 * GROUP_CHUNK + 12] {
+            check::<ExtPowell>(n);
+        }
+    }
+
+    /// The dense gradient on lanes (four variables per `eval`) against differencing one
+    /// variable at a time; n = 7 leaves a partial group of lanes at the end.
+    #[test]
+    fn lanes_agree_with_one_variable_at_a_time() {
+        let n = 7;
+        // Columns t, y and sin(k·t) for k = 2 .. n−1, as lsq-expsin's term reads them.
+        let rows = 500;
+        let t: Vec<f64> = (0..rows).map(|j| 0.02 * j as f64).collect();
+        let mut values: Vec<f64> = t.iter().copied().chain(t.iter().map(|t| t.cos())).collect();
+        for k in 2..n {
+            values.extend(t.iter().map(|t| (k as f64 * t).sin()));
+        }
+        let problem = TermProblem::<LsqExpSin>::with_data(n, values, rows).unwrap();
+        let x = [1.9, 0.65, 0.4, -0.3, 0.3, -0.2, 0.1];
+        let evaluator = CpuEvaluator::new(problem);
+        fn check<S: FdScheme>(kind: Gradient, evaluator: &CpuEvaluator<LsqExpSin>, x: &[f64]) {
+            let n = x.len();
+            let data = evaluator.problem.data();
+            let terms = evaluator.problem.terms();
+            let mut g = vec![0.0; n];
+            evaluator.gradient(x, kind, &mut g, false).unwrap();
+            let mut reference = vec![0.0; n];
+            for k in 0..terms {
+                let term = DenseTerm::<LsqExpSin>::prepare::<S>(k, x, data);
+                for (i, r) in reference.iter_mut().enumerate() {
+                    *r += term.difference::<S>(x, i);
+                }
+            }
+            // Both are finite differences of the same terms; they may differ only by rounding in
+            // the term values: a few ε·Σ|φ_k| over the spacing.
+            let sum_abs: f64 = (0..terms)
+                .map(|k| term_value::<LsqExpSin>(k, x, data).abs())
+                .sum();
+            for (i, (gi, r)) in g.iter().zip(&reference).enumerate() {
+                let spacing = S::steps(x[i]).spacing;
+                let expected = r / spacing;
+                let rounding = 8.0 * f64::EPSILON * sum_abs / spacing.abs();
+                assert!(
+                    (gi - expected).abs() <= rounding,
+                    "{kind:?} g[{i}] = {gi}, one at a time {expected}, allowed {rounding:e}"
+                );
+            }
+        }
+        check::<Forward>(Gradient::Forward, &evaluator, &x);
+        check::<Central>(Gradient::Central, &evaluator, &x);
+    }
+}

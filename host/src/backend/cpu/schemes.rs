@@ -1,0 +1,361 @@
+//! The gradient schemes as the CPU runs them: [`CpuScheme`], implemented for the scheme types of
+//! `gpu_kernels::scheme`, and the chunk loops each scheme's passes are made of. A kind becomes
+//! its scheme type in one match, generated from the scheme table ([`SchemePasses::of`]).
+
+use super::plan::{GROUP_CHUNK, each_chunk};
+use crate::backend::evaluator::Gradient;
+use gpu_kernels::kernel::exact::{
+    Seeded, banded_group_gradient_exact, disjoint_exact_in_lanes, fill_constants, terms_in_lanes,
+};
+use gpu_kernels::kernel::normal::{
+    DifferenceRow, ExactRow, JacobianRow, NORMAL_LANES_WIDTH_MAX, NormalLanes, NormalPartial,
+    NormalSum, normal_partial,
+};
+use gpu_kernels::kernel::{CompensatedLanes, CompensatedRun, DenseTerm, banded_group_gradient};
+use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
+use gpu_kernels::scheme::{Differences, Exact};
+use gpu_kernels::{Data, Dual, FdScheme, Term, Window};
+use std::marker::PhantomData;
+use std::ops::Range;
+
+/// A gradient scheme as the CPU runs it, over the work the window gives: one variable group
+/// (banded windows), or a run of dense terms adding to a chunk's partials (which
+/// [`Partials::gradient_into`] finishes).
+pub(super) trait CpuScheme<T: Term> {
+    /// A group's part of `∇f` into `g`; with `value`, the value of the term it owns.
+    /// Implementations are `#[inline(always)]`: called once per variable from the chunk loops,
+    /// a call per group had cost seed-expsum's value-and-gradient pass a quarter of its time.
+    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64;
+    /// [`group`](CpuScheme::group) for groups `first .. first + TERM_LANES` (their slices of
+    /// `∇f` end to end in `g`), with the same results: one group at a time unless the scheme
+    /// can take their terms side by side.
+    #[inline(always)]
+    fn groups(
+        first: usize,
+        x: &[f64],
+        data: Data<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> [f64; TERM_LANES] {
+        one_group_at_a_time::<T, Self>(first, x, data, g, value)
+    }
+    /// Adds `terms`' contributions to `acc`; with `value`, returns their values' sum.
+    fn dense_terms(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        acc: &mut [f64],
+        value: bool,
+    ) -> f64;
+    /// The normal equations of residual term `T` over `terms`, with this scheme's Jacobian
+    /// rows, into `vector` (see [`chunk_partial`]); returns `Σ r²`.
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64;
+}
+
+/// A scheme's CPU passes over term `T`, as functions of the scheme type that the table maps a
+/// [`Gradient`] to: chosen once per pass, their work monomorphized inside.
+pub(super) struct SchemePasses<T: Term> {
+    /// [`group_chunks`] of the scheme.
+    pub group_chunks: GroupChunks,
+    /// [`dense_chunks`] of the scheme.
+    pub dense_chunks: DenseChunks,
+    /// [`CpuScheme::normal_chunk`] of the scheme.
+    pub normal_chunk: fn(Range<usize>, &[f64], Data<'_>, &mut [f64]) -> f64,
+    term: PhantomData<fn() -> T>,
+}
+
+/// [`group_chunks`] of one scheme: the chunks' value sums.
+type GroupChunks = fn(Data<'_>, &[f64], usize, usize, &mut [f64], bool) -> Vec<f64>;
+/// [`dense_chunks`] of one scheme: the chunks' value sums and vectors.
+type DenseChunks = fn(Data<'_>, usize, &[f64], usize, Range<usize>, bool) -> (Vec<f64>, Vec<f64>);
+
+impl<T: Term> SchemePasses<T> {
+    fn with<S: CpuScheme<T>>() -> Self {
+        Self {
+            group_chunks: group_chunks::<T, S>,
+            dense_chunks: dense_chunks::<T, S>,
+            normal_chunk: S::normal_chunk,
+            term: PhantomData,
+        }
+    }
+}
+
+/// The one place the CPU turns a [`Gradient`] into its scheme type: a match generated from the
+/// scheme table (`gpu_kernels::scheme`).
+macro_rules! scheme_passes {
+    ([$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
+        impl<T: Term> SchemePasses<T> {
+            pub(super) fn of(gradient: Gradient) -> Self {
+                match gradient {
+                    $(Gradient::$variant => Self::with::<$ty>(),)*
+                }
+            }
+        }
+    };
+}
+
+gpu_kernels::__schemes! { @with scheme_passes }
+
+/// Groups `first ..` of `g`'s `TERM_LANES` equal slices, one [`CpuScheme::group`] each.
+#[inline(always)]
+fn one_group_at_a_time<T: Term, S: CpuScheme<T> + ?Sized>(
+    first: usize,
+    x: &[f64],
+    data: Data<'_>,
+    g: &mut [f64],
+    value: bool,
+) -> [f64; TERM_LANES] {
+    let mut values = [0.0; TERM_LANES];
+    let groups = g.chunks_exact_mut(g.len() / TERM_LANES).zip(first..);
+    for (v, (group_g, group)) in values.iter_mut().zip(groups) {
+        *v = S::group(group, x, data, group_g, value);
+    }
+    values
+}
+
+impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
+    #[inline(always)]
+    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
+        banded_group_gradient::<T, S>(group, x, data, g, value)
+    }
+
+    fn dense_terms(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        acc: &mut [f64],
+        value: bool,
+    ) -> f64 {
+        let mut sum = CompensatedRun::default();
+        let mut lanes = DenseLanes::<T>::new(x);
+        for k in terms {
+            let term = DenseTerm::<T>::prepare::<S>(k, x, data);
+            lanes.accumulate::<S>(&term, x, acc);
+            if value {
+                sum.add(term.value::<S>(x));
+            }
+        }
+        sum.value()
+    }
+
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+        let rows = &mut DifferenceRow::<S>(PhantomData);
+        chunk_partial::<T, _>(terms, x, data, rows, vector)
+    }
+}
+
+/// Derivative lanes per evaluation of a dense term on the CPU: more than the GPU's
+/// `EXACT_LANES`, since memory for the window is no constraint here and each evaluation
+/// repeats the term's non-derivative work (lsq-expsin, p = 16: 43.7 ms per gradient with 16
+/// lanes, 52.6 ms with 4; `cargo bench --bench kernels`).
+const DENSE_LANES: usize = 16;
+
+impl<T: Term> CpuScheme<T> for Exact {
+    #[inline(always)]
+    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
+        banded_group_gradient_exact::<T>(group, x, data, g, value)
+    }
+
+    /// Side by side where the term allows it: one evaluation on lanes of eight terms, which
+    /// the compiler vectorizes across them (`exp` included). At n = 10⁶, the exact gradient
+    /// alone took 1.95 → 0.43 ms for seed-expsum and 3.9 → 1.3 ms for ext-powell.
+    #[inline(always)]
+    fn groups(
+        first: usize,
+        x: &[f64],
+        data: Data<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> [f64; TERM_LANES] {
+        if terms_in_lanes::<T>() {
+            disjoint_exact_in_lanes::<T>(first, x, data, g)
+        } else {
+            one_group_at_a_time::<T, Self>(first, x, data, g, value)
+        }
+    }
+
+    fn dense_terms(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        acc: &mut [f64],
+        value: bool,
+    ) -> f64 {
+        let mut sum = CompensatedRun::default();
+        let mut window = vec![Dual::constant(0.0); x.len()];
+        fill_constants(&mut window, x);
+        // One seeding per group of lanes for all the chunk's terms (whose data then come from
+        // cache after the first group); each variable still adds its terms in order.
+        for first in (0..x.len()).step_by(DENSE_LANES) {
+            let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
+            // The lanes' sums stay in registers through the chunk rather than in `acc`
+            // (memory) at every term. One loop, its value sum optional, in a closure: as
+            // measured on lsq-expsin, two copies of the loop left the term's `eval` to the
+            // inliner, which declined it (1.7× slower), and the same loop without the closure
+            // took 10 % longer.
+            let mut lanes = [0.0; DENSE_LANES];
+            let mut each_term = |mut values: Option<&mut CompensatedRun>| {
+                for k in terms.clone() {
+                    let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
+                    for (l, d) in lanes.iter_mut().zip(result.derivatives) {
+                        *l += d;
+                    }
+                    if let Some(sum) = values.as_deref_mut() {
+                        sum.add(result.value);
+                    }
+                }
+            };
+            if value && first == 0 {
+                each_term(Some(&mut sum));
+            } else {
+                each_term(None);
+            }
+            // `acc` holds zeros until now, so the bits are those of adding into it directly.
+            for (a, l) in acc[first..].iter_mut().zip(lanes) {
+                *a += l;
+            }
+        }
+        sum.value()
+    }
+
+    /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`.
+    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+        let width = T::WINDOW.stride_width(x.len()).1;
+        if width <= 4 {
+            let mut window = [Dual::<4>::constant(0.0); 4];
+            let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
+            chunk_partial::<T, _>(terms, x, data, rows, vector)
+        } else {
+            let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
+            let rows = &mut ExactRow::new::<T>(&mut window, x);
+            chunk_partial::<T, _>(terms, x, data, rows, vector)
+        }
+    }
+}
+
+/// How a chunk adds up a dense term's differences: four variables per `eval` call on lanes
+/// when the term allows it (then this holds `x` splatted), one at a time otherwise.
+struct DenseLanes<T> {
+    lanes: Vec<Lanes>,
+    term: PhantomData<T>,
+}
+
+impl<T: Term> DenseLanes<T> {
+    fn new(x: &[f64]) -> Self {
+        let lanes = if T::EVAL_IN_LANES {
+            x.iter().map(|&v| Lanes::splat(v)).collect()
+        } else {
+            Vec::new()
+        };
+        DenseLanes {
+            lanes,
+            term: PhantomData,
+        }
+    }
+
+    /// `acc[i] += term's difference in variable i`, for every i.
+    fn accumulate<S: FdScheme>(&mut self, term: &DenseTerm<'_, T>, x: &[f64], acc: &mut [f64]) {
+        if T::EVAL_IN_LANES {
+            for (first, acc) in (0..x.len()).step_by(LANES).zip(acc.chunks_mut(LANES)) {
+                let differences = term.differences_in_lanes::<S>(&mut self.lanes, first);
+                for (a, d) in acc.iter_mut().zip(differences) {
+                    *a += d;
+                }
+            }
+        } else {
+            for (i, a) in acc.iter_mut().enumerate() {
+                *a += term.difference::<S>(x, i);
+            }
+        }
+    }
+}
+
+/// A banded gradient's chunks from `first` on, as many as `out` holds variables of (it starts at
+/// chunk `first`'s first variable): each writes its groups' part of `∇f` and returns its terms'
+/// value sum when `value` is set.
+fn group_chunks<T: Term, S: CpuScheme<T>>(
+    data: Data<'_>,
+    x: &[f64],
+    first: usize,
+    stride: usize,
+    out: &mut [f64],
+    value: bool,
+) -> Vec<f64> {
+    let chunks = out.chunks_mut(GROUP_CHUNK * stride).enumerate().collect();
+    each_chunk(chunks, |(c, chunk)| {
+        let first_group = (first + c) * GROUP_CHUNK;
+        // Whole blocks of TERM_LANES groups (which a scheme may take side by side), then
+        // the rest one group at a time.
+        let block = TERM_LANES * stride;
+        let in_blocks = chunk.len() / block * TERM_LANES;
+        let (blocks, rest) = chunk.split_at_mut(in_blocks * stride);
+        let blocks = blocks.chunks_exact_mut(block).enumerate();
+        let blocks = blocks.map(|(b, block_g)| (first_group + b * TERM_LANES, block_g));
+        let groups = rest.chunks_mut(stride).enumerate();
+        let groups = groups.map(|(j, group_g)| (first_group + in_blocks + j, group_g));
+        if !value {
+            // A gradient alone: no sum to carry. Its serial chain of additions is a
+            // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
+            for (group, block_g) in blocks {
+                S::groups(group, x, data, block_g, false);
+            }
+            for (group, group_g) in groups {
+                S::group(group, x, data, group_g, false);
+            }
+            return 0.0;
+        }
+        // Group i of the chunk owns its term i, which goes to running sum i mod 8 as in the
+        // value pass: a block's eight at once, then the rest (at most eight) one each.
+        let mut sum = CompensatedLanes::default();
+        for (group, block_g) in blocks {
+            sum.add_lanes(S::groups(group, x, data, block_g, true));
+        }
+        for (lane, (group, group_g)) in groups.enumerate() {
+            sum.add_to(lane, S::group(group, x, data, group_g, true));
+        }
+        sum.value()
+    })
+}
+
+/// A dense gradient's chunks `chunks` of `chunk` of the `terms` terms: their value sums, and
+/// their vectors end to end.
+fn dense_chunks<T: Term, S: CpuScheme<T>>(
+    data: Data<'_>,
+    terms: usize,
+    x: &[f64],
+    chunk: usize,
+    chunks: Range<usize>,
+    value: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let mut vectors = vec![0.0; chunks.len() * n];
+    let values = each_chunk(vectors.chunks_mut(n).zip(chunks).collect(), |(acc, c)| {
+        S::dense_terms(c * chunk..((c + 1) * chunk).min(terms), x, data, acc, value)
+    });
+    (values, vectors)
+}
+
+/// One chunk's normal equations over `terms`, with rows made by `rows`: the upper triangle of
+/// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`. Dense terms of at
+/// most [`NORMAL_LANES_WIDTH_MAX`] variables are summed eight rows at a time ([`NormalLanes`]).
+fn chunk_partial<T: Term, J: JacobianRow>(
+    terms: Range<usize>,
+    x: &[f64],
+    data: Data<'_>,
+    rows: &mut J,
+    vector: &mut [f64],
+) -> f64 {
+    let n = x.len();
+    let (jtj, jtr) = vector.split_at_mut(n * n);
+    let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
+    if matches!(T::WINDOW, Window::Dense) && n <= NORMAL_LANES_WIDTH_MAX {
+        let mut scratch = vec![Lanes::splat(0.0); NormalLanes::scratch_len(n)];
+        let mut partial = NormalLanes::new(&mut scratch, jtj, jtr);
+        normal_partial::<T, J, _>(terms, x, data, rows, &mut partial, &mut row);
+        partial.finish()
+    } else {
+        let mut partial = NormalPartial::new(jtj, jtr);
+        normal_partial::<T, J, _>(terms, x, data, rows, &mut partial, &mut row);
+        partial.finish()
+    }
+}
