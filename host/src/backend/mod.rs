@@ -7,7 +7,6 @@
 pub mod cpu;
 pub mod evaluator;
 pub mod gpu;
-#[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod problem;
 

@@ -17,9 +17,8 @@
 //! error of the lowest failing rank ([`BackendError::Rank`]), so all stop together, and the
 //! command line prints it once, from rank 0.
 
-use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, LeastSquaresEvaluator, Partials, Pass, Share,
-};
+use super::share::{Partials, Share};
+use crate::backend::evaluator::{BackendError, Evaluation, Evaluator, LeastSquaresEvaluator, Pass};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;

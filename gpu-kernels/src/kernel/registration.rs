@@ -1,0 +1,105 @@
+//! Registration: the two traits that name a registered term's PTX entries, and the macros that
+//! emit the entries and implement the traits, in the crate that registers the term. The entry
+//! names come from the scheme table (`scheme.rs`).
+
+use crate::scheme::SCHEMES;
+use crate::term::Term;
+
+/// The PTX entry points of a registered term. Implemented by
+/// [`register_term!`](crate::register_term); the host launches kernels by these names.
+pub trait Kernels: Term {
+    /// The name the term was registered under.
+    const NAME: &'static str;
+    /// `(x, n, data, data_len, data_rows, out, values)`: one partial sum per block into
+    /// `values`; `out` unused.
+    const VALUE: &'static str;
+    /// Per gradient scheme, in the table's order (`Gradient::ALL`):
+    /// `(x, n, data, data_len, data_rows, out, values)`, the gradient (banded) or one partial
+    /// gradient per block (dense) into `out`; unless `values` is null, the value's per-block
+    /// partials, from the same pass.
+    const GRADIENTS: [&'static str; SCHEMES];
+}
+
+/// Emits the PTX entry points of a [`Term`] and implements [`Kernels`] for it.
+///
+/// ```ignore
+/// register_term!(SeedExpSum, seed_expsum);
+/// // PTX: seed_expsum_value, seed_expsum_gradient_{exact,forward,central}
+/// ```
+#[macro_export]
+macro_rules! register_term {
+    ($term:ty, $name:ident) => {
+        impl $crate::kernel::Kernels for $term {
+            $crate::__kernel_names!($name);
+        }
+        $crate::__term_entries!($term, $name);
+    };
+}
+
+/// Registers a residual term `T` (its `eval` returns the residual `r_k`): emits the PTX entry
+/// points of its objective [`SumOfSquares<T>`](crate::SumOfSquares), which then implements
+/// [`Kernels`], and implements [`ResidualKernels`] for `T`. A registration in a user's crate
+/// goes through here, since `SumOfSquares` is not that crate's type.
+///
+/// ```ignore
+/// register_residuals!(ExpDecay, exp_decay);
+/// // PTX: exp_decay_value, exp_decay_gradient_{exact,forward,central}, of Σ r_k²;
+/// //      exp_decay_normal_{exact,forward,central}, the residuals' normal equations
+/// ```
+#[macro_export]
+macro_rules! register_residuals {
+    ($residual:ty, $name:ident) => {
+        impl $crate::kernel::ResidualKernels for $residual {
+            $crate::__kernel_names!($name);
+            $crate::__schemes! { @rows normal_names ($name) }
+        }
+        $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
+        $crate::__schemes! { @rows normal_entries ($residual, $name) }
+    };
+}
+
+/// The residual terms registered with [`register_residuals!`](crate::register_residuals): the
+/// entry points of their sum of squares, under the name given.
+pub trait ResidualKernels: Term {
+    /// As [`Kernels::NAME`].
+    const NAME: &'static str;
+    /// As [`Kernels::VALUE`].
+    const VALUE: &'static str;
+    /// As [`Kernels::GRADIENTS`].
+    const GRADIENTS: [&'static str; SCHEMES];
+    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows, out,
+    /// values)`, the normal equations' first stage (see [`normal`](super::normal)) with the scheme's Jacobian
+    /// rows: per block, `JᵀJ` (`n × n`, upper triangle) then `Jᵀr` into `out` (`n² + n` values a
+    /// block), `Σ r²` into `values`.
+    const NORMALS: [&'static str; SCHEMES];
+}
+
+impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {
+    const NAME: &'static str = T::NAME;
+    const VALUE: &'static str = T::VALUE;
+    const GRADIENTS: [&'static str; SCHEMES] = T::GRADIENTS;
+}
+
+/// The entry-point names of a term registered as `$name`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_names {
+    ($name:ident) => {
+        const NAME: &'static str = stringify!($name);
+        const VALUE: &'static str = concat!(stringify!($name), "_value");
+        $crate::__schemes! { @rows gradient_names ($name) }
+    };
+}
+
+/// The PTX entry points of term `$term`, named after `$name`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __term_entries {
+    ($term:ty, $name:ident) => {
+        $crate::__term_entry!(
+            concat!(stringify!($name), "_value"),
+            $crate::device::entry::value::<$term>
+        );
+        $crate::__schemes! { @rows gradient_entries ($term, $name) }
+    };
+}

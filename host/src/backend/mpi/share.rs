@@ -1,0 +1,172 @@
+//! What the processes of a sharded evaluation exchange, and how one process finishes them:
+//! which chunks a rank computes ([`Share`]), the partial results of a pass per chunk
+//! ([`Partials`]) and how they combine ([`Layout`]). One process finishes its own passes with
+//! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
+
+use crate::backend::evaluator::{BackendError, Gradient};
+use gpu_kernels::kernel::normal::mirror_upper;
+use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
+use std::ops::Range;
+
+/// Which of a pass's chunks an evaluator computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Share {
+    /// All of them: one process holds and evaluates the whole problem.
+    Whole,
+    /// Rank `rank`'s contiguous part ([`Share::range`]) of every pass's chunks of a problem that
+    /// every rank holds whole: the term ranges of a separable or banded problem.
+    Terms {
+        /// This process's rank, `0 .. ranks`.
+        rank: usize,
+        /// The number of processes.
+        ranks: usize,
+    },
+    /// Every chunk of the rows this evaluator holds: a whole number of row blocks (see
+    /// `backend::cpu::row_block`) of a dense problem of `total` rows, which sets the chunk
+    /// size. Each rank of a data-sharded fit loads only such rows.
+    Rows {
+        /// The rows of the whole problem, on all ranks.
+        total: usize,
+    },
+}
+
+impl Share {
+    /// This share's part of `items` chunks, blocks or terms: contiguous, in rank order, with
+    /// sizes that differ by at most one.
+    pub fn range(self, items: usize) -> Range<usize> {
+        match self {
+            Share::Terms { rank, ranks } if ranks > 0 => {
+                items * rank / ranks..items * (rank + 1) / ranks
+            }
+            _ => 0..items,
+        }
+    }
+}
+
+/// How a pass's chunk vectors make its result (see [`Partials`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each chunk's vector is its own slice of the result, which is their concatenation: a
+    /// banded gradient, where each chunk owns its variables.
+    Slices,
+    /// Each chunk adds a vector of `len` values to the result, in chunk order; then, for a
+    /// dense gradient, each component is divided by its scheme's divisor at its variable (a
+    /// finite difference's spacing, 1 for exact derivatives).
+    Sums {
+        /// The length of each chunk's vector.
+        len: usize,
+        /// The scheme whose divisor divides the sums; `None` divides by nothing.
+        divided_by: Option<Gradient>,
+    },
+}
+
+impl Layout {
+    /// Chunk vectors of `len`, added and not divided.
+    pub const fn sums(len: usize) -> Self {
+        Layout::Sums {
+            len,
+            divided_by: None,
+        }
+    }
+}
+
+/// A pass's results per chunk, before they are combined: the answer of
+/// [`Evaluator::partials`](crate::backend::Evaluator::partials).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Partials {
+    /// One value sum per chunk, in chunk order (none when the pass sums no value).
+    pub values: Vec<f64>,
+    /// The chunks' vectors, end to end, in chunk order.
+    pub vectors: Vec<f64>,
+    /// How the vectors combine.
+    pub layout: Layout,
+}
+
+impl Partials {
+    /// One chunk: a whole pass's value and vector.
+    pub fn one(value: f64, vector: Vec<f64>, layout: Layout) -> Self {
+        Partials {
+            values: vec![value],
+            vectors: vector,
+            layout,
+        }
+    }
+
+    /// A whole normal-equations pass over `n` parameters as one chunk: `pass` writes `JᵀJ`
+    /// and `Jᵀr` into the slices it is given and returns `Σ r²`.
+    pub fn whole_normal(
+        n: usize,
+        pass: impl FnOnce(&mut [f64], &mut [f64]) -> Result<f64, BackendError>,
+    ) -> Result<Self, BackendError> {
+        let mut vector = vec![0.0; n * n + n];
+        let (jtj, jtr) = vector.split_at_mut(n * n);
+        let sum_of_squares = pass(jtj, jtr)?;
+        Ok(Partials::one(
+            sum_of_squares,
+            vector,
+            Layout::sums(n * n + n),
+        ))
+    }
+
+    /// The value: the chunks' values added in order, compensated, as each chunk adds its
+    /// terms.
+    pub fn value(&self) -> f64 {
+        sum_in_order(self.values.iter().copied())
+    }
+
+    /// The gradient at `x`, written to `g`; returns [`value`](Self::value).
+    pub fn gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
+        match self.layout {
+            Layout::Slices => {
+                self.check(self.vectors.len() == g.len(), g.len())?;
+                g.copy_from_slice(&self.vectors);
+            }
+            Layout::Sums { len, divided_by } => {
+                self.check(len == g.len() && self.vectors.len() % len.max(1) == 0, len)?;
+                for (i, gi) in g.iter_mut().enumerate() {
+                    let parts = self.vectors.iter().skip(i).step_by(len).copied();
+                    let divisor = divided_by.map_or(1.0, |kind| kind.divisor(x[i]));
+                    *gi = dense_gradient_component(divisor, parts);
+                }
+            }
+        }
+        Ok(self.value())
+    }
+
+    /// The normal equations, `JᵀJ` (`n × n`, symmetric, from the chunks' upper triangles) and
+    /// `Jᵀr`, each added in chunk order; returns `Σ r²`.
+    pub fn normal_into(&self, jtj: &mut [f64], jtr: &mut [f64]) -> Result<f64, BackendError> {
+        let n = jtr.len();
+        let len = n * n + n;
+        let whole = self.layout == Layout::sums(len) && self.vectors.len() % len.max(1) == 0;
+        self.check(whole && jtj.len() == n * n, len)?;
+        jtj.fill(0.0);
+        jtr.fill(0.0);
+        for chunk in self.vectors.chunks_exact(len) {
+            let (part_jtj, part_jtr) = chunk.split_at(n * n);
+            for (total, part) in jtj.iter_mut().zip(part_jtj) {
+                *total += part;
+            }
+            for (total, part) in jtr.iter_mut().zip(part_jtr) {
+                *total += part;
+            }
+        }
+        mirror_upper(jtj, n);
+        Ok(self.value())
+    }
+
+    fn check(&self, fits: bool, len: usize) -> Result<(), BackendError> {
+        if fits {
+            Ok(())
+        } else {
+            Err(BackendError::Kernel {
+                kernel: "partials".to_owned(),
+                reason: format!(
+                    "of {} values ({:?}) do not make a result of {len}",
+                    self.vectors.len(),
+                    self.layout
+                ),
+            })
+        }
+    }
+}
