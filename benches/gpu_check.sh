@@ -100,7 +100,7 @@ check "cudamin info (JIT from an empty cache)" env CUDA_CACHE_PATH="$cold_cache"
 check "cudamin info (driver's JIT cache warm)" env CUDA_CACHE_PATH="$cold_cache" "$cudamin" info
 rm -rf "$cold_cache"
 
-check "tests/gpu.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --test-threads=1 --nocapture
+check "tests/gpu.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --include-ignored --test-threads=1 --nocapture
 
 big=100000000 points=10000000
 [ $quick = 1 ] && big=1000000 points=100000
@@ -132,7 +132,7 @@ if command -v compute-sanitizer >/dev/null; then
     check "compute-sanitizer $tool: L-BFGS solve (vectors on the device)" sanitize $tool \
       "$cudamin" solve seed-expsum --n 100000 --method lbfgs --backend cuda
     check "compute-sanitizer $tool: raw kernels" sanitize $tool \
-      env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --test-threads=1 raw_kernels
+      env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --include-ignored --test-threads=1 raw_kernels
   done
 else
   echo "compute-sanitizer not found: sanitizer steps skipped" | tee -a "$report"
