@@ -114,10 +114,7 @@ pub struct Launch {
 impl Launch {
     /// A term's value kernel: one partial sum per block into `partials`.
     pub fn value<T: Kernels>(buffers: TermBuffers, partials: u64) -> Launch {
-        Launch {
-            kernel: T::VALUE,
-            args: buffers.args(0, partials),
-        }
+        Launch::of(T::VALUE, buffers.args(0, partials))
     }
 
     /// [`SUM_PARTIALS`]: `out[0] = Σ partials[..blocks]`.
@@ -137,10 +134,7 @@ impl Launch {
         out: u64,
         values: u64,
     ) -> Launch {
-        Launch {
-            kernel: T::GRADIENTS[kind as usize],
-            args: buffers.args(out, values),
-        }
+        Launch::of(T::GRADIENTS[kind as usize], buffers.args(out, values))
     }
 
     /// The dense gradient's second stage, for scheme `kind`.
@@ -175,10 +169,7 @@ impl Launch {
         out: u64,
         values: u64,
     ) -> Launch {
-        Launch {
-            kernel: T::NORMALS[kind as usize],
-            args: buffers.args(out, values),
-        }
+        Launch::of(T::NORMALS[kind as usize], buffers.args(out, values))
     }
 
     /// [`SUM_BLOCKS`]: `out[i] = Σ_b partials[b·len + i]`, in block order.
