@@ -35,7 +35,7 @@ fn evaluations(c: &mut Criterion) {
                 .unwrap()
                 .instantiate(&backend, Some(n), points)
                 .unwrap();
-            let mut evaluator = instance.evaluator;
+            let mut evaluator = instance.evaluator.into_sum();
             let x = instance.x0;
             let mut g = vec![0.0; x.len()];
             let mut group = c.benchmark_group(format!("{}/{name}", backend.name()));

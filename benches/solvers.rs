@@ -18,7 +18,7 @@ fn solve(name: &str, n: usize, method: Method, fd: Gradient) -> f64 {
         .unwrap()
         .instantiate(&Backend::Cpu, Some(n), None)
         .unwrap();
-    let mut objective = TermObjective::new(instance.evaluator, fd);
+    let mut objective = TermObjective::new(instance.evaluator.into_sum(), fd);
     let result = minimize(&mut objective, &instance.x0, method, &Options::default()).unwrap();
     assert!(result.success, "{name}: {}", result.message);
     result.fun

@@ -52,7 +52,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("backend   {} ({why})", backend.name());
     let model = find_model("gauss-peaks")?;
     let instance = model.instantiate(&backend, Some(7), &data, Some(P0.to_vec()))?;
-    let mut objective = TermObjective::new(instance.evaluator, Gradient::Exact);
+    let residuals = instance.evaluator.into_least_squares();
+    let residuals = residuals.expect("a fit model is a sum of squares");
+    let mut objective = TermObjective::new(residuals, Gradient::Exact);
     let result = least_squares(&mut objective, &instance.x0, &LmOptions::default())?;
     // σ are the true noise levels here: curve_fit's absolute_sigma=True.
     let pcov = result

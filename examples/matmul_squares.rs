@@ -37,7 +37,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("backend   {} ({why})", backend.name());
     let instance = problems::find("matmul-squares")?.instantiate(&backend, Some(n), None)?;
     let a0 = instance.x0;
-    let mut objective = TermObjective::new(instance.evaluator, Gradient::Exact);
+    let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
 
     let (b, _) = problems::matmul_data(0);
     let (f_expected, g_expected) = value_and_gradient(&a0, &b);

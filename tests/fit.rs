@@ -85,7 +85,8 @@ fn least_squares_fit(
         .unwrap()
         .instantiate(&Backend::Cpu, Some(params), data, p0)
         .unwrap();
-    let mut objective = TermObjective::new(instance.evaluator, jacobian);
+    let residuals = instance.evaluator.into_least_squares().unwrap();
+    let mut objective = TermObjective::new(residuals, jacobian);
     solver::least_squares(&mut objective, &instance.x0, &LmOptions::default()).unwrap()
 }
 

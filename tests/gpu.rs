@@ -10,6 +10,7 @@ mod common;
 
 use common::relative_error;
 use cudamin::LaunchConfig;
+use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::kernels::Window;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::problems::{self, Instance};
@@ -85,13 +86,13 @@ struct Agreement {
 /// differences divide by `h ≈ ∛ε` and are held to 1e-10.
 fn compare(gpu: &mut Instance, cpu: &mut Instance) -> Agreement {
     let x = cpu.x0.clone();
-    let f_gpu = gpu.evaluator.value(&x).unwrap();
-    let f_cpu = cpu.evaluator.value(&x).unwrap();
+    let f_gpu = gpu.evaluator.as_sum().value(&x).unwrap();
+    let f_cpu = cpu.evaluator.as_sum().value(&x).unwrap();
     let mut gradients = |fd: Gradient| {
         let mut g_gpu = vec![0.0; x.len()];
         let mut g_cpu = vec![0.0; x.len()];
-        gpu.evaluator.gradient(&x, fd, &mut g_gpu).unwrap();
-        cpu.evaluator.gradient(&x, fd, &mut g_cpu).unwrap();
+        gpu.evaluator.as_sum().gradient(&x, fd, &mut g_gpu).unwrap();
+        cpu.evaluator.as_sum().gradient(&x, fd, &mut g_cpu).unwrap();
         let same = g_gpu
             .iter()
             .zip(&g_cpu)
@@ -109,9 +110,10 @@ fn compare(gpu: &mut Instance, cpu: &mut Instance) -> Agreement {
     let schemes = [Gradient::Exact, Gradient::Forward, Gradient::Central];
     for fd in schemes {
         let (mut g, mut g_fused) = (vec![0.0; x.len()], vec![0.0; x.len()]);
-        gpu.evaluator.gradient(&x, fd, &mut g).unwrap();
+        gpu.evaluator.as_sum().gradient(&x, fd, &mut g).unwrap();
         let f_fused = gpu
             .evaluator
+            .as_sum()
             .value_and_gradient(&x, fd, &mut g_fused)
             .unwrap();
         assert_eq!(g, g_fused, "{fd:?}: the fused gradient differs");
@@ -202,7 +204,8 @@ fn gpu_solves_match_the_cpu() {
         let mut results = Vec::new();
         for backend in [&gpu, &Backend::Cpu] {
             let instance = problem.instantiate(backend, n, points).unwrap();
-            let mut objective = TermObjective::new(instance.evaluator, Gradient::Central);
+            let mut objective =
+                TermObjective::new(instance.evaluator.into_sum(), Gradient::Central);
             let result = minimize(
                 &mut objective,
                 &instance.x0,
@@ -317,7 +320,7 @@ fn evaluators_drop_cleanly_on_other_threads() {
     let gpu = gpu();
     let problem = problems::find("lsq-expsin").unwrap();
     let mut instance = problem.instantiate(&gpu, Some(8), Some(10_000)).unwrap();
-    let f = instance.evaluator.value(&instance.x0).unwrap();
+    let f = instance.evaluator.as_sum().value(&instance.x0).unwrap();
     drop(gpu); // the evaluator now holds the launcher's last reference
     std::thread::spawn(move || drop(instance)).join().unwrap();
 
@@ -325,7 +328,7 @@ fn evaluators_drop_cleanly_on_other_threads() {
     let mut again = problem
         .instantiate(&again_gpu, Some(8), Some(10_000))
         .unwrap();
-    assert_eq!(again.evaluator.value(&again.x0).unwrap(), f);
+    assert_eq!(again.evaluator.as_sum().value(&again.x0).unwrap(), f);
 }
 
 /// PTX the driver cannot compile is refused with the JIT compiler's own log.
@@ -390,10 +393,13 @@ fn device_vectors_match_host_vectors() {
             (result, last_x, start.elapsed().as_secs_f64())
         };
         let on_device = problem.instantiate(&gpu, n, points).unwrap();
-        let mut device = TermObjective::new(on_device.evaluator, Gradient::Central);
+        let mut device = TermObjective::new(on_device.evaluator.into_sum(), Gradient::Central);
         let (d, d_last_x, d_s) = solve(&mut device, &on_device.x0);
         let on_host = problem.instantiate(&gpu, n, points).unwrap();
-        let mut host = HostVectors(TermObjective::new(on_host.evaluator, Gradient::Central));
+        let mut host = HostVectors(TermObjective::new(
+            on_host.evaluator.into_sum(),
+            Gradient::Central,
+        ));
         let (h, _, h_s) = solve(&mut host, &on_host.x0);
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         say(&format!(
@@ -476,9 +482,10 @@ fn normal_equations_agree_with_the_cpu() {
                 scheme.name()
             );
         }
-        let mut on_gpu = TermObjective::new(gpu_instance.evaluator, Gradient::Exact);
-        let mut on_cpu = TermObjective::new(cpu_instance.evaluator, Gradient::Exact);
-        let solve = |objective: &mut TermObjective| {
+        let residuals = |instance: Instance| instance.evaluator.into_least_squares().unwrap();
+        let mut on_gpu = TermObjective::new(residuals(gpu_instance), Gradient::Exact);
+        let mut on_cpu = TermObjective::new(residuals(cpu_instance), Gradient::Exact);
+        let solve = |objective: &mut TermObjective<dyn LeastSquaresEvaluator>| {
             least_squares(objective, &x0, &LmOptions::default()).unwrap()
         };
         let (r_gpu, r_cpu) = (solve(&mut on_gpu), solve(&mut on_cpu));

@@ -139,7 +139,7 @@ fn check(name: &str, x: &[f64], points: Option<usize>, analytic: Analytic) {
         .unwrap()
         .instantiate(&Backend::Cpu, Some(x.len()), points)
         .unwrap();
-    let mut evaluator = instance.evaluator;
+    let mut evaluator = instance.evaluator.into_sum();
     let exact = analytic(x, points.unwrap_or(0));
     // Every scheme of the table; one without a tolerance of its own gets forward's, the
     // loosest.
@@ -216,7 +216,7 @@ proptest! {
                 .enumerate()
                 .map(|(i, v)| v + shift * (1.0 + ((seed as usize + i) % 7) as f64 / 7.0))
                 .collect();
-            let checked = exact_matches_central(problem.name, instance.evaluator.as_mut(), &x);
+            let checked = exact_matches_central(problem.name, instance.evaluator.as_sum(), &x);
             prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
         }
     }
@@ -235,7 +235,7 @@ proptest! {
             let theta: Vec<f64> = (0..model.default_params)
                 .map(|i| 1.0 + shift * (1.0 + ((seed as usize + i) % 7) as f64 / 7.0))
                 .collect();
-            let checked = exact_matches_central(model.name, instance.evaluator.as_mut(), &theta);
+            let checked = exact_matches_central(model.name, instance.evaluator.as_sum(), &theta);
             prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
         }
     }
@@ -250,13 +250,18 @@ fn value_and_gradient_is_value_plus_gradient() {
         let points = problem.default_points.map(|_| 5_000);
         let mut instance = problem.instantiate(&Backend::Cpu, None, points).unwrap();
         let x: Vec<f64> = instance.x0.iter().map(|v| v + 0.1).collect();
-        let f = instance.evaluator.value(&x).unwrap();
+        let f = instance.evaluator.as_sum().value(&x).unwrap();
         for fd in Gradient::ALL {
             let mut g = vec![0.0; x.len()];
             let mut g_fused = vec![0.0; x.len()];
-            instance.evaluator.gradient(&x, fd, &mut g).unwrap();
+            instance
+                .evaluator
+                .as_sum()
+                .gradient(&x, fd, &mut g)
+                .unwrap();
             let f_fused = instance
                 .evaluator
+                .as_sum()
                 .value_and_gradient(&x, fd, &mut g_fused)
                 .unwrap();
             assert_eq!(g, g_fused, "{} {fd:?}: gradients differ", problem.name);
@@ -282,7 +287,7 @@ fn a_finite_difference_error_estimate_is_its_true_error() {
             .unwrap()
             .instantiate(&Backend::Cpu, Some(p), Some(points))
             .unwrap();
-        let mut objective = TermObjective::new(instance.evaluator, scheme);
+        let mut objective = TermObjective::new(instance.evaluator.into_sum(), scheme);
         let mut g = vec![0.0; p];
         objective.gradient(&theta, &mut g).unwrap();
         let error = objective
@@ -307,7 +312,7 @@ fn a_finite_difference_error_estimate_is_its_true_error() {
         .unwrap()
         .instantiate(&Backend::Cpu, Some(p), Some(points))
         .unwrap();
-    let mut exact = TermObjective::new(instance.evaluator, Gradient::Exact);
+    let mut exact = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
     let mut g = vec![0.0; p];
     exact.gradient(&theta, &mut g).unwrap();
     assert_eq!(exact.gradient_error(&theta, &g, 2.0).unwrap(), None);

@@ -489,7 +489,7 @@ fn sizes_the_paper_does_not_define_are_errors() {
 fn f_at_x0_is_the_papers() {
     for run in RUNS {
         let mut instance = instantiate(run);
-        let f = instance.evaluator.value(&instance.x0).unwrap();
+        let f = instance.evaluator.as_sum().value(&instance.x0).unwrap();
         let err = (f - run.f_x0).abs() / run.f_x0.abs();
         assert!(
             err <= 1e-12,
@@ -507,7 +507,7 @@ fn f_at_the_published_minimizers_is_the_papers() {
             continue;
         };
         let mut instance = instantiate(run);
-        let f = instance.evaluator.value(x).unwrap();
+        let f = instance.evaluator.as_sum().value(x).unwrap();
         // problems.md prints F and the minimizers to about 7 digits. Watson at n = 9 is so
         // ill-conditioned that those digits leave F 1e-5 above the printed value.
         let relative = if (run.name, run.n) == ("mgh-20", 9) {
@@ -529,7 +529,7 @@ fn independent_residuals_give_the_kernels_f() {
     for run in RUNS {
         let mut instance = instantiate(run);
         for x in [instance.x0.clone(), perturbed(&instance.x0)] {
-            let kernels = instance.evaluator.value(&x).unwrap();
+            let kernels = instance.evaluator.as_sum().value(&x).unwrap();
             let independent = sum_of_squares(&(run.residuals)(&x));
             let err = (kernels - independent).abs() / independent.abs().max(1e-300);
             assert!(
@@ -549,6 +549,7 @@ fn central_gradients_match_an_extrapolated_reference() {
             let mut g = vec![f64::NAN; x.len()];
             instance
                 .evaluator
+                .as_sum()
                 .gradient(&x, Gradient::Central, &mut g)
                 .unwrap();
             let exact = reference_gradient(run.residuals, &x);
@@ -584,7 +585,7 @@ fn solve_run(run: &Run, gradient: Gradient, gtol: f64) -> (OptimizeResult, bool)
         ..
     } = instantiate(run);
     let f_star = f_star.expect("every MGH run has a known minimum");
-    let mut objective = TermObjective::new(evaluator, gradient);
+    let mut objective = TermObjective::new(evaluator.into_sum(), gradient);
     let options = Options {
         gtol,
         ..Options::default()
@@ -760,7 +761,8 @@ fn levenberg_marquardt_solves_what_bfgs_solves() {
             alternative_minima,
             ..
         } = instantiate(run);
-        let mut objective = TermObjective::new(evaluator, jacobian);
+        let residuals = evaluator.into_least_squares().unwrap();
+        let mut objective = TermObjective::new(residuals, jacobian);
         let result = solver::least_squares(&mut objective, &x0, &LmOptions::default()).unwrap();
         let solved = solved(2.0 * result.cost, f_star.unwrap(), alternative_minima, 0.0);
         (result, solved)

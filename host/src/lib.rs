@@ -49,7 +49,7 @@ macro_rules! include_ptx {
 
 pub use backend::{
     Backend, BackendChoice, BackendError, Evaluator, Gradient, LaunchConfig, LaunchOverride,
-    ProblemError, RawArg, TermProblem,
+    LeastSquaresEvaluator, ProblemError, RawArg, TermProblem,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};

@@ -39,7 +39,7 @@ struct EvalReport<'a> {
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
     let mut out = super::stdout();
     let setup = args.problem.setup()?;
-    let mut evaluator = setup.instance.evaluator;
+    let mut evaluator = setup.instance.evaluator.into_sum();
     let x = setup.instance.x0;
     let fd = Gradient::from(args.grad);
     let mut g = vec![0.0; x.len()];

@@ -3,17 +3,16 @@
 //! residual sum of squares and the reduced χ².
 
 use super::job::Job;
-use super::method::MethodArgs;
+use super::method::{MethodArgs, Solvable};
 use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
-use cudamin::objective::LeastSquaresObjective;
 use cudamin::problems::fit::{FitData, MODELS, find_model};
 use cudamin::solver::covariance;
-use cudamin::{Gradient, LaunchOverride, TermObjective};
+use cudamin::{Gradient, LaunchOverride};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -164,7 +163,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let (instance, backend, backend_reason, data, m) = job.agree(loaded)?;
     let evaluator = job.evaluator(instance.evaluator, Share::Rows { total: m })?;
     let jacobian = Gradient::from(args.options.grad);
-    let mut objective = TermObjective::new(evaluator, jacobian);
+    let mut objective = Solvable::new(evaluator, jacobian);
     let start = Instant::now();
     let result = args
         .options
@@ -178,8 +177,8 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         None => {
             let (mut jtj, mut jtr) = (vec![0.0; p * p], vec![0.0; p]);
             objective
-                .normal_equations(&result.x, &mut jtj, &mut jtr)
-                .ok()
+                .least_squares()
+                .and_then(|ls| ls.normal_equations(&result.x, &mut jtj, &mut jtr).ok())
                 .map(|_| jtj)
         }
     };

@@ -3,7 +3,8 @@
 //! which rows of a data file to load, how to make a loaded shard's evaluator collective, and
 //! how every rank agrees that a step succeeded everywhere.
 
-use cudamin::backend::{Evaluator, Share};
+use cudamin::backend::Share;
+use cudamin::problems::Loaded;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -100,17 +101,18 @@ impl Job {
         Ok(0..total)
     }
 
-    /// The evaluator of the whole problem: alone, `shard` itself; in a job, `shard` (this
-    /// rank's, of `share`) gathering every rank's partials at each evaluation. Collective.
-    pub fn evaluator(
-        &self,
-        shard: Box<dyn Evaluator>,
-        share: Share,
-    ) -> anyhow::Result<Box<dyn Evaluator>> {
+    /// The whole problem: alone, `shard` itself; in a job, `shard` (this rank's, of `share`)
+    /// gathering every rank's partials at each evaluation. Collective.
+    pub fn evaluator(&self, shard: Loaded, share: Share) -> anyhow::Result<Loaded> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
-            let sharded = cudamin::backend::mpi::Sharded::new(world, shard, share)?;
-            return Ok(Box::new(sharded));
+            use cudamin::backend::mpi::Sharded;
+            return Ok(match shard {
+                Loaded::Sum(sum) => Loaded::Sum(Box::new(Sharded::new(world, sum, share))),
+                Loaded::SumOfSquares(squares) => {
+                    Loaded::SumOfSquares(Box::new(Sharded::least_squares(world, squares, share)?))
+                }
+            });
         }
         let _ = share;
         Ok(shard)

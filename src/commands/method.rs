@@ -4,8 +4,11 @@
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, MethodArg};
+use cudamin::TermObjective;
+use cudamin::backend::LeastSquaresEvaluator;
+use cudamin::problems::Loaded;
 use cudamin::solver::{self, LmOptions};
-use cudamin::{GradientError, Method, Options, TermObjective};
+use cudamin::{Gradient, GradientError, LeastSquaresObjective, Method, Objective, Options};
 use std::ops::ControlFlow;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -61,6 +64,40 @@ pub struct Outcome {
     pub history: Vec<Step>,
 }
 
+/// A loaded problem as the solvers take it: every one is an [`Objective`]; a sum of squares
+/// loaded with its residuals is a [`LeastSquaresObjective`] too.
+pub enum Solvable {
+    Sum(TermObjective),
+    SumOfSquares(TermObjective<dyn LeastSquaresEvaluator>),
+}
+
+impl Solvable {
+    /// `loaded`, with gradients (and Jacobians) computed by `gradient`.
+    pub fn new(loaded: Loaded, gradient: Gradient) -> Self {
+        match loaded {
+            Loaded::Sum(sum) => Solvable::Sum(TermObjective::new(sum, gradient)),
+            Loaded::SumOfSquares(squares) => {
+                Solvable::SumOfSquares(TermObjective::new(squares, gradient))
+            }
+        }
+    }
+
+    fn objective(&mut self) -> &mut dyn Objective {
+        match self {
+            Solvable::Sum(sum) => sum,
+            Solvable::SumOfSquares(squares) => squares,
+        }
+    }
+
+    /// The residuals' view, for a sum of squares.
+    pub fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresObjective> {
+        match self {
+            Solvable::Sum(_) => None,
+            Solvable::SumOfSquares(squares) => Some(squares),
+        }
+    }
+}
+
 impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
@@ -84,7 +121,7 @@ impl MethodArgs {
     pub fn run(
         &self,
         method: MethodArg,
-        objective: &mut TermObjective,
+        objective: &mut Solvable,
         x0: &[f64],
         json: bool,
     ) -> anyhow::Result<Outcome> {
@@ -110,8 +147,17 @@ impl MethodArgs {
                     max_nfev: self.max_nfev,
                     ..defaults
                 };
-                let r =
-                    solver::least_squares_with_observer(objective, x0, &options, &mut observer)?;
+                let Some(least_squares) = objective.least_squares() else {
+                    anyhow::bail!(
+                        "--method lm needs a sum of squares loaded with its residuals (the mgh-* problems, fit models, terms registered with register_residuals!)"
+                    );
+                };
+                let r = solver::least_squares_with_observer(
+                    least_squares,
+                    x0,
+                    &options,
+                    &mut observer,
+                )?;
                 Outcome {
                     fun: 2.0 * r.cost,
                     grad_inf_norm: 2.0 * r.optimality,
@@ -139,7 +185,7 @@ impl MethodArgs {
                     _ => Method::Lbfgs,
                 };
                 let r = solver::minimize_with_observer(
-                    objective,
+                    objective.objective(),
                     x0,
                     quasi_newton,
                     &options,

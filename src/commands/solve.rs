@@ -1,11 +1,11 @@
 //! `cudamin solve PROBLEM`: minimize a built-in problem and report scipy's result fields.
 
 use super::job::Job;
-use super::method::MethodArgs;
+use super::method::{MethodArgs, Solvable};
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
+use cudamin::Gradient;
 use cudamin::backend::Share;
-use cudamin::{Gradient, TermObjective};
 use std::io::Write;
 use std::time::Instant;
 
@@ -63,7 +63,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         backend_reason,
     } = setup;
     let evaluator = job.evaluator(instance.evaluator, Share::Whole)?;
-    let mut objective = TermObjective::new(evaluator, fd);
+    let mut objective = Solvable::new(evaluator, fd);
     let start = Instant::now();
     let result = args
         .options

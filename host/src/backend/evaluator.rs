@@ -208,13 +208,6 @@ pub trait Evaluator: Send {
         self.evaluate(x, evaluation)
     }
 
-    /// The residuals' view of a sum of squares, for Levenberg–Marquardt: `None` unless the
-    /// problem was loaded as one (`Backend::load_least_squares`) on a backend with the
-    /// normal-equations pass.
-    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
-        None
-    }
-
     /// The GPU evaluator holding the problem, when it is on a device: a solver may then keep
     /// its vectors there too, and evaluate at them without copies. `None` on the CPU.
     fn device(&mut self) -> Option<&mut super::gpu::GpuEvaluator> {
@@ -394,10 +387,6 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
             }
             other => self.sum.evaluate(x, other),
         }
-    }
-
-    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
-        Some(self)
     }
 
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {

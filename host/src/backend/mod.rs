@@ -160,12 +160,12 @@ impl Backend {
         }
     }
 
-    /// Loads a sum of squares of residual term `T`, whose evaluator also answers
-    /// [`least_squares`](Evaluator::least_squares) with the residuals' normal equations.
+    /// Loads a sum of squares of residual term `T` with its residuals: an evaluator that also
+    /// makes the normal-equations pass Levenberg–Marquardt needs.
     pub fn load_least_squares<T: ResidualKernels + 'static>(
         &self,
         problem: TermProblem<SumOfSquares<T>>,
-    ) -> Result<Box<dyn Evaluator>, BackendError> {
+    ) -> Result<Box<dyn LeastSquaresEvaluator>, BackendError> {
         match self {
             Backend::Cpu => Ok(Box::new(CpuLeastSquares::new(problem))),
             #[cfg(feature = "cuda")]

@@ -1,13 +1,35 @@
 //! A sum of squares seen through its residuals: what Levenberg–Marquardt asks of an objective.
 
 use super::{EvalError, TermObjective};
+use crate::backend::LeastSquaresEvaluator;
 
 /// `f(x) = Σ_k r_k(x)²` with its residuals' normal equations.
+///
+/// Being one is a type, not a runtime check: a term objective is one when its problem was loaded
+/// with its residuals ([`Backend::load_least_squares`](crate::Backend::load_least_squares)),
+///
+/// ```
+/// use cudamin_host::{LeastSquaresEvaluator, LmOptions, TermObjective, least_squares};
+///
+/// fn fit(objective: &mut TermObjective<dyn LeastSquaresEvaluator>, p0: &[f64]) {
+///     let _ = least_squares(objective, p0, &LmOptions::default());
+/// }
+/// ```
+///
+/// and a sum loaded with [`Backend::load`](crate::Backend::load) is not:
+///
+/// ```compile_fail
+/// use cudamin_host::{LmOptions, TermObjective, least_squares};
+///
+/// fn fit(objective: &mut TermObjective, p0: &[f64]) {
+///     let _ = least_squares(objective, p0, &LmOptions::default());
+/// }
+/// ```
 pub trait LeastSquaresObjective {
     /// The number of variables `n`.
     fn dim(&self) -> usize;
-    /// The number of residuals `m`, or [`EvalError::NotLeastSquares`].
-    fn residuals(&mut self) -> Result<usize, EvalError>;
+    /// The number of residuals `m`.
+    fn residuals(&self) -> usize;
     /// `Σ r_k(x)²`.
     fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, EvalError>;
     /// `Σ r_k(x)²`, with `JᵀJ` (`n × n`, row-major) into `jtj` and `Jᵀr` into `jtr`, in one pass.
@@ -21,14 +43,13 @@ pub trait LeastSquaresObjective {
 
 /// A term objective loaded as a sum of squares (`Backend::load_least_squares`): its Jacobian
 /// is exact or by finite differences, as its gradient is.
-impl LeastSquaresObjective for TermObjective {
+impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
     fn dim(&self) -> usize {
         self.evaluator.dim()
     }
 
-    fn residuals(&mut self) -> Result<usize, EvalError> {
-        let least_squares = self.evaluator.least_squares();
-        Ok(least_squares.ok_or(EvalError::NotLeastSquares)?.residuals())
+    fn residuals(&self) -> usize {
+        self.evaluator.residuals()
     }
 
     fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, EvalError> {
@@ -45,8 +66,6 @@ impl LeastSquaresObjective for TermObjective {
         self.check_len(x.len())?;
         self.check_len(jtr.len())?;
         let jacobian = self.gradient;
-        let least_squares = self.evaluator.least_squares();
-        let least_squares = least_squares.ok_or(EvalError::NotLeastSquares)?;
-        Ok(least_squares.normal_equations(x, jacobian, jtj, jtr)?)
+        Ok(self.evaluator.normal_equations(x, jacobian, jtj, jtr)?)
     }
 }

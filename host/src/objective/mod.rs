@@ -78,12 +78,6 @@ pub enum EvalError {
         /// Its size in bytes.
         bytes: usize,
     },
-    /// Levenberg–Marquardt was asked of an objective without residuals: not a sum of squares
-    /// loaded with them (`Backend::load_least_squares`).
-    #[error(
-        "Levenberg–Marquardt needs a sum of squares loaded with its residuals (the mgh-* problems, fit models, terms registered with register_residuals!)"
-    )]
-    NotLeastSquares,
     /// For user objectives.
     #[error("{0}")]
     Failed(String),
@@ -100,15 +94,21 @@ pub struct GradientError {
 }
 
 /// A term objective on a backend: value and gradient each one pass of the kernels.
-pub struct TermObjective {
-    evaluator: Box<dyn Evaluator>,
+///
+/// `E` is what was loaded: any sum of terms (`dyn Evaluator`, from
+/// [`Backend::load`](crate::Backend::load)), or a sum of squares with its residuals
+/// (`dyn LeastSquaresEvaluator`, from
+/// [`Backend::load_least_squares`](crate::Backend::load_least_squares)), which is also a
+/// [`LeastSquaresObjective`] that [`least_squares`](crate::least_squares) accepts.
+pub struct TermObjective<E: Evaluator + ?Sized = dyn Evaluator> {
+    evaluator: Box<E>,
     gradient: Gradient,
 }
 
-impl TermObjective {
+impl<E: Evaluator + ?Sized> TermObjective<E> {
     /// `gradient`: [`Gradient::Exact`], or a finite-difference scheme ([`Gradient::Forward`],
     /// [`Gradient::Central`]).
-    pub fn new(evaluator: Box<dyn Evaluator>, gradient: impl Into<Gradient>) -> Self {
+    pub fn new(evaluator: Box<E>, gradient: impl Into<Gradient>) -> Self {
         Self {
             evaluator,
             gradient: gradient.into(),
@@ -130,7 +130,7 @@ impl TermObjective {
     }
 }
 
-impl Objective for TermObjective {
+impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
     fn dim(&self) -> usize {
         self.evaluator.dim()
     }

@@ -2,7 +2,7 @@
 //! generated data and known minimum, set up on a backend as an [`Instance`].
 
 use crate::backend::gpu::abi::{Launch, residual_launches, term_launches};
-use crate::backend::{Backend, BackendError, Evaluator};
+use crate::backend::{Backend, BackendError, Evaluator, LeastSquaresEvaluator};
 use crate::backend::{ProblemError, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
@@ -72,10 +72,53 @@ fn with_points(points: usize) -> String {
     }
 }
 
+/// A problem loaded on a backend: a sum of terms, or a sum of squares loaded with its residuals,
+/// which Levenberg–Marquardt can solve too.
+pub enum Loaded {
+    /// A sum of terms: BFGS and L-BFGS.
+    Sum(Box<dyn Evaluator>),
+    /// A sum of squares with its residuals: BFGS, L-BFGS and Levenberg–Marquardt.
+    SumOfSquares(Box<dyn LeastSquaresEvaluator>),
+}
+
+impl Loaded {
+    /// The problem as a sum, which every problem is.
+    pub fn into_sum(self) -> Box<dyn Evaluator> {
+        match self {
+            Loaded::Sum(sum) => sum,
+            Loaded::SumOfSquares(squares) => squares,
+        }
+    }
+
+    /// The problem as a sum, borrowed.
+    pub fn as_sum(&mut self) -> &mut dyn Evaluator {
+        match self {
+            Loaded::Sum(sum) => sum.as_mut(),
+            Loaded::SumOfSquares(squares) => squares.as_mut(),
+        }
+    }
+
+    /// The problem as a sum of squares with its residuals, when it is one.
+    pub fn into_least_squares(self) -> Option<Box<dyn LeastSquaresEvaluator>> {
+        match self {
+            Loaded::Sum(_) => None,
+            Loaded::SumOfSquares(squares) => Some(squares),
+        }
+    }
+
+    /// The residuals' view, for a sum of squares.
+    pub fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
+        match self {
+            Loaded::Sum(_) => None,
+            Loaded::SumOfSquares(squares) => Some(squares.as_mut()),
+        }
+    }
+}
+
 /// A problem set up on a backend, ready to solve.
 pub struct Instance {
     /// The problem, loaded on the backend.
-    pub evaluator: Box<dyn Evaluator>,
+    pub evaluator: Loaded,
     /// The starting point, `n` values.
     pub x0: Vec<f64>,
     /// The known minimum of this instance, when there is one.
@@ -228,7 +271,12 @@ pub(super) fn load<T: Kernels + 'static>(
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
     let launches = term_launches::<T>();
-    Ok(loaded::<T>(backend.load(problem)?, x0, f_star, launches))
+    Ok(loaded::<T>(
+        Loaded::Sum(backend.load(problem)?),
+        x0,
+        f_star,
+        launches,
+    ))
 }
 
 /// [`load`] for a sum of squares of residual term `T`, loaded with its residuals (for
@@ -239,14 +287,14 @@ pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
     x0: Vec<f64>,
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
-    let evaluator = backend.load_least_squares(problem)?;
+    let evaluator = Loaded::SumOfSquares(backend.load_least_squares(problem)?);
     let launches = residual_launches::<T>();
     Ok(loaded::<SumOfSquares<T>>(evaluator, x0, f_star, launches))
 }
 
 /// An instance of term `T`, loaded, with every launch its kernels make.
 fn loaded<T: Kernels>(
-    evaluator: Box<dyn Evaluator>,
+    evaluator: Loaded,
     x0: Vec<f64>,
     f_star: Option<f64>,
     launches: Vec<Launch>,

@@ -290,7 +290,8 @@ const DWARF: f64 = f64::MIN_POSITIVE;
 /// let y = x.iter().map(|x| 1.0 + 2.0 * x).collect();
 /// let data = FitData { x, y, sigma: None };
 /// let line = find_model("poly")?.instantiate(&Backend::Cpu, Some(2), &data, None)?;
-/// let mut objective = TermObjective::new(line.evaluator, Gradient::Exact);
+/// let residuals = line.evaluator.into_least_squares().expect("a fit model is a sum of squares");
+/// let mut objective = TermObjective::new(residuals, Gradient::Exact);
 /// let result = least_squares(&mut objective, &line.x0, &LmOptions::default())?;
 /// assert!(result.success, "{}", result.message);
 /// assert!((result.x[0] - 1.0).abs() < 1e-10 && (result.x[1] - 2.0).abs() < 1e-10);
@@ -324,7 +325,7 @@ pub fn least_squares_with_observer(
         return Err(SolveError::NonFiniteX0 { index, value });
     }
     options.check()?;
-    let m = objective.residuals()?;
+    let m = objective.residuals();
     if m < n {
         return Err(SolveError::Underdetermined {
             residuals: m,

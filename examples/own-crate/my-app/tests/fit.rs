@@ -4,7 +4,7 @@
 
 use cudamin::kernels::SumOfSquares;
 use cudamin::solver::{LmOptions, least_squares};
-use cudamin::{Backend, Gradient, TermObjective, TermProblem};
+use cudamin::{Backend, Gradient, LeastSquaresEvaluator, TermObjective, TermProblem};
 use my_kernels::MichaelisMenten;
 use std::ops::ControlFlow;
 
@@ -17,7 +17,7 @@ fn rates(points: usize, vk: [f64; 2]) -> (Vec<f64>, Vec<f64>) {
     (s, v)
 }
 
-fn objective(s: &[f64], v: &[f64]) -> TermObjective {
+fn objective(s: &[f64], v: &[f64]) -> TermObjective<dyn LeastSquaresEvaluator> {
     let columns = [s, v].concat();
     let problem =
         TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, columns, s.len()).unwrap();

@@ -185,33 +185,47 @@ fn first_failure(
 
 /// A backend's evaluator of this rank's shard, made collective: each evaluation gathers every
 /// rank's [`Partials`] and finishes them, so every rank returns the same `f` and `∇f` (see the
-/// module's rule). Wrap the evaluator of a shard loaded on any backend.
-pub struct Sharded {
-    shard: Box<dyn Evaluator>,
+/// module's rule). Wrap the evaluator of a shard loaded on any backend: a sum of terms
+/// ([`Sharded::new`]) or a sum of squares with its residuals ([`Sharded::least_squares`]).
+pub struct Sharded<E: Evaluator + ?Sized = dyn Evaluator> {
+    shard: Box<E>,
     share: Share,
-    /// The residuals of all ranks, for a sum of squares.
-    residuals: Option<usize>,
+    /// The residuals of all ranks (0 for a sum that is not a sum of squares).
+    residuals: usize,
+}
+
+/// [`Share::Whole`] is taken as [`World::terms_share`]: a problem every rank holds whole.
+fn rank_share(world: &World, share: Share) -> Share {
+    match share {
+        Share::Whole => world.terms_share(),
+        other => other,
+    }
 }
 
 impl Sharded {
     /// `shard` holds this rank's terms: the whole problem evaluated on `share`'s term range
-    /// ([`World::terms_share`]), or its rows of a data set ([`Share::Rows`]). Collective: it
-    /// counts every rank's residuals.
-    /// [`Share::Whole`] is taken as [`World::terms_share`]: a problem every rank holds whole.
-    pub fn new(
+    /// ([`World::terms_share`]), or its rows of a data set ([`Share::Rows`]).
+    pub fn new(world: &World, shard: Box<dyn Evaluator>, share: Share) -> Self {
+        Sharded {
+            shard,
+            share: rank_share(world, share),
+            residuals: 0,
+        }
+    }
+}
+
+impl Sharded<dyn LeastSquaresEvaluator> {
+    /// [`Sharded::new`] for a sum of squares, which stays one: Levenberg–Marquardt can run on
+    /// it. Collective: it counts every rank's residuals.
+    pub fn least_squares(
         world: &World,
-        mut shard: Box<dyn Evaluator>,
+        shard: Box<dyn LeastSquaresEvaluator>,
         share: Share,
     ) -> Result<Self, BackendError> {
-        let share = match share {
-            Share::Whole => world.terms_share(),
-            other => other,
-        };
-        let local = shard.least_squares().map(|ls| ls.residuals());
-        let residuals = match (local, share) {
-            (Some(_), Share::Terms { .. } | Share::Whole) => local,
-            (Some(rows), Share::Rows { .. }) => Some(world.sum(rows)?),
-            (None, _) => None,
+        let share = rank_share(world, share);
+        let residuals = match share {
+            Share::Terms { .. } | Share::Whole => shard.residuals(),
+            Share::Rows { .. } => world.sum(shard.residuals())?,
         };
         Ok(Sharded {
             shard,
@@ -219,7 +233,9 @@ impl Sharded {
             residuals,
         })
     }
+}
 
+impl<E: Evaluator + ?Sized> Sharded<E> {
     /// Every rank's partials of `pass` at `x`, in rank order; or, on every rank, the first
     /// rank's failure.
     fn gather(&mut self, x: &[f64], pass: Pass) -> Result<Partials, BackendError> {
@@ -239,7 +255,7 @@ impl Sharded {
     }
 }
 
-impl Evaluator for Sharded {
+impl<E: Evaluator + ?Sized> Evaluator for Sharded<E> {
     fn dim(&self) -> usize {
         self.shard.dim()
     }
@@ -248,14 +264,10 @@ impl Evaluator for Sharded {
         let partials = self.gather(x, evaluation.pass())?;
         evaluation.finish(x, &partials)
     }
-
-    fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresEvaluator> {
-        self.residuals.is_some().then_some(self)
-    }
 }
 
-impl LeastSquaresEvaluator for Sharded {
+impl LeastSquaresEvaluator for Sharded<dyn LeastSquaresEvaluator> {
     fn residuals(&self) -> usize {
-        self.residuals.unwrap_or(0)
+        self.residuals
     }
 }
