@@ -2,8 +2,11 @@
 //! there too: evaluations at vectors that never leave the device.
 
 use super::EvalError;
+use super::space::VectorSpace;
 use crate::backend::Gradient;
 use crate::backend::gpu::GpuEvaluator;
+use crate::linalg::vector;
+use std::borrow::Cow;
 
 pub use crate::backend::checked_against;
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
@@ -63,5 +66,75 @@ impl<'a> OnDevice<'a> {
         Ok(self
             .evaluator
             .value_and_gradient_on_device(x, self.gradient, g)?)
+    }
+}
+
+/// The inherent operations answer [`BackendError`](crate::backend::BackendError)s; the space's,
+/// the solver's [`EvalError`]s.
+impl VectorSpace for DeviceVectors {
+    type Vector = DeviceVector;
+
+    fn zeros(&mut self) -> Result<DeviceVector, EvalError> {
+        Ok(DeviceVectors::zeros(self)?)
+    }
+
+    fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, EvalError> {
+        Ok(DeviceVectors::upload(self, x)?)
+    }
+
+    fn download<'v>(&'v self, v: &'v DeviceVector) -> Result<Cow<'v, [f64]>, EvalError> {
+        let mut host = vector::touched_zeros(self.dim());
+        DeviceVectors::download(self, v, &mut host)?;
+        Ok(Cow::Owned(host))
+    }
+
+    fn host_vector(&mut self, v: DeviceVector) -> Result<Vec<f64>, EvalError> {
+        Ok(VectorSpace::download(self, &v)?.into_owned())
+    }
+
+    fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
+        Ok(DeviceVectors::dot(self, a, b)?)
+    }
+
+    fn norm(&mut self, v: &DeviceVector, ord: f64) -> Result<f64, EvalError> {
+        if ord == f64::INFINITY {
+            Ok(DeviceVectors::max_abs(self, v)?)
+        } else if ord == 2.0 {
+            Ok(DeviceVectors::dot(self, v, v)?.sqrt())
+        } else {
+            // Other norms are rare options: computed on the host, as scipy does.
+            Ok(vector::norm(&VectorSpace::download(self, v)?, ord))
+        }
+    }
+
+    fn axpy(
+        &mut self,
+        alpha: f64,
+        x: &DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        Ok(DeviceVectors::axpy(self, alpha, x, y)?)
+    }
+
+    fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), EvalError> {
+        Ok(DeviceVectors::scale(self, alpha, v)?)
+    }
+
+    fn ray_point(
+        &mut self,
+        x: &DeviceVector,
+        step: f64,
+        p: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        Ok(DeviceVectors::ray_point(self, x, step, p, out)?)
+    }
+
+    fn difference(&mut self, new: &DeviceVector, old: &mut DeviceVector) -> Result<(), EvalError> {
+        Ok(DeviceVectors::difference(self, new, old)?)
+    }
+
+    fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
+        Ok(DeviceVectors::copy(self, from, to)?)
     }
 }

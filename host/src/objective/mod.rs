@@ -8,9 +8,11 @@
 
 mod device;
 mod least_squares;
+mod space;
 
 pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use least_squares::LeastSquaresObjective;
+pub use space::{HostVectors, StepEnd, VectorSpace};
 
 use crate::backend::{BackendError, Evaluator, Gradient};
 use crate::linalg::vector;

@@ -35,6 +35,7 @@ use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
 use crate::linalg::vector::{dot, map_in_place};
+use crate::objective::VectorSpace;
 use crate::objective::{EvalError, Objective};
 use ndarray::Array2;
 use std::collections::VecDeque;
@@ -83,7 +84,7 @@ fn minimize_with(
         && n >= super::workspace::DEVICE_MIN_LEN
         && let Some(on_device) = objective.device()
     {
-        let mut workspace = super::workspace::DeviceWorkspace::new(on_device, n)?;
+        let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = ImplicitBfgs::new();
         return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
     }
@@ -181,7 +182,7 @@ impl<V> ImplicitBfgs<V> {
         p: &mut V,
         apply_h0: impl FnOnce(&mut W, &mut V) -> Result<(), EvalError>,
     ) -> Result<(), EvalError> {
-        workspace.copy(g, p)?;
+        workspace.space_mut().copy(g, p)?;
         two_loop(workspace, &self.pairs, p, &mut self.alphas, apply_h0)
     }
 
@@ -196,8 +197,8 @@ impl<V> ImplicitBfgs<V> {
     ) -> Result<(), EvalError> {
         let rho = rho(sy);
         let mut pair = CurvaturePair {
-            s: workspace.zeros()?,
-            y: workspace.zeros()?,
+            s: workspace.space_mut().zeros()?,
+            y: workspace.space_mut().zeros()?,
             rho,
         };
         std::mem::swap(s, &mut pair.s);
@@ -222,8 +223,8 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         p: &mut W::Vector,
     ) -> Result<f64, EvalError> {
         self.product(workspace, g, p, |_, _| Ok(()))?;
-        workspace.scale(-1.0, p)?;
-        workspace.dot(g, p)
+        workspace.space_mut().scale(-1.0, p)?;
+        workspace.space_mut().dot(g, p)
     }
 
     fn update(

@@ -25,8 +25,8 @@
 //! `−H·g = −γg − S·w + γY·u`. The two-loop recursion makes `2m` passes over the vectors, one
 //! after another, since each needs the dot product the last one ended with: at `m = 10` that is
 //! about 80 vector reads and writes per iteration. Here the `n`-sized work is two passes of
-//! about `2m + 2` vectors each: one takes `a`, `b` and `gᵀg` (`Workspace::dots`), one forms
-//! the direction and its slope `gᵀp` (`Workspace::combine_dot`); the rest is `m×m`
+//! about `2m + 2` vectors each: one takes `a`, `b` and `gᵀg` (`VectorSpace::dots`), one forms
+//! the direction and its slope `gᵀp` (`VectorSpace::combine_dot`); the rest is `m×m`
 //! arithmetic. The new pair's columns of `R` and `YᵀY` (the older ones are kept) need `vᵢᵀy`
 //! for every stored vector, and `y = g₊ − g` makes each a difference of this pass's product
 //! with `g₊` and the last one's with `g`, unless `y` is too short for that difference to keep
@@ -38,6 +38,7 @@ use super::options::{Options, check_start, invalid_option};
 use super::quasi_newton::{self, InverseHessian};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
+use crate::objective::VectorSpace;
 use crate::objective::{EvalError, Objective};
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -57,8 +58,7 @@ pub fn minimize(
     if x0.len() >= super::workspace::DEVICE_MIN_LEN
         && let Some(on_device) = objective.device()
     {
-        let n = x0.len();
-        let mut workspace = super::workspace::DeviceWorkspace::new(on_device, n)?;
+        let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = LimitedMemory::new(options.memory);
         return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
     }
@@ -87,7 +87,7 @@ struct LimitedMemory<V> {
     previous: Option<GradientProducts>,
     /// Whether the newest pair's columns of `R` and `YᵀY` are still to be formed.
     newest_pending: bool,
-    /// Scratch for [`Workspace::dots`], kept so that it grows once.
+    /// Scratch for [`VectorSpace::dots`], kept so that it grows once.
     products: Vec<f64>,
 }
 
@@ -163,8 +163,8 @@ impl<V> LimitedMemory<V> {
                 oldest
             }
             None => StoredPair {
-                s: workspace.zeros()?,
-                y: workspace.zeros()?,
+                s: workspace.space_mut().zeros()?,
+                y: workspace.space_mut().zeros()?,
                 r_column: Vec::new(),
                 yy_column: Vec::new(),
             },
@@ -222,7 +222,9 @@ impl<V> LimitedMemory<V> {
                     .flat_map(|q| [&q.s, &q.y])
                     .collect();
                 let mut direct = vec![0.0; older.len()];
-                workspace.dots(&older, &[&self.pairs[newest].y], &mut direct)?;
+                workspace
+                    .space_mut()
+                    .dots(&older, &[&self.pairs[newest].y], &mut direct)?;
                 let (s, y) = direct.chunks_exact(2).map(|sy| (sy[0], sy[1])).unzip();
                 (s, y)
             }
@@ -273,7 +275,9 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
                 .flat_map(|q| [&q.s, &q.y])
                 .chain([g])
                 .collect();
-            workspace.dots(&vectors, &[g], &mut self.products)?;
+            workspace
+                .space_mut()
+                .dots(&vectors, &[g], &mut self.products)?;
         }
         let (s, y) = (self.products[..2 * m].chunks_exact(2))
             .map(|sy| (sy[0], sy[1]))
@@ -293,7 +297,7 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         let mut terms = vec![(-gamma, g)];
         terms.extend(self.pairs.iter().zip(&w).map(|(q, &w)| (-w, &q.s)));
         terms.extend(self.pairs.iter().zip(&u).map(|(q, &u)| (gamma * u, &q.y)));
-        workspace.combine_dot(&terms, p, g)
+        workspace.space_mut().combine_dot(&terms, p, g)
     }
 
     fn update(
@@ -355,7 +359,7 @@ mod tests {
                     &reference,
                     &mut expected,
                     &mut Vec::new(),
-                    |w, v| w.scale(gamma, v),
+                    |w, v| w.space_mut().scale(gamma, v),
                 )
                 .unwrap();
                 let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));

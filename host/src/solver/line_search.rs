@@ -10,6 +10,7 @@ mod more_thuente;
 mod wolfe;
 mod zoom;
 
+use crate::objective::VectorSpace;
 use wolfe::Wolfe;
 pub(super) use wolfe::{Accepted, Line};
 
@@ -69,24 +70,32 @@ pub(super) struct Ray<'r, 'w, W: Workspace> {
 impl<W: Workspace> Line for Ray<'_, '_, W> {
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
         let workspace = &mut *self.objective.workspace;
-        workspace.ray_point(self.origin, step, self.direction, self.point)?;
+        workspace
+            .space_mut()
+            .ray_point(self.origin, step, self.direction, self.point)?;
         self.objective.value(self.point)
     }
 
     fn slope(&mut self) -> Result<f64, EvalError> {
         self.objective.gradient(self.point, self.gradient)?;
-        self.objective.workspace.dot(self.gradient, self.direction)
+        self.objective
+            .workspace
+            .space_mut()
+            .dot(self.gradient, self.direction)
     }
 
     fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
         let workspace = &mut *self.objective.workspace;
-        workspace.ray_point(self.origin, step, self.direction, self.point)?;
+        workspace
+            .space_mut()
+            .ray_point(self.origin, step, self.direction, self.point)?;
         let value = self
             .objective
             .value_and_gradient(self.point, self.gradient)?;
         let slope = self
             .objective
             .workspace
+            .space_mut()
             .dot(self.gradient, self.direction)?;
         Ok((value, slope))
     }

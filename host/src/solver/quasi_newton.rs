@@ -6,6 +6,7 @@ use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::Workspace;
 use crate::objective::EvalError;
+use crate::objective::VectorSpace;
 use std::ops::ControlFlow;
 
 /// An approximation `H` of the inverse Hessian, over a workspace's vectors.
@@ -41,21 +42,21 @@ pub(super) fn run<W: Workspace>(
 ) -> Result<OptimizeResult, SolveError> {
     let maxiter = options.iteration_limit(x0.len());
     let mut objective = Counted::new(workspace);
-    let mut x = objective.workspace.upload(x0)?;
-    let mut g = objective.workspace.zeros()?;
+    let mut x = objective.workspace.space_mut().upload(x0)?;
+    let mut g = objective.workspace.space_mut().zeros()?;
     let mut f = objective.value_and_gradient(&x, &mut g)?;
     // scipy's first-step scaling: pretend the previous value was f + ‖g‖₂/2, so that the first
     // trial step (see `line_search::initial_step`) moves about 1 along −H₀g.
-    let mut f_previous = f + objective.workspace.norm(&g, 2.0)? / 2.0;
-    let mut gnorm = objective.workspace.norm(&g, options.norm)?;
+    let mut f_previous = f + objective.workspace.space_mut().norm(&g, 2.0)? / 2.0;
+    let mut gnorm = objective.workspace.space_mut().norm(&g, options.norm)?;
 
     // After a step, `p` is turned into s = α·p and the old gradient's buffer into y = g₊ − g,
     // and the trial point and gradient are swapped in; the inverse Hessian then keeps s and y
     // by exchanging buffers: no copies, and no n-vector allocations once L-BFGS's memory is
     // full.
-    let mut p = objective.workspace.zeros()?;
-    let mut x_trial = objective.workspace.zeros()?;
-    let mut g_trial = objective.workspace.zeros()?;
+    let mut p = objective.workspace.space_mut().zeros()?;
+    let mut x_trial = objective.workspace.space_mut().zeros()?;
+    let mut g_trial = objective.workspace.space_mut().zeros()?;
     let (c1, c2) = (options.c1, options.c2);
     let mut nit = 0;
     let mut stopped_early = None;
@@ -76,7 +77,9 @@ pub(super) fn run<W: Workspace>(
             break;
         };
         let w = &mut *objective.workspace;
-        let end = w.finish_step(accepted.step, &mut p, &g_trial, &mut g, options.norm)?;
+        let end =
+            w.space_mut()
+                .finish_step(accepted.step, &mut p, &g_trial, &mut g, options.norm)?;
         std::mem::swap(&mut x, &mut x_trial);
         std::mem::swap(&mut g, &mut g_trial);
         // Accepted points are finite (the line search never accepts others), so scipy's test
@@ -86,7 +89,7 @@ pub(super) fn run<W: Workspace>(
         gnorm = end.gradient_norm;
 
         let current = &*w;
-        let x_now = || current.download(&x);
+        let x_now = || current.space().download(&x);
         let iterate = Iterate {
             nit,
             fun: f,
@@ -104,7 +107,7 @@ pub(super) fn run<W: Workspace>(
         }
         // scipy's xrtol test; ‖x‖ is needed only when xrtol > 0 (else the test is ‖s‖ = 0).
         let x_norm = if options.xrtol > 0.0 {
-            w.norm(&x, 2.0)?
+            w.space_mut().norm(&x, 2.0)?
         } else {
             0.0
         };
@@ -116,7 +119,7 @@ pub(super) fn run<W: Workspace>(
     }
 
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.
-    let x_has_nan = objective.workspace.dot(&x, &x)?.is_nan();
+    let x_has_nan = objective.workspace.space_mut().dot(&x, &x)?.is_nan();
     let mut status =
         stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, x_has_nan));
     // An approximate gradient is checked at the solution: its small norm proves nothing when
@@ -132,8 +135,8 @@ pub(super) fn run<W: Workspace>(
     {
         status = Status::PrecisionLoss;
     }
-    let x = objective.workspace.host_vector(x)?;
-    let jac = objective.workspace.host_vector(g)?;
+    let x = objective.workspace.space_mut().host_vector(x)?;
+    let jac = objective.workspace.space_mut().host_vector(g)?;
     Ok(OptimizeResult {
         x,
         fun: f,

@@ -2,6 +2,7 @@
 
 use super::workspace::Workspace;
 use crate::objective::EvalError;
+use crate::objective::VectorSpace;
 use std::collections::VecDeque;
 
 /// One BFGS update: the step `s = x₊ − x`, the gradient change `y = g₊ − g`, and `ρ`
@@ -26,17 +27,21 @@ pub(super) fn two_loop<W: Workspace>(
 ) -> Result<(), EvalError> {
     alphas.clear();
     // Each `axpy` is fused with the dot product the next pair needs, over the vector just
-    // updated (`Workspace::axpy_dot`): the same numbers as separate passes, half the traffic.
+    // updated (`VectorSpace::axpy_dot`): the same numbers as separate passes, half the traffic.
     let mut newest_first = pairs.iter().rev().peekable();
     let mut s_dot = match pairs.back() {
-        Some(newest) => workspace.dot(&newest.s, v)?,
+        Some(newest) => workspace.space_mut().dot(&newest.s, v)?,
         None => 0.0,
     };
     while let Some(pair) = newest_first.next() {
         let alpha = pair.rho * s_dot;
         match newest_first.peek() {
-            Some(older) => s_dot = workspace.axpy_dot(-alpha, &pair.y, v, &older.s)?,
-            None => workspace.axpy(-alpha, &pair.y, v)?,
+            Some(older) => {
+                s_dot = workspace
+                    .space_mut()
+                    .axpy_dot(-alpha, &pair.y, v, &older.s)?
+            }
+            None => workspace.space_mut().axpy(-alpha, &pair.y, v)?,
         }
         alphas.push(alpha);
     }
@@ -44,14 +49,18 @@ pub(super) fn two_loop<W: Workspace>(
     // `alphas` is newest first; this loop goes oldest first.
     let mut oldest_first = pairs.iter().zip(alphas.iter().rev()).peekable();
     let mut y_dot = match pairs.front() {
-        Some(oldest) => workspace.dot(&oldest.y, v)?,
+        Some(oldest) => workspace.space_mut().dot(&oldest.y, v)?,
         None => 0.0,
     };
     while let Some((pair, &alpha)) = oldest_first.next() {
         let beta = pair.rho * y_dot;
         match oldest_first.peek() {
-            Some((newer, _)) => y_dot = workspace.axpy_dot(alpha - beta, &pair.s, v, &newer.y)?,
-            None => workspace.axpy(alpha - beta, &pair.s, v)?,
+            Some((newer, _)) => {
+                y_dot = workspace
+                    .space_mut()
+                    .axpy_dot(alpha - beta, &pair.s, v, &newer.y)?
+            }
+            None => workspace.space_mut().axpy(alpha - beta, &pair.s, v)?,
         }
     }
     Ok(())

@@ -57,6 +57,11 @@ impl DeviceVectors {
         })
     }
 
+    /// `n`, the length of every vector.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
     /// `n` zeros.
     pub fn zeros(&mut self) -> Result<DeviceVector, BackendError> {
         self.launcher
