@@ -58,6 +58,9 @@
 pub use cudamin_host::*;
 pub use gpu_kernels as kernels;
 
+#[doc(hidden)]
+pub mod problems;
+
 include_ptx!("kernels");
 
 /// Picks a backend, with this crate's embedded PTX. Returns it and why it was chosen.

@@ -24,11 +24,10 @@
 #[doc(hidden)]
 pub mod backend;
 pub mod data;
-mod linalg;
+#[doc(hidden)]
+pub mod linalg;
 #[doc(hidden)]
 pub mod objective;
-#[doc(hidden)]
-pub mod problems;
 #[doc(hidden)]
 pub mod solver;
 

@@ -1,4 +1,4 @@
-//! Host-memory linear algebra the solver and the problem registry share: the `n`-vector
+//! Host-memory linear algebra the solver and the built-in problems (in the `cudamin` crate) share: the `n`-vector
 //! kernels ([`vector`]) and a dense Cholesky factorization. Rayon-parallel and deterministic:
 //! results never depend on the number of threads.
 
@@ -26,7 +26,7 @@ pub(crate) fn cholesky(h: ArrayView2<'_, f64>) -> Result<Vec<f64>, String> {
 /// the diagonal, into `l` (`n²` values); fails at the first pivot that is not positive, i.e. iff
 /// `h` is not positive definite. Kept by rows, each entry is a dot product of two contiguous row
 /// prefixes; the rows below a pivot are independent of each other and go in parallel.
-pub(crate) fn cholesky_into(h: ArrayView2<'_, f64>, l: &mut [f64]) -> Result<(), String> {
+pub fn cholesky_into(h: ArrayView2<'_, f64>, l: &mut [f64]) -> Result<(), String> {
     let n = h.nrows();
     assert_eq!(l.len(), n * n, "the factor's buffer holds n² values");
     for j in 0..n {
@@ -53,7 +53,7 @@ pub(crate) fn cholesky_into(h: ArrayView2<'_, f64>, l: &mut [f64]) -> Result<(),
 }
 
 /// Solves `L y = b` in place (`b` becomes `y`), `L` lower triangular by rows, `n × n`.
-pub(crate) fn solve_lower(l: &[f64], b: &mut [f64]) {
+pub fn solve_lower(l: &[f64], b: &mut [f64]) {
     let n = b.len();
     for i in 0..n {
         let row = &l[i * n..i * n + i];
@@ -73,7 +73,7 @@ pub(crate) fn solve_lower_transposed(l: &[f64], y: &mut [f64]) {
 /// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process) or
 /// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.
-pub(crate) fn try_zeros(len: usize) -> Option<Vec<f64>> {
+pub fn try_zeros(len: usize) -> Option<Vec<f64>> {
     try_filled(len, |values| {
         if len < PARALLEL_MIN_LEN {
             values.resize(len, 0.0);

@@ -281,18 +281,20 @@ const DWARF: f64 = f64::MIN_POSITIVE;
 /// objective's value, which [`minimize`](super::minimize) would report as `fun`, is `Σ r²`.
 ///
 /// ```
-/// use cudamin_host::problems::fit::{FitData, find_model};
 /// use cudamin_host::solver::{LmOptions, least_squares};
-/// use cudamin_host::{Backend, Gradient, TermObjective};
+/// use cudamin_host::{Backend, Gradient, TermObjective, TermProblem};
+/// use gpu_kernels::SumOfSquares;
+/// use gpu_kernels::terms::fit::Poly;
 ///
-/// // Points on y = 1 + 2x, and the built-in `poly` model with 2 parameters: a straight line.
+/// // Points on y = 1 + 2x, and the built-in `Poly` residual with 2 parameters: a straight
+/// // line. Its data are three columns, one after the other: x, y and the weights 1/σ.
 /// let x: Vec<f64> = (0..50).map(|i| i as f64 / 10.0).collect();
-/// let y = x.iter().map(|x| 1.0 + 2.0 * x).collect();
-/// let data = FitData { x, y, sigma: None };
-/// let line = find_model("poly")?.instantiate(&Backend::Cpu, Some(2), &data, None)?;
-/// let residuals = line.evaluator.into_least_squares().expect("a fit model is a sum of squares");
+/// let y: Vec<f64> = x.iter().map(|x| 1.0 + 2.0 * x).collect();
+/// let columns = [x, y, vec![1.0; 50]].concat();
+/// let problem = TermProblem::<SumOfSquares<Poly>>::with_data(2, columns, 50)?;
+/// let residuals = Backend::Cpu.load_least_squares(problem)?;
 /// let mut objective = TermObjective::new(residuals, Gradient::Exact);
-/// let result = least_squares(&mut objective, &line.x0, &LmOptions::default())?;
+/// let result = least_squares(&mut objective, &[1.0, 1.0], &LmOptions::default())?;
 /// assert!(result.success, "{}", result.message);
 /// assert!((result.x[0] - 1.0).abs() < 1e-10 && (result.x[1] - 2.0).abs() < 1e-10);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -5,7 +5,7 @@
 
 mod solver_common;
 
-use cudamin_host::solver::{Method, Options, Status};
+use cudamin::solver::{Method, Options, Status};
 use ndarray::{Array2, array};
 use solver_common::*;
 
@@ -218,7 +218,7 @@ fn one_iteration_applies_one_bfgs_update_to_the_identity() {
     assert_eq!((result.status, result.nit), (Status::MaxIter, 1));
 
     let mut g0 = [0.0; 2];
-    cudamin_host::Objective::gradient(&mut Rosenbrock { n: 2 }, &x0, &mut g0).unwrap();
+    cudamin::Objective::gradient(&mut Rosenbrock { n: 2 }, &x0, &mut g0).unwrap();
     let s = [result.x[0] - x0[0], result.x[1] - x0[1]];
     let y = [result.jac[0] - g0[0], result.jac[1] - g0[1]];
     let rho = 1.0 / (s[0] * y[0] + s[1] * y[1]);
@@ -252,7 +252,7 @@ fn a_users_hess_inv0_sets_the_first_direction() {
     };
     let result = solve(&mut Rosenbrock { n: 2 }, &x0, Method::Bfgs, &options).unwrap();
     let mut g0 = [0.0; 2];
-    cudamin_host::Objective::gradient(&mut Rosenbrock { n: 2 }, &x0, &mut g0).unwrap();
+    cudamin::Objective::gradient(&mut Rosenbrock { n: 2 }, &x0, &mut g0).unwrap();
     let p = hess_inv0.dot(&ndarray::arr1(&g0)).mapv(|v| -v);
     let s = [result.x[0] - x0[0], result.x[1] - x0[1]];
     // s = α·p with α > 0.

@@ -3,8 +3,8 @@
 
 mod solver_common;
 
-use cudamin_host::solver::{Iterate, Method, Options, Status, minimize_with_observer};
-use cudamin_host::{EvalError, Objective};
+use cudamin::solver::{Iterate, Method, Options, Status, minimize_with_observer};
+use cudamin::{EvalError, Objective};
 use solver_common::*;
 use std::ops::ControlFlow;
 

@@ -1,9 +1,9 @@
 //! Test objectives with analytic gradients, shared by the `solver_*` tests.
 #![allow(dead_code)] // each test crate uses a different subset
 
-pub use cudamin_host::problems::random::SplitMix64;
-use cudamin_host::solver::{Method, OptimizeResult, Options, SolveError, minimize};
-use cudamin_host::{EvalError, Objective};
+pub use cudamin::problems::random::SplitMix64;
+use cudamin::solver::{Method, OptimizeResult, Options, SolveError, minimize};
+use cudamin::{EvalError, Objective};
 
 /// Minimizes `objective` by `method` (the tests' shorthand for [`minimize`]).
 pub fn solve(

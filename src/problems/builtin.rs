@@ -2,8 +2,8 @@
 
 use super::problem::{LoadError, Problem, load, repeating, zeros};
 use super::random::SplitMix64;
-use crate::backend::TermProblem;
-use crate::linalg::{cholesky_into, solve_lower};
+use cudamin_host::backend::TermProblem;
+use cudamin_host::linalg::{cholesky_into, solve_lower};
 use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, Quadratic, SeedExpSum,

@@ -2,7 +2,7 @@
 
 mod solver_common;
 
-use cudamin_host::solver::{Method, Options, SolveError};
+use cudamin::solver::{Method, Options, SolveError};
 use ndarray::{Array2, array};
 use proptest::prelude::*;
 use solver_common::*;

@@ -3,8 +3,8 @@
 //! the weights `1/σ`, uploaded once.
 
 use super::problem::{Instance, LoadError, load_least_squares};
-use crate::backend::gpu::abi::{Launch, residual_launches};
-use crate::backend::{Backend, TermProblem};
+use cudamin_host::backend::gpu::abi::{Launch, residual_launches};
+use cudamin_host::backend::{Backend, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
@@ -204,11 +204,12 @@ impl Model {
                 params: p,
             });
         }
-        let mut values = crate::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
-            n: p,
-            points,
-            bytes: points.checked_mul(3 * size_of::<f64>()),
-        })?;
+        let mut values =
+            cudamin_host::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
+                n: p,
+                points,
+                bytes: points.checked_mul(3 * size_of::<f64>()),
+            })?;
         values.clear();
         values.extend_from_slice(&data.x);
         values.extend_from_slice(&data.y);
