@@ -65,6 +65,9 @@ pub enum BackendArg {
     Cpu,
     /// The GPU, or an error saying why it cannot be used.
     Cuda,
+    /// The PTX simulator: the embedded PTX run on the CPU as a GPU would run it, with
+    /// compute-sanitizer's checks. Exact and slow, for tests and debugging; auto never picks it.
+    Sim,
 }
 
 impl From<BackendArg> for BackendChoice {
@@ -73,6 +76,7 @@ impl From<BackendArg> for BackendChoice {
             BackendArg::Auto => BackendChoice::Auto,
             BackendArg::Cpu => BackendChoice::Cpu,
             BackendArg::Cuda => BackendChoice::Cuda,
+            BackendArg::Sim => BackendChoice::Simulated,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `cudamin info`: what the binary can run on. The embedded PTX (kernels, target) and whether
-//! a GPU answers, and if not, why.
+//! `cudamin info`: what the binary can run on. The embedded PTX (kernels, target), whether
+//! a GPU answers, and if not, why, and the PTX simulator.
 
 use super::print_json;
 use cudamin::BackendChoice;
@@ -18,6 +18,8 @@ struct Info {
     gpu: bool,
     /// The device, or the driver's reason there is none.
     gpu_reason: String,
+    /// What `--backend sim` runs on, or why it cannot (no PTX embedded).
+    simulator: String,
     /// Seconds the driver took to load the PTX: its JIT compilation, or a hit in the driver's
     /// compute cache (`~/.nv/ComputeCache`) on later runs.
     module_load_s: Option<f64>,
@@ -41,6 +43,13 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         Ok((backend, why)) => (true, why, backend.module_load_seconds()),
         Err(err) => (false, err.to_string(), None),
     };
+    let simulator = match cudamin::backend(BackendChoice::Simulated) {
+        Ok((backend, _)) => format!(
+            "--backend sim: {}; never chosen by auto",
+            backend.device_summary().unwrap_or_default()
+        ),
+        Err(err) => err.to_string(),
+    };
     let info = Info {
         version: env!("CARGO_PKG_VERSION"),
         ptx_embedded: cudamin::PTX.is_ok(),
@@ -50,6 +59,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         cuda_feature: cfg!(feature = "cuda"),
         gpu,
         gpu_reason,
+        simulator,
         module_load_s,
         cpu_threads: cudamin::backend::cpu::threads(),
     };
@@ -77,6 +87,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         if info.gpu { "yes" } else { "no" },
         info.gpu_reason
     )?;
+    writeln!(out, "simulator  {}", info.simulator)?;
     if let Some(seconds) = info.module_load_s {
         writeln!(
             out,

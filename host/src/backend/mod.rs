@@ -1,5 +1,6 @@
 //! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`gpu`], through a
-//! driver: cust, feature `cuda`), and how `--backend auto` chooses. Both backends implement the contract in
+//! driver: cust, feature `cuda`; or the PTX simulator, which runs the same PTX on the CPU), and
+//! how `--backend auto` chooses. Both backends implement the contract in
 //! [`evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
 //! With feature `mpi`, `mpi` makes any backend's evaluator of one shard collective across the
 //! processes of an MPI job.
@@ -32,6 +33,10 @@ pub enum BackendChoice {
     Cpu,
     /// The GPU, or an error saying why it cannot be had.
     Cuda,
+    /// The PTX simulator: the embedded PTX run on the CPU with a GPU's semantics and
+    /// compute-sanitizer's checks. Slow and exact, for tests and debugging; `Auto` never picks
+    /// it.
+    Simulated,
 }
 
 /// A backend ready to load problems.
@@ -42,6 +47,8 @@ pub enum Backend {
     /// loads.
     #[cfg(feature = "cuda")]
     Cuda(std::sync::Arc<gpu::Launcher>),
+    /// The GPU launcher on the PTX simulator: the same launches as on a device, interpreted.
+    Simulated(std::sync::Arc<gpu::Launcher>),
 }
 
 impl Backend {
@@ -67,6 +74,12 @@ impl Backend {
             BackendChoice::Cpu => Ok((Backend::Cpu, "requested".to_owned())),
             BackendChoice::Cuda => {
                 Self::cuda(ptx, launch).map(|(b, why)| (b, format!("requested; {why}")))
+            }
+            BackendChoice::Simulated => {
+                let ptx = ptx.map_err(|why| BackendError::PtxMissing(why.to_owned()))?;
+                let launcher = gpu::open_simulator(ptx, launch)?;
+                let why = format!("requested; {}", launcher.device_summary());
+                Ok((Backend::Simulated(std::sync::Arc::new(launcher)), why))
             }
             BackendChoice::Auto => match Self::cuda(ptx, launch) {
                 Ok(found) => Ok(found),
@@ -94,23 +107,36 @@ impl Backend {
         Err(BackendError::CudaNotCompiled)
     }
 
-    /// `"cpu"` or `"cuda"`.
+    /// `"cpu"`, `"cuda"` or `"sim"`.
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Cpu => "cpu",
             #[cfg(feature = "cuda")]
             Backend::Cuda(_) => "cuda",
+            Backend::Simulated(_) => "sim",
         }
+    }
+
+    /// The GPU launcher, on a device or on the simulator; `None` on the CPU.
+    fn launcher(&self) -> Option<&std::sync::Arc<gpu::Launcher>> {
+        match self {
+            Backend::Cpu => None,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(launcher) => Some(launcher),
+            Backend::Simulated(launcher) => Some(launcher),
+        }
+    }
+
+    /// The GPU backend's device in words (the simulator says what it is); `None` on the CPU.
+    pub fn device_summary(&self) -> Option<&str> {
+        self.launcher().map(|launcher| launcher.device_summary())
     }
 
     /// Seconds the GPU backend's driver took to load the kernels (the PTX's JIT compilation,
     /// unless its compute cache held them); `None` on the CPU.
     pub fn module_load_seconds(&self) -> Option<f64> {
-        match self {
-            Backend::Cpu => None,
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => Some(launcher.module_load_seconds()),
-        }
+        self.launcher()
+            .map(|launcher| launcher.module_load_seconds())
     }
 
     /// Launches a raw kernel, Numba's `kernel[blocks, threads](args)`: on the GPU, or on the
@@ -139,10 +165,9 @@ impl Backend {
                 config.blocks, config.threads
             )));
         }
-        match self {
-            Backend::Cpu => cpu::launch_raw(kernel, config, args),
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => launcher.launch_raw(kernel, config, args),
+        match self.launcher() {
+            None => cpu::launch_raw(kernel, config, args),
+            Some(launcher) => launcher.launch_raw(kernel, config, args),
         }
     }
 
@@ -151,12 +176,9 @@ impl Backend {
         &self,
         problem: TermProblem<T>,
     ) -> Result<Box<dyn Evaluator>, BackendError> {
-        match self {
-            Backend::Cpu => Ok(Box::new(CpuEvaluator::new(problem))),
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => {
-                Ok(Box::new(gpu::GpuEvaluator::new(launcher.clone(), problem)?))
-            }
+        match self.launcher() {
+            None => Ok(Box::new(CpuEvaluator::new(problem))),
+            Some(launcher) => Ok(Box::new(gpu::GpuEvaluator::new(launcher.clone(), problem)?)),
         }
     }
 
@@ -166,10 +188,9 @@ impl Backend {
         &self,
         problem: TermProblem<SumOfSquares<T>>,
     ) -> Result<Box<dyn LeastSquaresEvaluator>, BackendError> {
-        match self {
-            Backend::Cpu => Ok(Box::new(CpuLeastSquares::new(problem))),
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(launcher) => Ok(Box::new(gpu::load_least_squares(
+        match self.launcher() {
+            None => Ok(Box::new(CpuLeastSquares::new(problem))),
+            Some(launcher) => Ok(Box::new(gpu::load_least_squares(
                 launcher.clone(),
                 problem,
             )?)),

@@ -119,6 +119,15 @@ impl CustDriver {
         CurrentContext::set_current(&self.context).map_err(driver("cuCtxSetCurrent"))
     }
 
+    /// Waits for all work on the stream; `after` names it in the error of a fault.
+    fn synchronize(&self, after: &str) -> Result<(), BackendError> {
+        self.make_current()?;
+        self.stream.synchronize().map_err(|e| BackendError::Launch {
+            kernel: after.to_owned(),
+            detail: describe(e),
+        })
+    }
+
     /// The staging buffer, grown to hold at least `len` values.
     fn staging(
         &self,
@@ -303,14 +312,6 @@ impl Driver for CustDriver {
         }
         .map_err(|e| BackendError::Launch {
             kernel: kernel.to_owned(),
-            detail: describe(e),
-        })
-    }
-
-    fn synchronize(&self, after: &str) -> Result<(), BackendError> {
-        self.make_current()?;
-        self.stream.synchronize().map_err(|e| BackendError::Launch {
-            kernel: after.to_owned(),
             detail: describe(e),
         })
     }

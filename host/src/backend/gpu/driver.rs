@@ -2,9 +2,9 @@
 //!
 //! Everything above it (the term evaluator, the normal-equations pass, the device vectors) is
 //! safe code written once against [`Driver`]: load nothing, know nothing of CUDA, only
-//! allocate, copy, launch and synchronize. An implementation runs the embedded PTX: the cust
-//! driver (`cust.rs`, feature `cuda`) on a real device, holding every `unsafe` block of the
-//! GPU path.
+//! allocate, copy and launch, and read results back. An implementation runs the embedded PTX:
+//! the cust driver (`cust.rs`, feature `cuda`) on a real device, holding every `unsafe` block of
+//! the GPU path, or the simulated driver (`sim.rs`), which interprets it on the CPU.
 //!
 //! The contract every implementation keeps:
 //! - operations run in the order they are called, as on one CUDA stream: a launch sees every
@@ -12,8 +12,7 @@
 //! - [`write`](Driver::write) returns once the caller may change `values`;
 //!   [`read`](Driver::read) returns once `out` holds the data (it waits for the work before it);
 //! - an asynchronous fault of a kernel surfaces at the next call that waits
-//!   ([`read`](Driver::read), [`synchronize`](Driver::synchronize)), as
-//!   [`BackendError::Launch`];
+//!   ([`read`](Driver::read)), as [`BackendError::Launch`];
 //! - addresses come only from [`alloc`](Driver::alloc), and a [`Buffer`] frees its own.
 
 use super::abi::KernelArg;
@@ -38,8 +37,6 @@ pub(crate) struct KernelLimits {
 ///
 /// Crate-private: its memory operations take addresses that only [`alloc`](Driver::alloc)
 /// made, through [`Buffer`]s whose lengths the [`Launcher`](super::Launcher) checks.
-// Without feature `cuda` no driver is compiled in, and what only drivers call is unused.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) trait Driver: Send + Sync {
     /// The device, in words, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
     fn summary(&self) -> &str;
@@ -69,8 +66,6 @@ pub(crate) trait Driver: Send + Sync {
         config: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), BackendError>;
-    /// Waits for all work; `after` names it in the error of a fault.
-    fn synchronize(&self, after: &str) -> Result<(), BackendError>;
 }
 
 /// `len` f64 of device memory, freed when dropped. Made by the [`Launcher`](super::Launcher).
@@ -101,7 +96,6 @@ impl Buffer {
     }
 
     /// Whether it holds no entries.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -72,8 +72,8 @@ pub struct GpuEvaluator {
     value: (Launch, LaunchConfig),
     sum: (Launch, LaunchConfig),
     /// Per scheme, in the table's order; or why the scheme cannot take this problem (the exact
-    /// kernels, past their window limit).
-    gradients: Vec<Result<GradientPlan, &'static str>>,
+    /// kernels past their window limit, or a launch size its kernels refuse).
+    gradients: Vec<Result<GradientPlan, BackendError>>,
     // Device buffers; the launches above hold their addresses.
     x: Buffer,
     g: Buffer,
@@ -126,10 +126,22 @@ impl GpuEvaluator {
         let work = GradientWork::of::<T>(n, data);
         let dense = matches!(work, GradientWork::Terms(_));
         let work = work.units();
-        let configs = (Gradient::ALL.iter())
-            .map(|&kind| l.config(T::GRADIENTS[kind as usize], work))
-            .collect::<Result<Vec<_>, _>>()?;
-        let partial_blocks = configs.iter().map(|c| c.blocks).max().unwrap_or(1) as usize;
+        // A scheme this problem cannot use (the exact kernels past their window limit, or a
+        // block size its kernel refuses) is refused when it is asked for, not here: a solve
+        // that never uses it must load.
+        let exact = exact_supported::<T>(n, true).map_err(BackendError::ExactUnsupported);
+        let configs: Vec<Result<LaunchConfig, BackendError>> = (Gradient::ALL.iter())
+            .map(|&kind| match (kind, &exact) {
+                (Gradient::Exact, Err(why)) => Err(why.clone()),
+                _ => l.config(T::GRADIENTS[kind as usize], work),
+            })
+            .collect();
+        let partial_blocks = configs
+            .iter()
+            .flatten()
+            .map(|c| c.blocks)
+            .max()
+            .unwrap_or(1) as usize;
         let gradient_partials = l.alloc(
             "gradient partial sums",
             if dense { partial_blocks * n } else { 0 },
@@ -142,13 +154,9 @@ impl GpuEvaluator {
             values: gradient_value_partials.address(),
             f: f.address(),
         };
-        let exact = exact_supported::<T>(n, true);
         let gradients = (Gradient::ALL.iter().zip(configs))
-            .map(|(&kind, config)| match (kind, exact) {
-                (Gradient::Exact, Err(why)) => Ok(Err(why)),
-                _ => targets.plan::<T>(kind, l, config).map(Ok),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|(&kind, config)| config.and_then(|config| targets.plan::<T>(kind, l, config)))
+            .collect();
 
         Ok(Self {
             n,
@@ -228,7 +236,7 @@ impl GpuEvaluator {
     fn gradient_at_x(&mut self, gradient: Gradient, with_value: bool) -> Result<(), BackendError> {
         let plan = self.gradients[gradient as usize]
             .as_ref()
-            .map_err(|why| BackendError::ExactUnsupported(why))?;
+            .map_err(Clone::clone)?;
         let l = &self.launcher;
         l.launch(
             if with_value {

@@ -23,7 +23,6 @@ pub struct Launcher {
 
 impl Launcher {
     /// Launches on `driver`, with `launch` (checked by the caller) overriding the sizes.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // no driver without `cuda`
     pub(crate) fn new(driver: Arc<dyn Driver>, launch: LaunchOverride) -> Self {
         Self { driver, launch }
     }

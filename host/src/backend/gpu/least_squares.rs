@@ -14,8 +14,9 @@ use std::sync::Arc;
 /// The normal-equations pass of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
     residuals: usize,
-    /// Per scheme, in the table's order; or why the pass does not take this problem.
-    normal: Result<Vec<NormalPlan>, &'static str>,
+    /// Per scheme, in the table's order, its plan or why its kernel refuses the launch size;
+    /// or why the pass does not take this problem at all.
+    normal: Result<Vec<Result<NormalPlan, BackendError>>, &'static str>,
     normal_out: Buffer,
     _partials: Buffer,
     _value_partials: Buffer,
@@ -46,10 +47,17 @@ pub fn load_least_squares<T: ResidualKernels>(
     let sum = GpuEvaluator::new(launcher.clone(), problem)?;
     let l = &*launcher;
     let len = n * n + n;
-    let configs = (T::NORMALS.iter())
+    // As for the gradients: a scheme whose kernel refuses the launch size is refused when it
+    // is asked for.
+    let configs: Vec<Result<LaunchConfig, BackendError>> = (T::NORMALS.iter())
         .map(|kernel| l.config(kernel, residuals))
-        .collect::<Result<Vec<_>, _>>()?;
-    let blocks = configs.iter().map(|c| c.blocks).max().unwrap_or(1) as usize;
+        .collect();
+    let blocks = configs
+        .iter()
+        .flatten()
+        .map(|c| c.blocks)
+        .max()
+        .unwrap_or(1) as usize;
     let partials = l.alloc(
         "normal-equations partial sums",
         if supported.is_ok() { blocks * len } else { 0 },
@@ -76,7 +84,9 @@ pub fn load_least_squares<T: ResidualKernels>(
     let b = sum.buffers;
     let normal = supported.map(|()| {
         (Gradient::ALL.iter().zip(configs))
-            .map(|(&kind, config)| plan(Launch::normal::<T>(kind, b, out, values), config))
+            .map(|(&kind, config)| {
+                config.map(|config| plan(Launch::normal::<T>(kind, b, out, values), config))
+            })
             .collect()
     });
     let pass = GpuResiduals {
@@ -106,7 +116,7 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
             kernel: "normal equations".to_owned(),
             reason: (*why).to_owned(),
         })?;
-        let plan = &plans[jacobian as usize];
+        let plan = plans[jacobian as usize].as_ref().map_err(Clone::clone)?;
         let n = x.len();
         sum.send_x(x)?;
         let l = &sum.launcher;

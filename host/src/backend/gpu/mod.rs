@@ -3,7 +3,8 @@
 //!
 //! One job per file. [`driver`](self) is the seam: a small trait to allocate, copy, launch and
 //! synchronize, which the rest is written against in safe code. `cust.rs` implements it on a
-//! real device (feature `cuda`), with every `unsafe` block of the GPU path. Above the seam:
+//! real device (feature `cuda`), with every `unsafe` block of the GPU path; `sim.rs` on the PTX
+//! simulator (`cudamin-ptx-sim`, always built), which runs the same PTX on the CPU. Above the seam:
 //! `launcher.rs` chooses launch sizes and checks every copy, `evaluator.rs` evaluates a term
 //! problem, `least_squares.rs` makes the normal-equations pass, `vectors.rs` holds a solver's
 //! vectors. [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry`
@@ -18,12 +19,16 @@ mod driver;
 mod evaluator;
 mod launcher;
 mod least_squares;
+#[cfg(test)]
+mod plans;
 pub mod ptx;
+mod sim;
 mod vectors;
 
 pub use evaluator::GpuEvaluator;
 pub use launcher::Launcher;
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
+pub use sim::simulated_entries;
 pub use vectors::{DeviceVector, DeviceVectors};
 
 /// Opens CUDA device 0 with the cust driver and loads `ptx` on it.
@@ -33,5 +38,14 @@ pub(crate) fn open_cuda(
     launch: crate::backend::LaunchOverride,
 ) -> Result<Launcher, crate::backend::BackendError> {
     let driver = cust::CustDriver::open(ptx, 0)?;
+    Ok(Launcher::new(std::sync::Arc::new(driver), launch))
+}
+
+/// Loads `ptx` on a simulated device (`cudamin-ptx-sim`), which runs it on the CPU.
+pub(crate) fn open_simulator(
+    ptx: &str,
+    launch: crate::backend::LaunchOverride,
+) -> Result<Launcher, crate::backend::BackendError> {
+    let driver = sim::SimDriver::open(ptx)?;
     Ok(Launcher::new(std::sync::Arc::new(driver), launch))
 }
