@@ -63,29 +63,33 @@ impl DeviceVectors {
     }
 
     /// `n` zeros.
-    pub fn zeros(&mut self) -> Result<DeviceVector, BackendError> {
+    pub(crate) fn zeros(&mut self) -> Result<DeviceVector, BackendError> {
         self.launcher
             .alloc("a solver vector", self.n)
             .map(DeviceVector)
     }
 
     /// A device copy of `x` (`n` entries).
-    pub fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, BackendError> {
+    pub(crate) fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, BackendError> {
         self.launcher.upload("a solver vector", x).map(DeviceVector)
     }
 
     /// `v` in host memory.
-    pub fn download(&self, v: &DeviceVector, host: &mut [f64]) -> Result<(), BackendError> {
+    pub(crate) fn download(&self, v: &DeviceVector, host: &mut [f64]) -> Result<(), BackendError> {
         self.launcher.read(&mut [(&v.0, host)], "a vector download")
     }
 
     /// `to ← from`.
-    pub fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), BackendError> {
+    pub(crate) fn copy(
+        &mut self,
+        from: &DeviceVector,
+        to: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
         self.launcher.copy(&from.0, &to.0)
     }
 
     /// `y ← y + alpha·x`.
-    pub fn axpy(
+    pub(crate) fn axpy(
         &mut self,
         alpha: f64,
         x: &DeviceVector,
@@ -96,13 +100,13 @@ impl DeviceVectors {
     }
 
     /// `v ← alpha·v`.
-    pub fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), BackendError> {
+    pub(crate) fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), BackendError> {
         let launch = Launch::scale(self.n, alpha, v.0.address());
         self.launcher.launch(&launch, self.elementwise)
     }
 
     /// `out ← x + step·p`.
-    pub fn ray_point(
+    pub(crate) fn ray_point(
         &mut self,
         x: &DeviceVector,
         step: f64,
@@ -114,7 +118,7 @@ impl DeviceVectors {
     }
 
     /// `old ← new − old`.
-    pub fn difference(
+    pub(crate) fn difference(
         &mut self,
         new: &DeviceVector,
         old: &mut DeviceVector,
@@ -124,7 +128,7 @@ impl DeviceVectors {
     }
 
     /// `aᵀb`, summed in a fixed order (deterministic for a given launch configuration).
-    pub fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, BackendError> {
+    pub(crate) fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, BackendError> {
         let partials = self.partials.address();
         let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
@@ -135,7 +139,7 @@ impl DeviceVectors {
     }
 
     /// `‖v‖∞`, NaN if any entry is NaN.
-    pub fn max_abs(&mut self, v: &DeviceVector) -> Result<f64, BackendError> {
+    pub(crate) fn max_abs(&mut self, v: &DeviceVector) -> Result<f64, BackendError> {
         let partials = self.partials.address();
         let first = Launch::max_abs_partials(self.n, v.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
