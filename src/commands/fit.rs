@@ -161,6 +161,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         Ok((instance, backend, backend_reason, data, total))
     })();
     let (instance, backend, backend_reason, data, m) = job.agree(loaded)?;
+    job.check_same_backend(backend.name())?;
     let evaluator = job.evaluator(instance.evaluator, Share::Rows { total: m })?;
     let jacobian = Gradient::from(args.options.grad);
     let mut objective = Solvable::new(evaluator, jacobian);

@@ -50,6 +50,20 @@ impl Job {
         Ok(())
     }
 
+    /// Checks that every rank chose the same backend (`Backend::name`): ranks on different
+    /// backends would combine partials laid out differently (issue 25's fifth bug). Collective.
+    pub fn check_same_backend(&self, backend: &str) -> anyhow::Result<()> {
+        #[cfg(feature = "mpi")]
+        if let Some(world) = &self.world {
+            const BACKENDS: [&str; 3] = ["cpu", "cuda", "sim"];
+            let mine = BACKENDS.iter().position(|&b| b == backend);
+            let mine = mine.unwrap_or(BACKENDS.len());
+            world.check_same_choice("backend", &BACKENDS, mine)?;
+        }
+        let _ = backend;
+        Ok(())
+    }
+
     /// Waits until every rank is here: the last step of every rank, so that none exits (and
     /// has the launcher stop the others) before rank 0 has printed. Collective.
     pub fn finish(&self) {

@@ -60,8 +60,13 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     let Setup {
         instance,
         backend,
-        backend_reason,
+        mut backend_reason,
     } = setup;
+    job.check_same_backend(backend.name())?;
+    if job.ranks() > 1 && backend.device_summary().is_some() {
+        // Every rank holds the whole problem; the GPU evaluates it whole (Share::evaluates_whole).
+        backend_reason.push_str("; the GPU takes no term shares: rank 0 evaluates the problem");
+    }
     let evaluator = job.evaluator(instance.evaluator, Share::Whole)?;
     let mut objective = Solvable::new(evaluator, fd);
     let start = Instant::now();

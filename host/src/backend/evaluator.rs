@@ -221,16 +221,21 @@ pub trait Evaluator: Send {
     /// those of the one-process plan (the CPU's are: see `backend::cpu`).
     ///
     /// The default computes the whole pass and hands it on as one chunk: right for any backend,
-    /// but then the sum over ranks depends on how many there are. It refuses a
-    /// [`Share::Terms`] of more than one rank.
+    /// but then the sum over ranks of a row share depends on how many there are. Of a
+    /// [`Share::Terms`] (every rank holds the whole problem) rank 0 evaluates the whole pass
+    /// and the others add no chunks ([`Share::evaluates_whole`]): every rank ends with the
+    /// one-process result, without a speed-up. The CPU's evaluators override it with real
+    /// shares.
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
-        if matches!(share, Share::Terms { ranks, .. } if ranks > 1) {
-            return Err(BackendError::Unsupported(
-                "term-range shards (separable and banded problems under MPI) run on the CPU \
-                 backend only; use --backend cpu",
-            ));
-        }
         let n = self.dim();
+        if !share.evaluates_whole() {
+            let len = match pass {
+                Pass::Value => 0,
+                Pass::Gradient { .. } => n,
+                Pass::Normal { .. } => n * n + n,
+            };
+            return Ok(Partials::none(Layout::sums(len)));
+        }
         match pass {
             Pass::Value => Ok(Partials::one(
                 self.evaluate(x, Evaluation::Value)?,
@@ -247,7 +252,7 @@ pub trait Evaluator: Send {
                 let f = self.evaluate(x, evaluation)?;
                 Ok(Partials::one(f, g, Layout::sums(n)))
             }
-            Pass::Normal { jacobian } => Partials::whole_normal(n, |jtj, jtr| {
+            Pass::Normal { jacobian } => Partials::whole_normal(n, share, |jtj, jtr| {
                 self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
             }),
         }
@@ -346,7 +351,7 @@ pub trait NormalPass<E>: Send {
     ) -> Result<f64, BackendError>;
 
     /// As [`Evaluator::partials`] for [`Pass::Normal`]. The default makes the whole pass one
-    /// chunk (and takes no term-range share).
+    /// chunk, on rank 0 alone of a term-range share.
     fn normal_partials(
         &mut self,
         sum: &mut E,
@@ -354,12 +359,7 @@ pub trait NormalPass<E>: Send {
         jacobian: Gradient,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        if matches!(share, Share::Terms { ranks, .. } if ranks > 1) {
-            return Err(BackendError::Unsupported(
-                "term-range shards of the normal equations run on the CPU backend only",
-            ));
-        }
-        Partials::whole_normal(x.len(), |jtj, jtr| {
+        Partials::whole_normal(x.len(), share, |jtj, jtr| {
             self.normal_equations(sum, x, jacobian, jtj, jtr)
         })
     }

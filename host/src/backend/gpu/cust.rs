@@ -73,11 +73,15 @@ unsafe impl Send for CustDriver {}
 unsafe impl Sync for CustDriver {}
 
 impl CustDriver {
-    /// Initializes the driver on device `ordinal` and loads `ptx`. With no device this is
+    /// Initializes the driver on this process's device (`ordinal.rs`: one per local rank of
+    /// an MPI job, or `CUDAMIN_DEVICE`) and loads `ptx`. With no device this is
     /// [`BackendError::NoDevice`] carrying the driver's reason.
-    pub(crate) fn open(ptx: &str, ordinal: u32) -> Result<Self, BackendError> {
+    pub(crate) fn open(ptx: &str) -> Result<Self, BackendError> {
         let no_device = |err| BackendError::NoDevice(describe(err));
         cust::init(CudaFlags::empty()).map_err(no_device)?;
+        let devices = Device::num_devices().map_err(no_device)?;
+        let ordinal = super::ordinal::choose(devices, |name| std::env::var(name).ok())
+            .map_err(BackendError::NoDevice)?;
         let device = Device::get_device(ordinal).map_err(no_device)?;
         let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         let load_start = Instant::now();
@@ -99,7 +103,7 @@ impl CustDriver {
         let name = device.name().map_err(driver("cuDeviceGetName"))?;
         let memory = device.total_memory().map_err(driver("cuDeviceTotalMem"))?;
         let summary = format!(
-            "{name} (sm_{major}{minor}, {multiprocessors} SMs, {:.1} GiB)",
+            "{name} (device {ordinal}, sm_{major}{minor}, {multiprocessors} SMs, {:.1} GiB)",
             memory as f64 / (1u64 << 30) as f64
         );
         let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;

@@ -19,6 +19,9 @@ mod driver;
 mod evaluator;
 mod launcher;
 mod least_squares;
+// Read by the cust driver alone; its tests run without it.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod ordinal;
 #[cfg(test)]
 mod plans;
 pub mod ptx;
@@ -31,13 +34,14 @@ pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
 pub use sim::simulated_entries;
 pub use vectors::{DeviceVector, DeviceVectors};
 
-/// Opens CUDA device 0 with the cust driver and loads `ptx` on it.
+/// Opens a CUDA device with the cust driver (this process's, see `ordinal.rs`) and loads
+/// `ptx` on it.
 #[cfg(feature = "cuda")]
 pub(crate) fn open_cuda(
     ptx: &str,
     launch: crate::backend::LaunchOverride,
 ) -> Result<Launcher, crate::backend::BackendError> {
-    let driver = cust::CustDriver::open(ptx, 0)?;
+    let driver = cust::CustDriver::open(ptx)?;
     Ok(Launcher::new(std::sync::Arc::new(driver), launch))
 }
 

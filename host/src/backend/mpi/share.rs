@@ -31,6 +31,13 @@ pub enum Share {
 }
 
 impl Share {
+    /// Whether this process evaluates a pass it can only evaluate whole (a backend without
+    /// term-range shares, the GPU's): every process but rank 0 of a [`Share::Terms`] adds no
+    /// chunks, so that the ranks together add the whole pass once.
+    pub fn evaluates_whole(self) -> bool {
+        !matches!(self, Share::Terms { rank, .. } if rank > 0)
+    }
+
     /// This share's part of `items` chunks, blocks or terms: contiguous, in rank order, with
     /// sizes that differ by at most one.
     pub fn range(self, items: usize) -> Range<usize> {
@@ -92,12 +99,26 @@ impl Partials {
         }
     }
 
+    /// No chunks: a rank's part of a pass that another rank evaluates whole.
+    pub fn none(layout: Layout) -> Self {
+        Partials {
+            values: Vec::new(),
+            vectors: Vec::new(),
+            layout,
+        }
+    }
+
     /// A whole normal-equations pass over `n` parameters as one chunk: `pass` writes `JᵀJ`
-    /// and `Jᵀr` into the slices it is given and returns `Σ r²`.
+    /// and `Jᵀr` into the slices it is given and returns `Σ r²`. No chunks, and no pass, where
+    /// `share` leaves it to another rank ([`Share::evaluates_whole`]).
     pub fn whole_normal(
         n: usize,
+        share: Share,
         pass: impl FnOnce(&mut [f64], &mut [f64]) -> Result<f64, BackendError>,
     ) -> Result<Self, BackendError> {
+        if !share.evaluates_whole() {
+            return Ok(Partials::none(Layout::sums(n * n + n)));
+        }
         let mut vector = vec![0.0; n * n + n];
         let (jtj, jtr) = vector.split_at_mut(n * n);
         let sum_of_squares = pass(jtj, jtr)?;

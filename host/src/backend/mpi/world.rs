@@ -107,6 +107,31 @@ impl World {
         }
     }
 
+    /// Checks that every rank made the same choice of `what` among `choices` (this rank's is
+    /// `choices[mine]`), naming the first rank that differs from rank 0 and both choices.
+    /// Collective.
+    pub fn check_same_choice(
+        &self,
+        what: &str,
+        choices: &[&str],
+        mine: usize,
+    ) -> Result<(), BackendError> {
+        let all = all_gather(&comm(), &[mine as u64])?;
+        let name = |index: u64| choices.get(index as usize).copied().unwrap_or("?");
+        match all.iter().position(|&c| c != all[0]) {
+            None => Ok(()),
+            Some(rank) => Err(BackendError::Rank {
+                rank,
+                message: format!(
+                    "chose the {} {what} where rank 0 chose the {}; every rank must use the same \
+                     one (pass it explicitly)",
+                    name(all[rank]),
+                    name(all[0])
+                ),
+            }),
+        }
+    }
+
     /// Returns when every rank has called it. Collective.
     pub fn barrier(&self) {
         comm().barrier();
