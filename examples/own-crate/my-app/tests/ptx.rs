@@ -8,9 +8,7 @@ use cudamin_builder::ptxas;
 use my_kernels::{MichaelisMenten, RobustLine};
 use std::path::Path;
 
-mod kernels {
-    include!(concat!(env!("OUT_DIR"), "/my_kernels.rs"));
-}
+cudamin::include_ptx!("my_kernels");
 
 fn required(variable: &str) -> bool {
     std::env::var_os(variable).is_some_and(|v| v == "1")
@@ -18,7 +16,7 @@ fn required(variable: &str) -> bool {
 
 /// The PTX, or `None` after saying why the test is skipped.
 fn ptx_or_skip() -> Option<&'static str> {
-    match kernels::PTX {
+    match PTX {
         Ok(ptx) => Some(ptx),
         Err(why) => {
             assert!(!required("CUDAMIN_REQUIRE_PTX"), "no PTX: {why}");

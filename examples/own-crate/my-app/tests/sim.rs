@@ -1,0 +1,175 @@
+//! my-kernels' PTX executed, without a GPU, on cudamin's PTX simulator (`--backend sim`):
+//! every entry runs, through the paths a solve takes, and agrees with the CPU running the same
+//! Rust source. The simulator checks each launch as compute-sanitizer would (out-of-bounds
+//! accesses, races, divergent barriers), so a kernel bug fails here with its thread and address.
+
+use cudamin::backend::gpu::{ptx, simulated_entries};
+use cudamin::kernels::SumOfSquares;
+use cudamin::objective::VectorSpace;
+use cudamin::{
+    Backend, BackendChoice, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
+    TermObjective, TermProblem, least_squares,
+};
+use my_kernels::{MichaelisMenten, RobustLine};
+
+cudamin::include_ptx!("my_kernels");
+
+/// The simulator with my-kernels loaded, or `None` after saying why the test is skipped.
+fn simulator() -> Option<Backend> {
+    if let Err(why) = PTX {
+        let required = std::env::var_os("CUDAMIN_REQUIRE_PTX").is_some_and(|v| v == "1");
+        assert!(!required, "no PTX: {why}");
+        eprintln!("skipped: no PTX ({why})");
+        return None;
+    }
+    let choice = BackendChoice::Simulated;
+    Some(
+        Backend::select(choice, PTX, LaunchOverride::default())
+            .unwrap()
+            .0,
+    )
+}
+
+/// `points` rows of `t` and `y` around `y = 1.5 + 0.5 t`, every seventh far off.
+fn line(points: usize) -> Vec<f64> {
+    let t: Vec<f64> = (0..points)
+        .map(|j| 10.0 * j as f64 / points as f64)
+        .collect();
+    let y = t.iter().enumerate().map(|(j, t)| {
+        let off = if j % 7 == 0 {
+            6.0
+        } else {
+            0.1 * (j as f64).sin()
+        };
+        1.5 + 0.5 * t + off
+    });
+    t.iter().copied().chain(y).collect()
+}
+
+/// Substrate values `s` and rates `v` for `(V, K) = (2.5, 1.2)`, slightly perturbed.
+fn rates(points: usize) -> Vec<f64> {
+    let s: Vec<f64> = (0..points)
+        .map(|j| 0.1 + 9.9 * j as f64 / points as f64)
+        .collect();
+    let v = s
+        .iter()
+        .enumerate()
+        .map(|(j, s)| 2.5 * s / (1.2 + s) + 0.01 * (j as f64).cos());
+    s.iter().copied().chain(v).collect()
+}
+
+fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
+    let scale = b.iter().fold(1.0, |m: f64, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .all(|(a, b)| (a - b).abs() <= tolerance * scale)
+}
+
+#[test]
+fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
+    let Some(sim) = simulator() else {
+        return;
+    };
+    // RobustLine: the value and each gradient scheme, plain and fused.
+    let points = 700;
+    let load = |backend: &Backend| {
+        let problem = TermProblem::<RobustLine>::with_data(2, line(points), points).unwrap();
+        backend.load(problem).unwrap()
+    };
+    let (mut on_sim, mut on_cpu) = (load(&sim), load(&Backend::Cpu));
+    let ab = [1.0, 0.3];
+    let (f_sim, f_cpu) = (on_sim.value(&ab).unwrap(), on_cpu.value(&ab).unwrap());
+    assert!(close(&[f_sim], &[f_cpu], 1e-12), "f {f_sim} vs {f_cpu}");
+    for scheme in Gradient::ALL {
+        let (mut g_sim, mut g_cpu) = ([0.0; 2], [0.0; 2]);
+        on_sim.gradient(&ab, scheme, &mut g_sim).unwrap();
+        on_cpu.gradient(&ab, scheme, &mut g_cpu).unwrap();
+        // Forward differences divide the values' rounding by h ≈ 1.5e-8.
+        let tolerance = if scheme == Gradient::Forward {
+            1e-6
+        } else {
+            1e-10
+        };
+        assert!(
+            close(&g_sim, &g_cpu, tolerance),
+            "{scheme:?}: {g_sim:?} vs {g_cpu:?}"
+        );
+        let f = on_sim.value_and_gradient(&ab, scheme, &mut g_sim).unwrap();
+        assert!(close(&[f], &[f_cpu], 1e-12), "fused {scheme:?}: f {f}");
+    }
+
+    // MichaelisMenten: the normal equations of each scheme, then Levenberg–Marquardt.
+    let load = |backend: &Backend| {
+        let problem =
+            TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, rates(points), points);
+        backend.load_least_squares(problem.unwrap()).unwrap()
+    };
+    let (mut on_sim, mut on_cpu) = (load(&sim), load(&Backend::Cpu));
+    let vk = [1.7, 0.6];
+    for scheme in Gradient::ALL {
+        let mut normal = |residuals: &mut dyn LeastSquaresEvaluator| {
+            let (mut jtj, mut jtr) = ([0.0; 4], [0.0; 2]);
+            let f = (residuals.normal_equations(&vk, scheme, &mut jtj, &mut jtr)).unwrap();
+            [&[f][..], &jtj, &jtr].concat()
+        };
+        let (sim_normal, cpu_normal) = (normal(on_sim.as_mut()), normal(on_cpu.as_mut()));
+        assert!(
+            close(&sim_normal, &cpu_normal, 1e-10),
+            "{scheme:?}: {sim_normal:?} vs {cpu_normal:?}"
+        );
+        // The sum of squares is a term too: BFGS takes its gradient.
+        let (mut g_sim, mut g_cpu) = ([0.0; 2], [0.0; 2]);
+        on_sim.gradient(&vk, scheme, &mut g_sim).unwrap();
+        on_cpu.gradient(&vk, scheme, &mut g_cpu).unwrap();
+        let tolerance = if scheme == Gradient::Forward {
+            1e-6
+        } else {
+            1e-10
+        };
+        assert!(
+            close(&g_sim, &g_cpu, tolerance),
+            "{scheme:?}: {g_sim:?} vs {g_cpu:?}"
+        );
+    }
+    let fit = |residuals| {
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        least_squares(&mut objective, &[1.0, 1.0], &LmOptions::default()).unwrap()
+    };
+    let (on_sim, on_cpu) = (fit(on_sim), fit(on_cpu));
+    assert_eq!(on_sim.status, on_cpu.status);
+    assert!(
+        close(&on_sim.x, &on_cpu.x, 1e-10),
+        "{:?} vs {:?}",
+        on_sim.x,
+        on_cpu.x
+    );
+
+    // The solver's vector kernels, which cudamin ships in every kernel crate's PTX.
+    let problem = TermProblem::<RobustLine>::with_data(2, line(points), points).unwrap();
+    let mut objective = TermObjective::new(sim.load(problem).unwrap(), Gradient::Exact);
+    let mut space = cudamin::Objective::device(&mut objective)
+        .unwrap()
+        .vectors()
+        .unwrap();
+    let (a, mut b) = (space.upload(&[3.0, -4.0]).unwrap(), space.zeros().unwrap());
+    let mut c = space.zeros().unwrap();
+    space.ray_point(&a, 0.5, &a, &mut c).unwrap(); // c = 1.5 a
+    space.axpy(2.0, &a, &mut b).unwrap(); // b = 2 a
+    space.scale(0.5, &mut b).unwrap(); // b = a
+    space.difference(&c, &mut b).unwrap(); // b = c − b = 0.5 a
+    assert_eq!(space.dot(&b, &a).unwrap(), 12.5);
+    assert_eq!(space.norm(&c, f64::INFINITY).unwrap(), 6.0);
+
+    let shipped = ptx::entries(PTX.unwrap()).unwrap();
+    let executed = simulated_entries();
+    let missed: Vec<_> = (shipped.iter())
+        .filter(|entry| !executed.contains(&entry.name))
+        .map(|entry| &entry.name)
+        .collect();
+    println!(
+        "simulated entries: executed {} of {}",
+        shipped.len() - missed.len(),
+        shipped.len()
+    );
+    assert!(missed.is_empty(), "never executed: {missed:?}");
+}
