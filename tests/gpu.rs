@@ -565,8 +565,10 @@ fn normal_equations_agree_with_the_cpu() {
             r_cpu.cost
         ));
         assert_eq!(r_gpu.status, r_cpu.status, "{name}");
+        // The sums round differently, so the paths part at rounding level and each ends where
+        // `ftol` (1e-8, relative) stops it: mgh-16 ends 1.4e-8 apart after 262 and 264 steps.
         assert!(
-            (r_gpu.cost - r_cpu.cost).abs() <= 1e-8 * r_cpu.cost + 1e-20,
+            (r_gpu.cost - r_cpu.cost).abs() <= 1e-6 * r_cpu.cost + 1e-20,
             "{name}: cost {} vs {}",
             r_gpu.cost,
             r_cpu.cost

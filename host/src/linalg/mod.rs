@@ -1,6 +1,6 @@
-//! Host-memory linear algebra the solver and the built-in problems (in the `cudamin` crate) share: the `n`-vector
-//! kernels ([`vector`]) and a dense Cholesky factorization. Rayon-parallel and deterministic:
-//! results never depend on the number of threads.
+//! Host-memory linear algebra the solver and the built-in problems (in the `cudamin` crate)
+//! share: the `n`-vector kernels (`vector`) and a dense Cholesky factorization. Rayon-parallel
+//! and deterministic: results never depend on the number of threads.
 
 pub(crate) mod vector;
 
