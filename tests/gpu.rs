@@ -234,6 +234,23 @@ fn every_builtin_problem_matches_the_cpu() {
     assert!(failures.is_empty(), "GPU and CPU disagree on {failures:?}");
 }
 
+/// Issue 25's first bug, on any backend: one variable past the exact kernels' dense window
+/// limit, the exact gradient is refused with the limit named, and the other schemes still
+/// agree with the CPU.
+#[test]
+fn a_dense_window_past_the_exact_limit_is_refused_and_the_rest_compared() {
+    let gpu = gpu();
+    let problem = problems::find("quadratic").unwrap();
+    let mut on_gpu = problem.instantiate(&gpu, Some(65), None).unwrap();
+    let mut on_cpu = problem.instantiate(&Backend::Cpu, Some(65), None).unwrap();
+    let a = compare(&mut on_gpu, &mut on_cpu);
+    assert_eq!(
+        a.exact, None,
+        "the exact kernels take at most 64 dense variables"
+    );
+    assert!(a.value <= 1e-12 && a.central <= 1e-10 && a.forward <= a.forward_bound);
+}
+
 #[test]
 fn gpu_solves_match_the_cpu() {
     let gpu = gpu();
