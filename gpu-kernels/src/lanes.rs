@@ -123,8 +123,16 @@ impl<const L: usize> Real for Lanes<L> {
         }
     }
     #[inline(always)]
+    fn exp_m1(self) -> Self {
+        self.map_uniform(Real::exp_m1)
+    }
+    #[inline(always)]
     fn ln(self) -> Self {
         self.map_uniform(Real::ln)
+    }
+    #[inline(always)]
+    fn ln_1p(self) -> Self {
+        self.map_uniform(Real::ln_1p)
     }
     #[inline(always)]
     fn sin(self) -> Self {
@@ -151,8 +159,24 @@ impl<const L: usize> Real for Lanes<L> {
         self.map_uniform(Real::tanh)
     }
     #[inline(always)]
+    fn erf(self) -> Self {
+        self.map_uniform(Real::erf)
+    }
+    #[inline(always)]
+    fn erfc(self) -> Self {
+        self.map_uniform(Real::erfc)
+    }
+    #[inline(always)]
     fn sqrt(self) -> Self {
         self.map_uniform(Real::sqrt)
+    }
+    #[inline(always)]
+    fn cbrt(self) -> Self {
+        self.map_uniform(Real::cbrt)
+    }
+    #[inline(always)]
+    fn hypot(self, other: Self) -> Self {
+        self.zip(other, Real::hypot)
     }
     #[inline(always)]
     fn abs(self) -> Self {
@@ -161,6 +185,15 @@ impl<const L: usize> Real for Lanes<L> {
     #[inline(always)]
     fn powf(self, p: f64) -> Self {
         self.map_uniform(|v| Real::powf(v, p))
+    }
+    #[inline(always)]
+    fn pow(self, p: Self) -> Self {
+        self.zip(p, Real::pow)
+    }
+    /// Lane by lane: the default picks the larger by lane 0.
+    #[inline(always)]
+    fn log_sum_exp(self, other: Self) -> Self {
+        self.zip(other, Real::log_sum_exp)
     }
 }
 
@@ -182,5 +215,64 @@ mod tests {
             Lanes::<4>::splat(1.0).exp(),
             Lanes::splat(core::f64::consts::E)
         );
+    }
+
+    /// Every function, lane by lane, is the `f64` function to the bit: lanes of either sign
+    /// and order (so that a function choosing by sign or by the larger argument must choose in
+    /// each lane), and uniform lanes (the computed-once path).
+    #[test]
+    fn every_function_is_the_scalar_one_in_each_lane() {
+        // Each function once, as a pointer on f64 and on lanes.
+        macro_rules! on_both {
+            ($($f:expr),* $(,)?) => {
+                ([$($f as fn(f64) -> f64),*], [$($f as fn(Lanes<4>) -> Lanes<4>),*])
+            };
+        }
+        let (unary, on_lanes) = on_both![
+            Real::exp,
+            Real::exp_m1,
+            Real::ln_1p,
+            Real::sin,
+            Real::cos,
+            Real::tan,
+            Real::atan,
+            Real::tanh,
+            Real::erf,
+            Real::erfc,
+            Real::cbrt,
+            Real::abs,
+            Real::sq,
+            Real::softplus,
+            Real::sigmoid,
+            |v| Real::powi(v, -3),
+            |v| Real::powf(v, 2.0),
+        ];
+        let binary: [fn(f64, f64) -> f64; 4] =
+            [Real::atan2, Real::hypot, Real::pow, Real::log_sum_exp];
+        let binary_lanes: [fn(Lanes<4>, Lanes<4>) -> Lanes<4>; 4] =
+            [Real::atan2, Real::hypot, Real::pow, Real::log_sum_exp];
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+        for x in [Lanes([0.5, -1.25, 30.0, -40.0]), Lanes::splat(-0.75)] {
+            for (f, g) in unary.iter().zip(&on_lanes) {
+                for (lane, &xi) in g(x).0.iter().zip(&x.0) {
+                    assert!(same(*lane, f(xi)), "{lane} vs {} at {xi}", f(xi));
+                }
+            }
+            let y = Lanes([1.5, -2.0, 29.0, 0.25]);
+            for (f, g) in binary.iter().zip(&binary_lanes) {
+                for ((lane, &xi), &yi) in g(x, y).0.iter().zip(&x.0).zip(&y.0) {
+                    assert!(
+                        same(*lane, f(xi, yi)),
+                        "{lane} vs {} at {xi}, {yi}",
+                        f(xi, yi)
+                    );
+                }
+            }
+            let slice = Lanes::log_sum_exp_of(&[x, y, x * 0.5]);
+            for (l, lane) in slice.0.iter().enumerate() {
+                let scalar = f64::log_sum_exp_of(&[x.0[l], y.0[l], x.0[l] * 0.5]);
+                assert_eq!(lane.to_bits(), scalar.to_bits());
+            }
+        }
     }
 }

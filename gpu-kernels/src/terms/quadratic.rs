@@ -39,7 +39,7 @@ impl Term for Quadratic {
     fn eval<R: Real>(x: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
         let mut ax = Num::constant(0.0);
         for (j, &a) in row.a.iter().enumerate() {
-            ax = ax + x[j] * a;
+            ax += x[j] * a;
         }
         x[row.k] * (ax * 0.5 - row.b)
     }

@@ -26,7 +26,7 @@ impl Term for ExpDecay {
         let t = row.get(0);
         let mut model = Num::constant(0.0);
         for i in (0..theta.len()).step_by(2) {
-            model = model + theta[i] * (-theta[i + 1] * t).exp();
+            model += theta[i] * (-theta[i + 1] * t).exp();
         }
         residual(row, model)
     }

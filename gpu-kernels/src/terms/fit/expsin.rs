@@ -33,7 +33,7 @@ impl Term for ExpSin {
         let mut model = theta[0] * (-theta[1] * t).exp();
         for k in 2..theta.len() {
             (below, sine) = (sine, two_cos * sine - below);
-            model = model + theta[k] * sine;
+            model += theta[k] * sine;
         }
         residual(row, model)
     }

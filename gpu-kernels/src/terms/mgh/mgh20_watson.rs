@@ -37,9 +37,9 @@ impl Residuals for Mgh20 {
         let mut dp = Num::constant(0.0);
         let mut t_pow = 1.0; // t^{j−1}
         for j in 1..x.len() {
-            dp = dp + x[j] * (j as f64 * t_pow);
+            dp += x[j] * (j as f64 * t_pow);
             t_pow *= t;
-            p = p + x[j] * t_pow;
+            p += x[j] * t_pow;
         }
         dp - p.sq() - 1.0
     }

@@ -22,7 +22,7 @@ impl Residuals for Mgh23 {
         }
         let mut norm_sq = Num::constant(0.0);
         for j in 0..n {
-            norm_sq = norm_sq + x[j].sq();
+            norm_sq += x[j].sq();
         }
         norm_sq - 0.25
     }

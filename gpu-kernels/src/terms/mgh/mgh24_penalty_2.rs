@@ -26,7 +26,7 @@ impl Residuals for Mgh24 {
         } else if i == 2 * n - 1 {
             let mut weighted = Num::constant(0.0);
             for j in 0..n {
-                weighted = weighted + x[j].sq() * (n - j) as f64;
+                weighted += x[j].sq() * (n - j) as f64;
             }
             weighted - 1.0
         } else if i < n {

@@ -19,7 +19,7 @@ impl Residuals for Mgh25 {
         }
         let mut weighted = Num::constant(0.0);
         for j in 0..n {
-            weighted = weighted + (x[j] - 1.0) * (j + 1) as f64;
+            weighted += (x[j] - 1.0) * (j + 1) as f64;
         }
         if i == n { weighted } else { weighted.sq() }
     }

@@ -16,7 +16,7 @@ impl Residuals for Mgh26 {
         let n = x.len();
         let mut cos_sum = Num::constant(0.0);
         for j in 0..n {
-            cos_sum = cos_sum + x[j].cos();
+            cos_sum += x[j].cos();
         }
         let own = (1.0 - x[i].cos()) * (i + 1) as f64 - x[i].sin();
         n as f64 - cos_sum + own

@@ -22,7 +22,7 @@ impl Residuals for Mgh31 {
         let mut coupling = Num::constant(0.0);
         for j in i.saturating_sub(LOWER)..=last {
             if j != i {
-                coupling = coupling + x[j] * (x[j] + 1.0);
+                coupling += x[j] * (x[j] + 1.0);
             }
         }
         x[i] * (x[i].sq() * 5.0 + 2.0) + 1.0 - coupling

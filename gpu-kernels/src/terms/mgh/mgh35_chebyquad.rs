@@ -38,7 +38,7 @@ impl Residuals for Mgh35 {
         let order = i + 1;
         let mut sum = Num::constant(0.0);
         for j in 0..x.len() {
-            sum = sum + shifted_chebyshev(order, x[j]);
+            sum += shifted_chebyshev(order, x[j]);
         }
         sum / x.len() as f64 - integral(order)
     }
