@@ -113,7 +113,7 @@ impl From<GradArg> for Gradient {
 }
 
 /// The solver (`--method`).
-#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum MethodArg {
     /// BFGS, scipy's `minimize(method='BFGS')`.
     #[default]

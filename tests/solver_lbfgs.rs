@@ -58,8 +58,10 @@ fn rosenbrock_2d_converges_with_any_memory() {
 fn a_wide_quadratic_converges_with_little_memory() {
     let n = 50;
     let mut quadratic = Quadratic::random(n, 100.0, 7);
+    // Without the `ftol` rule, which would end the run near f* = 0 before `gtol` does.
     let options = Options {
         memory: 5,
+        ftol: 0.0,
         ..Options::default()
     };
     let result = solve(&mut quadratic, &vec![0.0; n], Method::Lbfgs, &options).unwrap();

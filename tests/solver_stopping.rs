@@ -248,8 +248,11 @@ impl Objective for Noisy {
 #[test]
 fn a_noisy_objective_ends_in_precision_loss() {
     for method in METHODS {
+        // L-BFGS's `ftol` rule off, which would otherwise end it with success as the noise
+        // flattens the decrease.
         let options = Options {
             gtol: 1e-12,
+            ftol: 0.0,
             ..Options::default()
         };
         let result = solve(&mut Noisy, &[1.0, -2.0, 0.5], method, &options).unwrap();
@@ -332,5 +335,94 @@ fn an_evaluation_error_is_propagated() {
                 "objective evaluation failed: device lost"
             );
         }
+    }
+}
+
+/// A bowl lifted to f ≈ 5·10⁵, as a sum over many data rows is: near its minimum a step
+/// reduces f by less than `ftol` relative to f long before ‖∇f‖∞ reaches 1e-5.
+struct LiftedBowl;
+
+impl LiftedBowl {
+    const LIFT: f64 = 5e5;
+    const WEIGHTS: [f64; 4] = [1e4, 3e4, 1e5, 2e5];
+}
+
+impl Objective for LiftedBowl {
+    fn dim(&self) -> usize {
+        Self::WEIGHTS.len()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        let bowl: f64 = x
+            .iter()
+            .zip(Self::WEIGHTS)
+            .map(|(x, w)| w * (x - 1.0).powi(2))
+            .sum();
+        Ok(Self::LIFT + bowl)
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for ((g, x), w) in g.iter_mut().zip(x).zip(Self::WEIGHTS) {
+            *g = 2.0 * w * (x - 1.0);
+        }
+        Ok(())
+    }
+}
+
+/// L-BFGS ends by scipy L-BFGS-B's `ftol` rule, with its status 0 and message (scipy 1.17.1's
+/// L-BFGS-B ends this run so too, after 11 iterations, f − 5·10⁵ = 5.1e-8), at the first
+/// step whose reduction `f_k − f_{k+1}` is at most `ftol·max(|f_k|, |f_{k+1}|, 1)`; BFGS, like
+/// scipy's, has no such rule and goes on to `gtol`; `ftol = 0` lets L-BFGS go on too.
+#[test]
+fn lbfgs_stops_on_the_relative_reduction_of_f() {
+    let x0 = [0.0, 2.0, -1.0, 0.5];
+    let options = Options::default();
+    assert_eq!(options.ftol, 1e7 * f64::EPSILON);
+    let mut values = Vec::new();
+    let mut observer = |it: &Iterate<'_>| {
+        values.push(it.fun);
+        ControlFlow::Continue(())
+    };
+    let result =
+        minimize_with_observer(&mut LiftedBowl, &x0, Method::Lbfgs, &options, &mut observer)
+            .unwrap();
+    assert_eq!(result.status, Status::RelativeReduction);
+    assert_eq!((result.status.code(), result.success), (0, true));
+    assert_eq!(
+        result.message,
+        "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH"
+    );
+    assert!(cudamin::inf_norm(&result.jac) > options.gtol);
+    let mut f_previous = LiftedBowl.value(&x0).unwrap();
+    for (k, &f) in values.iter().enumerate() {
+        let met = f_previous - f <= options.ftol * f_previous.abs().max(f.abs()).max(1.0);
+        assert_eq!(met, k + 1 == values.len(), "iteration {}", k + 1);
+        f_previous = f;
+    }
+    // Stopped near the minimum, as far as f's digits can tell: f − 5·10⁵ is ~1e-3 there.
+    assert!(result.fun - LiftedBowl::LIFT < 1e-2, "{}", result.fun);
+
+    for (method, ftol) in [(Method::Bfgs, options.ftol), (Method::Lbfgs, 0.0)] {
+        let options = Options {
+            ftol,
+            ..Options::default()
+        };
+        let result = solve(&mut LiftedBowl, &x0, method, &options).unwrap();
+        assert_ne!(result.status, Status::RelativeReduction, "{method:?}");
+    }
+}
+
+#[test]
+fn a_negative_or_nan_ftol_is_refused() {
+    for ftol in [-1e-9, f64::NAN] {
+        let options = Options {
+            ftol,
+            ..Options::default()
+        };
+        let error = solve(&mut LiftedBowl, &[0.0; 4], Method::Lbfgs, &options).unwrap_err();
+        assert!(
+            error.to_string().starts_with("invalid option ftol = "),
+            "{error}"
+        );
     }
 }

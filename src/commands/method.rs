@@ -21,7 +21,8 @@ pub struct MethodArgs {
     /// of the Jacobian is within gtol of orthogonal to the residuals (scipy's default 1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub gtol: Option<f64>,
-    /// lm: stop when the relative reduction of the sum of squares is at most ftol (1e-8).
+    /// lbfgs: stop when a step reduces f by at most ftol relative to max(|f|, 1) (scipy
+    /// L-BFGS-B's 2.22e-9). lm: the same rule on the sum of squares (scipy's 1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub ftol: Option<f64>,
     /// lm: stop when the trust region is at most xtol relative to x (1e-8).
@@ -101,18 +102,22 @@ impl Solvable {
 impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
-        let lm_only = [
-            ("--ftol", self.ftol.is_some()),
-            ("--xtol", self.xtol.is_some()),
-            ("--max-nfev", self.max_nfev.is_some()),
+        use MethodArg::{Bfgs, Lbfgs, Lm};
+        let flags: [(&str, bool, &[MethodArg], &str); 4] = [
+            ("--ftol", self.ftol.is_some(), &[Lbfgs, Lm], "lbfgs and lm"),
+            ("--xtol", self.xtol.is_some(), &[Lm], "lm"),
+            ("--max-nfev", self.max_nfev.is_some(), &[Lm], "lm"),
+            (
+                "--maxiter",
+                self.maxiter.is_some(),
+                &[Bfgs, Lbfgs],
+                "bfgs and lbfgs",
+            ),
         ];
-        let quasi_newton_only = [("--maxiter", self.maxiter.is_some())];
-        let (refused, takes) = match method {
-            MethodArg::Lm => (&quasi_newton_only[..], "bfgs and lbfgs"),
-            MethodArg::Bfgs | MethodArg::Lbfgs => (&lm_only[..], "lm"),
-        };
-        if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
-            anyhow::bail!("{flag} applies to --method {takes} only");
+        for (flag, given, methods, takes) in flags {
+            if given && !methods.contains(&method) {
+                anyhow::bail!("{flag} applies to --method {takes} only");
+            }
         }
         Ok(())
     }
@@ -177,6 +182,7 @@ impl MethodArgs {
                 let defaults = Options::default();
                 let options = Options {
                     gtol: self.gtol.unwrap_or(defaults.gtol),
+                    ftol: self.ftol.unwrap_or(defaults.ftol),
                     maxiter: self.maxiter,
                     ..defaults
                 };

@@ -86,11 +86,11 @@ fn minimize_with(
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = ImplicitBfgs::new();
-        return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
+        return quasi_newton::run(&mut workspace, x0, options, None, observer, &mut hessian);
     }
     let mut hessian = BfgsInverseHessian::new(n, h0, switch);
     let mut workspace = HostWorkspace::new(objective);
-    let mut result = quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian)?;
+    let mut result = quasi_newton::run(&mut workspace, x0, options, None, observer, &mut hessian)?;
     if options.return_hess_inv {
         let dense = hessian.into_dense().ok_or(SolveError::OutOfMemory {
             what: "hess_inv, the dense n×n inverse Hessian",

@@ -60,13 +60,21 @@ pub fn minimize(
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = LimitedMemory::new(options.memory);
-        return quasi_newton::run(&mut workspace, x0, options, observer, &mut hessian);
+        return quasi_newton::run(
+            &mut workspace,
+            x0,
+            options,
+            Some(options.ftol),
+            observer,
+            &mut hessian,
+        );
     }
     let mut hessian = LimitedMemory::new(options.memory);
     quasi_newton::run(
         &mut HostWorkspace::new(objective),
         x0,
         options,
+        Some(options.ftol),
         observer,
         &mut hessian,
     )

@@ -41,6 +41,11 @@ pub struct Options {
     pub c2: f64,
     /// Stop when the step is at most `xrtol·(xrtol + ‖x‖)`. scipy: 0.
     pub xrtol: f64,
+    /// L-BFGS: stop when a step reduces `f` by at most `ftol·max(|f_k|, |f_{k+1}|, 1)`
+    /// ([`Status::RelativeReduction`](super::Status::RelativeReduction)), scipy L-BFGS-B's rule
+    /// and default (`factr·epsmch` = 10⁷·2⁻⁵² ≈ 2.22e-9). With 0, only a step that leaves `f`
+    /// unchanged ends the solve this way. BFGS ignores it, as scipy's BFGS has no such rule.
+    pub ftol: f64,
     /// BFGS: the initial inverse Hessian, `n×n`, symmetric (to a relative `1e-10` of its largest
     /// entry; its symmetric part is used) and positive definite (checked by a Cholesky
     /// factorization, `O(n³)` once). `None` is the identity. L-BFGS ignores it.
@@ -52,6 +57,9 @@ pub struct Options {
     pub memory: usize,
 }
 
+/// scipy L-BFGS-B's default `ftol`: `factr = 10⁷` times the machine epsilon.
+const LBFGSB_FTOL: f64 = 1e7 * f64::EPSILON;
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -61,6 +69,7 @@ impl Default for Options {
             c1: 1e-4,
             c2: 0.9,
             xrtol: 0.0,
+            ftol: LBFGSB_FTOL,
             hess_inv0: None,
             return_hess_inv: false,
             memory: 10,
@@ -89,6 +98,9 @@ impl Options {
         }
         if self.xrtol.is_nan() || self.xrtol < 0.0 {
             return Err(invalid_option("xrtol", self.xrtol, "must be >= 0"));
+        }
+        if self.ftol.is_nan() || self.ftol < 0.0 {
+            return Err(invalid_option("ftol", self.ftol, "must be >= 0"));
         }
         Ok(())
     }

@@ -33,10 +33,13 @@ pub(super) trait InverseHessian<W: Workspace> {
 }
 
 /// Minimizes from `x0` (already checked: finite, of the objective's length, valid options).
+/// With `ftol`, a step that reduces `f` by at most `ftol·max(|f_k|, |f_{k+1}|, 1)` ends the
+/// solve too (L-BFGS-B's rule; scipy's BFGS has none).
 pub(super) fn run<W: Workspace>(
     workspace: &mut W,
     x0: &[f64],
     options: &Options,
+    ftol: Option<f64>,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     hessian: &mut impl InverseHessian<W>,
 ) -> Result<OptimizeResult, SolveError> {
@@ -103,6 +106,14 @@ pub(super) fn run<W: Workspace>(
             break;
         }
         if gnorm <= options.gtol {
+            break;
+        }
+        // L-BFGS-B tests the reduction after the gradient, as here, so that a step meeting
+        // both ends with the gradient's status.
+        if let Some(ftol) = ftol
+            && f_previous - f <= ftol * f_previous.abs().max(f.abs()).max(1.0)
+        {
+            stopped_early = Some(Status::RelativeReduction);
             break;
         }
         // scipy's xrtol test; ‖x‖ is needed only when xrtol > 0 (else the test is ‖s‖ = 0).

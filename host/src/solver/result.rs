@@ -11,6 +11,10 @@ pub enum Status {
     /// 0: the gradient norm fell to `gtol` (or the step to `xrtol`), and an approximate
     /// gradient's estimated error is at most `gtol`.
     Success,
+    /// 0 (L-BFGS): the last step reduced `f` by at most `ftol` relative to
+    /// `max(|f_k|, |f_{k+1}|, 1)`, scipy L-BFGS-B's `factr·epsmch` rule, with its message.
+    /// Reached where `f` is so large that `gtol` is out of the gradient's reach.
+    RelativeReduction,
     /// 1: `maxiter` iterations were done.
     MaxIter,
     /// 2: precision loss: the line search found no acceptable step, or the gradient's
@@ -26,7 +30,7 @@ impl Status {
     /// scipy's `status` code.
     pub const fn code(self) -> i32 {
         match self {
-            Status::Success => 0,
+            Status::Success | Status::RelativeReduction => 0,
             Status::MaxIter => 1,
             Status::PrecisionLoss => 2,
             Status::NanEncountered => 3,
@@ -38,6 +42,7 @@ impl Status {
     pub const fn message(self) -> &'static str {
         match self {
             Status::Success => "Optimization terminated successfully.",
+            Status::RelativeReduction => "CONVERGENCE: RELATIVE REDUCTION OF F <= FACTR*EPSMCH",
             Status::MaxIter => "Maximum number of iterations has been exceeded.",
             Status::PrecisionLoss => {
                 "Desired error not necessarily achieved due to precision loss."
@@ -47,9 +52,10 @@ impl Status {
         }
     }
 
-    /// Whether the solve converged: only [`Success`](Status::Success).
+    /// Whether the solve converged: [`Success`](Status::Success) or
+    /// [`RelativeReduction`](Status::RelativeReduction), scipy's status 0.
     pub const fn success(self) -> bool {
-        matches!(self, Status::Success)
+        matches!(self, Status::Success | Status::RelativeReduction)
     }
 }
 
