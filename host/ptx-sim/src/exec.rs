@@ -1358,49 +1358,62 @@ impl BlockRun<'_> {
                 space,
                 size,
                 signed,
+                count,
                 d,
                 addr,
             } => {
-                let mut buf = [0u8; 8];
-                if let Addr::Param { at, .. } = addr {
-                    buf[..size as usize]
-                        .copy_from_slice(&fr.params[at as usize..(at + size) as usize]);
-                } else {
-                    let a = address(fr, addr, sr)?;
-                    let place = self.place(space, a, size)?;
-                    let src =
-                        self.bytes(&mut th.local, place, a, size, false, (th.linear, ins.line))?;
-                    buf[..size as usize].copy_from_slice(src);
+                for (i, &d) in d.iter().enumerate().take(count as usize) {
+                    let step = i as u32 * size;
+                    let mut buf = [0u8; 8];
+                    if let Addr::Param { at, .. } = addr {
+                        let at = (at + step) as usize;
+                        buf[..size as usize].copy_from_slice(&fr.params[at..at + size as usize]);
+                    } else {
+                        let a = address(fr, addr, sr)? + step as u64;
+                        let place = self.place(space, a, size)?;
+                        let src = self.bytes(
+                            &mut th.local,
+                            place,
+                            a,
+                            size,
+                            false,
+                            (th.linear, ins.line),
+                        )?;
+                        buf[..size as usize].copy_from_slice(src);
+                    }
+                    let raw = u64::from_le_bytes(buf);
+                    let x = if signed {
+                        sext(raw, size * 8) as u64
+                    } else {
+                        raw
+                    };
+                    fr.set(d, x, true);
                 }
-                let raw = u64::from_le_bytes(buf);
-                let x = if signed {
-                    sext(raw, size * 8) as u64
-                } else {
-                    raw
-                };
-                let fr = th.frames.last_mut().expect("frame");
-                fr.set(d, x, true);
                 fr.pc += 1;
                 return Ok(true);
             }
             &Op::St {
                 space,
                 size,
+                count,
                 src,
                 addr,
             } => {
-                let x = need!(src).to_le_bytes();
-                if let Addr::Param { at, .. } = addr {
-                    fr.params[at as usize..(at + size) as usize]
-                        .copy_from_slice(&x[..size as usize]);
-                } else {
-                    let a = address(fr, addr, sr)?;
-                    let place = self.place(space, a, size)?;
-                    let dst =
-                        self.bytes(&mut th.local, place, a, size, true, (th.linear, ins.line))?;
-                    dst.copy_from_slice(&x[..size as usize]);
+                for (i, &src) in src.iter().enumerate().take(count as usize) {
+                    let step = i as u32 * size;
+                    let x = need!(src).to_le_bytes();
+                    if let Addr::Param { at, .. } = addr {
+                        let at = (at + step) as usize;
+                        fr.params[at..at + size as usize].copy_from_slice(&x[..size as usize]);
+                    } else {
+                        let a = address(fr, addr, sr)? + step as u64;
+                        let place = self.place(space, a, size)?;
+                        let dst =
+                            self.bytes(&mut th.local, place, a, size, true, (th.linear, ins.line))?;
+                        dst.copy_from_slice(&x[..size as usize]);
+                    }
                 }
-                th.frames.last_mut().expect("frame").pc += 1;
+                fr.pc += 1;
                 return Ok(true);
             }
             &Op::Atom {

@@ -270,17 +270,22 @@ pub(crate) enum Op {
     Depot {
         d: u32,
     },
+    /// `count` elements of `size` bytes (1, or 2 and 4 for `.v2`/`.v4`), one after another
+    /// from `addr`, into `d[..count]`.
     Ld {
         space: MemSpace,
         size: u32,
         signed: bool,
-        d: u32,
+        count: u8,
+        d: [u32; 4],
         addr: Addr,
     },
+    /// `src[..count]` stored as `count` elements of `size` bytes from `addr`.
     St {
         space: MemSpace,
         size: u32,
-        src: Opnd,
+        count: u8,
+        src: [Opnd; 4],
         addr: Addr,
     },
     Atom {
@@ -1560,12 +1565,15 @@ fn decode_op(
         "ld" | "st" => {
             nops(2)?;
             let mut space = MemSpace::Generic;
+            let mut count = 1u8;
             for m in mods {
                 match *m {
                     "global" => space = MemSpace::Global,
                     "shared" => space = MemSpace::Shared,
                     "local" => space = MemSpace::Local,
                     "param" => space = MemSpace::Param,
+                    "v2" => count = 2,
+                    "v4" => count = 4,
                     "volatile" | "nc" | "weak" | "relaxed" | "ca" | "cg" | "cs" | "lu" | "cv"
                     | "wb" | "wt" | "cta" | "gpu" | "sys" => {}
                     m if ty_of(m).is_some() => {}
@@ -1582,20 +1590,45 @@ fn decode_op(
             } else {
                 (ops[1], ops[0])
             };
-            let addr = address(cx, addr_text, space, size, line, s)?;
+            let addr = address(cx, addr_text, space, size * count as u32, line, s)?;
+            // A vector's elements, `{a, b}`; a scalar's one operand.
+            let elements: Vec<&str> = if count == 1 {
+                vec![data]
+            } else {
+                let inner = data
+                    .strip_prefix('{')
+                    .and_then(|d| d.strip_suffix('}'))
+                    .ok_or_else(|| bad("a vector ld/st needs `{…}` operands"))?;
+                inner.split(',').map(str::trim).collect()
+            };
+            if elements.len() != count as usize {
+                return Err(bad(
+                    "a vector ld/st's operand count does not match its width",
+                ));
+            }
             if parts[0] == "ld" {
+                let mut d = [0; 4];
+                for (slot, e) in d.iter_mut().zip(&elements) {
+                    *slot = reg(cx, e)?;
+                }
                 Op::Ld {
                     space,
                     size,
                     signed: matches!(ty, Ty::S(_)),
-                    d: reg(cx, data)?,
+                    count,
+                    d,
                     addr,
                 }
             } else {
+                let mut src = [Opnd::I(0); 4];
+                for (slot, e) in src.iter_mut().zip(&elements) {
+                    *slot = opnd(cx, e)?;
+                }
                 Op::St {
                     space,
                     size,
-                    src: opnd(cx, data)?,
+                    count,
+                    src,
                     addr,
                 }
             }

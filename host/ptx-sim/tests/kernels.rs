@@ -849,3 +849,48 @@ $L__low:
         other => panic!("wrong result {other:?}"),
     }
 }
+
+/// Vector loads and stores (`.v2`, `.v4`), with an immediate among the stored elements, as
+/// NVPTX emits them for a struct of two words: each element at its own offset, in order.
+const VECTORS: &str = r#"
+.visible .entry swap_pairs(
+	.param .u64 swap_pairs_io
+)
+{
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd1, [swap_pairs_io];
+	cvta.to.global.u64 	%rd2, %rd1;
+	ld.global.v2.u32 	{%r1, %r2}, [%rd2];
+	st.global.v2.b32 	[%rd2+8], {%r2, %r1};
+	st.global.v2.b32 	[%rd2+16], {0, %r1};
+	ld.global.v4.u32 	{%r3, %r4, %r5, %r6}, [%rd2];
+	add.s32 	%r7, %r3, %r6;
+	st.global.u32 	[%rd2+24], %r7;
+	ld.global.v2.f64 	{%rd3, %rd4}, [%rd2+32];
+	st.global.v2.f64 	[%rd2+48], {%rd4, %rd3};
+	ret;
+}
+"#;
+
+#[test]
+fn vector_loads_and_stores_move_each_element() {
+    let mut dev = device(VECTORS);
+    let io = dev.alloc(64);
+    let mut bytes = vec![0u8; 64];
+    bytes[..4].copy_from_slice(&7u32.to_le_bytes());
+    bytes[4..8].copy_from_slice(&9u32.to_le_bytes());
+    bytes[32..40].copy_from_slice(&1.5f64.to_le_bytes());
+    bytes[40..48].copy_from_slice(&(-2.0f64).to_le_bytes());
+    dev.write(io, &bytes).unwrap();
+    dev.launch("swap_pairs", cfg(1, 1), &[&io.to_le_bytes()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut out = vec![0u8; 64];
+    dev.read(io, &mut out).unwrap();
+    let word = |at: usize| u32::from_le_bytes(out[at..at + 4].try_into().unwrap());
+    assert_eq!([word(8), word(12), word(16), word(20)], [9, 7, 0, 7]);
+    // The v4 load read words 0..4 (7, 9, 9, 7): 7 + 7.
+    assert_eq!(word(24), 14);
+    assert_eq!(get_f64(&dev, io + 48, 2), [-2.0, 1.5]);
+}
