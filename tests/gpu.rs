@@ -73,6 +73,11 @@ const SIZES: &[(&str, Size, Size)] = &[
         (Some(16), Some(200_000)),
         (Some(16), Some(1_000)),
     ),
+    (
+        "poisson-regression",
+        (Some(33), Some(200_000)),
+        (Some(33), Some(1_000)),
+    ),
     ("matmul-squares", (None, None), (Some(16 * 40), None)),
     ("quadratic", (Some(300), None), (Some(64), None)),
 ];

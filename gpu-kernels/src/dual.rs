@@ -106,7 +106,7 @@ fn product_lanes<S: DualScalar, const N: usize>(a: &Dual<N, S>, b: &Dual<N, S>) 
 
 /// `erf'(x) = 2/√π · e^(−x²)`.
 #[inline(always)]
-fn erf_slope<S: DualScalar>(x: S) -> S {
+pub(crate) fn erf_slope<S: DualScalar>(x: S) -> S {
     (-(x * x)).exp() * core::f64::consts::FRAC_2_SQRT_PI
 }
 

@@ -78,6 +78,8 @@ pub mod real;
 #[doc(hidden)]
 pub mod scheme;
 #[doc(hidden)]
+pub mod tape;
+#[doc(hidden)]
 pub mod term;
 #[cfg(feature = "builtin")]
 #[doc(hidden)]
@@ -94,4 +96,4 @@ pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
 pub use real::{Num, Real};
 #[doc(hidden)]
 pub use scheme::Gradient;
-pub use term::{Data, Row, Term, Vars, Window};
+pub use term::{Data, Differentiation, Row, Term, Vars, Window};

@@ -292,6 +292,14 @@ impl<R: Real> Vars<'_, R> {
                 return Num(sum);
             }
         }
+        if self.bumped_at == usize::MAX && len > 0 {
+            // A recording number type (reverse mode) keeps the sum as one operation; its value
+            // is summed as below, to the same bits.
+            let value = four_sums(len, 0.0, |i| x[i].0.value() * weight(i));
+            if let Some(sum) = R::linear_combination(x[0].0, x[len - 1].0, len, value, weight) {
+                return Num(sum);
+            }
+        }
         let sum = four_sums(len, Num::constant(0.0), |i| x[i] * weight(i));
         match self.bumped_at.checked_sub(start) {
             Some(j) if j < len => sum + (self.bumped - x[j]) * weight(j),
@@ -329,6 +337,24 @@ impl<R> Index<usize> for Vars<'_, R> {
     }
 }
 
+/// How the exact gradient differentiates a dense term ([`Term::DIFFERENTIATION`]).
+///
+/// Forward mode evaluates the term on duals that carry a few derivatives each, one
+/// evaluation per group of variables: cheap for a narrow window, `⌈w/16⌉` evaluations on the
+/// CPU (`⌈w/4⌉` on the GPU) for a wide one. Reverse mode evaluates it once while recording its
+/// operations and sweeps the record back once: about two evaluations at any width, plus the
+/// record's memory traffic. A term whose record exceeds the tape (4096 operations on the CPU,
+/// 128 on the GPU) is differentiated forward instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Differentiation {
+    /// Reverse mode from the width at which it was measured faster; forward below it.
+    Auto,
+    /// Always forward mode (duals).
+    Forward,
+    /// Always reverse mode (a tape), unless the record overflows it.
+    Reverse,
+}
+
 /// One term of a sum objective. Implement it in a file under `terms/`, then register it with
 /// [`register_term!`](crate::register_term) to get its GPU kernels. No `unsafe` needed.
 pub trait Term {
@@ -352,6 +378,12 @@ pub trait Term {
     /// A term evaluated on lanes is best `#[inline(always)]` (see [`eval`](Term::eval)): out of
     /// line, its lanes go through memory at every call.
     const EVAL_IN_LANES: bool = false;
+
+    /// How the exact gradient differentiates a dense term: [`Differentiation::Auto`] (the
+    /// default) takes reverse mode from the width at which it was measured faster, forward
+    /// mode below; the other two force one. A banded or separable window (at most 16
+    /// variables) is always differentiated forward.
+    const DIFFERENTIATION: Differentiation = Differentiation::Auto;
 
     /// The number of terms `K` for `n` variables.
     #[inline(always)]

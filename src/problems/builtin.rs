@@ -6,7 +6,8 @@ use cudamin_host::backend::TermProblem;
 use cudamin_host::linalg::{cholesky_into, solve_lower};
 use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{
-    ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, Quadratic, SeedExpSum,
+    ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, PoissonRegression,
+    Quadratic, SeedExpSum,
 };
 use ndarray::ArrayView2;
 
@@ -15,6 +16,8 @@ const SEED_EXPSUM_MIN_PER_VARIABLE: f64 = 0.827184026128;
 
 /// Seed of `lsq-expsin`'s generated data.
 pub const LSQ_EXPSIN_SEED: u64 = 20_261_122;
+/// Seed of `poisson-regression`'s generated data.
+pub const POISSON_SEED: u64 = 20_261_125;
 /// Seed of `quadratic`'s matrix and vector.
 pub const QUADRATIC_SEED: u64 = 1_981;
 /// Seed of `matmul-squares`' `B` and starting `A`.
@@ -124,6 +127,26 @@ pub(super) static PROBLEMS: &[Problem] = &[
     .x0("U(-1, 1) entries, fixed seed")
     .f_star("0 at A = 0"),
     Problem::new(
+        "poisson-regression",
+        "Poisson regression, log link: Σ e^η − y·η, η = θ0 + Σ_{j≥1} θj·x_j, generated counts",
+        |backend, n, points| {
+            let (values, rows) = poisson_data(n, points)?;
+            load(
+                backend,
+                TermProblem::<PoissonRegression>::with_data(n, values, rows)?,
+                vec![0.0; n],
+                None,
+            )
+        },
+    )
+    .n(
+        "n >= 1 parameters (an intercept and n - 1 features); --points rows (default 100000)",
+        33,
+    )
+    .points(100_000)
+    .x0("0 everywhere")
+    .f_star("data-dependent"),
+    Problem::new(
         "quadratic",
         "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
         |backend, n, _| {
@@ -175,6 +198,45 @@ pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), Loa
         }
         t[j] = tj;
         y[j] = model + 0.01 * rng.normal();
+    }
+    Ok((values, points))
+}
+
+/// `θ_true` of the `poisson-regression` data: intercept 0.5, then `(−1)^j·0.4/√(p−1)` for
+/// feature `j`, so that `η` has about unit spread whatever `p`.
+pub fn poisson_theta_true(p: usize) -> Vec<f64> {
+    let scale = 0.4 / ((p.max(2) - 1) as f64).sqrt();
+    (0..p)
+        .map(|j| match j {
+            0 => 0.5,
+            j if j % 2 == 0 => scale,
+            _ => -scale,
+        })
+        .collect()
+}
+
+/// The `poisson-regression` data for `p` parameters and `points` rows, column-major: the count
+/// `y`, then features `x₁ … x_{p−1}` ~ N(0, 1), with `y ~ Poisson(e^η)` at
+/// [`poisson_theta_true`] (Knuth's product of uniforms: `e^η` stays small). Returns (values,
+/// rows), or `TooLarge` when the values cannot be allocated.
+pub fn poisson_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadError> {
+    let mut values = zeros(points.checked_mul(p.max(1)), p, points)?;
+    let theta = poisson_theta_true(p.max(1));
+    let mut rng = SplitMix64::new(POISSON_SEED);
+    let (y, features) = values.split_at_mut(points);
+    for (j, y) in y.iter_mut().enumerate() {
+        let mut eta = theta[0];
+        for (f, theta) in theta.iter().enumerate().skip(1) {
+            let x = rng.normal();
+            features[(f - 1) * points + j] = x;
+            eta += theta * x;
+        }
+        let (limit, mut product, mut count) = ((-eta).exp(), rng.uniform(), 0.0);
+        while product > limit {
+            product *= rng.uniform();
+            count += 1.0;
+        }
+        *y = count;
     }
     Ok((values, points))
 }

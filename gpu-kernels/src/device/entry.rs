@@ -29,6 +29,7 @@ mod nvptx {
         fill_constants,
     };
     use crate::kernel::normal::{DifferenceRow, ExactRow, JacobianRow};
+    use crate::kernel::reverse::{reverse_mode, with_gpu_rows};
     use crate::kernel::{
         CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
         sum_in_order, value_partial,
@@ -150,9 +151,15 @@ mod nvptx {
     }
 
     impl GradientScheme for Exact {
-        /// Exact rows, `EXACT_LANES` variables per evaluation on duals.
+        /// Exact rows: in reverse mode where [`reverse_mode`] says, else `EXACT_LANES`
+        /// variables per evaluation on duals.
         #[inline(always)]
         unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64) {
+            if reverse_mode::<T>(x.len(), true) {
+                return with_gpu_rows::<T, EXACT_LANES, _>(x, |rows| unsafe {
+                    normal_partials::<T, _>(x, data, out, values, rows)
+                });
+            }
             let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
             // A dense term's window is x itself: filled once per thread, not at every term.
             let rows = &mut ExactRow::new::<T>(&mut window[..x.len()], x);
@@ -177,7 +184,13 @@ mod nvptx {
             partials: *mut f64,
             value: Option<&mut CompensatedSum>,
         ) {
-            unsafe { dense_exact_partials::<T>(x, data, partials, value) }
+            if reverse_mode::<T>(x.len(), true) {
+                with_gpu_rows::<T, EXACT_LANES, _>(x, |rows| unsafe {
+                    dense_row_partials::<T, _>(x, data, partials, value, rows)
+                })
+            } else {
+                unsafe { dense_exact_partials::<T>(x, data, partials, value) }
+            }
         }
     }
 
@@ -312,6 +325,43 @@ mod nvptx {
                     let d = result.map_or(0.0, |r| r.derivatives[lane]);
                     unsafe { add_block_sum(mine, first + lane, d) };
                 }
+            }
+            tile += grid_dim();
+        }
+    }
+
+    /// Dense exact gradient, first stage, from whole rows: as [`dense_partials`], each thread's
+    /// term's partials in all `n` variables made at once by `rows` (reverse mode).
+    ///
+    /// # Safety
+    /// `partials` holds `n · gridDim` f64; `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`.
+    #[inline(always)]
+    unsafe fn dense_row_partials<T: Term, J: JacobianRow>(
+        x: &[f64],
+        data: Data<'_>,
+        partials: *mut f64,
+        mut value: Option<&mut CompensatedSum>,
+        rows: &mut J,
+    ) {
+        let n = x.len();
+        let terms = T::terms(n, data);
+        let mine = unsafe { block_partials(partials, n) };
+        let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
+        let row = &mut storage[..n];
+        let tiles = terms.div_ceil(block_dim());
+        let mut tile = block_idx();
+        while tile < tiles {
+            let k = tile * block_dim() + thread_idx();
+            if k < terms {
+                let term_value = rows.row::<T>(k, x, data, row);
+                if let Some(value) = value.as_deref_mut() {
+                    value.add(term_value);
+                }
+            } else {
+                row.fill(0.0);
+            }
+            for (j, &d) in row.iter().enumerate() {
+                unsafe { add_block_sum(mine, j, d) };
             }
             tile += grid_dim();
         }

@@ -16,6 +16,7 @@
 pub mod exact;
 pub mod normal;
 mod registration;
+pub mod reverse;
 mod sums;
 
 pub use registration::{Kernels, ResidualKernels};

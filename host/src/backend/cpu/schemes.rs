@@ -11,6 +11,9 @@ use gpu_kernels::kernel::normal::{
     DifferenceRow, ExactRow, JacobianRow, NORMAL_LANES_WIDTH_MAX, NormalLanes, NormalPartial,
     NormalSum, normal_partial,
 };
+use gpu_kernels::kernel::reverse::{
+    ReverseRow, TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU, TapeStorage, fill_variables, reverse_mode,
+};
 use gpu_kernels::kernel::{CompensatedLanes, CompensatedRun, DenseTerm, banded_group_gradient};
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::scheme::{Differences, Exact};
@@ -181,6 +184,9 @@ impl<T: Term> CpuScheme<T> for Exact {
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
+        if reverse_mode::<T>(x.len(), false) {
+            return dense_terms_reverse::<T>(terms, x, data, acc, value);
+        }
         let mut sum = CompensatedRun::default();
         let mut window = vec![Dual::constant(0.0); x.len()];
         fill_constants(&mut window, x);
@@ -218,10 +224,15 @@ impl<T: Term> CpuScheme<T> for Exact {
         sum.value()
     }
 
-    /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`.
+    /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`, or in
+    /// reverse mode where [`reverse_mode`] says.
     fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
         let width = T::WINDOW.stride_width(x.len()).1;
-        if width <= 4 {
+        if reverse_mode::<T>(width, false) {
+            with_cpu_rows::<T, _>(x, |rows| {
+                chunk_partial::<T, _>(terms, x, data, rows, vector)
+            })
+        } else if width <= 4 {
             let mut window = [Dual::<4>::constant(0.0); 4];
             let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
             chunk_partial::<T, _>(terms, x, data, rows, vector)
@@ -231,6 +242,68 @@ impl<T: Term> CpuScheme<T> for Exact {
             chunk_partial::<T, _>(terms, x, data, rows, vector)
         }
     }
+}
+
+/// A CPU chunk's tape storage (160 KiB: boxed).
+type CpuTape = TapeStorage<TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU>;
+
+/// `f` with reverse-mode rows of dense term `T` at `x`, on a chunk's storage; overflows are
+/// taken forward on duals of `DENSE_LANES` lanes, and the first of a process says so.
+fn with_cpu_rows<T: Term, Out>(
+    x: &[f64],
+    f: impl FnOnce(&mut ReverseRow<'_, '_, DENSE_LANES>) -> Out,
+) -> Out {
+    let storage = Box::new(CpuTape::new());
+    let tape = storage.tape();
+    let mut window = vec![tape.variable(0, 0.0); x.len()];
+    fill_variables(&mut window, &tape, x);
+    let mut adjoints = vec![0.0; x.len() + TAPE_STEPS_CPU];
+    let mut forward = vec![Dual::<DENSE_LANES>::constant(0.0); x.len()];
+    let forward = ExactRow::new::<T>(&mut forward, x);
+    let mut rows = ReverseRow::new(&tape, &window, &mut adjoints, forward);
+    let out = f(&mut rows);
+    if rows.overflows > 0 {
+        warn_tape_overflow::<T>();
+    }
+    out
+}
+
+/// [`CpuScheme::dense_terms`] of the exact scheme in reverse mode: each term's partials made
+/// whole ([`ReverseRow`]) and added into `acc`, term after term (the order the forward lanes
+/// add in).
+fn dense_terms_reverse<T: Term>(
+    terms: Range<usize>,
+    x: &[f64],
+    data: Data<'_>,
+    acc: &mut [f64],
+    value: bool,
+) -> f64 {
+    with_cpu_rows::<T, _>(x, |rows| {
+        let mut row = vec![0.0; x.len()];
+        let mut sum = CompensatedRun::default();
+        for k in terms {
+            let term_value = rows.row::<T>(k, x, data, &mut row);
+            for (a, d) in acc.iter_mut().zip(&row) {
+                *a += d;
+            }
+            if value {
+                sum.add(term_value);
+            }
+        }
+        sum.value()
+    })
+}
+
+/// Says once per process that a term's record overflowed the reverse-mode tape.
+fn warn_tape_overflow<T: Term>() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "cudamin: a term of {} records more than {TAPE_STEPS_CPU} operations (or \
+             {TAPE_WEIGHTS_CPU} weights); its exact gradient is taken in forward mode",
+            std::any::type_name::<T>()
+        );
+    });
 }
 
 /// How a chunk adds up a dense term's differences: four variables per `eval` call on lanes

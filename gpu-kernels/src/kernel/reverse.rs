@@ -1,0 +1,178 @@
+//! Exact derivatives in reverse mode (see [`tape`](crate::tape)): a term evaluated once on
+//! [`Var`]s records its operations, and one sweep back gives its partials in every variable of
+//! its window. The exact scheme takes a dense term so when [`reverse_mode`] says, and falls back
+//! to forward mode for a term whose record does not fit its tape.
+
+use super::exact::EXACT_DENSE_WIDTH_MAX_GPU;
+use super::normal::{ExactRow, JacobianRow};
+use crate::dual::Dual;
+use crate::tape::{Step, Tape, Var};
+use crate::term::{Data, Differentiation, Term, Vars, Window};
+use core::cell::Cell;
+
+/// Operations a tape holds on the CPU (per chunk of terms, allocated once per pass).
+pub const TAPE_STEPS_CPU: usize = 4096;
+/// Weights of linear combinations a tape holds on the CPU.
+pub const TAPE_WEIGHTS_CPU: usize = 4096;
+/// Operations a tape holds in a GPU thread's local memory: 32 bytes each.
+pub const TAPE_STEPS_GPU: usize = 128;
+/// Weights of linear combinations a GPU thread's tape holds.
+pub const TAPE_WEIGHTS_GPU: usize = 128;
+
+/// Under [`Differentiation::Auto`], the narrowest dense window the CPU takes in reverse mode:
+/// below it, one evaluation on duals of 16 lanes (`DENSE_LANES`) covers the window.
+pub const REVERSE_MIN_WIDTH_CPU: usize = 9;
+/// Under [`Differentiation::Auto`], the narrowest dense window the GPU takes in reverse mode:
+/// there forward mode seeds 4 variables per evaluation, and the tape lives in local memory.
+pub const REVERSE_MIN_WIDTH_GPU: usize = 9;
+
+/// Whether the exact scheme differentiates term `T`, at window width `width`, in reverse mode
+/// (on the GPU with `gpu`): dense windows only (a banded window, at most 16 variables, stays on
+/// duals in registers), as the term asks ([`Term::DIFFERENTIATION`]), and under `Auto` from
+/// the width at which reverse mode was measured faster.
+pub const fn reverse_mode<T: Term>(width: usize, gpu: bool) -> bool {
+    if !matches!(T::WINDOW, Window::Dense) {
+        return false;
+    }
+    match T::DIFFERENTIATION {
+        Differentiation::Forward => false,
+        Differentiation::Reverse => true,
+        Differentiation::Auto => {
+            width
+                >= if gpu {
+                    REVERSE_MIN_WIDTH_GPU
+                } else {
+                    REVERSE_MIN_WIDTH_CPU
+                }
+        }
+    }
+}
+
+/// An unused slot of a tape's storage.
+pub const EMPTY_STEP: Step = Step::Linear {
+    first: 0,
+    len: 0,
+    offset: 0,
+};
+
+/// Tape storage of `S` operations and `W` weights, for a GPU thread (arrays) or a CPU chunk.
+pub struct TapeStorage<const S: usize, const W: usize> {
+    steps: [Cell<Step>; S],
+    weights: [Cell<f64>; W],
+}
+
+impl<const S: usize, const W: usize> TapeStorage<S, W> {
+    /// Empty storage.
+    #[inline(always)]
+    pub fn new() -> Self {
+        TapeStorage {
+            steps: [const { Cell::new(EMPTY_STEP) }; S],
+            weights: [const { Cell::new(0.0) }; W],
+        }
+    }
+
+    /// A tape over this storage.
+    #[inline(always)]
+    pub fn tape(&self) -> Tape<'_> {
+        Tape::new(&self.steps, &self.weights)
+    }
+}
+
+impl<const S: usize, const W: usize> Default for TapeStorage<S, W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `window[j]` as variable `j` of `tape`, at the values `x` (same length).
+#[inline(always)]
+pub fn fill_variables<'t>(window: &mut [Var<'t>], tape: &'t Tape<'t>, x: &[f64]) {
+    for (j, (w, &v)) in window.iter_mut().zip(x).enumerate() {
+        *w = tape.variable(j, v);
+    }
+}
+
+/// Term `T` (prepared as `local`) on `window`, the variables of `tape` ([`fill_variables`]),
+/// in reverse mode: its value, and whether its partials were handed to `partial(j, ∂φ/∂xⱼ)`,
+/// in order of `j`; they are not when its record overflowed the tape, or `adjoints` (scratch
+/// of at least the window's width plus the tape's operations).
+#[inline(always)]
+pub fn eval_reverse<T: Term>(
+    local: &T::Local<'_>,
+    tape: &Tape<'_>,
+    window: &[Var<'_>],
+    adjoints: &mut [f64],
+    partial: impl FnMut(usize, f64),
+) -> (f64, bool) {
+    tape.start(window.len());
+    let result = T::eval(Vars::new(window), local).0;
+    let swept = tape.sweep(result, adjoints, partial);
+    (crate::real::Real::value(result), swept)
+}
+
+/// A term's gradient (a residual's Jacobian row) in reverse mode, over a dense window (every
+/// term's window is `x`, filled into `window` once); a term whose record overflows the tape is
+/// taken by `forward` instead, and counted.
+pub struct ReverseRow<'w, 't, const L: usize> {
+    tape: &'t Tape<'t>,
+    window: &'w [Var<'t>],
+    adjoints: &'w mut [f64],
+    forward: ExactRow<'w, L>,
+    /// How many terms overflowed the tape, so far.
+    pub overflows: usize,
+}
+
+impl<'w, 't, const L: usize> ReverseRow<'w, 't, L> {
+    /// Rows from `tape`, whose variables `window` holds ([`fill_variables`]), with `adjoints`
+    /// scratch of the window's width plus the tape's operations, and `forward` for terms that
+    /// overflow it.
+    #[inline(always)]
+    pub fn new(
+        tape: &'t Tape<'t>,
+        window: &'w [Var<'t>],
+        adjoints: &'w mut [f64],
+        forward: ExactRow<'w, L>,
+    ) -> Self {
+        ReverseRow {
+            tape,
+            window,
+            adjoints,
+            forward,
+            overflows: 0,
+        }
+    }
+}
+
+impl<const L: usize> JacobianRow for ReverseRow<'_, '_, L> {
+    #[inline(always)]
+    fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
+        let local = T::prepare(k, x.len(), data);
+        let entry = |j: usize, d: f64| row[j] = d;
+        match eval_reverse::<T>(&local, self.tape, self.window, self.adjoints, entry) {
+            (value, true) => value,
+            (_, false) => {
+                self.overflows += 1;
+                self.forward.row::<T>(k, x, data, row)
+            }
+        }
+    }
+}
+
+/// `f` with reverse-mode rows of dense term `T` at `x` (at most
+/// [`EXACT_DENSE_WIDTH_MAX_GPU`] variables) on a GPU thread's storage, in local memory: a tape
+/// of [`TAPE_STEPS_GPU`] operations, overflows taken forward on duals of `L` lanes.
+#[inline(always)]
+pub fn with_gpu_rows<T: Term, const L: usize, Out>(
+    x: &[f64],
+    f: impl FnOnce(&mut ReverseRow<'_, '_, L>) -> Out,
+) -> Out {
+    let storage = TapeStorage::<TAPE_STEPS_GPU, TAPE_WEIGHTS_GPU>::new();
+    let tape = storage.tape();
+    let mut window = [tape.variable(0, 0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+    let window = &mut window[..x.len()];
+    fill_variables(window, &tape, x);
+    let mut adjoints = [0.0; EXACT_DENSE_WIDTH_MAX_GPU + TAPE_STEPS_GPU];
+    let mut forward = [Dual::<L>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+    let forward = ExactRow::new::<T>(&mut forward[..x.len()], x);
+    f(&mut ReverseRow::new(&tape, window, &mut adjoints, forward))
+}
