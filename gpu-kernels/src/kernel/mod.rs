@@ -18,7 +18,7 @@ pub mod normal;
 mod registration;
 mod sums;
 
-pub use registration::{Kernels, ResidualKernels};
+pub use registration::{IndexedKernels, Kernels, ResidualKernels};
 pub use sums::{
     CompensatedLanes, CompensatedRun, CompensatedSum, RunningSum, SUM_LANES, sum_in_order,
 };

@@ -38,8 +38,12 @@ pub enum ProblemError {
         /// The value.
         value: f64,
     },
-    /// The problem would have no terms, so nothing to sum.
-    #[error("{term} has no terms for n = {n} with {rows} data rows (empty data?)")]
+    /// The problem would have no terms, so nothing to sum. A dense window has one term per
+    /// data row unless the term's `terms` says otherwise, as residuals by index do.
+    #[error(
+        "{term} has no terms for n = {n} with {rows} data rows (empty data? residuals without \
+         data are given by index: a `Residuals` type, `register_residuals!(by_index ..)`)"
+    )]
     NoTerms {
         /// The term's registered name.
         term: &'static str,

@@ -1,11 +1,12 @@
-//! my-kernels as PTX, checked without a GPU: it holds RobustLine's and MichaelisMenten's kernels and the shared ones
+//! my-kernels as PTX, checked without a GPU: it holds RobustLine's, MichaelisMenten's and BrownAlmostLinear's kernels and the shared ones
 //! cudamin launches, and none of cudamin's built-in problems; every launch matches its `.entry`;
 //! and ptxas assembles it for sm_70, sm_80 and sm_90 without spills. ptxas is found through
 //! `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn skips into failures.
 
 use cudamin::backend::gpu::abi;
+use cudamin::kernels::ResidualTerm;
 use cudamin_builder::ptxas;
-use my_kernels::{MichaelisMenten, RobustLine};
+use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine};
 use std::path::Path;
 
 cudamin::include_ptx!("my_kernels");
@@ -34,6 +35,7 @@ fn the_ptx_holds_my_kernels_and_the_shared_ones_only() {
     let launches: Vec<_> = abi::term_launches::<RobustLine>()
         .into_iter()
         .chain(abi::residual_launches::<MichaelisMenten>())
+        .chain(abi::residual_launches::<ResidualTerm<BrownAlmostLinear>>())
         .chain(abi::vector_launches())
         .collect();
     if let Err(problems) = abi::check_launches(ptx, &launches) {
