@@ -52,7 +52,7 @@ fn host_launches() -> Vec<Launch> {
         .chain(abi::raw_launches())
         .chain(abi::vector_launches())
     {
-        if let Some(previous) = launches.insert(launch.kernel, launch.clone()) {
+        if let Some(previous) = launches.insert(launch.kernel.clone(), launch.clone()) {
             let kinds = |l: &Launch| l.args.iter().map(|a| a.param_type()).collect::<Vec<_>>();
             assert_eq!(
                 kinds(&previous),
@@ -74,6 +74,37 @@ fn every_launch_matches_its_entry_and_every_entry_is_launched() {
         abi::raw_launches().len(),
         cudamin::kernels::raw::KERNELS.len()
     );
+}
+
+/// What a kernel crate's own test checks (the own-crate template's tests/ptx.rs): the launches
+/// derived from the PTX's entry names alone explain every entry of this PTX too, but the raw
+/// kernels, which no term registration makes.
+#[test]
+fn launches_derived_from_the_entry_names_explain_every_term_kernel() {
+    let ptx = embedded_ptx();
+    let derived = abi::registered_launches(ptx).unwrap();
+    let launches: Vec<_> = derived.iter().cloned().chain(abi::raw_launches()).collect();
+    if let Err(problems) = abi::check_launches(ptx, &launches) {
+        panic!(
+            "derived launches and PTX disagree:\n{}",
+            problems.join("\n")
+        );
+    }
+    // The same kernels as the host's own launches, with the same parameters.
+    let host: BTreeMap<_, _> = (host_launches().into_iter())
+        .map(|launch| (launch.kernel.clone(), launch))
+        .collect();
+    for launch in &derived {
+        let kinds = |l: &Launch| l.args.iter().map(|a| a.param_type()).collect::<Vec<_>>();
+        let Some(made) = host.get(&launch.kernel) else {
+            panic!(
+                "`{}` is derived but the host never launches it",
+                launch.kernel
+            );
+        };
+        assert_eq!(kinds(made), kinds(launch), "{}", launch.kernel);
+    }
+    assert_eq!(derived.len() + abi::raw_launches().len(), host.len());
 }
 
 #[test]

@@ -40,7 +40,9 @@ impl<T: Term> Term for SumOfSquares<T> {
     }
 }
 
-/// The residuals `f_i(x)`, `i < count(n)`, of a least-squares objective.
+/// The residuals `f_i(x)`, `i < count(n)`, of a least-squares objective, given by index (no
+/// data). Register them with `register_residuals!(by_index P, name)`; their objective is
+/// [`LeastSquares<P>`], with `count(n)` terms.
 pub trait Residuals {
     /// The number of residuals `m` for `n` variables.
     fn count(n: usize) -> usize;
@@ -78,7 +80,7 @@ impl<P: Residuals> Term for ResidualTerm<P> {
     }
 }
 
-/// `Σ_i f_i(x)²` for residuals `P`. Register it as `register_residuals!(ResidualTerm<P>, name)`.
+/// `Σ_i f_i(x)²` for residuals `P`. Register it as `register_residuals!(by_index P, name)`.
 pub type LeastSquares<P> = SumOfSquares<ResidualTerm<P>>;
 
 /// `Ok` when `n` is `expected`, for problems of one size.

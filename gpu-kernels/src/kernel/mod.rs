@@ -19,7 +19,7 @@ mod registration;
 pub mod reverse;
 mod sums;
 
-pub use registration::{Kernels, ResidualKernels};
+pub use registration::{IndexedKernels, Kernels, ResidualKernels};
 pub use sums::{
     CompensatedLanes, CompensatedRun, CompensatedSum, RunningSum, SUM_LANES, sum_in_order,
 };

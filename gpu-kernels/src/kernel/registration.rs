@@ -2,6 +2,7 @@
 //! emit the entries and implement the traits, in the crate that registers the term. The entry
 //! names come from the scheme table (`scheme.rs`).
 
+use crate::least_squares::{ResidualTerm, Residuals};
 use crate::scheme::SCHEMES;
 use crate::term::Term;
 
@@ -46,13 +47,42 @@ macro_rules! register_term {
 /// // PTX: exp_decay_value, exp_decay_gradient_{exact,forward,central}, of Σ r_k²;
 /// //      exp_decay_normal_{exact,forward,central}, the residuals' normal equations
 /// ```
+///
+/// Residuals given by index, with no data (a [`Residuals`](crate::Residuals) type `P`, whose
+/// `count(n)` is the number of terms), are registered with `by_index`: the same entries, for
+/// the residual term [`ResidualTerm<P>`](crate::ResidualTerm), whose objective is
+/// [`LeastSquares<P>`](crate::LeastSquares). It implements [`IndexedKernels`] for `P`, which
+/// a user's crate may do for its own `P` (where implementing `ResidualKernels` for
+/// `ResidualTerm<P>`, a type of this crate, would break the orphan rule).
+///
+/// ```ignore
+/// register_residuals!(by_index Beale, beale);
+/// // load TermProblem::<LeastSquares<Beale>>::new(2) with Backend::load_least_squares
+/// ```
 #[macro_export]
 macro_rules! register_residuals {
+    (by_index $residuals:ty, $name:ident) => {
+        impl $crate::kernel::IndexedKernels for $residuals {
+            $crate::__kernel_names!($name);
+            $crate::__schemes! { @rows normal_names ($name) }
+        }
+        $crate::__residual_entries!($crate::ResidualTerm<$residuals>, $name);
+    };
     ($residual:ty, $name:ident) => {
         impl $crate::kernel::ResidualKernels for $residual {
             $crate::__kernel_names!($name);
             $crate::__schemes! { @rows normal_names ($name) }
         }
+        $crate::__residual_entries!($residual, $name);
+    };
+}
+
+/// The PTX entry points of residual term `$residual`, named after `$name`: its sum of
+/// squares' term entries and its normal equations'.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __residual_entries {
+    ($residual:ty, $name:ident) => {
         $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
         $crate::__schemes! { @rows normal_entries ($residual, $name) }
     };
@@ -72,6 +102,27 @@ pub trait ResidualKernels: Term {
     /// rows: per block, `JᵀJ` (`n × n`, upper triangle) then `Jᵀr` into `out` (`n² + n` values a
     /// block), `Σ r²` into `values`.
     const NORMALS: [&'static str; SCHEMES];
+}
+
+/// The residuals by index registered with `register_residuals!(by_index P, name)`: the entry
+/// points of [`ResidualTerm<P>`](crate::ResidualTerm)'s sum of squares, which through this
+/// trait implements [`ResidualKernels`].
+pub trait IndexedKernels: Residuals {
+    /// As [`Kernels::NAME`].
+    const NAME: &'static str;
+    /// As [`Kernels::VALUE`].
+    const VALUE: &'static str;
+    /// As [`Kernels::GRADIENTS`].
+    const GRADIENTS: [&'static str; SCHEMES];
+    /// As [`ResidualKernels::NORMALS`].
+    const NORMALS: [&'static str; SCHEMES];
+}
+
+impl<P: IndexedKernels> ResidualKernels for ResidualTerm<P> {
+    const NAME: &'static str = P::NAME;
+    const VALUE: &'static str = P::VALUE;
+    const GRADIENTS: [&'static str; SCHEMES] = P::GRADIENTS;
+    const NORMALS: [&'static str; SCHEMES] = P::NORMALS;
 }
 
 impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {

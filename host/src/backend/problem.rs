@@ -1,6 +1,7 @@
 //! A term objective's instance: which term, how many variables, which data.
 
 use gpu_kernels::{Data, Kernels, Term};
+use std::fmt;
 use std::marker::PhantomData;
 
 /// Why a problem instance was rejected before anything ran.
@@ -37,8 +38,12 @@ pub enum ProblemError {
         /// The value.
         value: f64,
     },
-    /// The problem would have no terms, so nothing to sum.
-    #[error("{term} has no terms for n = {n} with {rows} data rows (empty data?)")]
+    /// The problem would have no terms, so nothing to sum. A dense window has one term per
+    /// data row unless the term's `terms` says otherwise, as residuals by index do.
+    #[error(
+        "{term} has no terms for n = {n} with {rows} data rows (empty data? residuals without \
+         data are given by index: a `Residuals` type, `register_residuals!(by_index ..)`)"
+    )]
     NoTerms {
         /// The term's registered name.
         term: &'static str,
@@ -51,12 +56,37 @@ pub enum ProblemError {
 
 /// A registered term `T` with `n` variables and its read-only data (column-major, one row per
 /// data point), checked and ready to load on a backend.
-#[derive(Debug, Clone)]
+///
+/// `Clone` and `Debug` whatever `T` is: a term is a type, not a value, so neither needs `T`'s.
+/// `Debug` shows the term's type, `n` and the data's shape, not the data.
 pub struct TermProblem<T> {
     n: usize,
     values: Vec<f64>,
     rows: usize,
     term: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for TermProblem<T> {
+    fn clone(&self) -> Self {
+        Self {
+            n: self.n,
+            values: self.values.clone(),
+            rows: self.rows,
+            term: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for TermProblem<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let columns = Data::new(&self.values, self.rows).cols();
+        f.debug_struct("TermProblem")
+            .field("term", &std::any::type_name::<T>())
+            .field("n", &self.n)
+            .field("rows", &self.rows)
+            .field("columns", &columns)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: Kernels> TermProblem<T> {
@@ -114,5 +144,33 @@ impl<T: Term> TermProblem<T> {
     /// The number of terms `K`.
     pub fn terms(&self) -> usize {
         T::terms(self.n, self.data())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_kernels::SumOfSquares;
+    use gpu_kernels::terms::fit::Poly;
+
+    /// `Poly` is neither `Clone` nor `Debug`; its problem is both, and prints no data.
+    #[test]
+    fn a_problem_is_clone_and_debug_whatever_its_term() {
+        let rows = 4;
+        let columns = [[0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 5.0, 10.0], [1.0; 4]].concat();
+        let problem = TermProblem::<SumOfSquares<Poly>>::with_data(3, columns, rows).unwrap();
+        let copy = problem.clone();
+        assert_eq!((copy.n(), copy.data().rows()), (3, rows));
+        assert_eq!(copy.data().col(1), problem.data().col(1));
+        let shown = format!("{copy:?}");
+        assert!(shown.starts_with("TermProblem { term: \""), "{shown}");
+        assert!(
+            shown.contains("SumOfSquares<") && shown.contains("Poly>"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("n: 3, rows: 4, columns: 3, .. }"),
+            "{shown}"
+        );
     }
 }

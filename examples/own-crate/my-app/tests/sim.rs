@@ -4,15 +4,18 @@
 //! accesses, races, divergent barriers), so a kernel bug fails here with its thread and address.
 
 use cudamin::backend::gpu::{ptx, simulated_entries};
-use cudamin::kernels::SumOfSquares;
+use cudamin::kernels::{LeastSquares, SumOfSquares};
 use cudamin::objective::VectorSpace;
 use cudamin::{
-    Backend, BackendChoice, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
+    Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     TermObjective, TermProblem, least_squares,
 };
-use my_kernels::{MichaelisMenten, RobustLine};
+use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine};
 
 cudamin::include_ptx!("my_kernels");
+
+/// A residual problem loaded on a backend.
+type LoadedResiduals = Box<dyn LeastSquaresEvaluator>;
 
 /// The simulator with my-kernels loaded, or `None` after saying why the test is skipped.
 fn simulator() -> Option<Backend> {
@@ -58,6 +61,61 @@ fn rates(points: usize) -> Vec<f64> {
     s.iter().copied().chain(v).collect()
 }
 
+/// A residual problem loaded by `load` on the simulator and on the CPU: the normal equations
+/// of each scheme at `at`, the gradient of its sum of squares (BFGS's), and
+/// Levenberg–Marquardt from `at` agree.
+fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedResiduals) {
+    let (mut on_sim, mut on_cpu) = (load(sim), load(&Backend::Cpu));
+    let n = at.len();
+    for scheme in Gradient::ALL {
+        let mut normal = |residuals: &mut dyn LeastSquaresEvaluator| {
+            let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
+            let f = (residuals.normal_equations(at, scheme, &mut jtj, &mut jtr)).unwrap();
+            [&[f][..], &jtj, &jtr].concat()
+        };
+        let (sim_normal, cpu_normal) = (normal(on_sim.as_mut()), normal(on_cpu.as_mut()));
+        assert!(
+            close(&sim_normal, &cpu_normal, 1e-10),
+            "{scheme:?}: {sim_normal:?} vs {cpu_normal:?}"
+        );
+        gradients_agree(on_sim.as_mut(), on_cpu.as_mut(), at, scheme);
+    }
+    let fit = |residuals| {
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        least_squares(&mut objective, at, &LmOptions::default()).unwrap()
+    };
+    let (on_sim, on_cpu) = (fit(on_sim), fit(on_cpu));
+    assert_eq!(on_sim.status, on_cpu.status);
+    assert!(
+        close(&on_sim.x, &on_cpu.x, 1e-10),
+        "{:?} vs {:?}",
+        on_sim.x,
+        on_cpu.x
+    );
+}
+
+/// The gradients of `scheme` at `at` on the simulator and on the CPU agree: to rounding, but
+/// for forward differences, which divide the values' rounding by h ≈ 1.5e-8.
+fn gradients_agree(
+    on_sim: &mut dyn Evaluator,
+    on_cpu: &mut dyn Evaluator,
+    at: &[f64],
+    scheme: Gradient,
+) {
+    let (mut g_sim, mut g_cpu) = (vec![0.0; at.len()], vec![0.0; at.len()]);
+    on_sim.gradient(at, scheme, &mut g_sim).unwrap();
+    on_cpu.gradient(at, scheme, &mut g_cpu).unwrap();
+    let tolerance = if scheme == Gradient::Forward {
+        1e-6
+    } else {
+        1e-10
+    };
+    assert!(
+        close(&g_sim, &g_cpu, tolerance),
+        "{scheme:?}: {g_sim:?} vs {g_cpu:?}"
+    );
+}
+
 fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
     let scale = b.iter().fold(1.0, |m: f64, v| m.max(v.abs()));
     a.iter()
@@ -81,68 +139,23 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     let (f_sim, f_cpu) = (on_sim.value(&ab).unwrap(), on_cpu.value(&ab).unwrap());
     assert!(close(&[f_sim], &[f_cpu], 1e-12), "f {f_sim} vs {f_cpu}");
     for scheme in Gradient::ALL {
-        let (mut g_sim, mut g_cpu) = ([0.0; 2], [0.0; 2]);
-        on_sim.gradient(&ab, scheme, &mut g_sim).unwrap();
-        on_cpu.gradient(&ab, scheme, &mut g_cpu).unwrap();
-        // Forward differences divide the values' rounding by h ≈ 1.5e-8.
-        let tolerance = if scheme == Gradient::Forward {
-            1e-6
-        } else {
-            1e-10
-        };
-        assert!(
-            close(&g_sim, &g_cpu, tolerance),
-            "{scheme:?}: {g_sim:?} vs {g_cpu:?}"
-        );
+        gradients_agree(on_sim.as_mut(), on_cpu.as_mut(), &ab, scheme);
+        let mut g_sim = [0.0; 2];
         let f = on_sim.value_and_gradient(&ab, scheme, &mut g_sim).unwrap();
         assert!(close(&[f], &[f_cpu], 1e-12), "fused {scheme:?}: f {f}");
     }
 
-    // MichaelisMenten: the normal equations of each scheme, then Levenberg–Marquardt.
-    let load = |backend: &Backend| {
+    // The residual terms: MichaelisMenten (a data row each) and BrownAlmostLinear (by index,
+    // no data).
+    residuals_agree(&sim, &[1.7, 0.6], |backend| {
         let problem =
             TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, rates(points), points);
         backend.load_least_squares(problem.unwrap()).unwrap()
-    };
-    let (mut on_sim, mut on_cpu) = (load(&sim), load(&Backend::Cpu));
-    let vk = [1.7, 0.6];
-    for scheme in Gradient::ALL {
-        let mut normal = |residuals: &mut dyn LeastSquaresEvaluator| {
-            let (mut jtj, mut jtr) = ([0.0; 4], [0.0; 2]);
-            let f = (residuals.normal_equations(&vk, scheme, &mut jtj, &mut jtr)).unwrap();
-            [&[f][..], &jtj, &jtr].concat()
-        };
-        let (sim_normal, cpu_normal) = (normal(on_sim.as_mut()), normal(on_cpu.as_mut()));
-        assert!(
-            close(&sim_normal, &cpu_normal, 1e-10),
-            "{scheme:?}: {sim_normal:?} vs {cpu_normal:?}"
-        );
-        // The sum of squares is a term too: BFGS takes its gradient.
-        let (mut g_sim, mut g_cpu) = ([0.0; 2], [0.0; 2]);
-        on_sim.gradient(&vk, scheme, &mut g_sim).unwrap();
-        on_cpu.gradient(&vk, scheme, &mut g_cpu).unwrap();
-        let tolerance = if scheme == Gradient::Forward {
-            1e-6
-        } else {
-            1e-10
-        };
-        assert!(
-            close(&g_sim, &g_cpu, tolerance),
-            "{scheme:?}: {g_sim:?} vs {g_cpu:?}"
-        );
-    }
-    let fit = |residuals| {
-        let mut objective = TermObjective::new(residuals, Gradient::Exact);
-        least_squares(&mut objective, &[1.0, 1.0], &LmOptions::default()).unwrap()
-    };
-    let (on_sim, on_cpu) = (fit(on_sim), fit(on_cpu));
-    assert_eq!(on_sim.status, on_cpu.status);
-    assert!(
-        close(&on_sim.x, &on_cpu.x, 1e-10),
-        "{:?} vs {:?}",
-        on_sim.x,
-        on_cpu.x
-    );
+    });
+    residuals_agree(&sim, &[0.5; 5], |backend| {
+        let problem = TermProblem::<LeastSquares<BrownAlmostLinear>>::new(5).unwrap();
+        backend.load_least_squares(problem).unwrap()
+    });
 
     // The solver's vector kernels, which cudamin ships in every kernel crate's PTX.
     let problem = TermProblem::<RobustLine>::with_data(2, line(points), points).unwrap();

@@ -1,7 +1,7 @@
 //! MGH 1, Rosenbrock: `n = 2`, `m = 2`.
 //! `f₁ = 10(x₂ − x₁²)`, `f₂ = 1 − x₁`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 1, Rosenbrock: see the module doc.
@@ -24,4 +24,4 @@ impl Residuals for Mgh01 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh01>, mgh01);
+crate::register_residuals!(by_index Mgh01, mgh01);

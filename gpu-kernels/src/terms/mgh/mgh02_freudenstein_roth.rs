@@ -2,7 +2,7 @@
 //! `f₁ = −13 + x₁ + ((5 − x₂)x₂ − 2)x₂`, `f₂ = −29 + x₁ + ((x₂ + 1)x₂ − 14)x₂`.
 //! Besides the zero at (5, 4) it has a local minimum, F = 48.98425…, near (11.41, −0.8968).
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 2, Freudenstein and Roth: see the module doc.
@@ -26,4 +26,4 @@ impl Residuals for Mgh02 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh02>, mgh02);
+crate::register_residuals!(by_index Mgh02, mgh02);

@@ -1,7 +1,7 @@
 //! MGH 3, Powell badly scaled: `n = 2`, `m = 2`.
 //! `f₁ = 10⁴x₁x₂ − 1`, `f₂ = e^{−x₁} + e^{−x₂} − 1.0001`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 3, Powell badly scaled: see the module doc.
@@ -24,4 +24,4 @@ impl Residuals for Mgh03 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh03>, mgh03);
+crate::register_residuals!(by_index Mgh03, mgh03);

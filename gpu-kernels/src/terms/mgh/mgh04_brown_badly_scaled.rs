@@ -1,7 +1,7 @@
 //! MGH 4, Brown badly scaled: `n = 2`, `m = 3`.
 //! `f₁ = x₁ − 10⁶`, `f₂ = x₂ − 2·10⁻⁶`, `f₃ = x₁x₂ − 2`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 4, Brown badly scaled: see the module doc.
@@ -25,4 +25,4 @@ impl Residuals for Mgh04 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh04>, mgh04);
+crate::register_residuals!(by_index Mgh04, mgh04);

@@ -1,7 +1,7 @@
 //! MGH 5, Beale: `n = 2`, `m = 3`.
 //! `f_i = y_i − x₁(1 − x₂^i)`, `y = (1.5, 2.25, 2.625)`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 5, Beale: see the module doc.
@@ -24,4 +24,4 @@ impl Residuals for Mgh05 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh05>, mgh05);
+crate::register_residuals!(by_index Mgh05, mgh05);

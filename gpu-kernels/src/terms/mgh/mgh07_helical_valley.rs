@@ -2,7 +2,7 @@
 //! `f₁ = 10(x₃ − 10θ(x₁, x₂))`, `f₂ = 10(√(x₁² + x₂²) − 1)`, `f₃ = x₃`, where `θ` is the angle
 //! of `(x₁, x₂)` in turns: `arctan(x₂/x₁)/2π`, plus ½ when `x₁ < 0`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 7, helical valley: see the module doc.
@@ -39,4 +39,4 @@ impl Residuals for Mgh07 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh07>, mgh07);
+crate::register_residuals!(by_index Mgh07, mgh07);

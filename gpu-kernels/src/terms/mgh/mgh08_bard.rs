@@ -2,7 +2,7 @@
 //! `f_i = y_i − (x₁ + u_i / (v_i x₂ + w_i x₃))` with `u_i = i`, `v_i = 16 − i`,
 //! `w_i = min(u_i, v_i)`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 8, Bard: see the module doc.
@@ -28,4 +28,4 @@ impl Residuals for Mgh08 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh08>, mgh08);
+crate::register_residuals!(by_index Mgh08, mgh08);

@@ -1,7 +1,7 @@
 //! MGH 9, Gaussian: `n = 3`, `m = 15`.
 //! `f_i = x₁·exp(−x₂(t_i − x₃)²/2) − y_i`, `t_i = (8 − i)/2`, `y` symmetric about `i = 8`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 9, Gaussian: see the module doc.
@@ -28,4 +28,4 @@ impl Residuals for Mgh09 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh09>, mgh09);
+crate::register_residuals!(by_index Mgh09, mgh09);

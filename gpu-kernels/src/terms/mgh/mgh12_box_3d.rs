@@ -2,7 +2,7 @@
 //! `f_i = e^{−t_i x₁} − e^{−t_i x₂} − x₃(e^{−t_i} − e^{−10 t_i})`, `t_i = i/10`.
 
 use super::sample_point;
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 12, Box three-dimensional: see the module doc.
@@ -24,4 +24,4 @@ impl Residuals for Mgh12 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh12>, mgh12);
+crate::register_residuals!(by_index Mgh12, mgh12);

@@ -2,7 +2,7 @@
 //! `f₁ = x₁ + 10x₂`, `f₂ = √5(x₃ − x₄)`, `f₃ = (x₂ − 2x₃)²`, `f₄ = √10(x₁ − x₄)²`.
 //! The minimum, 0 at the origin, has a singular Hessian.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 13, Powell singular: see the module doc.
@@ -27,4 +27,4 @@ impl Residuals for Mgh13 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh13>, mgh13);
+crate::register_residuals!(by_index Mgh13, mgh13);

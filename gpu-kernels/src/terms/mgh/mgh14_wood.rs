@@ -2,7 +2,7 @@
 //! `f₁ = 10(x₂ − x₁²)`, `f₂ = 1 − x₁`, `f₃ = √90(x₄ − x₃²)`, `f₄ = 1 − x₃`,
 //! `f₅ = √10(x₂ + x₄ − 2)`, `f₆ = (x₂ − x₄)/√10`.
 
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 14, Wood: see the module doc.
@@ -30,4 +30,4 @@ impl Residuals for Mgh14 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh14>, mgh14);
+crate::register_residuals!(by_index Mgh14, mgh14);

@@ -2,7 +2,7 @@
 //! `f_i = (x₁ + t_i x₂ − e^{t_i})² + (x₃ + x₄ sin t_i − cos t_i)²`, `t_i = i/5`.
 
 use super::sample_point;
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 16, Brown and Dennis: see the module doc.
@@ -25,4 +25,4 @@ impl Residuals for Mgh16 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh16>, mgh16);
+crate::register_residuals!(by_index Mgh16, mgh16);

@@ -3,7 +3,7 @@
 //! `y_i = e^{−t_i} − 5e^{−10t_i} + 3e^{−4t_i}`.
 
 use super::sample_point;
-use crate::least_squares::{ResidualTerm, Residuals, exactly};
+use crate::least_squares::{Residuals, exactly};
 use crate::{Num, Real, Vars};
 
 /// MGH 18, Biggs EXP6: see the module doc.
@@ -25,4 +25,4 @@ impl Residuals for Mgh18 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh18>, mgh18);
+crate::register_residuals!(by_index Mgh18, mgh18);

@@ -3,7 +3,7 @@
 //! `f₃₀ = x₁`, `f₃₁ = x₂ − x₁² − 1`.
 
 use super::sample_point;
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 20, Watson: see the module doc.
@@ -45,4 +45,4 @@ impl Residuals for Mgh20 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh20>, mgh20);
+crate::register_residuals!(by_index Mgh20, mgh20);

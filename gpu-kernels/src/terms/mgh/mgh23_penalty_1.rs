@@ -1,7 +1,7 @@
 //! MGH 23, penalty function I: `n ≥ 1`, `m = n + 1`.
 //! `f_i = √a(x_i − 1)` for `i = 1..n`, `f_{n+1} = Σ_j x_j² − ¼`, with `a = 10⁻⁵`.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 23, penalty function I: see the module doc.
@@ -28,4 +28,4 @@ impl Residuals for Mgh23 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh23>, mgh23);
+crate::register_residuals!(by_index Mgh23, mgh23);

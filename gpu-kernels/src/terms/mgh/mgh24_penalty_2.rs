@@ -4,7 +4,7 @@
 //! - `f_i = √a(e^{x_{i−n+1}/10} − e^{−1/10})`, `i = n+1..2n−1`
 //! - `f_{2n} = Σ_j (n − j + 1)x_j² − 1`
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 24, penalty function II: see the module doc.
@@ -38,4 +38,4 @@ impl Residuals for Mgh24 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh24>, mgh24);
+crate::register_residuals!(by_index Mgh24, mgh24);

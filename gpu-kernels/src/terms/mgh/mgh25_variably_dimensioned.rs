@@ -1,7 +1,7 @@
 //! MGH 25, variably dimensioned: `n ≥ 1`, `m = n + 2`.
 //! `f_i = x_i − 1` for `i = 1..n`, `f_{n+1} = Σ_j j(x_j − 1)`, `f_{n+2} = f_{n+1}²`.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 25, variably dimensioned: see the module doc.
@@ -25,4 +25,4 @@ impl Residuals for Mgh25 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh25>, mgh25);
+crate::register_residuals!(by_index Mgh25, mgh25);

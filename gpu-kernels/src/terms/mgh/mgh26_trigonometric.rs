@@ -1,7 +1,7 @@
 //! MGH 26, trigonometric: `n ≥ 1`, `m = n`.
 //! `f_i = n − Σ_j cos x_j + i(1 − cos x_i) − sin x_i`.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 26, trigonometric: see the module doc.
@@ -23,4 +23,4 @@ impl Residuals for Mgh26 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh26>, mgh26);
+crate::register_residuals!(by_index Mgh26, mgh26);

@@ -1,7 +1,7 @@
 //! MGH 30, Broyden tridiagonal: `n ≥ 1`, `m = n`.
 //! `f_i = (3 − 2x_i)x_i − x_{i−1} − 2x_{i+1} + 1`, with `x₀ = x_{n+1} = 0`.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 30, Broyden tridiagonal: see the module doc.
@@ -20,4 +20,4 @@ impl Residuals for Mgh30 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh30>, mgh30);
+crate::register_residuals!(by_index Mgh30, mgh30);

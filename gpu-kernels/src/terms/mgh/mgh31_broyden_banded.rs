@@ -2,7 +2,7 @@
 //! `f_i = x_i(2 + 5x_i²) + 1 − Σ_{j ∈ J_i} x_j(1 + x_j)`, where `J_i` is the band
 //! `i − 5 ≤ j ≤ i + 1` within `1..n`, without `i` itself.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 31, Broyden banded: see the module doc.
@@ -29,4 +29,4 @@ impl Residuals for Mgh31 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh31>, mgh31);
+crate::register_residuals!(by_index Mgh31, mgh31);

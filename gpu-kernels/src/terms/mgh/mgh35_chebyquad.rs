@@ -2,7 +2,7 @@
 //! `f_i = (1/n) Σ_j T*_i(x_j) − ∫₀¹ T*_i`, where `T*_i(x) = T_i(2x − 1)` is the Chebyshev
 //! polynomial shifted to [0, 1]; its integral is 0 for odd `i` and `−1/(i² − 1)` for even `i`.
 
-use crate::least_squares::{ResidualTerm, Residuals};
+use crate::least_squares::Residuals;
 use crate::{Num, Real, Vars};
 
 /// MGH 35, Chebyquad: see the module doc.
@@ -44,4 +44,4 @@ impl Residuals for Mgh35 {
     }
 }
 
-crate::register_residuals!(ResidualTerm<Mgh35>, mgh35);
+crate::register_residuals!(by_index Mgh35, mgh35);

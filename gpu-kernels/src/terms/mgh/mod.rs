@@ -1,8 +1,7 @@
 //! The Moré–Garbow–Hillstrom test problems (ACM TOMS 7(1), 1981), as sums of squares
 //! `F(x) = Σ_i f_i(x)²`: one file per problem, each a [`Residuals`](crate::Residuals)
-//! implementation whose [`ResidualTerm`](crate::ResidualTerm) is registered with
-//! [`register_residuals!`](crate::register_residuals) under the name `mghNN`, so that
-//! `LeastSquares<MghNN>` is its objective.
+//! implementation registered with [`register_residuals!`](crate::register_residuals)`(by_index
+//! MghNN, mghNN)`, so that `LeastSquares<MghNN>` is its objective.
 //!
 //! The paper numbers residuals and variables from 1; here `residual(i, x)` takes `i` from 0 and
 //! `x[0]` is the paper's `x₁`. MGH 21 and 22 are the built-in

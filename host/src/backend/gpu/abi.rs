@@ -1,5 +1,8 @@
 //! Kernel argument lists. Every launch in cudamin passes one of the lists built here, so the
-//! PTX signature test, which calls the same builders, covers every launch site.
+//! PTX signature test, which calls the same builders, covers every launch site. A term's
+//! launches are built from its entry names ([`TermEntries`]), which come either from its type
+//! (what the evaluators launch) or from the names of a PTX's entries ([`registered_launches`]:
+//! a kernel crate's test checks every term it registered without naming one).
 //!
 //! Parameters are 64-bit scalars (pointers, `usize`, `f64`) or, for raw kernels' slices, a
 //! 16-byte `(address, length)` struct; the launcher passes each as one or two `u64` words.
@@ -11,7 +14,10 @@ use gpu_kernels::kernel::{
     SUM_PARTIALS,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
+use gpu_kernels::scheme::SCHEMES;
 use gpu_kernels::{Gradient, Kernels, ResidualKernels, SumOfSquares};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 /// One kernel argument: a device address, an integer or a float.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,8 +111,9 @@ impl TermBuffers {
 /// One launch: a kernel and its arguments, always built together here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Launch {
-    /// The `.entry` name of the kernel.
-    pub kernel: &'static str,
+    /// The `.entry` name of the kernel: a constant for every launch a backend makes, a
+    /// string derived from a PTX's entry names for [`registered_launches`].
+    pub kernel: Cow<'static, str>,
     /// Its arguments, in the order of its parameters.
     pub args: Vec<KernelArg>,
 }
@@ -114,15 +121,32 @@ pub struct Launch {
 impl Launch {
     /// A term's value kernel: one partial sum per block into `partials`.
     pub fn value<T: Kernels>(buffers: TermBuffers, partials: u64) -> Launch {
-        Launch::of(T::VALUE, buffers.args(0, partials))
+        Launch::value_entry(T::VALUE, buffers, partials)
+    }
+
+    /// The value kernel `kernel`, as [`value`](Self::value).
+    fn value_entry(
+        kernel: impl Into<Cow<'static, str>>,
+        buffers: TermBuffers,
+        partials: u64,
+    ) -> Launch {
+        Launch::term_entry(kernel, buffers, 0, partials)
+    }
+
+    /// Any of a term's kernels, by entry name: the value, gradient and normal-equations
+    /// kernels all take `(x, n, data, data_len, data_rows, out, values)`.
+    fn term_entry(
+        kernel: impl Into<Cow<'static, str>>,
+        buffers: TermBuffers,
+        out: u64,
+        values: u64,
+    ) -> Launch {
+        Launch::of(kernel, buffers.args(out, values))
     }
 
     /// [`SUM_PARTIALS`]: `out[0] = Σ partials[..blocks]`.
     pub fn sum_partials(partials: u64, blocks: usize, out: u64) -> Launch {
-        Launch {
-            kernel: SUM_PARTIALS,
-            args: vec![KernelArg::Ptr(partials), count(blocks), KernelArg::Ptr(out)],
-        }
+        Launch::of(SUM_PARTIALS, vec![Ptr(partials), count(blocks), Ptr(out)])
     }
 
     /// A term's gradient kernel of scheme `kind`: the gradient (banded) or per-block partials
@@ -134,7 +158,7 @@ impl Launch {
         out: u64,
         values: u64,
     ) -> Launch {
-        Launch::of(T::GRADIENTS[kind as usize], buffers.args(out, values))
+        Launch::term_entry(T::GRADIENTS[kind as usize], buffers, out, values)
     }
 
     /// The dense gradient's second stage, for scheme `kind`.
@@ -146,16 +170,10 @@ impl Launch {
         blocks: usize,
         g: u64,
     ) -> Launch {
-        Launch {
-            kernel: DENSE_FINISH[kind as usize],
-            args: vec![
-                KernelArg::Ptr(x),
-                count(n),
-                KernelArg::Ptr(partials),
-                count(blocks),
-                KernelArg::Ptr(g),
-            ],
-        }
+        Launch::of(
+            DENSE_FINISH[kind as usize],
+            vec![Ptr(x), count(n), Ptr(partials), count(blocks), Ptr(g)],
+        )
     }
 }
 
@@ -169,7 +187,7 @@ impl Launch {
         out: u64,
         values: u64,
     ) -> Launch {
-        Launch::of(T::NORMALS[kind as usize], buffers.args(out, values))
+        Launch::term_entry(T::NORMALS[kind as usize], buffers, out, values)
     }
 
     /// [`SUM_BLOCKS`]: `out[i] = Σ_b partials[b·len + i]`, in block order.
@@ -216,8 +234,11 @@ impl Launch {
         Launch::of(MAX_ABS_PARTIALS, vec![count(n), Ptr(v), Ptr(partials)])
     }
 
-    fn of(kernel: &'static str, args: Vec<KernelArg>) -> Launch {
-        Launch { kernel, args }
+    fn of(kernel: impl Into<Cow<'static, str>>, args: Vec<KernelArg>) -> Launch {
+        Launch {
+            kernel: kernel.into(),
+            args,
+        }
     }
 }
 
@@ -283,10 +304,7 @@ impl Launch {
         };
         let matches =
             args.len() == kernel.params.len() && kernel.params.iter().zip(&args).all(fits);
-        matches.then_some(Launch {
-            kernel: kernel.name,
-            args,
-        })
+        matches.then(|| Launch::of(kernel.name, args))
     }
 }
 
@@ -322,21 +340,143 @@ const PLACEHOLDER_BUFFERS: TermBuffers = TermBuffers {
 /// Every launch a term problem makes, with placeholder addresses. The PTX signature test
 /// checks each against its `.entry`.
 pub fn term_launches<T: Kernels>() -> Vec<Launch> {
-    let b = PLACEHOLDER_BUFFERS;
-    let mut launches = vec![Launch::value::<T>(b, 3), Launch::sum_partials(3, 1, 4)];
-    for kind in Gradient::ALL {
-        launches.push(Launch::gradient::<T>(kind, b, 3, 5));
-        launches.push(Launch::dense_finish(kind, 1, 1, 3, 1, 4));
-    }
-    launches
+    TermEntries::of::<T>().launches()
 }
 
 /// Every launch a residual term's sum of squares makes: its term launches, and the normal
 /// equations' for each scheme with their finishing kernel.
 pub fn residual_launches<T: ResidualKernels>() -> Vec<Launch> {
-    let b = PLACEHOLDER_BUFFERS;
-    let mut launches = term_launches::<SumOfSquares<T>>();
-    launches.extend(Gradient::ALL.map(|kind| Launch::normal::<T>(kind, b, 3, 5)));
+    TermEntries::residual::<T>().launches()
+}
+
+/// The entry names of one registered term: its value and gradient kernels and, for a residual
+/// term, its normal equations'. Whether they come from the term's type or from the name it
+/// was registered under, [`launches`](Self::launches) builds the same launches from them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TermEntries {
+    /// The name the term was registered under.
+    pub name: Cow<'static, str>,
+    value: Cow<'static, str>,
+    gradients: [Cow<'static, str>; SCHEMES],
+    normals: Option<[Cow<'static, str>; SCHEMES]>,
+}
+
+impl TermEntries {
+    /// The entries of term `T`, from its registration.
+    pub fn of<T: Kernels>() -> Self {
+        TermEntries {
+            name: T::NAME.into(),
+            value: T::VALUE.into(),
+            gradients: T::GRADIENTS.map(Cow::Borrowed),
+            normals: None,
+        }
+    }
+
+    /// The entries of residual term `T`: its sum of squares' and its normal equations'.
+    pub fn residual<T: ResidualKernels>() -> Self {
+        TermEntries {
+            normals: Some(T::NORMALS.map(Cow::Borrowed)),
+            ..TermEntries::of::<SumOfSquares<T>>()
+        }
+    }
+
+    /// The entries `register_term!(.., name)` emits, or with `residual`
+    /// `register_residuals!(.., name)`: `name_value`, `name_gradient_<scheme>` and
+    /// `name_normal_<scheme>` for each scheme of the table.
+    pub fn named(name: &str, residual: bool) -> Self {
+        let per_scheme = |kernel: &str| {
+            Gradient::ALL.map(|kind| format!("{name}_{kernel}_{}", kind.name()).into())
+        };
+        TermEntries {
+            name: name.to_owned().into(),
+            value: format!("{name}_value").into(),
+            gradients: per_scheme("gradient"),
+            normals: residual.then(|| per_scheme("normal")),
+        }
+    }
+
+    /// Every launch a problem of this term makes, with placeholder addresses, for checking
+    /// against the PTX ([`check_launches`]).
+    pub fn launches(&self) -> Vec<Launch> {
+        let b = PLACEHOLDER_BUFFERS;
+        let mut launches = vec![
+            Launch::value_entry(self.value.clone(), b, 3),
+            Launch::sum_partials(3, 1, 4),
+        ];
+        for kind in Gradient::ALL {
+            let gradient = self.gradients[kind as usize].clone();
+            launches.push(Launch::term_entry(gradient, b, 3, 5));
+            launches.push(Launch::dense_finish(kind, 1, 1, 3, 1, 4));
+        }
+        if let Some(normals) = &self.normals {
+            launches.extend(
+                normals
+                    .iter()
+                    .map(|normal| Launch::term_entry(normal.clone(), b, 3, 5)),
+            );
+            launches.push(Launch::sum_blocks(3, 2, 1, 4));
+        }
+        launches
+    }
+}
+
+/// The terms registered in `ptx`, found by their entry names: a term registered as `name`
+/// has `name_value` and `name_gradient_<scheme>` entries, and a residual term also
+/// `name_normal_<scheme>`. A name with a value entry and no gradient entry is no term.
+pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
+    let entries = super::ptx::entries(ptx)?;
+    let names: BTreeSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    let has_any = |name: &str, kernel: &str| {
+        (Gradient::ALL.iter())
+            .any(|kind| names.contains(format!("{name}_{kernel}_{}", kind.name()).as_str()))
+    };
+    Ok(names
+        .iter()
+        .filter_map(|entry| entry.strip_suffix("_value"))
+        .filter(|name| has_any(name, "gradient"))
+        .map(|name| TermEntries::named(name, has_any(name, "normal")))
+        .collect())
+}
+
+/// Every launch the host would make on a kernel crate's `ptx`, derived from its entry names:
+/// those of each term it registered ([`registered_terms`]) and of the kernels every kernel
+/// crate's PTX holds (sums, finishing, vector kernels). [`check_launches`] then reports any
+/// launch that does not match its entry and any entry that none of them explains (a raw
+/// kernel: add its [`Launch::raw`]).
+pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
+    let mut launches = vector_launches();
+    launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, 1, 1, 3, 1, 4)));
     launches.push(Launch::sum_blocks(3, 2, 1, 4));
-    launches
+    for term in registered_terms(ptx)? {
+        launches.extend(term.launches());
+    }
+    let mut seen = BTreeSet::new();
+    launches.retain(|launch| seen.insert(launch.kernel.clone()));
+    Ok(launches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_kernels::terms::fit::Poly;
+    use gpu_kernels::terms::mgh::mgh05_beale::Mgh05;
+    use gpu_kernels::{ResidualTerm, terms::SeedExpSum};
+
+    /// The names derived from a registered name are the ones the registration macros give.
+    #[test]
+    fn entries_by_name_are_the_registered_ones() {
+        let by_name = |entries: TermEntries, residual| TermEntries::named(&entries.name, residual);
+        let term = TermEntries::of::<SeedExpSum>();
+        assert_eq!(by_name(term.clone(), false), term);
+        for residual in [
+            TermEntries::residual::<Poly>(),
+            TermEntries::residual::<ResidualTerm<Mgh05>>(),
+        ] {
+            assert_eq!(by_name(residual.clone(), true), residual);
+            assert_eq!(
+                residual.launches(),
+                by_name(residual.clone(), true).launches()
+            );
+        }
+    }
 }

@@ -38,7 +38,7 @@ impl GradientTargets {
             Some(partials) => {
                 let blocks = config.blocks as usize;
                 let finish = Launch::dense_finish(kind, b.x, b.n, partials, blocks, self.g);
-                let config = launcher.config(finish.kernel, b.n)?;
+                let config = launcher.config(&finish.kernel, b.n)?;
                 Some((finish, config))
             }
         };
@@ -228,7 +228,8 @@ impl GpuEvaluator {
         let l = &self.launcher;
         l.launch(&self.value.0, self.value.1)?;
         l.launch(&self.sum.0, self.sum.1)?;
-        self.read_f(self.value.0.kernel)
+        let after = self.value.0.kernel.clone(); // a constant's name: no allocation
+        self.read_f(&after)
     }
 
     /// Launches the gradient kernels on the evaluator's `x`, into its `g`; `with_value` also

@@ -75,7 +75,7 @@ impl Launcher {
 
     /// Enqueues one launch.
     pub(super) fn launch(&self, launch: &Launch, config: LaunchConfig) -> Result<(), BackendError> {
-        self.driver.launch(launch.kernel, config, &launch.args)
+        self.driver.launch(&launch.kernel, config, &launch.args)
     }
 
     /// `len` zeros on the device.

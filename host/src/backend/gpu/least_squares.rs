@@ -130,7 +130,7 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
                 (&sum.f, &mut sum_of_squares),
                 (&self.normal_out, &mut normal),
             ],
-            plan.first.0.kernel,
+            &plan.first.0.kernel,
         )?;
         let (upper, products) = normal.split_at(n * n);
         jtj.copy_from_slice(upper);
