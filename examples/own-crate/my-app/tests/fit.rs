@@ -6,7 +6,6 @@ use cudamin::kernels::SumOfSquares;
 use cudamin::solver::{LmOptions, least_squares};
 use cudamin::{Backend, Gradient, LeastSquaresEvaluator, TermObjective, TermProblem};
 use my_kernels::MichaelisMenten;
-use std::ops::ControlFlow;
 
 /// Columns `s` and `v` for `points` substrate values on [0.1, 10), rates from `(V, K)`.
 fn rates(points: usize, vk: [f64; 2]) -> (Vec<f64>, Vec<f64>) {

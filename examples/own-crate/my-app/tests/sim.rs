@@ -68,7 +68,7 @@ fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedR
     let (mut on_sim, mut on_cpu) = (load(sim), load(&Backend::Cpu));
     let n = at.len();
     for scheme in Gradient::ALL {
-        let mut normal = |residuals: &mut dyn LeastSquaresEvaluator| {
+        let normal = |residuals: &mut dyn LeastSquaresEvaluator| {
             let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
             let f = (residuals.normal_equations(at, scheme, &mut jtj, &mut jtr)).unwrap();
             [&[f][..], &jtj, &jtr].concat()
