@@ -9,7 +9,9 @@ mod common;
 use common::relative_error;
 use cudamin::kernels::terms::matmul_squares::INNER;
 use cudamin::problems::fit::{FitData, MODELS};
-use cudamin::problems::{self, MATMUL_COLUMNS, lsq_expsin_data, matmul_data, quadratic_data};
+use cudamin::problems::{
+    self, MATMUL_COLUMNS, lsq_expsin_data, matmul_data, poisson_data, quadratic_data,
+};
 use cudamin::{Backend, Gradient, Objective, TermObjective};
 use proptest::prelude::*;
 
@@ -78,6 +80,23 @@ fn lsq_expsin(theta: &[f64], points: usize) -> Vec<f64> {
         g[1] += 2.0 * r * theta[0] * t * decay;
         for (k, gk) in g.iter_mut().enumerate().skip(2) {
             *gk += -2.0 * r * (k as f64 * t).sin();
+        }
+    }
+    g
+}
+
+/// Σ_j (e^{η_j} − y_j)·(1, x_j), with η = θ0 + Σ_{k≥1} θk·x_jk: the Poisson regression's.
+fn poisson_regression(theta: &[f64], points: usize) -> Vec<f64> {
+    let p = theta.len();
+    let (data, rows) = poisson_data(p, points).unwrap();
+    let feature = |k: usize, j: usize| data[k * rows + j];
+    let mut g = vec![0.0; p];
+    for j in 0..rows {
+        let eta = theta[0] + (1..p).map(|k| theta[k] * feature(k, j)).sum::<f64>();
+        let slope = eta.exp() - feature(0, j);
+        g[0] += slope;
+        for (k, gk) in g.iter_mut().enumerate().skip(1) {
+            *gk += slope * feature(k, j);
         }
     }
     g
@@ -187,9 +206,15 @@ proptest! {
         check("ext-powell", &x, None, ext_powell);
     }
 
+    /// Widths on both sides of the reverse-mode threshold (17 on the CPU).
     #[test]
-    fn lsq_expsin_matches_analytic(theta in points(1, 2..17)) {
+    fn lsq_expsin_matches_analytic(theta in points(1, 2..40)) {
         check("lsq-expsin", &theta, Some(300), lsq_expsin);
+    }
+
+    #[test]
+    fn poisson_regression_matches_analytic(theta in prop::collection::vec(-0.3..0.3_f64, 1..40)) {
+        check("poisson-regression", &theta, Some(300), poisson_regression);
     }
 
     #[test]

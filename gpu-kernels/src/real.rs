@@ -173,15 +173,16 @@ pub trait Real:
     }
 
     /// `Σ_{i < len} weight(i)·xᵢ` over a run of `len` consecutive window variables from `first`
-    /// to `last`, whose value `value` is already summed, as one operation, for a type that
-    /// records operations (the reverse-mode tape); `None` for the others, which sum it term by
-    /// term. It keeps a linear model's inner loop one record, not `2·len` (see `Vars::dot`).
+    /// to `last` (`value(i)` the value of `xᵢ`), as one operation, for a type that records
+    /// operations (the reverse-mode tape); `None` for the others, which sum it term by term.
+    /// The value must be summed as `Vars::dot` sums it, in four running sums. It keeps a linear
+    /// model's inner loop one record, not `2·len` (see `Vars::dot`).
     #[inline(always)]
     fn linear_combination(
         first: Self,
         last: Self,
         len: usize,
-        value: f64,
+        value: impl Fn(usize) -> f64,
         weight: impl Fn(usize) -> f64,
     ) -> Option<Self> {
         let _ = (first, last, len, value, weight);

@@ -20,6 +20,7 @@
 
 use crate::dual::{DualScalar, erf_slope};
 use crate::real::Real;
+use crate::term::four_sums;
 use core::cell::Cell;
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -122,26 +123,23 @@ impl<'s> Tape<'s> {
         }
     }
 
-    /// The sweep: `∂result/∂xⱼ` for each window variable `j`, handed to `partial(j, value)` in
-    /// order. `adjoints` is scratch of at least `inputs + recorded operations` entries; shorter
-    /// is an overflow (nothing is handed then). Returns whether the partials were handed.
+    /// The sweep: adds `∂result/∂xⱼ` to `window[j]` for each window variable `j` (zero it first
+    /// for the partials alone; a gradient adds term after term into its sums directly).
+    /// `adjoints` is scratch of at least the recorded operations' count; shorter is an overflow.
+    /// Returns whether the partials were added: not after an overflow, which adds nothing.
     #[inline(always)]
-    pub fn sweep(
-        &self,
-        result: Var<'_>,
-        adjoints: &mut [f64],
-        mut partial: impl FnMut(usize, f64),
-    ) -> bool {
+    pub fn sweep(&self, result: Var<'_>, adjoints: &mut [f64], window: &mut [f64]) -> bool {
         let (inputs, len) = (self.inputs.get() as usize, self.len.get() as usize);
-        if self.overflowed() || adjoints.len() < inputs + len {
+        if self.overflowed() || adjoints.len() < len || window.len() < inputs {
             return false;
         }
-        let adjoints = &mut adjoints[..inputs + len];
-        adjoints.fill(0.0);
-        if let Some(slot) = adjoints.get_mut(result.index as usize) {
-            *slot = 1.0;
+        let results = &mut adjoints[..len];
+        results.fill(0.0);
+        match (result.index as usize).checked_sub(inputs) {
+            _ if result.index == NONE => return true,
+            None => window[result.index as usize] += 1.0,
+            Some(k) => results[k] = 1.0,
         }
-        let (window, results) = adjoints.split_at_mut(inputs);
         for k in (0..len).rev() {
             let adjoint = results[k];
             let mut give = |index: u32, amount: f64| {
@@ -168,9 +166,6 @@ impl<'s> Tape<'s> {
                     }
                 }
             }
-        }
-        for (j, &value) in window.iter().enumerate() {
-            partial(j, value);
         }
         true
     }
@@ -330,7 +325,7 @@ impl Real for Var<'_> {
         first: Self,
         last: Self,
         len: usize,
-        value: f64,
+        value: impl Fn(usize) -> f64,
         weight: impl Fn(usize) -> f64,
     ) -> Option<Self> {
         let tape = first.tape?;
@@ -343,11 +338,14 @@ impl Real for Var<'_> {
         let offset = tape.weights_len.get();
         let Some(slots) = tape.weights.get(offset as usize..offset as usize + len) else {
             tape.overflowed.set(true);
-            return Some(Var::constant(value));
+            return Some(Var::constant(four_sums(len, 0.0, |i| value(i) * weight(i))));
         };
+        // The weights are read once (a data row's lie a column apart), then summed from the
+        // tape's copy, in `Vars::dot`'s order.
         for (i, slot) in slots.iter().enumerate() {
             slot.set(weight(i));
         }
+        let value = four_sums(len, 0.0, |i| value(i) * slots[i].get());
         tape.weights_len.set(offset + len as u32);
         let step = Step::Linear {
             first: first.index,
@@ -498,9 +496,9 @@ mod tests {
             .map(|(j, &v)| tape.variable(j, v))
             .collect();
         let result = f(Vars::new(&vars)).0;
-        let mut gradient = std::vec![f64::NAN; x.len()];
-        let mut adjoints = std::vec![0.0; x.len() + steps.len()];
-        tape.sweep(result, &mut adjoints, |j, d| gradient[j] = d)
+        let mut gradient = std::vec![0.0; x.len()];
+        let mut adjoints = std::vec![0.0; steps.len()];
+        tape.sweep(result, &mut adjoints, &mut gradient)
             .then_some((result.value, gradient))
     }
 

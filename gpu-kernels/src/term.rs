@@ -293,9 +293,8 @@ impl<R: Real> Vars<'_, R> {
             }
         }
         if self.bumped_at == usize::MAX && len > 0 {
-            // A recording number type (reverse mode) keeps the sum as one operation; its value
-            // is summed as below, to the same bits.
-            let value = four_sums(len, 0.0, |i| x[i].0.value() * weight(i));
+            // A recording number type (reverse mode) keeps the sum as one operation.
+            let value = |i: usize| x[i].0.value();
             if let Some(sum) = R::linear_combination(x[0].0, x[len - 1].0, len, value, weight) {
                 return Num(sum);
             }
@@ -311,7 +310,11 @@ impl<R: Real> Vars<'_, R> {
 /// `Σ_{i<len} term(i)` in four running sums, so that consecutive additions need not wait on
 /// each other, combined as `(s₀ + s₁) + (s₂ + s₃)`: one summation order for every number type.
 #[inline(always)]
-fn four_sums<A: Copy + Add<Output = A>>(len: usize, zero: A, term: impl Fn(usize) -> A) -> A {
+pub(crate) fn four_sums<A: Copy + Add<Output = A>>(
+    len: usize,
+    zero: A,
+    term: impl Fn(usize) -> A,
+) -> A {
     let mut partial = [zero; 4];
     let whole = len - len % 4;
     for base in (0..whole).step_by(4) {

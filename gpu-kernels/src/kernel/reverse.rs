@@ -20,11 +20,14 @@ pub const TAPE_STEPS_GPU: usize = 128;
 pub const TAPE_WEIGHTS_GPU: usize = 128;
 
 /// Under [`Differentiation::Auto`], the narrowest dense window the CPU takes in reverse mode:
-/// below it, one evaluation on duals of 16 lanes (`DENSE_LANES`) covers the window.
-pub const REVERSE_MIN_WIDTH_CPU: usize = 9;
+/// up to 16 variables, one evaluation on duals of 16 lanes (`DENSE_LANES`) covers the window and
+/// costs about a value (benches/modes.rs, 10⁶ rows: Poisson regression at w = 16 forward 1.09
+/// values, reverse 3.7; at w = 33 forward 3.1, reverse 2.6; at w = 64 forward 3.2, reverse 2.2).
+pub const REVERSE_MIN_WIDTH_CPU: usize = 17;
 /// Under [`Differentiation::Auto`], the narrowest dense window the GPU takes in reverse mode:
-/// there forward mode seeds 4 variables per evaluation, and the tape lives in local memory.
-pub const REVERSE_MIN_WIDTH_GPU: usize = 9;
+/// the CPU's, not yet measured on a device (forward mode there seeds 4 variables per
+/// evaluation, so the crossover may lie lower; the tape lives in local memory).
+pub const REVERSE_MIN_WIDTH_GPU: usize = REVERSE_MIN_WIDTH_CPU;
 
 /// Whether the exact scheme differentiates term `T`, at window width `width`, in reverse mode
 /// (on the GPU with `gpu`): dense windows only (a banded window, at most 16 variables, stays on
@@ -93,20 +96,20 @@ pub fn fill_variables<'t>(window: &mut [Var<'t>], tape: &'t Tape<'t>, x: &[f64])
 }
 
 /// Term `T` (prepared as `local`) on `window`, the variables of `tape` ([`fill_variables`]),
-/// in reverse mode: its value, and whether its partials were handed to `partial(j, ∂φ/∂xⱼ)`,
-/// in order of `j`; they are not when its record overflowed the tape, or `adjoints` (scratch
-/// of at least the window's width plus the tape's operations).
+/// in reverse mode: its value, and whether its partials were added to `partials` (one per
+/// window variable); they are not when its record overflowed the tape, or `adjoints` (scratch
+/// of the tape's operations).
 #[inline(always)]
 pub fn eval_reverse<T: Term>(
     local: &T::Local<'_>,
     tape: &Tape<'_>,
     window: &[Var<'_>],
     adjoints: &mut [f64],
-    partial: impl FnMut(usize, f64),
+    partials: &mut [f64],
 ) -> (f64, bool) {
     tape.start(window.len());
     let result = T::eval(Vars::new(window), local).0;
-    let swept = tape.sweep(result, adjoints, partial);
+    let swept = tape.sweep(result, adjoints, partials);
     (crate::real::Real::value(result), swept)
 }
 
@@ -124,8 +127,7 @@ pub struct ReverseRow<'w, 't, const L: usize> {
 
 impl<'w, 't, const L: usize> ReverseRow<'w, 't, L> {
     /// Rows from `tape`, whose variables `window` holds ([`fill_variables`]), with `adjoints`
-    /// scratch of the window's width plus the tape's operations, and `forward` for terms that
-    /// overflow it.
+    /// scratch of the tape's operations, and `forward` for terms that overflow it.
     #[inline(always)]
     pub fn new(
         tape: &'t Tape<'t>,
@@ -143,12 +145,40 @@ impl<'w, 't, const L: usize> ReverseRow<'w, 't, L> {
     }
 }
 
+impl<const L: usize> ReverseRow<'_, '_, L> {
+    /// Term `k`'s partials added to `acc` (its window's sums), and its value: the dense
+    /// gradient's step, without a row in between. `scratch` (the window's width) holds the
+    /// forward row of a term that overflows the tape.
+    #[inline(always)]
+    pub fn add_gradient<T: Term>(
+        &mut self,
+        k: usize,
+        x: &[f64],
+        data: Data<'_>,
+        acc: &mut [f64],
+        scratch: &mut [f64],
+    ) -> f64 {
+        let local = T::prepare(k, x.len(), data);
+        match eval_reverse::<T>(&local, self.tape, self.window, self.adjoints, acc) {
+            (value, true) => value,
+            (_, false) => {
+                self.overflows += 1;
+                let value = self.forward.row::<T>(k, x, data, scratch);
+                for (a, d) in acc.iter_mut().zip(scratch.iter()) {
+                    *a += d;
+                }
+                value
+            }
+        }
+    }
+}
+
 impl<const L: usize> JacobianRow for ReverseRow<'_, '_, L> {
     #[inline(always)]
     fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
         let local = T::prepare(k, x.len(), data);
-        let entry = |j: usize, d: f64| row[j] = d;
-        match eval_reverse::<T>(&local, self.tape, self.window, self.adjoints, entry) {
+        row.fill(0.0);
+        match eval_reverse::<T>(&local, self.tape, self.window, self.adjoints, row) {
             (value, true) => value,
             (_, false) => {
                 self.overflows += 1;
@@ -171,7 +201,7 @@ pub fn with_gpu_rows<T: Term, const L: usize, Out>(
     let mut window = [tape.variable(0, 0.0); EXACT_DENSE_WIDTH_MAX_GPU];
     let window = &mut window[..x.len()];
     fill_variables(window, &tape, x);
-    let mut adjoints = [0.0; EXACT_DENSE_WIDTH_MAX_GPU + TAPE_STEPS_GPU];
+    let mut adjoints = [0.0; TAPE_STEPS_GPU];
     let mut forward = [Dual::<L>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
     let forward = ExactRow::new::<T>(&mut forward[..x.len()], x);
     f(&mut ReverseRow::new(&tape, window, &mut adjoints, forward))
