@@ -73,3 +73,35 @@ fn a_wide_quadratic_converges_with_little_memory() {
         .map(|(x, m)| (x - m).abs());
     assert!(error.fold(0.0, f64::max) <= (n as f64).sqrt() * options.gtol);
 }
+
+/// The Poisson regression's maximum-likelihood estimate lies near the parameters that
+/// generated its counts (10⁵ rows: standard errors about 0.003), and L-BFGS, which ends there by
+/// L-BFGS-B's `ftol` rule (f ≈ 7·10⁴ keeps ‖∇f‖∞ above gtol), agrees with BFGS, which ends by
+/// `gtol`, to far below them.
+#[test]
+fn the_poisson_regression_recovers_its_generating_parameters() {
+    use cudamin::problems::{self, poisson_theta_true};
+    use cudamin::{Backend, Gradient, TermObjective};
+    let solve = |method| {
+        let problem = problems::find("poisson-regression").unwrap();
+        let instance = problem
+            .instantiate(&Backend::Cpu, Some(33), Some(100_000))
+            .unwrap();
+        let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
+        solve(&mut objective, &instance.x0, method, &Options::default()).unwrap()
+    };
+    let (bfgs, lbfgs) = (solve(Method::Bfgs), solve(Method::Lbfgs));
+    assert_eq!(bfgs.status, Status::Success);
+    assert_eq!(lbfgs.status, Status::RelativeReduction);
+    for (j, (&truth, (b, l))) in poisson_theta_true(33)
+        .iter()
+        .zip(bfgs.x.iter().zip(&lbfgs.x))
+        .enumerate()
+    {
+        assert!(
+            (b - truth).abs() < 0.02,
+            "θ{j} = {b}, generated with {truth}"
+        );
+        assert!((b - l).abs() < 1e-3, "θ{j}: BFGS {b}, L-BFGS {l}");
+    }
+}

@@ -231,7 +231,8 @@ pub fn poisson_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadEr
             features[(f - 1) * points + j] = x;
             eta += theta * x;
         }
-        let (limit, mut product, mut count) = ((-eta).exp(), rng.uniform(), 0.0);
+        // Knuth: the count of uniforms whose running product stays above e^(−mean).
+        let (limit, mut product, mut count) = ((-eta.exp()).exp(), rng.uniform(), 0.0);
         while product > limit {
             product *= rng.uniform();
             count += 1.0;
