@@ -30,7 +30,7 @@ const NONE: u32 = u32::MAX;
 /// One recorded operation. Its result is the variable with index `inputs + position`.
 #[derive(Clone, Copy, Debug)]
 pub enum Step {
-    /// A function of one or two operands (`b` is [`NONE`] for one), with the partials of the
+    /// A function of one or two operands (`b` is `NONE`, `u32::MAX`, for one), with the partials of the
     /// result in each.
     Elementary {
         /// The first operand's index.
