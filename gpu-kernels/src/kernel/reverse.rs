@@ -10,7 +10,7 @@ use crate::tape::{Step, Tape, Var};
 use crate::term::{Data, Differentiation, Term, Vars, Window};
 use core::cell::Cell;
 
-/// Operations a tape holds on the CPU (per chunk of terms, allocated once per pass).
+/// Operations a tape holds on the CPU (one tape per worker thread, reused by its chunks).
 pub const TAPE_STEPS_CPU: usize = 4096;
 /// Weights of linear combinations a tape holds on the CPU.
 pub const TAPE_WEIGHTS_CPU: usize = 4096;
@@ -58,7 +58,8 @@ pub const EMPTY_STEP: Step = Step::Linear {
     offset: 0,
 };
 
-/// Tape storage of `S` operations and `W` weights, for a GPU thread (arrays) or a CPU chunk.
+/// Tape storage of `S` operations and `W` weights, for a GPU thread (in local memory) or a CPU
+/// worker thread.
 pub struct TapeStorage<const S: usize, const W: usize> {
     steps: [Cell<Step>; S],
     weights: [Cell<f64>; W],
