@@ -7,6 +7,9 @@
 //!
 //! `cargo bench --bench kernels`
 
+mod common;
+
+use common::median_ns;
 use criterion::{Criterion, criterion_group};
 use cudamin::{Backend, BackendChoice, Gradient, problems};
 use std::time::Duration;
@@ -54,14 +57,6 @@ fn evaluations(c: &mut Criterion) {
             group.finish();
         }
     }
-}
-
-/// criterion's median estimate for one benchmark, in nanoseconds.
-fn median_ns(group: &str, function: &str) -> Option<f64> {
-    let path = format!("target/criterion/{group}/{function}/new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let estimates: serde_json::Value = serde_json::from_str(&text).ok()?;
-    estimates["median"]["point_estimate"].as_f64()
 }
 
 fn report_ratios() {
