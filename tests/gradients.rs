@@ -10,7 +10,8 @@ use common::relative_error;
 use cudamin::kernels::terms::matmul_squares::INNER;
 use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{
-    self, MATMUL_COLUMNS, lsq_expsin_data, matmul_data, poisson_data, quadratic_data,
+    self, MATMUL_COLUMNS, POISSON_LAMBDA, lsq_expsin_data, matmul_data, poisson_data,
+    quadratic_data,
 };
 use cudamin::{Backend, Gradient, Objective, TermObjective};
 use proptest::prelude::*;
@@ -85,7 +86,8 @@ fn lsq_expsin(theta: &[f64], points: usize) -> Vec<f64> {
     g
 }
 
-/// Σ_j (e^{η_j} − y_j)·(1, x_j), with η = θ0 + Σ_{k≥1} θk·x_jk: the Poisson regression's.
+/// Σ_j (e^{η_j} − y_j)·(1, x_j), with η = θ0 + Σ_{k≥1} θk·x_jk, plus the penalty's λ·θk for
+/// k ≥ 1: the penalized Poisson regression's.
 fn poisson_regression(theta: &[f64], points: usize) -> Vec<f64> {
     let p = theta.len();
     let (data, rows) = poisson_data(p, points).unwrap();
@@ -98,6 +100,9 @@ fn poisson_regression(theta: &[f64], points: usize) -> Vec<f64> {
         for (k, gk) in g.iter_mut().enumerate().skip(1) {
             *gk += slope * feature(k, j);
         }
+    }
+    for (k, gk) in g.iter_mut().enumerate().skip(1) {
+        *gk += POISSON_LAMBDA * theta[k];
     }
     g
 }

@@ -162,6 +162,26 @@ fn a_dense_fit_gives_the_same_bits_on_any_number_of_ranks() {
     }
 }
 
+/// Solves `args` in one process and under `mpirun` on each of `ranks`, and checks that every
+/// run reports one process's bits; returns the last sharded report.
+fn same_bits_on_ranks(args: &[&str], ranks: &[usize]) -> Value {
+    let alone = report(run(cmd(args)), "the one-process solve");
+    assert_eq!(alone["status"], 0, "{}", alone["message"]);
+    let mut last = Value::Null;
+    for &np in ranks {
+        let sharded = report(run(mpirun(np, args)), &format!("the solve on {np} ranks"));
+        for field in ["x", "fun", "grad_inf_norm", "nit", "nfev", "njev"] {
+            assert_eq!(
+                bits(&sharded, field),
+                bits(&alone, field),
+                "{np} ranks: `{field}` differs from one process's"
+            );
+        }
+        last = sharded;
+    }
+    last
+}
+
 /// A banded problem, term ranges: extended Rosenbrock at n = 100 000 has 13 chunks of its
 /// value and of its gradient's variable groups.
 #[test]
@@ -177,18 +197,28 @@ fn a_banded_problem_gives_the_same_bits_on_any_number_of_ranks() {
         "cpu",
         "--json",
     ];
-    let alone = report(run(cmd(&args)), "the one-process solve");
-    assert_eq!(alone["status"], 0, "{}", alone["message"]);
-    for np in [1, 2, 3] {
-        let sharded = report(run(mpirun(np, &args)), &format!("the solve on {np} ranks"));
-        for field in ["x", "fun", "grad_inf_norm", "nit", "nfev", "njev"] {
-            assert_eq!(
-                bits(&sharded, field),
-                bits(&alone, field),
-                "{np} ranks: `{field}` differs from one process's"
-            );
-        }
-    }
+    same_bits_on_ranks(&args, &[1, 2, 3]);
+}
+
+/// An objective of two terms, term ranges: the penalized Poisson regression, a dense data
+/// term over 20 000 rows (20 chunks) plus a separable penalty (one chunk, which the last rank
+/// takes). Each part's partials are gathered on their own and finished as one process's.
+#[test]
+fn a_sum_of_terms_gives_the_same_bits_on_any_number_of_ranks() {
+    let args = [
+        "solve",
+        "poisson-regression",
+        "--n",
+        "9",
+        "--points",
+        "20000",
+        "--method",
+        "lbfgs",
+        "--backend",
+        "cpu",
+        "--json",
+    ];
+    same_bits_on_ranks(&args, &[2, 3]);
 }
 
 /// The GPU path under MPI, on the simulator: every rank holds the problem and rank 0
@@ -208,16 +238,7 @@ fn a_banded_problem_on_the_simulated_gpu_gives_the_same_bits_on_any_number_of_ra
         "sim",
         "--json",
     ];
-    let alone = report(run(cmd(&args)), "the one-process solve");
-    assert_eq!(alone["status"], 0, "{}", alone["message"]);
-    let sharded = report(run(mpirun(2, &args)), "the solve on 2 ranks");
-    for field in ["x", "fun", "grad_inf_norm", "nit", "nfev", "njev"] {
-        assert_eq!(
-            bits(&sharded, field),
-            bits(&alone, field),
-            "2 ranks: `{field}` differs from one process's"
-        );
-    }
+    let sharded = same_bits_on_ranks(&args, &[2]);
     let reason = sharded["backend_reason"].as_str().unwrap();
     assert!(reason.contains("rank 0 evaluates the problem"), "{reason}");
 }

@@ -70,6 +70,8 @@ pub mod lanes;
 pub mod least_squares;
 #[doc(hidden)]
 pub mod math;
+#[doc(hidden)]
+pub mod penalty;
 pub mod prelude;
 #[doc(hidden)]
 pub mod raw;
@@ -93,6 +95,7 @@ pub use kernel::{Kernels, ResidualKernels};
 #[doc(hidden)]
 pub use lanes::Lanes;
 pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
+pub use penalty::L2Penalty;
 pub use real::{Num, Real};
 #[doc(hidden)]
 pub use scheme::Gradient;

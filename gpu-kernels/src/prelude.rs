@@ -21,8 +21,8 @@
 pub use crate::raw::{Out, Thread};
 #[doc(no_inline)]
 pub use crate::{
-    Data, Differentiation, LeastSquares, Num, Real, ResidualTerm, Residuals, Row, SumOfSquares,
-    Term, Vars, Window,
+    Data, Differentiation, L2Penalty, LeastSquares, Num, Real, ResidualTerm, Residuals, Row,
+    SumOfSquares, Term, Vars, Window,
 };
 #[doc(no_inline)]
 pub use crate::{block_kernel, grid_kernel, register_residuals, register_term};

@@ -2,7 +2,8 @@
 //! way:
 //!
 //! 1. a term (in a kernel crate: `gpu-kernels`' built-ins, or your own) with its data makes a
-//!    [`TermProblem`],
+//!    [`TermProblem`]; several over the same variables (a data term and a penalty) make a
+//!    [`TermSum`],
 //! 2. which a [`Backend`] loads: the CPU executor (rayon, every core) or the GPU (the PTX of
 //!    the same term, through cust with feature `cuda`), as an [`Evaluator`];
 //! 3. a [`TermObjective`] is its value and gradient, exact or by finite differences
@@ -48,7 +49,7 @@ macro_rules! include_ptx {
 
 pub use backend::{
     Backend, BackendChoice, BackendError, Evaluator, Gradient, LaunchConfig, LaunchOverride,
-    LeastSquaresEvaluator, ProblemError, RawArg, TermProblem,
+    LeastSquaresEvaluator, ProblemError, RawArg, ResidualSum, TermProblem, TermSum,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};

@@ -162,7 +162,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     })();
     let (instance, backend, backend_reason, data, m) = job.agree(loaded)?;
     job.check_same_backend(backend.name())?;
-    let evaluator = job.evaluator(instance.evaluator, Share::Rows { total: m })?;
+    let evaluator = job.evaluator(instance.evaluator, Share::rows(m))?;
     let jacobian = Gradient::from(args.options.grad);
     let mut objective = Solvable::new(evaluator, jacobian);
     let start = Instant::now();

@@ -1,9 +1,10 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
-use super::problem::{LoadError, Problem, load, repeating, zeros};
+use super::problem::{LoadError, Problem, load, load_sum, repeating, zeros};
 use super::random::SplitMix64;
 use cudamin_host::backend::TermProblem;
 use cudamin_host::linalg::{cholesky_into, solve_lower};
+use gpu_kernels::L2Penalty;
 use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, PoissonRegression,
@@ -128,12 +129,14 @@ pub(super) static PROBLEMS: &[Problem] = &[
     .f_star("0 at A = 0"),
     Problem::new(
         "poisson-regression",
-        "Poisson regression, log link: Σ e^η − y·η, η = θ0 + Σ_{j≥1} θj·x_j, generated counts",
+        "Poisson regression, log link, L2 penalty: Σ e^η − y·η + ½λ·Σ_{j≥1} θj², \
+         η = θ0 + Σ_{j≥1} θj·x_j, λ = 1, generated counts",
         |backend, n, points| {
             let (values, rows) = poisson_data(n, points)?;
-            load(
+            load_sum(
                 backend,
                 TermProblem::<PoissonRegression>::with_data(n, values, rows)?,
+                TermProblem::<L2Penalty>::with_data(n, poisson_penalty(n), n)?,
                 vec![0.0; n],
                 None,
             )
@@ -200,6 +203,16 @@ pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), Loa
         y[j] = model + 0.01 * rng.normal();
     }
     Ok((values, points))
+}
+
+/// `poisson-regression`'s penalty weight `λ` on each feature's parameter.
+pub const POISSON_LAMBDA: f64 = 1.0;
+
+/// `poisson-regression`'s `L2Penalty` data for `n` parameters: weights `(0, λ, …, λ)` (the
+/// intercept is not penalized), then centres 0.
+pub fn poisson_penalty(n: usize) -> Vec<f64> {
+    let weights = (0..n).map(|j| if j == 0 { 0.0 } else { POISSON_LAMBDA });
+    weights.chain(std::iter::repeat_n(0.0, n)).collect()
 }
 
 /// `θ_true` of the `poisson-regression` data: intercept 0.5, then `(−1)^j·0.4/√(p−1)` for

@@ -10,8 +10,9 @@ pub mod random;
 pub use problem::{Instance, LoadError, Loaded, Problem};
 
 pub use builtin::{
-    LSQ_EXPSIN_SEED, MATMUL_COLUMNS, MATMUL_SEED, POISSON_SEED, QUADRATIC_SEED, lsq_expsin_data,
-    lsq_expsin_theta_true, matmul_data, poisson_data, poisson_theta_true, quadratic_data,
+    LSQ_EXPSIN_SEED, MATMUL_COLUMNS, MATMUL_SEED, POISSON_LAMBDA, POISSON_SEED, QUADRATIC_SEED,
+    lsq_expsin_data, lsq_expsin_theta_true, matmul_data, poisson_data, poisson_penalty,
+    poisson_theta_true, quadratic_data,
 };
 
 /// Every built-in problem, in `cudamin list` order.

@@ -279,6 +279,21 @@ pub(super) fn load<T: Kernels + 'static>(
     ))
 }
 
+/// [`load`] for a sum of two term problems over the same variables: a data term and a
+/// penalty beside it, loaded as one objective.
+pub(super) fn load_sum<T: Kernels + 'static, U: Kernels + 'static>(
+    backend: &Backend,
+    data: TermProblem<T>,
+    penalty: TermProblem<U>,
+    x0: Vec<f64>,
+    f_star: Option<f64>,
+) -> Result<Instance, LoadError> {
+    let mut launches = term_launches::<T>();
+    launches.extend(term_launches::<U>());
+    let evaluator = Loaded::Sum(backend.load_sum(data.plus(penalty)?)?);
+    Ok(loaded::<T>(evaluator, x0, f_star, launches))
+}
+
 /// [`load`] for a sum of squares of residual term `T`, loaded with its residuals (for
 /// Levenberg–Marquardt).
 pub(super) fn load_least_squares<T: ResidualKernels + 'static>(

@@ -208,9 +208,9 @@ pub trait Evaluator: Send {
         self.evaluate(x, evaluation)
     }
 
-    /// The GPU evaluator holding the problem, when it is on a device: a solver may then keep
-    /// its vectors there too, and evaluate at them without copies. `None` on the CPU.
-    fn device(&mut self) -> Option<&mut super::gpu::GpuEvaluator> {
+    /// The problem on its device, when it is on one: a solver may then keep its vectors there
+    /// too, and evaluate at them without copies. `None` on the CPU.
+    fn device(&mut self) -> Option<&mut dyn super::gpu::DeviceEvaluator> {
         None
     }
 

@@ -8,8 +8,10 @@
 pub mod cpu;
 pub mod evaluator;
 pub mod gpu;
+mod load;
 pub mod mpi;
 pub mod problem;
+pub mod sum;
 
 pub use evaluator::{
     BackendError, Evaluation, Evaluator, Gradient, LaunchConfig, LaunchOverride, Layout,
@@ -17,8 +19,8 @@ pub use evaluator::{
     checked_against,
 };
 pub use problem::{ProblemError, TermProblem};
+pub use sum::{ResidualSum, SumEvaluator, TermSum};
 
-use cpu::{CpuEvaluator, CpuLeastSquares};
 use gpu_kernels::raw::RawKernel;
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 
@@ -176,10 +178,7 @@ impl Backend {
         &self,
         problem: TermProblem<T>,
     ) -> Result<Box<dyn Evaluator>, BackendError> {
-        match self.launcher() {
-            None => Ok(Box::new(CpuEvaluator::new(problem))),
-            Some(launcher) => Ok(Box::new(gpu::GpuEvaluator::new(launcher.clone(), problem)?)),
-        }
+        load::terms(problem, self.launcher())
     }
 
     /// Loads a sum of squares of residual term `T` with its residuals: an evaluator that also
@@ -188,12 +187,34 @@ impl Backend {
         &self,
         problem: TermProblem<SumOfSquares<T>>,
     ) -> Result<Box<dyn LeastSquaresEvaluator>, BackendError> {
-        match self.launcher() {
-            None => Ok(Box::new(CpuLeastSquares::new(problem))),
-            Some(launcher) => Ok(Box::new(gpu::load_least_squares(
-                launcher.clone(),
-                problem,
-            )?)),
+        load::residuals(problem, self.launcher())
+    }
+
+    /// Loads a sum of term problems (a data term and a penalty, say) as one objective: every
+    /// part on this backend, each pass each part's in the sum's order (see [`TermSum`]). A sum
+    /// of one part is that part's evaluator.
+    pub fn load_sum(&self, sum: TermSum) -> Result<Box<dyn Evaluator>, BackendError> {
+        let mut parts = (sum.into_parts().into_iter())
+            .map(|part| part.load(self.launcher()))
+            .collect::<Result<Vec<_>, _>>()?;
+        match parts.len() {
+            1 => Ok(parts.remove(0)),
+            _ => Ok(Box::new(SumEvaluator::new(parts))),
+        }
+    }
+
+    /// Loads a sum of residual terms' sums of squares with all their residuals, which
+    /// Levenberg–Marquardt takes (see [`ResidualSum`]).
+    pub fn load_least_squares_sum(
+        &self,
+        sum: ResidualSum,
+    ) -> Result<Box<dyn LeastSquaresEvaluator>, BackendError> {
+        let mut parts = (sum.into_parts().into_iter())
+            .map(|part| part.load_residuals(self.launcher()))
+            .collect::<Result<Vec<_>, _>>()?;
+        match parts.len() {
+            1 => Ok(parts.remove(0)),
+            _ => Ok(Box::new(SumEvaluator::new(parts))),
         }
     }
 }

@@ -52,6 +52,18 @@ pub enum ProblemError {
         /// The data's rows.
         rows: usize,
     },
+    /// A part added to a sum of term problems has another number of variables than the sum.
+    #[error("{term} has n = {n} variables; the sum it is added to ({first}, ...) has {expected}")]
+    PartSize {
+        /// The added term's registered name.
+        term: &'static str,
+        /// Its number of variables.
+        n: usize,
+        /// The sum's first term's registered name.
+        first: &'static str,
+        /// The sum's number of variables.
+        expected: usize,
+    },
 }
 
 /// A registered term `T` with `n` variables and its read-only data (column-major, one row per

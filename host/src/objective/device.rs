@@ -4,7 +4,7 @@
 use super::EvalError;
 use super::space::VectorSpace;
 use crate::backend::Gradient;
-use crate::backend::gpu::GpuEvaluator;
+use crate::backend::gpu::DeviceEvaluator;
 use crate::linalg::vector;
 use std::borrow::Cow;
 
@@ -15,12 +15,12 @@ pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 ///
 /// [`Objective::device`]: super::Objective::device
 pub struct OnDevice<'a> {
-    evaluator: &'a mut GpuEvaluator,
+    evaluator: &'a mut dyn DeviceEvaluator,
     gradient: Gradient,
 }
 
 impl<'a> OnDevice<'a> {
-    pub(super) fn new(evaluator: &'a mut GpuEvaluator, gradient: Gradient) -> Self {
+    pub(super) fn new(evaluator: &'a mut dyn DeviceEvaluator, gradient: Gradient) -> Self {
         Self {
             evaluator,
             gradient,
@@ -28,7 +28,7 @@ impl<'a> OnDevice<'a> {
     }
 
     /// The vector arithmetic on the same device, in order with the evaluations.
-    pub fn vectors(&self) -> Result<DeviceVectors, EvalError> {
+    pub fn vectors(&mut self) -> Result<DeviceVectors, EvalError> {
         Ok(self.evaluator.vectors()?)
     }
 

@@ -103,7 +103,7 @@ pub(super) struct DeviceWorkspace<'e> {
 }
 
 impl<'e> DeviceWorkspace<'e> {
-    pub fn new(objective: OnDevice<'e>) -> Result<Self, EvalError> {
+    pub fn new(mut objective: OnDevice<'e>) -> Result<Self, EvalError> {
         let space = objective.vectors()?;
         Ok(Self { objective, space })
     }

@@ -1,10 +1,12 @@
 //! Two fits of your own models, each checked:
 //! - a robust line through 200 000 noisy points, one in fifty an outlier, minimized by BFGS on
 //!   the GPU when there is one (`--features cuda`) and on every CPU core otherwise;
+//! - the same line from 40 points with a prior on its slope beside them: an objective of two
+//!   terms, your data term plus cudamin's `L2Penalty`, on the same backend;
 //! - enzyme rates (Michaelis–Menten) by Levenberg–Marquardt, with standard errors as
 //!   `scipy.optimize.curve_fit` reports them.
 
-use cudamin::kernels::SumOfSquares;
+use cudamin::kernels::{L2Penalty, SumOfSquares};
 use cudamin::{
     Backend, Gradient, LmOptions, Method, Options, TermObjective, TermProblem, least_squares,
     minimize,
@@ -22,7 +24,10 @@ const TRUE_LINE: [f64; 2] = [1.5, 0.5];
 const TRUE_RATES: [f64; 2] = [2.5, 1.2];
 
 fn main() -> ExitCode {
-    match fit_line().and_then(|()| fit_rates()) {
+    match fit_line()
+        .and_then(|()| fit_line_with_prior())
+        .and_then(|()| fit_rates())
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");
@@ -57,6 +62,39 @@ fn fit_line() -> Result<(), Box<dyn std::error::Error>> {
         .max((result.x[1] - TRUE_LINE[1]).abs());
     if !result.success || off > 0.01 {
         return Err(format!("the fit is {off:.2e} off the drawn line").into());
+    }
+    Ok(())
+}
+
+/// The slope's prior: `b ~ N(0.5, 0.05²)`; the intercept has none.
+const SLOPE_PRIOR: (f64, f64) = (0.5, 0.05);
+
+fn fit_line_with_prior() -> Result<(), Box<dyn std::error::Error>> {
+    let (backend, _) = Backend::auto(PTX)?;
+    let points = 40;
+    let data = TermProblem::<RobustLine>::with_data(2, line_data(points), points)?;
+    // ½·w·(x − c)² per parameter: columns w (0 for a, 1/σ² for b), then c.
+    let (mean, sigma) = SLOPE_PRIOR;
+    let prior = TermProblem::<L2Penalty>::with_data(2, vec![0.0, sigma.powi(-2), 0.0, mean], 2)?;
+    // One objective of both terms: each keeps its own window and data.
+    let mut objective = TermObjective::new(backend.load_sum(data.plus(prior)?)?, Gradient::Exact);
+    let result = minimize(
+        &mut objective,
+        &[0.0, 0.0],
+        Method::Bfgs,
+        &Options::default(),
+    )?;
+
+    println!("status   {}: {}", result.status.code(), result.message);
+    println!(
+        "a, b     {:.6}, {:.6} (40 points and a prior b ~ N({mean}, {sigma}²))",
+        result.x[0], result.x[1]
+    );
+    let off = (result.x[0] - TRUE_LINE[0])
+        .abs()
+        .max((result.x[1] - TRUE_LINE[1]).abs());
+    if !result.success || off > 0.2 {
+        return Err(format!("the fit with a prior is {off:.2e} off the drawn line").into());
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! accesses, races, divergent barriers), so a kernel bug fails here with its thread and address.
 
 use cudamin::backend::gpu::{ptx, simulated_entries};
-use cudamin::kernels::{LeastSquares, SumOfSquares};
+use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
 use cudamin::objective::VectorSpace;
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
@@ -143,6 +143,28 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         let mut g_sim = [0.0; 2];
         let f = on_sim.value_and_gradient(&ab, scheme, &mut g_sim).unwrap();
         assert!(close(&[f], &[f_cpu], 1e-12), "fused {scheme:?}: f {f}");
+    }
+
+    // RobustLine with cudamin's L2Penalty beside it: an objective of two terms, whose
+    // penalty's entries every kernel crate ships.
+    let load = |backend: &Backend| {
+        let data = TermProblem::<RobustLine>::with_data(2, line(points), points).unwrap();
+        let prior = TermProblem::<L2Penalty>::with_data(2, vec![0.0, 400.0, 0.0, 0.5], 2);
+        backend
+            .load_sum(data.plus(prior.unwrap()).unwrap())
+            .unwrap()
+    };
+    let (mut on_sim, mut on_cpu) = (load(&sim), load(&Backend::Cpu));
+    let (f_sim, f_cpu) = (on_sim.value(&ab).unwrap(), on_cpu.value(&ab).unwrap());
+    assert!(
+        close(&[f_sim], &[f_cpu], 1e-12),
+        "sum: f {f_sim} vs {f_cpu}"
+    );
+    for scheme in Gradient::ALL {
+        gradients_agree(on_sim.as_mut(), on_cpu.as_mut(), &ab, scheme);
+        let mut g_sim = [0.0; 2];
+        let f = on_sim.value_and_gradient(&ab, scheme, &mut g_sim).unwrap();
+        assert!(close(&[f], &[f_cpu], 1e-12), "sum, fused {scheme:?}: f {f}");
     }
 
     // The residual terms: MichaelisMenten (a data row each) and BrownAlmostLinear (by index,

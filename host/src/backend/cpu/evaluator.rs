@@ -30,7 +30,7 @@ impl<T: Term> CpuEvaluator<T> {
     /// The rows the chunks of a dense problem are sized for: the whole problem's.
     pub(super) fn planned_rows(&self, share: Share) -> usize {
         match share {
-            Share::Rows { total } => total,
+            Share::Rows { total, .. } => total,
             Share::Whole | Share::Terms { .. } => self.problem.terms(),
         }
     }
@@ -52,11 +52,7 @@ impl<T: Term> CpuEvaluator<T> {
         let values = each_chunk(chunks, |c| {
             chunk_value::<T>(c * chunk..((c + 1) * chunk).min(terms), x, data)
         });
-        Partials {
-            values,
-            vectors: Vec::new(),
-            layout: Layout::sums(0),
-        }
+        Partials::of_chunks(values, Vec::new(), Layout::sums(0))
     }
 
     /// Refuses an exact gradient the kernels cannot take (a banded window too wide).
@@ -105,11 +101,7 @@ impl<T: Term> CpuEvaluator<T> {
                 let mut vectors = vec![0.0; slice.len()];
                 let values =
                     self.group_chunks(x, gradient, chunks.start, stride, &mut vectors, value);
-                Partials {
-                    values,
-                    vectors,
-                    layout: Layout::Slices,
-                }
+                Partials::of_chunks(values, vectors, Layout::Slices)
             }
             GradientWork::Terms(_) => self.dense_partials(x, gradient, value, share),
         }
@@ -146,14 +138,11 @@ impl<T: Term> CpuEvaluator<T> {
         let (data, terms) = (self.problem.data(), self.problem.terms());
         let dense_chunks = SchemePasses::<T>::of(gradient).dense_chunks;
         let (values, vectors) = dense_chunks(data, terms, x, chunk, chunks, value);
-        Partials {
-            values: if value { values } else { Vec::new() },
-            vectors,
-            layout: Layout::Sums {
-                len: x.len(),
-                divided_by: Some(gradient),
-            },
-        }
+        let layout = Layout::Sums {
+            len: x.len(),
+            divided_by: Some(gradient),
+        };
+        Partials::of_chunks(if value { values } else { Vec::new() }, vectors, layout)
     }
 }
 

@@ -69,11 +69,7 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
                     normal_chunk(c * chunk..((c + 1) * chunk).min(terms), x, data, vector)
                 },
             );
-            Ok(Partials {
-                values,
-                vectors,
-                layout: Layout::sums(len),
-            })
+            Ok(Partials::of_chunks(values, vectors, Layout::sums(len)))
         })
     }
 }

@@ -4,6 +4,7 @@
 use super::abi::{Launch, TermBuffers};
 use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
+use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors};
 use crate::backend::evaluator::{BackendError, Evaluation, Evaluator, Gradient, LaunchConfig};
 use crate::backend::problem::TermProblem;
@@ -180,44 +181,6 @@ impl GpuEvaluator {
         self.launcher.write(&self.x, x)
     }
 
-    /// The vector arithmetic for a solver that keeps this problem's vectors on the device, in
-    /// order with this evaluator's launches.
-    pub fn vectors(&self) -> Result<DeviceVectors, BackendError> {
-        DeviceVectors::new(self.launcher.clone(), self.n)
-    }
-
-    /// `f(x)` for `x` already on the device.
-    pub fn value_on_device(&mut self, x: &DeviceVector) -> Result<f64, BackendError> {
-        self.take_x(x)?;
-        self.value_at_x()
-    }
-
-    /// `∇f(x)` into `g`, both on the device. Nothing comes back to the host; a fault surfaces
-    /// at the next operation that waits for the device.
-    pub fn gradient_on_device(
-        &mut self,
-        x: &DeviceVector,
-        gradient: Gradient,
-        g: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        self.take_x(x)?;
-        self.gradient_at_x(gradient, false)?;
-        self.launcher.copy(&self.g, g.buffer())
-    }
-
-    /// `f(x)` and `∇f(x)` into `g`, in one gradient pass, all on the device.
-    pub fn value_and_gradient_on_device(
-        &mut self,
-        x: &DeviceVector,
-        gradient: Gradient,
-        g: &mut DeviceVector,
-    ) -> Result<f64, BackendError> {
-        self.take_x(x)?;
-        self.gradient_at_x(gradient, true)?;
-        self.launcher.copy(&self.g, g.buffer())?;
-        self.read_f("the gradient kernels")
-    }
-
     /// Copies a device vector into the evaluator's `x`, which the planned launches read.
     fn take_x(&mut self, x: &DeviceVector) -> Result<(), BackendError> {
         self.launcher.copy(x.buffer(), &self.x)
@@ -291,7 +254,41 @@ impl Evaluator for GpuEvaluator {
         }
     }
 
-    fn device(&mut self) -> Option<&mut GpuEvaluator> {
+    fn device(&mut self) -> Option<&mut dyn DeviceEvaluator> {
         Some(self)
+    }
+}
+
+impl DeviceEvaluator for GpuEvaluator {
+    fn vectors(&mut self) -> Result<DeviceVectors, BackendError> {
+        DeviceVectors::new(self.launcher.clone(), self.n)
+    }
+
+    fn value_on_device(&mut self, x: &DeviceVector) -> Result<f64, BackendError> {
+        self.take_x(x)?;
+        self.value_at_x()
+    }
+
+    fn gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        self.take_x(x)?;
+        self.gradient_at_x(gradient, false)?;
+        self.launcher.copy(&self.g, g.buffer())
+    }
+
+    fn value_and_gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<f64, BackendError> {
+        self.take_x(x)?;
+        self.gradient_at_x(gradient, true)?;
+        self.launcher.copy(&self.g, g.buffer())?;
+        self.read_f("the gradient kernels")
     }
 }

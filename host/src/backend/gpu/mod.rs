@@ -7,7 +7,7 @@
 //! simulator (`cudamin-ptx-sim`, always built), which runs the same PTX on the CPU. Above the seam:
 //! `launcher.rs` chooses launch sizes and checks every copy, `evaluator.rs` evaluates a term
 //! problem, `least_squares.rs` makes the normal-equations pass, `vectors.rs` holds a solver's
-//! vectors. [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry`
+//! vectors, `on_device.rs` says what a solver asks of a problem at those vectors. [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry`
 //! signatures of the PTX; a test checks every launch against the PTX with them, on machines
 //! without a GPU.
 
@@ -19,6 +19,7 @@ mod driver;
 mod evaluator;
 mod launcher;
 mod least_squares;
+mod on_device;
 // Read by the cust driver alone; its tests run without it.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod ordinal;
@@ -31,6 +32,7 @@ mod vectors;
 pub use evaluator::GpuEvaluator;
 pub use launcher::Launcher;
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
+pub use on_device::DeviceEvaluator;
 pub use sim::simulated_entries;
 pub use vectors::{DeviceVector, DeviceVectors};
 

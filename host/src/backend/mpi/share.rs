@@ -27,6 +27,11 @@ pub enum Share {
     Rows {
         /// The rows of the whole problem, on all ranks.
         total: usize,
+        /// This process's rank, `0 .. ranks`: the further terms of a sum, which every rank
+        /// holds whole, are split by term ranges ([`Share::of_whole_parts`]).
+        rank: usize,
+        /// The number of processes.
+        ranks: usize,
     },
 }
 
@@ -36,6 +41,26 @@ impl Share {
     /// chunks, so that the ranks together add the whole pass once.
     pub fn evaluates_whole(self) -> bool {
         !matches!(self, Share::Terms { rank, .. } if rank > 0)
+    }
+
+    /// A data-sharded evaluator's rows of a problem of `total` rows, before the MPI job (if
+    /// any) says which rank this is: rank 0 of 1, which `Sharded` replaces by its own.
+    pub const fn rows(total: usize) -> Self {
+        Share::Rows {
+            total,
+            rank: 0,
+            ranks: 1,
+        }
+    }
+
+    /// The share of a sum's further term problems (a penalty, a prior beside a data term;
+    /// see `backend::sum`), which every rank holds whole: the rank's term ranges where this
+    /// share is a rank's rows, else this share.
+    pub fn of_whole_parts(self) -> Share {
+        match self {
+            Share::Rows { rank, ranks, .. } => Share::Terms { rank, ranks },
+            other => other,
+        }
     }
 
     /// This share's part of `items` chunks, blocks or terms: contiguous, in rank order, with
@@ -87,6 +112,10 @@ pub struct Partials {
     pub vectors: Vec<f64>,
     /// How the vectors combine.
     pub layout: Layout,
+    /// The partials of a sum's further term problems, in the sum's order, each with its own
+    /// chunks and layout (empty for one term problem). Each is finished as a pass of its own
+    /// and added to this one's result, in order (see `backend::sum`).
+    pub further: Vec<Partials>,
 }
 
 impl Partials {
@@ -96,6 +125,7 @@ impl Partials {
             values: vec![value],
             vectors: vector,
             layout,
+            further: Vec::new(),
         }
     }
 
@@ -105,6 +135,7 @@ impl Partials {
             values: Vec::new(),
             vectors: Vec::new(),
             layout,
+            further: Vec::new(),
         }
     }
 
@@ -129,14 +160,62 @@ impl Partials {
         ))
     }
 
-    /// The value: the chunks' values added in order, compensated, as each chunk adds its
-    /// terms.
-    pub fn value(&self) -> f64 {
-        sum_in_order(self.values.iter().copied())
+    /// Partials of one term problem: chunk `values` and `vectors` combining as `layout` says.
+    pub fn of_chunks(values: Vec<f64>, vectors: Vec<f64>, layout: Layout) -> Self {
+        Partials {
+            values,
+            vectors,
+            layout,
+            further: Vec::new(),
+        }
     }
 
-    /// The gradient at `x`, written to `g`; returns [`value`](Self::value).
+    /// The value: the chunks' values added in order, compensated, as each chunk adds its
+    /// terms; a sum's further parts' chunks follow its first's, in the sum's order.
+    pub fn value(&self) -> f64 {
+        sum_in_order(self.chunk_values())
+    }
+
+    /// Every chunk value, this part's and then each further part's.
+    fn chunk_values(&self) -> Box<dyn Iterator<Item = f64> + '_> {
+        let own = self.values.iter().copied();
+        Box::new(own.chain(self.further.iter().flat_map(Partials::chunk_values)))
+    }
+
+    /// The gradient at `x`, written to `g`; returns [`value`](Self::value). A sum's further
+    /// parts are each finished into a vector of their own and added to `g` in order.
     pub fn gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
+        self.own_gradient_into(x, g)?;
+        self.add_further(g, |part, out| part.gradient_into(x, out).map(drop))?;
+        Ok(self.value())
+    }
+
+    /// `into += ` each further part's result, finished by `finish` into a vector of
+    /// `into`'s length, in order.
+    fn add_further(
+        &self,
+        into: &mut [f64],
+        mut finish: impl FnMut(&Partials, &mut [f64]) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        let mut part = vec![
+            0.0;
+            if self.further.is_empty() {
+                0
+            } else {
+                into.len()
+            }
+        ];
+        for further in &self.further {
+            finish(further, &mut part)?;
+            for (total, p) in into.iter_mut().zip(&part) {
+                *total += p;
+            }
+        }
+        Ok(())
+    }
+
+    /// This part's own gradient, without its further parts.
+    fn own_gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<(), BackendError> {
         match self.layout {
             Layout::Slices => {
                 self.check(self.vectors.len() == g.len(), g.len())?;
@@ -151,12 +230,31 @@ impl Partials {
                 }
             }
         }
-        Ok(self.value())
+        Ok(())
     }
 
     /// The normal equations, `JᵀJ` (`n × n`, symmetric, from the chunks' upper triangles) and
-    /// `Jᵀr`, each added in chunk order; returns `Σ r²`.
+    /// `Jᵀr`, each added in chunk order; returns `Σ r²`. A sum's further parts are each
+    /// finished on their own and added, in order.
     pub fn normal_into(&self, jtj: &mut [f64], jtr: &mut [f64]) -> Result<f64, BackendError> {
+        self.own_normal_into(jtj, jtr)?;
+        if self.further.is_empty() {
+            return Ok(self.value());
+        }
+        let n = jtr.len();
+        let mut both = [jtj.to_vec(), jtr.to_vec()].concat();
+        self.add_further(&mut both, |part, out| {
+            let (part_jtj, part_jtr) = out.split_at_mut(n * n);
+            part.normal_into(part_jtj, part_jtr).map(drop)
+        })?;
+        let (sum_jtj, sum_jtr) = both.split_at(n * n);
+        jtj.copy_from_slice(sum_jtj);
+        jtr.copy_from_slice(sum_jtr);
+        Ok(self.value())
+    }
+
+    /// This part's own normal equations, without its further parts.
+    fn own_normal_into(&self, jtj: &mut [f64], jtr: &mut [f64]) -> Result<(), BackendError> {
         let n = jtr.len();
         let len = n * n + n;
         let whole = self.layout == Layout::sums(len) && self.vectors.len() % len.max(1) == 0;
@@ -173,7 +271,7 @@ impl Partials {
             }
         }
         mirror_upper(jtj, n);
-        Ok(self.value())
+        Ok(())
     }
 
     fn check(&self, fits: bool, len: usize) -> Result<(), BackendError> {

@@ -219,10 +219,16 @@ pub struct Sharded<E: Evaluator + ?Sized = dyn Evaluator> {
     residuals: usize,
 }
 
-/// [`Share::Whole`] is taken as [`World::terms_share`]: a problem every rank holds whole.
+/// [`Share::Whole`] is taken as [`World::terms_share`]: a problem every rank holds whole; a
+/// [`Share::Rows`] is this rank's.
 fn rank_share(world: &World, share: Share) -> Share {
     match share {
         Share::Whole => world.terms_share(),
+        Share::Rows { total, .. } => Share::Rows {
+            total,
+            rank: world.rank,
+            ranks: world.ranks,
+        },
         other => other,
     }
 }
@@ -272,12 +278,23 @@ impl<E: Evaluator + ?Sized> Sharded<E> {
             // Ok here: this rank's own failure would have been found.
             (None, local) => local?,
         };
-        Ok(Partials {
-            values: all_gather(&comm, &local.values)?,
-            vectors: all_gather(&comm, &local.vectors)?,
-            layout: local.layout,
-        })
+        gathered(&comm, local)
     }
+}
+
+/// Every rank's `local` partials concatenated in rank order, part by part: each of a sum's
+/// further parts gathered on its own, so that it finishes as one process's does. Collective;
+/// every rank has the same number of parts (every rank holds the same sum).
+fn gathered(comm: &SimpleCommunicator, local: Partials) -> Result<Partials, BackendError> {
+    let mut partials = Partials::of_chunks(
+        all_gather(comm, &local.values)?,
+        all_gather(comm, &local.vectors)?,
+        local.layout,
+    );
+    for further in local.further {
+        partials.further.push(gathered(comm, further)?);
+    }
+    Ok(partials)
 }
 
 impl<E: Evaluator + ?Sized> Evaluator for Sharded<E> {

@@ -1,0 +1,156 @@
+//! A sum of term problems loaded on one backend, evaluated as one problem: each pass is each
+//! part's pass in the sum's order, and their results are added in that order.
+
+use crate::backend::evaluator::{
+    BackendError, Evaluation, Evaluator, Gradient, LeastSquaresEvaluator, Partials, Pass, Share,
+};
+use crate::backend::gpu::{DeviceEvaluator, DeviceVector, DeviceVectors};
+use gpu_kernels::kernel::sum_in_order;
+
+/// The loaded parts of a [`TermSum`](super::TermSum) (`E = dyn Evaluator`) or of a
+/// [`ResidualSum`](super::ResidualSum) (`E = dyn LeastSquaresEvaluator`), all on one backend.
+///
+/// Bits: a pass's partials are the first part's, with each further part's as
+/// [`Partials::further`]; they finish as each part's result added in order, with the values of
+/// every part's chunks in one compensated sum. The evaluation of one process and of any number
+/// of MPI ranks finishes the same partials with the same code. On the device the parts' values
+/// are added by the same `sum_in_order`, and their gradients by `g ← g + 1·g_part`, the host's
+/// additions in the same order.
+pub struct SumEvaluator<E: Evaluator + ?Sized = dyn Evaluator> {
+    parts: Vec<Box<E>>,
+    /// The device's vector arithmetic and one vector for a further part's gradient, made when
+    /// a solver first evaluates at device vectors.
+    device: Option<(DeviceVectors, DeviceVector)>,
+}
+
+impl<E: Evaluator + ?Sized> SumEvaluator<E> {
+    /// The loaded parts of a sum, in its order: at least one, all of the same `n`, all on one
+    /// backend (as `Backend::load_sum` loads them).
+    pub(crate) fn new(parts: Vec<Box<E>>) -> Self {
+        assert!(!parts.is_empty(), "a sum of term problems has parts");
+        Self {
+            parts,
+            device: None,
+        }
+    }
+}
+
+/// A part's device, which every part has once [`Evaluator::device`] has said so.
+fn on_device<E: Evaluator + ?Sized>(
+    part: &mut E,
+) -> Result<&mut dyn DeviceEvaluator, BackendError> {
+    part.device().ok_or(BackendError::Unsupported(
+        "a part of the sum is not on the device its first part is on",
+    ))
+}
+
+impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
+    fn dim(&self) -> usize {
+        self.parts[0].dim()
+    }
+
+    fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
+        let partials = self.partials(x, evaluation.pass(), Share::Whole)?;
+        evaluation.finish(x, &partials)
+    }
+
+    /// The first part's partials of `share`, and each further part's of the share of parts
+    /// every rank holds whole.
+    fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
+        let (first, further) = self.parts.split_first_mut().expect("parts");
+        let mut partials = first.partials(x, pass, share)?;
+        for part in further {
+            let part_partials = part.partials(x, pass, share.of_whole_parts())?;
+            partials.further.push(part_partials);
+        }
+        Ok(partials)
+    }
+
+    /// On a device when every part is.
+    fn device(&mut self) -> Option<&mut dyn DeviceEvaluator> {
+        if self.parts.iter_mut().all(|part| part.device().is_some()) {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl<E: Evaluator + ?Sized> SumEvaluator<E> {
+    /// The device's vectors and the further parts' gradient vector, made once.
+    fn device_scratch(&mut self) -> Result<&mut (DeviceVectors, DeviceVector), BackendError> {
+        if self.device.is_none() {
+            let mut vectors = on_device(&mut *self.parts[0])?.vectors()?;
+            let scratch = vectors.zeros()?;
+            self.device = Some((vectors, scratch));
+        }
+        Ok(self.device.as_mut().expect("made above"))
+    }
+
+    /// `∇f(x)` into `g` on the device, each part's added in order, and with `value` the
+    /// parts' values added as the host adds them (else 0).
+    fn gradient_on_device_parts(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+        value: bool,
+    ) -> Result<f64, BackendError> {
+        self.device_scratch()?;
+        let (vectors, scratch) = self.device.as_mut().expect("made above");
+        let mut values = Vec::with_capacity(self.parts.len());
+        for (i, part) in self.parts.iter_mut().enumerate() {
+            let part = on_device(&mut **part)?;
+            let out = if i == 0 { &mut *g } else { &mut *scratch };
+            if value {
+                values.push(part.value_and_gradient_on_device(x, gradient, out)?);
+            } else {
+                part.gradient_on_device(x, gradient, out)?;
+            }
+            if i > 0 {
+                vectors.axpy(1.0, scratch, g)?;
+            }
+        }
+        Ok(sum_in_order(values.into_iter()))
+    }
+}
+
+impl<E: Evaluator + ?Sized> DeviceEvaluator for SumEvaluator<E> {
+    fn vectors(&mut self) -> Result<DeviceVectors, BackendError> {
+        on_device(&mut *self.parts[0])?.vectors()
+    }
+
+    fn value_on_device(&mut self, x: &DeviceVector) -> Result<f64, BackendError> {
+        let mut values = Vec::with_capacity(self.parts.len());
+        for part in &mut self.parts {
+            values.push(on_device(&mut **part)?.value_on_device(x)?);
+        }
+        Ok(sum_in_order(values.into_iter()))
+    }
+
+    fn gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        self.gradient_on_device_parts(x, gradient, g, false)
+            .map(drop)
+    }
+
+    fn value_and_gradient_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+    ) -> Result<f64, BackendError> {
+        self.gradient_on_device_parts(x, gradient, g, true)
+    }
+}
+
+impl LeastSquaresEvaluator for SumEvaluator<dyn LeastSquaresEvaluator> {
+    /// Every part's residuals.
+    fn residuals(&self) -> usize {
+        self.parts.iter().map(|part| part.residuals()).sum()
+    }
+}
