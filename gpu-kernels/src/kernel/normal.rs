@@ -3,7 +3,7 @@
 //! where row `k` of the Jacobian `J` is `∇r_k`. `J` itself (m × n, m the number of data points)
 //! is never stored: each term's row lives only while its products are added, so the pass reads
 //! the data once and keeps `n² + n` numbers per GPU block or CPU chunk (a CPU chunk of a dense
-//! term adds eight rows at a time into eight running sums per number, [`NormalLanes`]).
+//! term adds its rows in turn into eight running sums per number, [`NormalLanes`]).
 //!
 //! A row is exact (the residual evaluated on [`Dual`]s, as for exact gradients), or made of
 //! finite differences of the residual, term by term.
@@ -12,7 +12,6 @@ use super::exact::{EXACT_DENSE_WIDTH_MAX_GPU, eval_seeded, fill_constants};
 use super::{CompensatedLanes, CompensatedSum, SUM_LANES, window};
 use crate::dual::Dual;
 use crate::fd::FdScheme;
-use crate::lanes::Lanes;
 use crate::term::{Data, Term, Window};
 use core::marker::PhantomData;
 
@@ -94,22 +93,22 @@ impl NormalSum for NormalPartial<'_> {
 /// at 64 variables.
 pub const NORMAL_LANES_WIDTH_MAX: usize = 64;
 
-/// A CPU chunk's share of the normal equations of a dense residual term, `SUM_LANES` rows at a
-/// time: each entry of `JᵀJ` and `Jᵀr` is kept in `SUM_LANES` running sums, the chunk's term
-/// `k` going to sum `k mod SUM_LANES`, so that eight rows' products are formed and added in
-/// vector registers (adding each row's products one at a time was half of a 10-parameter
-/// fit's time). [`finish`](NormalSum::finish) adds each entry's sums up in their order into the
+/// A CPU chunk's share of the normal equations of a dense residual term: each entry of `JᵀJ` and
+/// `Jᵀr` is kept in `SUM_LANES` running sums, the chunk's term `k` going to sum `k mod
+/// SUM_LANES`, so that consecutive rows add into different sums and need not wait on each other
+/// (one sum per entry was half of a 10-parameter fit's time). The sums are laid out lane after
+/// lane, each lane's `JᵀJ` triangle contiguous, so that adding a row is one contiguous
+/// multiply-add per row of the triangle, which the compiler vectorizes across the variables
+/// (eight rows' sums side by side per entry made it gather and scatter: 70 % of an 8-peak fit,
+/// `perf`). [`finish`](NormalSum::finish) adds each entry's sums up in lane order into the
 /// plain `JᵀJ` (upper triangle) and `Jᵀr`. `Σ r²` is a [`CompensatedLanes`].
 pub struct NormalLanes<'a> {
-    /// The rows of the terms waiting, by variable: lane `b` of `rows[i]` is `∂r/∂x_i` of the
-    /// block's term `b`.
-    rows: &'a mut [Lanes<SUM_LANES>],
-    /// `JᵀJ`'s upper triangle, packed row after row (`(i, j ≥ i)`), in running sums.
-    jtj_lanes: &'a mut [Lanes<SUM_LANES>],
-    /// `Jᵀr` in running sums.
-    jtr_lanes: &'a mut [Lanes<SUM_LANES>],
-    residuals: [f64; SUM_LANES],
-    waiting: usize,
+    /// `JᵀJ`'s upper triangle, packed row after row (`(i, j ≥ i)`), once per lane.
+    jtj_lanes: &'a mut [f64],
+    /// `Jᵀr`, once per lane.
+    jtr_lanes: &'a mut [f64],
+    /// The lane the next term adds into.
+    lane: usize,
     sum_of_squares: CompensatedLanes,
     /// Where [`finish`](NormalSum::finish) writes: `JᵀJ` (`n × n`, row-major) and `Jᵀr`.
     jtj: &'a mut [f64],
@@ -117,47 +116,25 @@ pub struct NormalLanes<'a> {
 }
 
 impl<'a> NormalLanes<'a> {
-    /// The lanes of scratch that [`new`](NormalLanes::new) needs for `n` variables.
+    /// The values of scratch that [`new`](NormalLanes::new) needs for `n` variables.
     pub const fn scratch_len(n: usize) -> usize {
-        n * (n + 1) / 2 + 2 * n
+        SUM_LANES * (n * (n + 1) / 2 + n)
     }
 
     /// Starts a chunk over `n = jtr.len()` variables, writing into `jtj` (`n²`) and `jtr` at the
-    /// end, with [`scratch_len`](NormalLanes::scratch_len)`(n)` lanes of `scratch`.
-    pub fn new(
-        scratch: &'a mut [Lanes<SUM_LANES>],
-        jtj: &'a mut [f64],
-        jtr: &'a mut [f64],
-    ) -> Self {
+    /// end, with [`scratch_len`](NormalLanes::scratch_len)`(n)` values of `scratch`.
+    pub fn new(scratch: &'a mut [f64], jtj: &'a mut [f64], jtr: &'a mut [f64]) -> Self {
         let n = jtr.len();
-        scratch.fill(Lanes::splat(0.0));
-        let (rows, sums) = scratch.split_at_mut(n);
-        let (jtr_lanes, jtj_lanes) = sums.split_at_mut(n);
+        scratch.fill(0.0);
+        let (jtr_lanes, jtj_lanes) = scratch.split_at_mut(SUM_LANES * n);
         NormalLanes {
-            rows,
             jtj_lanes,
             jtr_lanes,
-            residuals: [0.0; SUM_LANES],
-            waiting: 0,
+            lane: 0,
             sum_of_squares: CompensatedLanes::default(),
             jtj,
             jtr,
         }
-    }
-
-    /// Adds the waiting block's rows (lanes past `waiting` hold zeros or a whole block).
-    #[inline(always)]
-    fn add_block(&mut self) {
-        let r = Lanes(self.residuals);
-        let mut entries = self.jtj_lanes.iter_mut();
-        for (i, &row_i) in self.rows.iter().enumerate() {
-            self.jtr_lanes[i] = self.jtr_lanes[i] + row_i * r;
-            // The row first: `zip` takes from its first iterator before the second.
-            for (&row_j, entry) in self.rows[i..].iter().zip(&mut entries) {
-                *entry = *entry + row_i * row_j;
-            }
-        }
-        self.sum_of_squares.add_lanes((r * r).0);
     }
 }
 
@@ -165,37 +142,38 @@ impl NormalSum for NormalLanes<'_> {
     /// `offset` is 0 and `row` the whole gradient: the term is dense.
     #[inline(always)]
     fn add(&mut self, r: f64, offset: usize, row: &[f64]) {
-        debug_assert!(offset == 0 && row.len() == self.rows.len());
-        for (slot, &d) in self.rows.iter_mut().zip(row) {
-            slot.0[self.waiting] = d;
+        debug_assert!(offset == 0 && row.len() == self.jtr.len());
+        let n = row.len();
+        let triangle = n * (n + 1) / 2;
+        let lane = self.lane;
+        let jtr = &mut self.jtr_lanes[lane * n..(lane + 1) * n];
+        for (sum, &d) in jtr.iter_mut().zip(row) {
+            *sum += d * r;
         }
-        self.residuals[self.waiting] = r;
-        self.waiting += 1;
-        if self.waiting == SUM_LANES {
-            self.waiting = 0;
-            self.add_block();
+        let mut entries = &mut self.jtj_lanes[lane * triangle..(lane + 1) * triangle];
+        for (i, &row_i) in row.iter().enumerate() {
+            let (line, rest) = entries.split_at_mut(n - i);
+            for (entry, &row_j) in line.iter_mut().zip(&row[i..]) {
+                *entry += row_i * row_j;
+            }
+            entries = rest;
         }
+        self.sum_of_squares.add_to(lane, r * r);
+        self.lane = (lane + 1) % SUM_LANES;
     }
 
-    fn finish(mut self) -> f64 {
-        if self.waiting > 0 {
-            // Zeros in the lanes past the last term add nothing to any sum, to the bit.
-            for slot in self.rows.iter_mut() {
-                slot.0[self.waiting..].fill(0.0);
-            }
-            self.residuals[self.waiting..].fill(0.0);
-            self.add_block();
-        }
-        let in_order = |lanes: &Lanes<SUM_LANES>| lanes.0.iter().fold(0.0, |total, v| total + v);
+    fn finish(self) -> f64 {
         let n = self.jtr.len();
-        let mut entries = self.jtj_lanes.iter();
+        let triangle = n * (n + 1) / 2;
+        let in_order = |lanes: &[f64], at: usize, stride: usize| {
+            (0..SUM_LANES).fold(0.0, |total, l| total + lanes[l * stride + at])
+        };
+        let mut packed = 0;
         for i in 0..n {
-            self.jtr[i] = in_order(&self.jtr_lanes[i]);
-            for (entry, lanes) in self.jtj[i * n + i..(i + 1) * n]
-                .iter_mut()
-                .zip(&mut entries)
-            {
-                *entry = in_order(lanes);
+            self.jtr[i] = in_order(self.jtr_lanes, i, n);
+            for entry in &mut self.jtj[i * n + i..(i + 1) * n] {
+                *entry = in_order(self.jtj_lanes, packed, triangle);
+                packed += 1;
             }
         }
         self.sum_of_squares.value()

@@ -424,7 +424,8 @@ fn dense_chunks<T: Term, S: CpuScheme<T>>(
 
 /// One chunk's normal equations over `terms`, with rows made by `rows`: the upper triangle of
 /// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`. Dense terms of at
-/// most [`NORMAL_LANES_WIDTH_MAX`] variables are summed eight rows at a time ([`NormalLanes`]).
+/// most [`NORMAL_LANES_WIDTH_MAX`] variables are summed in eight running sums per entry
+/// ([`NormalLanes`]).
 fn chunk_partial<T: Term, J: JacobianRow>(
     terms: Range<usize>,
     x: &[f64],
@@ -436,7 +437,7 @@ fn chunk_partial<T: Term, J: JacobianRow>(
     let (jtj, jtr) = vector.split_at_mut(n * n);
     let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
     if matches!(T::WINDOW, Window::Dense) && n <= NORMAL_LANES_WIDTH_MAX {
-        let mut scratch = vec![Lanes::splat(0.0); NormalLanes::scratch_len(n)];
+        let mut scratch = vec![0.0; NormalLanes::scratch_len(n)];
         let mut partial = NormalLanes::new(&mut scratch, jtj, jtr);
         normal_partial::<T, J, _>(terms, x, data, rows, &mut partial, &mut row);
         partial.finish()
