@@ -6,7 +6,7 @@ mod common;
 
 use common::relative_error;
 use cudamin::backend::gpu::simulated_entries;
-use cudamin::backend::{Backend, BackendChoice, ResidualSum, TermProblem};
+use cudamin::backend::{Backend, BackendChoice, Evaluator, Pass, ResidualSum, Share, TermProblem};
 use cudamin::kernels::kernel::AXPY;
 use cudamin::kernels::prelude::*;
 use cudamin::kernels::terms::SeedExpSum;
@@ -74,6 +74,68 @@ fn a_part_of_another_size_is_refused() {
         message,
         "l2_penalty has n = 5 variables; the sum it is added to (seed_expsum, ...) has 4"
     );
+}
+
+/// One process evaluates a sum part by part; MPI finishes its partials. Both give the same
+/// bits: values, every gradient scheme (banded parts of several chunks), normal equations.
+#[test]
+fn a_sum_evaluated_part_by_part_is_its_partials_finished() {
+    let n = 10_000;
+    let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).cos()).collect();
+    let sum = TermProblem::<SeedExpSum>::new(n)
+        .unwrap()
+        .plus(penalty(n, 0.5, 1.0));
+    let sum = sum
+        .unwrap()
+        .plus(TermProblem::<SeedExpSum>::new(n).unwrap());
+    let mut evaluator = Backend::Cpu.load_sum(sum.unwrap()).unwrap();
+    let whole = |evaluator: &mut Box<dyn Evaluator>, pass| {
+        evaluator.partials(&x, pass, Share::Whole).unwrap()
+    };
+    let f = evaluator.value(&x).unwrap();
+    assert_eq!(
+        f.to_bits(),
+        whole(&mut evaluator, Pass::Value).value().to_bits()
+    );
+    for gradient in Gradient::ALL {
+        let mut g = vec![0.0; n];
+        let f_too = evaluator.value_and_gradient(&x, gradient, &mut g).unwrap();
+        let partials = whole(
+            &mut evaluator,
+            Pass::Gradient {
+                gradient,
+                value: true,
+            },
+        );
+        let mut g_finished = vec![0.0; n];
+        let f_finished = partials.gradient_into(&x, &mut g_finished).unwrap();
+        assert_eq!(f_too.to_bits(), f_finished.to_bits(), "{gradient:?}");
+        assert!(
+            g.iter()
+                .zip(&g_finished)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
+    }
+    let p = 4;
+    let at = [1.4, 0.35, 0.28, -0.02];
+    let halves = ResidualSum::of_residuals(expsin(p, 0..700)).plus(expsin(p, 700..1500));
+    let mut split = Backend::Cpu
+        .load_least_squares_sum(halves.unwrap())
+        .unwrap();
+    let (mut jtj, mut jtr) = (vec![0.0; p * p], vec![0.0; p]);
+    let s = split
+        .normal_equations(&at, Gradient::Exact, &mut jtj, &mut jtr)
+        .unwrap();
+    let pass = Pass::Normal {
+        jacobian: Gradient::Exact,
+    };
+    let partials = split.partials(&at, pass, Share::Whole).unwrap();
+    let (mut jtj_finished, mut jtr_finished) = (vec![0.0; p * p], vec![0.0; p]);
+    let s_finished = partials
+        .normal_into(&mut jtj_finished, &mut jtr_finished)
+        .unwrap();
+    assert_eq!(s.to_bits(), s_finished.to_bits());
+    assert_eq!((jtj, jtr), (jtj_finished, jtr_finished));
 }
 
 /// expsin's data at `rows` points: columns t, y, w = 1.

@@ -171,15 +171,14 @@ impl Partials {
     }
 
     /// The value: the chunks' values added in order, compensated, as each chunk adds its
-    /// terms; a sum's further parts' chunks follow its first's, in the sum's order.
+    /// terms. Of a sum, each part's value so, then the parts' values added in the sum's order
+    /// by the same compensated sum: what a sum evaluated part by part gives (`backend::sum`).
     pub fn value(&self) -> f64 {
-        sum_in_order(self.chunk_values())
-    }
-
-    /// Every chunk value, this part's and then each further part's.
-    fn chunk_values(&self) -> Box<dyn Iterator<Item = f64> + '_> {
-        let own = self.values.iter().copied();
-        Box::new(own.chain(self.further.iter().flat_map(Partials::chunk_values)))
+        let own = sum_in_order(self.values.iter().copied());
+        if self.further.is_empty() {
+            return own;
+        }
+        sum_in_order(std::iter::once(own).chain(self.further.iter().map(Partials::value)))
     }
 
     /// The gradient at `x`, written to `g`; returns [`value`](Self::value). A sum's further

@@ -10,14 +10,17 @@ use gpu_kernels::kernel::sum_in_order;
 /// The loaded parts of a [`TermSum`](super::TermSum) (`E = dyn Evaluator`) or of a
 /// [`ResidualSum`](super::ResidualSum) (`E = dyn LeastSquaresEvaluator`), all on one backend.
 ///
-/// Bits: a pass's partials are the first part's, with each further part's as
-/// [`Partials::further`]; they finish as each part's result added in order, with the values of
-/// every part's chunks in one compensated sum. The evaluation of one process and of any number
-/// of MPI ranks finishes the same partials with the same code. On the device the parts' values
-/// are added by the same `sum_in_order`, and their gradients by `g ← g + 1·g_part`, the host's
-/// additions in the same order.
+/// Bits: every path adds the parts' results in the sum's order, each part's as its own
+/// evaluator makes it: gradients and normal equations by plain additions, values by
+/// `sum_in_order` of the parts' values. A pass's partials (MPI) are the first part's with each
+/// further part's in [`Partials::further`], and finish so; `evaluate` (one process) takes the
+/// parts' passes one after the other, into the outputs and one scratch vector; on the device
+/// the gradients are added by `g ← g + 1·g_part`. So one process, any number of ranks and the
+/// device path agree to the bit wherever the parts' own evaluators do.
 pub struct SumEvaluator<E: Evaluator + ?Sized = dyn Evaluator> {
     parts: Vec<Box<E>>,
+    /// A further part's outputs on the host, before they are added to the first's.
+    scratch: Vec<f64>,
     /// The device's vector arithmetic and one vector for a further part's gradient, made when
     /// a solver first evaluates at device vectors.
     device: Option<(DeviceVectors, DeviceVector)>,
@@ -30,9 +33,34 @@ impl<E: Evaluator + ?Sized> SumEvaluator<E> {
         assert!(!parts.is_empty(), "a sum of term problems has parts");
         Self {
             parts,
+            scratch: Vec::new(),
             device: None,
         }
     }
+}
+
+/// Each of `parts` evaluated by `pass` into `scratch` (resized to the `outputs`' lengths, end
+/// to end) and added to `outputs`, in order; returns their values.
+fn add_parts<E: Evaluator + ?Sized>(
+    parts: &mut [Box<E>],
+    scratch: &mut Vec<f64>,
+    outputs: &mut [&mut [f64]],
+    mut pass: impl FnMut(&mut E, &mut [f64]) -> Result<f64, BackendError>,
+) -> Result<Vec<f64>, BackendError> {
+    scratch.resize(outputs.iter().map(|o| o.len()).sum(), 0.0);
+    let mut values = Vec::with_capacity(parts.len());
+    for part in parts {
+        values.push(pass(part, scratch)?);
+        let mut rest = &scratch[..];
+        for output in outputs.iter_mut() {
+            let (part_output, after) = rest.split_at(output.len());
+            for (total, p) in output.iter_mut().zip(part_output) {
+                *total += p;
+            }
+            rest = after;
+        }
+    }
+    Ok(values)
 }
 
 /// A part's device, which every part has once [`Evaluator::device`] has said so.
@@ -49,9 +77,57 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
         self.parts[0].dim()
     }
 
+    /// Part by part: the first writes the outputs, each further one writes `scratch` (kept
+    /// from pass to pass), added to them in order; the values added as `Partials::value` adds
+    /// the parts'. The same bits as finishing this sum's partials, without a vector per chunk
+    /// or part (a banded first part still writes `g` in place).
     fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
-        let partials = self.partials(x, evaluation.pass(), Share::Whole)?;
-        evaluation.finish(x, &partials)
+        let (first, further) = self.parts.split_first_mut().expect("parts");
+        let scratch = &mut self.scratch;
+        let (first_value, values) = match evaluation {
+            Evaluation::Value => (
+                first.evaluate(x, Evaluation::Value)?,
+                add_parts(further, scratch, &mut [], |part, _| {
+                    part.evaluate(x, Evaluation::Value)
+                })?,
+            ),
+            Evaluation::Gradient { gradient, g, value } => {
+                let own = Evaluation::Gradient {
+                    gradient,
+                    g: &mut *g,
+                    value,
+                };
+                (
+                    first.evaluate(x, own)?,
+                    add_parts(further, scratch, &mut [g], |part, out| {
+                        part.evaluate(
+                            x,
+                            Evaluation::Gradient {
+                                gradient,
+                                g: out,
+                                value,
+                            },
+                        )
+                    })?,
+                )
+            }
+            Evaluation::Normal { jacobian, jtj, jtr } => {
+                let n = jtr.len();
+                let own = Evaluation::Normal {
+                    jacobian,
+                    jtj: &mut *jtj,
+                    jtr: &mut *jtr,
+                };
+                (
+                    first.evaluate(x, own)?,
+                    add_parts(further, scratch, &mut [jtj, jtr], |part, out| {
+                        let (jtj, jtr) = out.split_at_mut(n * n);
+                        part.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
+                    })?,
+                )
+            }
+        };
+        Ok(sum_in_order(std::iter::once(first_value).chain(values)))
     }
 
     /// The first part's partials of `share`, and each further part's of the share of parts
