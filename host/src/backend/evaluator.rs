@@ -3,6 +3,7 @@
 //! backends import it; it names one type of the GPU's, the evaluator a solver keeps its
 //! vectors beside ([`Evaluator::device`]).
 
+pub(crate) use super::mpi::add_in_order;
 pub use super::mpi::{Layout, Partials, Share};
 use gpu_kernels::raw::Arg;
 

@@ -7,6 +7,7 @@ mod share;
 #[cfg(feature = "mpi")]
 mod world;
 
+pub(crate) use share::add_in_order;
 pub use share::{Layout, Partials, Share};
 #[cfg(feature = "mpi")]
 pub use world::{Sharded, World, launched_by_mpi};

@@ -185,32 +185,10 @@ impl Partials {
     /// parts are each finished into a vector of their own and added to `g` in order.
     pub fn gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
         self.own_gradient_into(x, g)?;
-        self.add_further(g, |part, out| part.gradient_into(x, out).map(drop))?;
+        add_in_order(&self.further, &mut Vec::new(), &mut [g], |part, out| {
+            part.gradient_into(x, out)
+        })?;
         Ok(self.value())
-    }
-
-    /// `into += ` each further part's result, finished by `finish` into a vector of
-    /// `into`'s length, in order.
-    fn add_further(
-        &self,
-        into: &mut [f64],
-        mut finish: impl FnMut(&Partials, &mut [f64]) -> Result<(), BackendError>,
-    ) -> Result<(), BackendError> {
-        let mut part = vec![
-            0.0;
-            if self.further.is_empty() {
-                0
-            } else {
-                into.len()
-            }
-        ];
-        for further in &self.further {
-            finish(further, &mut part)?;
-            for (total, p) in into.iter_mut().zip(&part) {
-                *total += p;
-            }
-        }
-        Ok(())
     }
 
     /// This part's own gradient, without its further parts.
@@ -237,18 +215,16 @@ impl Partials {
     /// finished on their own and added, in order.
     pub fn normal_into(&self, jtj: &mut [f64], jtr: &mut [f64]) -> Result<f64, BackendError> {
         self.own_normal_into(jtj, jtr)?;
-        if self.further.is_empty() {
-            return Ok(self.value());
-        }
         let n = jtr.len();
-        let mut both = [jtj.to_vec(), jtr.to_vec()].concat();
-        self.add_further(&mut both, |part, out| {
-            let (part_jtj, part_jtr) = out.split_at_mut(n * n);
-            part.normal_into(part_jtj, part_jtr).map(drop)
-        })?;
-        let (sum_jtj, sum_jtr) = both.split_at(n * n);
-        jtj.copy_from_slice(sum_jtj);
-        jtr.copy_from_slice(sum_jtr);
+        add_in_order(
+            &self.further,
+            &mut Vec::new(),
+            &mut [jtj, jtr],
+            |part, out| {
+                let (part_jtj, part_jtr) = out.split_at_mut(n * n);
+                part.normal_into(part_jtj, part_jtr)
+            },
+        )?;
         Ok(self.value())
     }
 
@@ -287,4 +263,31 @@ impl Partials {
             })
         }
     }
+}
+
+/// `outputs += ` each of `parts`' results, in order: `make` writes a part's into `scratch`
+/// (resized to the `outputs`' lengths, end to end, once there is a part) and returns what it
+/// returns, which is collected. How a sum's parts are added, finished from partials or
+/// evaluated one by one (`backend::sum`), so that both add in the same order.
+pub(crate) fn add_in_order<P, V>(
+    parts: impl IntoIterator<Item = P>,
+    scratch: &mut Vec<f64>,
+    outputs: &mut [&mut [f64]],
+    mut make: impl FnMut(P, &mut [f64]) -> Result<V, BackendError>,
+) -> Result<Vec<V>, BackendError> {
+    let len = outputs.iter().map(|output| output.len()).sum();
+    let mut made = Vec::new();
+    for part in parts {
+        scratch.resize(len, 0.0);
+        made.push(make(part, scratch)?);
+        let mut rest = &scratch[..];
+        for output in outputs.iter_mut() {
+            let (part_output, after) = rest.split_at(output.len());
+            for (total, p) in output.iter_mut().zip(part_output) {
+                *total += p;
+            }
+            rest = after;
+        }
+    }
+    Ok(made)
 }

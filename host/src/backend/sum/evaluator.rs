@@ -3,6 +3,7 @@
 
 use crate::backend::evaluator::{
     BackendError, Evaluation, Evaluator, Gradient, LeastSquaresEvaluator, Partials, Pass, Share,
+    add_in_order,
 };
 use crate::backend::gpu::{DeviceEvaluator, DeviceVector, DeviceVectors};
 use gpu_kernels::kernel::sum_in_order;
@@ -39,30 +40,6 @@ impl<E: Evaluator + ?Sized> SumEvaluator<E> {
     }
 }
 
-/// Each of `parts` evaluated by `pass` into `scratch` (resized to the `outputs`' lengths, end
-/// to end) and added to `outputs`, in order; returns their values.
-fn add_parts<E: Evaluator + ?Sized>(
-    parts: &mut [Box<E>],
-    scratch: &mut Vec<f64>,
-    outputs: &mut [&mut [f64]],
-    mut pass: impl FnMut(&mut E, &mut [f64]) -> Result<f64, BackendError>,
-) -> Result<Vec<f64>, BackendError> {
-    scratch.resize(outputs.iter().map(|o| o.len()).sum(), 0.0);
-    let mut values = Vec::with_capacity(parts.len());
-    for part in parts {
-        values.push(pass(part, scratch)?);
-        let mut rest = &scratch[..];
-        for output in outputs.iter_mut() {
-            let (part_output, after) = rest.split_at(output.len());
-            for (total, p) in output.iter_mut().zip(part_output) {
-                *total += p;
-            }
-            rest = after;
-        }
-    }
-    Ok(values)
-}
-
 /// A part's device, which every part has once [`Evaluator::device`] has said so.
 fn on_device<E: Evaluator + ?Sized>(
     part: &mut E,
@@ -87,7 +64,7 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
         let (first_value, values) = match evaluation {
             Evaluation::Value => (
                 first.evaluate(x, Evaluation::Value)?,
-                add_parts(further, scratch, &mut [], |part, _| {
+                add_in_order(further.iter_mut(), scratch, &mut [], |part, _| {
                     part.evaluate(x, Evaluation::Value)
                 })?,
             ),
@@ -99,7 +76,7 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
                 };
                 (
                     first.evaluate(x, own)?,
-                    add_parts(further, scratch, &mut [g], |part, out| {
+                    add_in_order(further.iter_mut(), scratch, &mut [g], |part, out| {
                         part.evaluate(
                             x,
                             Evaluation::Gradient {
@@ -120,7 +97,7 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
                 };
                 (
                     first.evaluate(x, own)?,
-                    add_parts(further, scratch, &mut [jtj, jtr], |part, out| {
+                    add_in_order(further.iter_mut(), scratch, &mut [jtj, jtr], |part, out| {
                         let (jtj, jtr) = out.split_at_mut(n * n);
                         part.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
                     })?,
