@@ -57,9 +57,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut objective = TermObjective::new(residuals, Gradient::Exact);
     let result = least_squares(&mut objective, &instance.x0, &LmOptions::default())?;
     // σ are the true noise levels here: curve_fit's absolute_sigma=True.
-    let pcov = result
+    let stderrs = result
         .covariance(true)
-        .ok_or("the covariance cannot be estimated")?;
+        .ok_or("the covariance cannot be estimated")?
+        .standard_errors();
     println!("status    {}: {}", result.status.code(), result.message);
     println!(
         "points    {points}; nit {}, nfev {}, njev {}; χ²/dof {:.4}",
@@ -70,7 +71,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut worst: f64 = 0.0;
     for (i, (value, truth)) in result.x.iter().zip(TRUTH).enumerate() {
-        let stderr = pcov[i * 7 + i].sqrt();
+        let stderr = stderrs[i];
         println!("θ{i}        {value:>12.6} ± {stderr:.2e} (generated with {truth})");
         worst = worst.max((value - truth).abs() / stderr);
     }

@@ -126,7 +126,8 @@ const FIT_FIELDS: [&str; 8] = [
 ];
 
 /// Dense fits, rows sharded: 5000 rows are 5 blocks of 1024, split 2/2/1 over 3 ranks. LM with
-/// exact Jacobians (the normal equations), and L-BFGS with forward differences (the dense
+/// exact Jacobians (each block's rows folded into a triangle, the triangles folded in block
+/// order), and L-BFGS with forward differences (the dense
 /// gradient's chunk sums divided by the spacing, and its error check against exact).
 #[test]
 fn a_dense_fit_gives_the_same_bits_on_any_number_of_ranks() {

@@ -48,14 +48,14 @@ macro_rules! include_ptx {
 }
 
 pub use backend::{
-    Backend, BackendChoice, BackendError, Evaluator, Gradient, LaunchConfig, LaunchOverride,
-    LeastSquaresEvaluator, ProblemError, RawArg, ResidualSum, TermProblem, TermSum,
+    Backend, BackendChoice, BackendError, Evaluator, Factor, Gradient, LaunchConfig,
+    LaunchOverride, LeastSquaresEvaluator, ProblemError, RawArg, ResidualSum, TermProblem, TermSum,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};
 pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
 pub use solver::{
-    Iterate, LeastSquaresResult, LmOptions, LmStatus, Method, OptimizeResult, Options, SolveError,
-    Status, covariance, least_squares, least_squares_with_observer, minimize,
+    Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method, OptimizeResult, Options,
+    SolveError, Status, covariance, least_squares, least_squares_with_observer, minimize,
     minimize_with_observer,
 };

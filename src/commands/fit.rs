@@ -8,10 +8,11 @@ use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
+use cudamin::Factor;
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::fit::{FitData, MODELS, find_model};
-use cudamin::solver::covariance;
+use cudamin::solver::{Covariance, covariance};
 use cudamin::{Gradient, LaunchOverride};
 use std::io::Write;
 use std::path::PathBuf;
@@ -87,8 +88,12 @@ struct FitReport<'a> {
     x: &'a [f64],
     /// Their standard errors, `√diag(pcov)`; `null` where the covariance cannot be estimated.
     stderr: Option<Vec<f64>>,
-    /// `curve_fit`'s `pcov`, by rows.
+    /// `curve_fit`'s `pcov`, by rows: where `J` is rank-deficient, the pseudo-inverse's.
     pcov: Option<Vec<Vec<f64>>>,
+    /// `J`'s rank at the solution (scipy's tolerance), with the covariance.
+    rank: Option<usize>,
+    /// The parameters in `J`'s null space: the data fix only a combination of them.
+    not_identifiable: Vec<usize>,
     absolute_sigma: bool,
     /// `Σ ((y − m)/σ)²`, the weighted residual sum of squares (χ² with sigma).
     rss: f64,
@@ -171,20 +176,19 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         .run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
-    // The normal equations at the solution: LM's own, or one more pass after BFGS / L-BFGS
-    // (where the backend has the pass).
-    let jtj = match result.jtj.clone() {
-        Some(jtj) => Some(jtj),
+    // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS.
+    let factor = match result.factor.clone() {
+        Some(factor) => Some(factor),
         None => {
-            let (mut jtj, mut jtr) = (vec![0.0; p * p], vec![0.0; p]);
+            let mut factor = Factor::new(p);
             objective
                 .least_squares()
-                .and_then(|ls| ls.normal_equations(&result.x, &mut jtj, &mut jtr).ok())
-                .map(|_| jtj)
+                .and_then(|ls| ls.factor(&result.x, &mut factor).ok())
+                .map(|_| factor)
         }
     };
     let absolute_sigma = args.absolute_sigma;
-    let pcov = jtj.and_then(|jtj| covariance(&jtj, result.fun, m, absolute_sigma));
+    let pcov = factor.and_then(|factor| covariance(&factor, result.fun, m, absolute_sigma));
     let dof = m - p;
     let report = FitReport {
         data: args.data.display().to_string(),
@@ -204,12 +208,14 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         success: result.success,
         message: &result.message,
         x: &result.x,
-        stderr: pcov
-            .as_ref()
-            .map(|c| (0..p).map(|i| c[i * p + i].sqrt()).collect()),
+        stderr: pcov.as_ref().map(Covariance::standard_errors),
         pcov: pcov
             .as_ref()
-            .map(|c| c.chunks(p).map(<[f64]>::to_vec).collect()),
+            .map(|c| c.matrix.chunks(p).map(<[f64]>::to_vec).collect()),
+        rank: pcov.as_ref().map(|c| c.rank),
+        not_identifiable: pcov
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.not_identifiable.clone()),
         absolute_sigma,
         rss: result.fun,
         reduced_chi2: if dof > 0 {
@@ -280,7 +286,17 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     if r.stderr.is_none() {
         writeln!(
             out,
-            "covariance     not estimated: JᵀJ is singular or too ill-conditioned at the solution, or dof = 0"
+            "covariance     not estimated: dof = 0, or J's triangle from the normal equations is too ill-conditioned at the solution"
+        )?;
+    }
+    if !r.not_identifiable.is_empty() {
+        let names: Vec<String> = r.not_identifiable.iter().map(|i| format!("θ{i}")).collect();
+        writeln!(
+            out,
+            "not identified {}: J has rank {} of {}; the data fix only a combination of these (pcov is the pseudo-inverse's)",
+            names.join(", "),
+            r.rank.unwrap_or(0),
+            r.params
         )?;
     }
     Ok(())

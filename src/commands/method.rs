@@ -8,7 +8,7 @@ use cudamin::TermObjective;
 use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::problems::Loaded;
 use cudamin::solver::{self, LmOptions};
-use cudamin::{Gradient, GradientError, LeastSquaresObjective, Method, Objective, Options};
+use cudamin::{Factor, Gradient, GradientError, LeastSquaresObjective, Method, Objective, Options};
 use std::ops::ControlFlow;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -59,8 +59,8 @@ pub struct Outcome {
     pub status: i32,
     pub success: bool,
     pub message: String,
-    /// For lm, `JᵀJ` at `x`.
-    pub jtj: Option<Vec<f64>>,
+    /// For lm, `J`'s triangle at `x`.
+    pub factor: Option<Factor>,
     /// Every iteration, as the observer saw it.
     pub history: Vec<Step>,
 }
@@ -173,7 +173,7 @@ impl MethodArgs {
                     status: r.status.code(),
                     success: r.success,
                     message: r.message,
-                    jtj: Some(r.jtj),
+                    factor: Some(r.factor),
                     x: r.x,
                     history: Vec::new(),
                 }
@@ -207,7 +207,7 @@ impl MethodArgs {
                     status: r.status.code(),
                     success: r.success,
                     message: r.message,
-                    jtj: None,
+                    factor: None,
                     x: r.x,
                     history: Vec::new(),
                 }

@@ -18,6 +18,7 @@ pub mod normal;
 mod registration;
 pub mod reverse;
 mod sums;
+pub mod triangle;
 
 pub use registration::{IndexedKernels, Kernels, ResidualKernels};
 pub use sums::{

@@ -56,14 +56,16 @@ impl<'a> NormalPartial<'a> {
     }
 }
 
-/// Where a CPU chunk's residuals and Jacobian rows are added up: [`NormalLanes`] for dense
-/// windows of at most [`NORMAL_LANES_WIDTH_MAX`] variables, [`NormalPartial`] for the others.
+/// Where a CPU chunk's residuals and Jacobian rows go: summed into normal equations
+/// ([`NormalLanes`] for dense windows of at most [`NORMAL_LANES_WIDTH_MAX`] variables,
+/// [`NormalPartial`] for the others), or folded into a triangle
+/// ([`TriangleRows`](super::triangle::TriangleRows)).
 pub trait NormalSum {
     /// Adds residual `r` whose gradient is `row` over the variables `offset .. offset +
     /// row.len()` (the term's window; the rest of its Jacobian row is zero).
     fn add(&mut self, r: f64, offset: usize, row: &[f64]);
 
-    /// `Σ r_k²` over the terms added, once the partial's `JᵀJ` and `Jᵀr` are complete.
+    /// `Σ r_k²` over the terms added, once the chunk's result is complete.
     fn finish(self) -> f64;
 }
 

@@ -4,7 +4,7 @@
 //! vectors beside ([`Evaluator::device`]).
 
 pub(crate) use super::mpi::add_in_order;
-pub use super::mpi::{Layout, Partials, Share};
+pub use super::mpi::{Factor, Layout, Partials, Share};
 use gpu_kernels::raw::Arg;
 
 /// Grid and block of one launch (one-dimensional).
@@ -233,7 +233,7 @@ pub trait Evaluator: Send {
             let len = match pass {
                 Pass::Value => 0,
                 Pass::Gradient { .. } => n,
-                Pass::Normal { .. } => n * n + n,
+                Pass::Normal { .. } | Pass::Factor { .. } => n * n + n,
             };
             return Ok(Partials::none(Layout::sums(len)));
         }
@@ -253,9 +253,11 @@ pub trait Evaluator: Send {
                 let f = self.evaluate(x, evaluation)?;
                 Ok(Partials::one(f, g, Layout::sums(n)))
             }
-            Pass::Normal { jacobian } => Partials::whole_normal(n, share, |jtj, jtr| {
-                self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
-            }),
+            Pass::Normal { jacobian } | Pass::Factor { jacobian } => {
+                Partials::whole_normal(n, share, |jtj, jtr| {
+                    self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
+                })
+            }
         }
     }
 }
@@ -286,6 +288,16 @@ pub enum Evaluation<'a> {
         /// `Jᵀr`.
         jtr: &'a mut [f64],
     },
+    /// A sum of squares' `Σ r²`, with its residual rows reduced to `R` and `Qᵀr` ([`Factor`],
+    /// sized for `n` variables), rows exact or by finite differences as `jacobian` says.
+    /// Neither `J` nor `JᵀJ` is formed (unless the backend has only the normal equations, as
+    /// the factor then says).
+    Factor {
+        /// How the rows of `J` are computed.
+        jacobian: Gradient,
+        /// `R` and `Qᵀr`.
+        factor: &'a mut Factor,
+    },
 }
 
 impl Evaluation<'_> {
@@ -297,6 +309,7 @@ impl Evaluation<'_> {
                 gradient, value, ..
             } => Pass::Gradient { gradient, value },
             Evaluation::Normal { jacobian, .. } => Pass::Normal { jacobian },
+            Evaluation::Factor { jacobian, .. } => Pass::Factor { jacobian },
         }
     }
 
@@ -307,6 +320,7 @@ impl Evaluation<'_> {
             Evaluation::Value => Ok(partials.value()),
             Evaluation::Gradient { g, .. } => partials.gradient_into(x, g),
             Evaluation::Normal { jtj, jtr, .. } => partials.normal_into(jtj, jtr),
+            Evaluation::Factor { factor, .. } => partials.factor_into(factor),
         }
     }
 
@@ -331,6 +345,13 @@ pub enum Pass {
     /// A sum of squares' `Σ r²`, `JᵀJ` and `Jᵀr` (see
     /// [`LeastSquaresEvaluator::normal_equations`]).
     Normal {
+        /// How the rows of `J` are computed.
+        jacobian: Gradient,
+    },
+    /// A sum of squares' `Σ r²` and the [`Factor`] of its residual rows. Where a backend has no
+    /// pass of its own for it, its normal equations' partials, which finish to a factor by
+    /// Cholesky ([`Partials::factor_into`]).
+    Factor {
         /// How the rows of `J` are computed.
         jacobian: Gradient,
     },
@@ -364,6 +385,18 @@ pub trait NormalPass<E>: Send {
             self.normal_equations(sum, x, jacobian, jtj, jtr)
         })
     }
+    /// As [`Evaluator::partials`] for [`Pass::Factor`]. The default is the normal equations'
+    /// partials, which finish to a factor by Cholesky: a backend with its own triangle pass
+    /// (the CPU's) overrides it.
+    fn factor_partials(
+        &mut self,
+        sum: &mut E,
+        x: &[f64],
+        jacobian: Gradient,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        self.normal_partials(sum, x, jacobian, share)
+    }
 }
 
 /// A sum of squares loaded on a backend: its evaluator `sum` answers for the objective, `pass`
@@ -386,6 +419,10 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
                 self.pass
                     .normal_equations(&mut self.sum, x, jacobian, jtj, jtr)
             }
+            Evaluation::Factor { jacobian, factor } => self
+                .pass
+                .factor_partials(&mut self.sum, x, jacobian, Share::Whole)?
+                .factor_into(factor),
             other => self.sum.evaluate(x, other),
         }
     }
@@ -394,6 +431,9 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
         match pass {
             Pass::Normal { jacobian } => {
                 self.pass.normal_partials(&mut self.sum, x, jacobian, share)
+            }
+            Pass::Factor { jacobian } => {
+                self.pass.factor_partials(&mut self.sum, x, jacobian, share)
             }
             other => self.sum.partials(x, other, share),
         }
@@ -422,6 +462,16 @@ pub trait LeastSquaresEvaluator: Evaluator {
         jtr: &mut [f64],
     ) -> Result<f64, BackendError> {
         self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
+    }
+    /// One pass over the residuals: returns `Σ r_k²`, and writes `R` and `Qᵀr` into `factor`
+    /// (see [`Evaluation::Factor`]).
+    fn factor(
+        &mut self,
+        x: &[f64],
+        jacobian: Gradient,
+        factor: &mut Factor,
+    ) -> Result<f64, BackendError> {
+        self.evaluate(x, Evaluation::Factor { jacobian, factor })
     }
 }
 

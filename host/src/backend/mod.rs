@@ -14,7 +14,7 @@ pub mod problem;
 pub mod sum;
 
 pub use evaluator::{
-    BackendError, Evaluation, Evaluator, Gradient, LaunchConfig, LaunchOverride, Layout,
+    BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig, LaunchOverride, Layout,
     LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
     checked_against,
 };

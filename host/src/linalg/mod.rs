@@ -2,6 +2,7 @@
 //! share: the `n`-vector kernels (`vector`) and a dense Cholesky factorization. Rayon-parallel
 //! and deterministic: results never depend on the number of threads.
 
+pub(crate) mod svd;
 pub(crate) mod vector;
 
 pub use vector::max_abs as inf_norm;

@@ -1,9 +1,9 @@
 //! A sum of squares seen through its residuals: what Levenberg–Marquardt asks of an objective.
 
 use super::{EvalError, TermObjective};
-use crate::backend::LeastSquaresEvaluator;
+use crate::backend::{Factor, LeastSquaresEvaluator};
 
-/// `f(x) = Σ_k r_k(x)²` with its residuals' normal equations.
+/// `f(x) = Σ_k r_k(x)²` with its residual rows reduced to a triangle (`J = Q·R`).
 ///
 /// Being one is a type, not a runtime check: a term objective is one when its problem was loaded
 /// with its residuals ([`Backend::load_least_squares`](crate::Backend::load_least_squares)),
@@ -32,13 +32,9 @@ pub trait LeastSquaresObjective {
     fn residuals(&self) -> usize;
     /// `Σ r_k(x)²`.
     fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, EvalError>;
-    /// `Σ r_k(x)²`, with `JᵀJ` (`n × n`, row-major) into `jtj` and `Jᵀr` into `jtr`, in one pass.
-    fn normal_equations(
-        &mut self,
-        x: &[f64],
-        jtj: &mut [f64],
-        jtr: &mut [f64],
-    ) -> Result<f64, EvalError>;
+    /// `Σ r_k(x)²`, with `R` and `Qᵀr` into `factor` (sized for `n` by [`Factor::new`]), in
+    /// one pass.
+    fn factor(&mut self, x: &[f64], factor: &mut Factor) -> Result<f64, EvalError>;
 }
 
 /// A term objective loaded as a sum of squares (`Backend::load_least_squares`): its Jacobian
@@ -57,15 +53,10 @@ impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
         Ok(self.evaluator.value(x)?)
     }
 
-    fn normal_equations(
-        &mut self,
-        x: &[f64],
-        jtj: &mut [f64],
-        jtr: &mut [f64],
-    ) -> Result<f64, EvalError> {
+    fn factor(&mut self, x: &[f64], factor: &mut Factor) -> Result<f64, EvalError> {
         self.check_len(x.len())?;
-        self.check_len(jtr.len())?;
+        self.check_len(factor.qtr.len())?;
         let jacobian = self.gradient;
-        Ok(self.evaluator.normal_equations(x, jacobian, jtj, jtr)?)
+        Ok(self.evaluator.factor(x, jacobian, factor)?)
     }
 }

@@ -5,18 +5,21 @@
 //! the `ftol`/`xtol`/`gtol` tests and status codes scipy reports.
 //!
 //! One difference in means, none in the rules: MINPACK factors the `m × n` Jacobian by QR;
-//! here `J` is never stored (a data fit has millions of rows), so each step solves the normal
-//! equations `(JᵀJ + λD²) p = −Jᵀr` by Cholesky, from `JᵀJ` and `Jᵀr` accumulated in one pass
-//! over the residuals. Every quantity MINPACK's tests use is a function of those two: column
-//! norms are `√(JᵀJ)_jj`, `‖Jp‖² = pᵀ(JᵀJ)p`, and the gradient test's cosines are
-//! `(Jᵀr)_j / (‖J_j‖·‖r‖)`. Normal equations square `J`'s condition number, so a fit whose
-//! `JᵀJ` is singular to working precision takes damped steps only (a Gauss–Newton step that
-//! cannot be factored is treated as too long), where QR would find a least-norm step; and such
-//! a solve does not report success where its tests pass, unless its residuals vanish
-//! ([`LmStatus::IllConditioned`]).
+//! here `J` is never stored (a data fit has millions of rows). One pass over the residuals
+//! folds their rows into `R` and `Qᵀr` (`J = Q·R`, [`Factor`]); the column-pivoted QR of that
+//! `n × n` triangle is MINPACK's of `J` (orthogonal factors keep the column norms its pivoting
+//! reads), and `lmpar`, `qrsolv` and every test run on it as MINPACK runs them on `J`'s
+//! (`super::minpack`). `J`'s condition number is not squared.
+//!
+//! A backend without the triangle pass (the GPU, for now) gives `R` from the normal equations
+//! by Cholesky: its steps then carry `JᵀJ`'s rounding, and a solve that ends where that
+//! rounding swamps the steps says so ([`LmStatus::IllConditioned`]).
 
+use super::covariance::{Covariance, covariance};
+use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
 use super::result::{Iterate, SolveError};
+use crate::backend::Factor;
 use crate::linalg::{cholesky_into, solve_lower, solve_lower_transposed, try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
 use ndarray::ArrayView2;
@@ -94,10 +97,11 @@ pub enum LmStatus {
     FtolXtol,
     /// −2: the observer asked to stop (scipy: the callback raised `StopIteration`).
     Stopped,
-    /// −3 (cudamin's own): a test passed, but at the solution `JᵀJ`, its columns scaled, is too
-    /// close to singular for its steps to be trusted (condition number × ε above 0.01), and the
-    /// residuals do not vanish. MINPACK, which factors `J` itself, does not square its
-    /// condition number and has no such case.
+    /// −3 (cudamin's own, only where `R` came from the normal equations, see
+    /// [`Factor::from_normal_equations`]): a test passed, but at the solution `JᵀJ`, its
+    /// columns scaled, is too close to singular for its steps to be trusted (condition number
+    /// × ε above 0.01), and the residuals do not vanish. MINPACK, and the triangle pass, factor
+    /// `J` itself, do not square its condition number and have no such case.
     IllConditioned,
 }
 
@@ -125,7 +129,7 @@ impl LmStatus {
             LmStatus::FtolXtol => "Both `ftol` and `xtol` termination conditions are satisfied.",
             LmStatus::Stopped => "The algorithm was terminated by the callback.",
             LmStatus::IllConditioned => {
-                "JᵀJ is too ill-conditioned at the solution for the normal equations to resolve the steps (the Jacobian's scaled columns are nearly dependent): the result is not a reliable minimum. Rescale the data or reparametrize the model."
+                "JᵀJ is too ill-conditioned at the solution for the normal equations to resolve the steps (the Jacobian's scaled columns are nearly dependent): the result is not a reliable minimum. Solve on the CPU, whose triangle pass factors J itself, or rescale the data or reparametrize the model."
             }
         }
     }
@@ -136,8 +140,8 @@ impl LmStatus {
     }
 }
 
-/// The result of a least-squares solve, in scipy's `least_squares` vocabulary, with the normal
-/// equations at the solution (from which a fit's covariance follows).
+/// The result of a least-squares solve, in scipy's `least_squares` vocabulary, with the
+/// triangle of `J` at the solution (from which a fit's covariance follows).
 #[derive(Clone, Debug)]
 pub struct LeastSquaresResult {
     /// The solution.
@@ -148,13 +152,13 @@ pub struct LeastSquaresResult {
     pub grad: Vec<f64>,
     /// `‖grad‖∞` (scipy's `optimality`).
     pub optimality: f64,
-    /// `JᵀJ` at `x`, `n × n`, row-major.
-    pub jtj: Vec<f64>,
+    /// `R` and `Qᵀr` of `J = Q·R` at `x`.
+    pub factor: Factor,
     /// The number of residuals `m`.
     pub residuals: usize,
     /// Evaluations of `Σr²` (one pass each).
     pub nfev: usize,
-    /// Passes over the residuals for the normal equations.
+    /// Passes over the residual rows (`njev`).
     pub njev: usize,
     /// Accepted steps.
     pub nit: usize,
@@ -168,52 +172,27 @@ pub struct LeastSquaresResult {
 
 impl LeastSquaresResult {
     /// The covariance of the parameters at `x` (see [`covariance`]).
-    pub fn covariance(&self, absolute_sigma: bool) -> Option<Vec<f64>> {
-        covariance(&self.jtj, 2.0 * self.cost, self.residuals, absolute_sigma)
+    pub fn covariance(&self, absolute_sigma: bool) -> Option<Covariance> {
+        covariance(
+            &self.factor,
+            2.0 * self.cost,
+            self.residuals,
+            absolute_sigma,
+        )
     }
 }
 
-/// The parameters' covariance from the normal equations at a solution, as `curve_fit`'s `pcov`:
-/// `(JᵀJ)⁻¹` (`n × n`, row-major) when the residuals are weighted by their true standard
-/// deviations (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which
-/// takes the residuals' scatter as the measure of their uncertainty. `None` where it cannot be
-/// estimated: `m = n` without `absolute_sigma` (`curve_fit` fills `pcov` with `inf` then), or
-/// `JᵀJ` singular to working precision or so ill-conditioned that its inverse would be more
-/// than 1 % wrong (the bound of [`LmStatus::IllConditioned`]; `curve_fit` takes the inverse
-/// from `J`'s singular values, whose error is not squared).
-///
-/// ```
-/// use cudamin_host::solver::covariance;
-///
-/// // JᵀJ = diag(4, 1), Σr² = 6 over 5 residuals: the reduced χ² is 6 / (5 − 2) = 2.
-/// let jtj = [4.0, 0.0, 0.0, 1.0];
-/// assert_eq!(covariance(&jtj, 6.0, 5, true), Some(vec![0.25, 0.0, 0.0, 1.0]));
-/// assert_eq!(covariance(&jtj, 6.0, 5, false), Some(vec![0.5, 0.0, 0.0, 2.0]));
-/// // Singular: no estimate.
-/// assert_eq!(covariance(&[1.0, 1.0, 1.0, 1.0], 6.0, 5, true), None);
-/// ```
-pub fn covariance(
-    jtj: &[f64],
-    sum_of_squares: f64,
-    residuals: usize,
-    absolute_sigma: bool,
-) -> Option<Vec<f64>> {
-    let n = jtj.len().isqrt();
-    let scale = if absolute_sigma {
-        1.0
-    } else if residuals > n {
-        sum_of_squares / (residuals - n) as f64
-    } else {
-        return None;
-    };
-    if scaled_condition(jtj).is_none_or(|c| c * f64::EPSILON > ILL_CONDITIONED) {
-        return None;
+/// Whether normal equations' `R` (`n × n`) is too ill-conditioned to resolve a step: `ε` times
+/// the 1-norm condition number of `JᵀJ = RᵀR`, its columns scaled to a unit diagonal, above
+/// [`ILL_CONDITIONED`] (or not positive definite in floating point).
+pub(super) fn normal_equations_unresolved(r: &[f64], n: usize) -> bool {
+    let mut jtj = vec![0.0; n * n];
+    for a in 0..n {
+        for b in 0..n {
+            jtj[a * n + b] = (0..=a.min(b)).map(|k| r[k * n + a] * r[k * n + b]).sum();
+        }
     }
-    let mut inverse = positive_definite_inverse(jtj, n)?;
-    for v in inverse.iter_mut() {
-        *v *= scale;
-    }
-    inverse.iter().all(|v| v.is_finite()).then_some(inverse)
+    scaled_condition(&jtj).is_none_or(|c| c * f64::EPSILON > ILL_CONDITIONED)
 }
 
 /// `A⁻¹` of a symmetric `n × n` matrix (row-major) by its Cholesky factor; `None` where `A` is
@@ -272,9 +251,6 @@ fn scaled_condition(jtj: &[f64]) -> Option<f64> {
 /// 3e-3, at its minimum), and only Powell's singular function is above, whose residuals
 /// vanish at its solution.
 const ILL_CONDITIONED: f64 = 1e-2;
-
-/// MINPACK's lower bound on a positive number.
-const DWARF: f64 = f64::MIN_POSITIVE;
 
 /// Minimizes `Σ r_k(x)²` from `x0` by Levenberg–Marquardt: scipy's
 /// `least_squares(fun, x0, method='lm')`. Its `cost` is `½ Σ r²`, as scipy's is; the
@@ -335,21 +311,15 @@ pub fn least_squares_with_observer(
         });
     }
     let max_nfev = options.max_nfev.unwrap_or(n.saturating_mul(100));
-    let square = |what| {
-        try_zeros(n * n).ok_or(SolveError::OutOfMemory {
-            what,
-            bytes: n * n * size_of::<f64>(),
-        })
-    };
-    let mut jtj = square("JᵀJ, the normal equations' matrix")?;
-    let mut damped = Damped {
-        l: square("the Cholesky factor of JᵀJ + λD²")?,
-        a: square("JᵀJ + λD²")?,
-        work: vec![0.0; n],
-    };
-    let mut jtr = vec![0.0; n];
+    if try_zeros(3 * n * n).is_none() {
+        return Err(SolveError::OutOfMemory {
+            what: "the triangle of J and its pivoted QR",
+            bytes: 3 * n * n * size_of::<f64>(),
+        });
+    }
+    let mut factor = Factor::new(n);
     let mut x = x0.to_vec();
-    let sum_of_squares = objective.normal_equations(&x, &mut jtj, &mut jtr)?;
+    let sum_of_squares = objective.factor(&x, &mut factor)?;
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     if !sum_of_squares.is_finite() {
         return Err(SolveError::NonFiniteResiduals);
@@ -360,10 +330,14 @@ pub fn least_squares_with_observer(
     let (mut delta, mut xnorm, mut par) = (0.0, 0.0, 0.0);
     let mut step = vec![0.0; n];
     let mut trial = vec![0.0; n];
-    // Whether `jtj` and `jtr` are those of `x` (not yet, after a step accepted at the end).
-    let mut normal_at_x = true;
+    // Whether `factor` is that of `x` (not yet, after a step accepted at the end).
+    let mut factor_at_x = true;
     let status = 'outer: loop {
-        let column_norms: Vec<f64> = (0..n).map(|j| jtj[j * n + j].max(0.0).sqrt()).collect();
+        // J's column norms are R's: Q is orthogonal.
+        let column_norms: Vec<f64> = (0..n)
+            .map(|j| norm2((0..=j).map(|i| factor.r[i * n + j])))
+            .collect();
+        let mut qr = PivotedQr::new(&factor.r, &factor.qtr);
         if nit == 0 {
             for (d, &c) in diag.iter_mut().zip(&column_norms) {
                 *d = if c == 0.0 { 1.0 } else { c };
@@ -375,14 +349,14 @@ pub fn least_squares_with_observer(
                 options.factor * xnorm
             };
         }
-        if gradient_cosine(&jtr, &column_norms, fnorm) <= options.gtol {
+        if qr.gradient_cosine(&column_norms, fnorm) <= options.gtol {
             break LmStatus::Gtol;
         }
         for (d, &c) in diag.iter_mut().zip(&column_norms) {
             *d = d.max(c);
         }
         loop {
-            par = damped.step(&jtj, &jtr, &diag, delta, par, &mut step);
+            par = qr.lmpar(&diag, delta, par, &mut step);
             let pnorm = scaled_norm(&diag, &step);
             vector::fill_with(&mut trial, &x, &step, |x, p| x + p);
             if nit == 0 {
@@ -396,8 +370,7 @@ pub fn least_squares_with_observer(
             } else {
                 -1.0
             };
-            let jp = quadratic_form(&jtj, &step).max(0.0).sqrt();
-            let temp1 = jp / fnorm;
+            let temp1 = qr.jacobian_times_norm(&step) / fnorm;
             let temp2 = par.sqrt() * pnorm / fnorm;
             let prered = temp1 * temp1 + temp2 * temp2 / 0.5;
             let dirder = -(temp1 * temp1 + temp2 * temp2);
@@ -423,7 +396,7 @@ pub fn least_squares_with_observer(
                 xnorm = scaled_norm(&diag, &x);
                 fnorm = fnorm1;
                 nit += 1;
-                normal_at_x = false;
+                factor_at_x = false;
             }
             let ftol_met = actred.abs() <= options.ftol && prered <= options.ftol && ratio <= 2.0;
             let xtol_met = delta <= options.xtol * xnorm;
@@ -440,14 +413,14 @@ pub fn least_squares_with_observer(
                 break;
             }
         }
-        objective.normal_equations(&x, &mut jtj, &mut jtr)?;
+        objective.factor(&x, &mut factor)?;
         njev += 1;
-        normal_at_x = true;
-        let grad_norm = 2.0 * vector::norm(&jtr, f64::INFINITY);
+        factor_at_x = true;
+        let grad = gradient(&factor);
         let iterate = Iterate {
             nit,
             fun: fnorm * fnorm,
-            grad_norm,
+            grad_norm: 2.0 * vector::norm(&grad, f64::INFINITY),
             nfev,
             njev,
             x: &|| Ok(Cow::Borrowed(&x[..])),
@@ -456,27 +429,29 @@ pub fn least_squares_with_observer(
             break LmStatus::Stopped;
         }
     };
-    let sum_of_squares = if normal_at_x {
+    let sum_of_squares = if factor_at_x {
         fnorm * fnorm
     } else {
         njev += 1;
-        objective.normal_equations(&x, &mut jtj, &mut jtr)?
+        objective.factor(&x, &mut factor)?
     };
     // A test that passed on steps the normal equations could not resolve proves nothing,
     // unless the residuals vanished, which proves a minimum whatever the steps were.
     let status = if status.success()
+        && factor.from_normal_equations
         && sum_of_squares.sqrt() > f64::EPSILON * initial_norm
-        && scaled_condition(&jtj).is_some_and(|c| c * f64::EPSILON > ILL_CONDITIONED)
+        && normal_equations_unresolved(&factor.r, n)
     {
         LmStatus::IllConditioned
     } else {
         status
     };
+    let grad = gradient(&factor);
     Ok(LeastSquaresResult {
-        optimality: vector::norm(&jtr, f64::INFINITY),
+        optimality: vector::norm(&grad, f64::INFINITY),
         cost: 0.5 * sum_of_squares,
-        grad: jtr,
-        jtj,
+        grad,
+        factor,
         x,
         residuals: m,
         nfev,
@@ -488,160 +463,10 @@ pub fn least_squares_with_observer(
     })
 }
 
-/// `‖D·v‖`.
-fn scaled_norm(diag: &[f64], v: &[f64]) -> f64 {
-    diag.iter()
-        .zip(v)
-        .map(|(d, v)| (d * v) * (d * v))
-        .sum::<f64>()
-        .sqrt()
-}
-
-/// `vᵀ A v`, `A` `n × n` row-major.
-fn quadratic_form(a: &[f64], v: &[f64]) -> f64 {
-    let n = v.len();
+/// `Jᵀr = Rᵀ·(Qᵀr)`.
+fn gradient(factor: &Factor) -> Vec<f64> {
+    let n = factor.qtr.len();
     (0..n)
-        .map(|i| v[i] * vector::dot(&a[i * n..(i + 1) * n], v))
-        .sum()
-}
-
-/// MINPACK's gradient test: the largest `|cos|` of the angle between `r` and a column of `J`,
-/// `|(Jᵀr)_j| / (‖J_j‖·‖r‖)`, over the nonzero columns; 0 when `r = 0`.
-fn gradient_cosine(jtr: &[f64], column_norms: &[f64], fnorm: f64) -> f64 {
-    if fnorm == 0.0 {
-        return 0.0;
-    }
-    jtr.iter()
-        .zip(column_norms)
-        .filter(|(_, c)| **c != 0.0)
-        .map(|(g, c)| (g / fnorm).abs() / c)
-        .fold(0.0, |m, v| if v.is_nan() { f64::NAN } else { m.max(v) })
-}
-
-/// Work space for the damped steps `(JᵀJ + λD²) p = −Jᵀr`.
-struct Damped {
-    /// `JᵀJ + λD²`.
-    a: Vec<f64>,
-    /// Its Cholesky factor, by rows.
-    l: Vec<f64>,
-    work: Vec<f64>,
-}
-
-impl Damped {
-    /// Factors `JᵀJ + λD²` and solves for `p = −(JᵀJ + λD²)⁻¹Jᵀr` into `step`; `false` when
-    /// the matrix is not positive definite to working precision.
-    fn solve(
-        &mut self,
-        jtj: &[f64],
-        jtr: &[f64],
-        diag: &[f64],
-        lambda: f64,
-        step: &mut [f64],
-    ) -> bool {
-        let n = jtr.len();
-        self.a.copy_from_slice(jtj);
-        for (j, d) in diag.iter().enumerate() {
-            self.a[j * n + j] += lambda * d * d;
-        }
-        let Ok(a) = ArrayView2::from_shape((n, n), &self.a[..]) else {
-            return false;
-        };
-        if cholesky_into(a, &mut self.l).is_err() {
-            return false;
-        }
-        for (p, g) in step.iter_mut().zip(jtr) {
-            *p = -g;
-        }
-        solve_lower(&self.l, step);
-        solve_lower_transposed(&self.l, step);
-        step.iter().all(|p| p.is_finite())
-    }
-
-    /// `φ'(λ)·Δ/φ`'s denominator in Moré's Newton step: `‖L⁻¹·D(Dp)/‖Dp‖‖²`, with `L` the
-    /// factor of the last [`solve`](Self::solve).
-    fn newton_denominator(&mut self, diag: &[f64], step: &[f64], dxnorm: f64) -> f64 {
-        for ((w, d), p) in self.work.iter_mut().zip(diag).zip(step) {
-            *w = d * (d * p) / dxnorm;
-        }
-        solve_lower(&self.l, &mut self.work);
-        vector::dot(&self.work, &self.work)
-    }
-
-    /// MINPACK's `lmpar`: the damping `λ ≥ 0` whose step has `‖D·p‖` within 10% of `delta`
-    /// (or λ = 0, the Gauss–Newton step, when that step is shorter), by Moré's safeguarded
-    /// Newton iteration on `φ(λ) = ‖D·p(λ)‖ − Δ` from the previous `par`, at most 10 steps.
-    /// Writes the step and returns `λ`.
-    fn step(
-        &mut self,
-        jtj: &[f64],
-        jtr: &[f64],
-        diag: &[f64],
-        delta: f64,
-        par: f64,
-        step: &mut [f64],
-    ) -> f64 {
-        let gauss_newton = self.solve(jtj, jtr, diag, 0.0, step);
-        let mut fp = f64::INFINITY;
-        let mut parl = 0.0;
-        let mut dxnorm = f64::INFINITY;
-        if gauss_newton {
-            dxnorm = scaled_norm(diag, step);
-            fp = dxnorm - delta;
-            if fp <= 0.1 * delta {
-                return 0.0;
-            }
-            parl = fp / delta / self.newton_denominator(diag, step, dxnorm);
-        }
-        let gnorm = jtr
-            .iter()
-            .zip(diag)
-            .map(|(g, d)| (g / d) * (g / d))
-            .sum::<f64>()
-            .sqrt();
-        let mut paru = gnorm / delta;
-        if paru == 0.0 {
-            paru = DWARF / delta.min(0.1);
-        }
-        let mut par = par.max(parl).min(paru);
-        if par == 0.0 {
-            par = if gauss_newton { gnorm / dxnorm } else { paru };
-        }
-        let mut solved = false;
-        for iteration in 1..=10 {
-            if par == 0.0 {
-                par = DWARF.max(0.001 * paru);
-            }
-            solved = self.solve(jtj, jtr, diag, par, step);
-            if !solved {
-                // Not positive definite in floating point: more damping.
-                parl = par;
-                par = (10.0 * par).max(DWARF);
-                continue;
-            }
-            dxnorm = scaled_norm(diag, step);
-            let previous = fp;
-            fp = dxnorm - delta;
-            if fp.abs() <= 0.1 * delta
-                || (parl == 0.0 && fp <= previous && previous < 0.0)
-                || iteration == 10
-            {
-                break;
-            }
-            let parc = fp / delta / self.newton_denominator(diag, step, dxnorm);
-            if fp > 0.0 {
-                parl = parl.max(par);
-            } else if fp < 0.0 {
-                paru = paru.min(par);
-            }
-            par = parl.max(par + parc);
-        }
-        if !solved {
-            // No damping made the system factorable: a steepest-descent step of length Δ in
-            // the scaled norm, which the trust-region test then judges like any other.
-            for ((p, g), d) in step.iter_mut().zip(jtr).zip(diag) {
-                *p = -delta * (g / d) / d / gnorm;
-            }
-        }
-        par
-    }
+        .map(|j| (0..=j).map(|i| factor.r[i * n + j] * factor.qtr[i]).sum())
+        .collect()
 }

@@ -1,7 +1,8 @@
 //! Solvers: BFGS and L-BFGS with scipy's semantics (`scipy.optimize.minimize`).
 //!
 //! For sums of squares, [`lm`] is Levenberg–Marquardt with MINPACK's semantics
-//! (`scipy.optimize.least_squares(method='lm')`), on the normal equations of the residuals.
+//! (`scipy.optimize.least_squares(method='lm')`), on the triangle `R` of the residuals'
+//! Jacobian (`minpack`), and [`covariance`] is `curve_fit`'s `pcov` from it.
 //!
 //! BFGS and L-BFGS share one driver (`quasi_newton`): scipy's loop, stopping rules and status codes, with
 //! a strong Wolfe line search (`line_search`: Moré–Thuente, then a bracketing/zoom fallback).
@@ -15,19 +16,20 @@
 //! ```
 
 pub mod bfgs;
+mod covariance;
 mod dense;
 pub mod lbfgs;
 mod line_search;
 pub mod lm;
+mod minpack;
 mod options;
 mod quasi_newton;
 mod result;
 mod two_loop;
 mod workspace;
 
-pub use lm::{
-    LeastSquaresResult, LmOptions, LmStatus, covariance, least_squares, least_squares_with_observer,
-};
+pub use covariance::{Covariance, covariance};
+pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 

@@ -103,15 +103,16 @@ fn fit_rates() -> Result<(), Box<dyn std::error::Error>> {
     let points = 5_000;
     let problem =
         TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, rate_data(points), points)?;
-    // Levenberg–Marquardt reads the residuals' normal equations, a pass that runs on the CPU.
+    // Levenberg–Marquardt reads the residual rows folded into J's triangle, a pass that runs on
+    // the CPU.
     let evaluator = Backend::Cpu.load_least_squares(problem)?;
     let mut objective = TermObjective::new(evaluator, Gradient::Exact);
     let result = least_squares(&mut objective, &[1.0, 1.0], &LmOptions::default())?;
-    // curve_fit's pcov: (JᵀJ)⁻¹ scaled by the reduced χ².
-    let pcov = result
+    // curve_fit's pcov: (JᵀJ)⁻¹ = R⁻¹R⁻ᵀ, scaled by the reduced χ².
+    let stderr = result
         .covariance(false)
-        .ok_or("the covariance cannot be estimated")?;
-    let stderr = [pcov[0].sqrt(), pcov[3].sqrt()];
+        .ok_or("the covariance cannot be estimated")?
+        .standard_errors();
     println!("status   {}: {}", result.status.code(), result.message);
     println!(
         "V, K     {:.5} ± {:.5}, {:.5} ± {:.5} (drawn around {}, {})",

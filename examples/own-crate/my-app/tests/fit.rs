@@ -27,7 +27,8 @@ fn objective(s: &[f64], v: &[f64]) -> TermObjective<dyn LeastSquaresEvaluator> {
 }
 
 #[test]
-fn normal_equations_are_the_hand_derived_ones() {
+fn the_jacobians_triangle_is_the_hand_derived_ones() {
+    use cudamin::Factor;
     use cudamin::objective::LeastSquaresObjective;
     let (s, v) = rates(700, [2.5, 1.2]);
     let at = [1.7, 0.6];
@@ -45,10 +46,19 @@ fn normal_equations_are_the_hand_derived_ones() {
         sum += r * r;
     }
     let mut objective = objective(&s, &v);
-    let (mut got_jtj, mut got_jtr) = ([0.0; 4], [0.0; 2]);
-    let got_sum = objective
-        .normal_equations(&at, &mut got_jtj, &mut got_jtr)
-        .unwrap();
+    let mut factor = Factor::new(2);
+    let got_sum = objective.factor(&at, &mut factor).unwrap();
+    // J = Q·R: JᵀJ = RᵀR and Jᵀr = Rᵀ(Qᵀr), R upper triangular.
+    let r = &factor.r;
+    assert_eq!(r[2], 0.0, "R is upper triangular: {r:?}");
+    let got_jtj = [
+        r[0] * r[0],
+        r[0] * r[1],
+        r[1] * r[0],
+        r[1] * r[1] + r[3] * r[3],
+    ];
+    let q = &factor.qtr;
+    let got_jtr = [r[0] * q[0], r[1] * q[0] + r[3] * q[1]];
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
     assert!(close(got_sum, sum), "Σr² {got_sum} vs {sum}");
     for i in 0..4 {

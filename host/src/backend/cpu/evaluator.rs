@@ -198,7 +198,9 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
                 self.check(gradient)?;
                 catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, value))
             }
-            Evaluation::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+            Evaluation::Normal { .. } | Evaluation::Factor { .. } => {
+                Err(Evaluation::not_a_sum_of_squares())
+            }
         }
     }
 
@@ -211,7 +213,7 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
                 self.check(gradient)?;
                 catching_panics(|| Ok(self.gradient_partials(x, gradient, value, share)))
             }
-            Pass::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+            Pass::Normal { .. } | Pass::Factor { .. } => Err(Evaluation::not_a_sum_of_squares()),
         }
     }
 }

@@ -1,13 +1,15 @@
-//! The CPU's normal-equations pass: a sum of squares' residual rows, chunk by chunk of the
-//! plan's row blocks, each chunk's `JᵀJ` and `Jᵀr` summed by the scheme's rows.
+//! The CPU's residual passes: a sum of squares' residual rows, chunk by chunk of the plan's row
+//! blocks, each chunk's rows folded into a triangle (`R`, `Qᵀr`), or summed into `JᵀJ` and
+//! `Jᵀr`, by the scheme's rows.
 
 use super::evaluator::{CpuEvaluator, catching_panics};
 use super::plan::{each_chunk, row_block};
-use super::schemes::SchemePasses;
+use super::schemes::{RowsInto, SchemePasses};
 use crate::backend::evaluator::{
     BackendError, Gradient, Layout, NormalPass, Partials, Share, WithResiduals,
 };
 use crate::backend::problem::TermProblem;
+use gpu_kernels::kernel::triangle::triangle_len;
 use gpu_kernels::{SumOfSquares, Term};
 use std::marker::PhantomData;
 
@@ -45,9 +47,6 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
             .normal_into(jtj, jtr)
     }
 
-    /// Chunks of [`row_block`] terms, fixed by the problem alone (never the thread count or
-    /// the ranks), each summed by [`normal_partial`]: added in chunk order, the same bits for
-    /// any number of threads or ranks.
     fn normal_partials(
         &mut self,
         sum: &mut CpuEvaluator<SumOfSquares<T>>,
@@ -55,21 +54,48 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         jacobian: Gradient,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        catching_panics(|| {
-            let problem = &sum.problem;
-            let (n, data, terms) = (x.len(), problem.data(), problem.terms());
-            let chunk = row_block(n, sum.planned_rows(share));
-            let chunks = share.range(terms.div_ceil(chunk));
-            let len = n * n + n;
-            let normal_chunk = SchemePasses::<T>::of(jacobian).normal_chunk;
-            let mut vectors = vec![0.0; chunks.len() * len];
-            let values = each_chunk(
-                vectors.chunks_mut(len).zip(chunks).collect(),
-                |(vector, c)| {
-                    normal_chunk(c * chunk..((c + 1) * chunk).min(terms), x, data, vector)
-                },
-            );
-            Ok(Partials::of_chunks(values, vectors, Layout::sums(len)))
-        })
+        rows_partials(sum, x, jacobian, share, RowsInto::NormalEquations)
     }
+
+    fn factor_partials(
+        &mut self,
+        sum: &mut CpuEvaluator<SumOfSquares<T>>,
+        x: &[f64],
+        jacobian: Gradient,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        rows_partials(sum, x, jacobian, share, RowsInto::Triangle)
+    }
+}
+
+/// The residual rows in chunks of [`row_block`] terms, fixed by the problem alone (never the
+/// thread count or the ranks), each reduced `into` normal equations or a triangle: combined in
+/// chunk order, the same bits for any number of threads or ranks.
+fn rows_partials<T: Term>(
+    sum: &CpuEvaluator<SumOfSquares<T>>,
+    x: &[f64],
+    jacobian: Gradient,
+    share: Share,
+    into: RowsInto,
+) -> Result<Partials, BackendError> {
+    catching_panics(|| {
+        let problem = &sum.problem;
+        let (n, data, terms) = (x.len(), problem.data(), problem.terms());
+        let chunk = row_block(n, sum.planned_rows(share));
+        let chunks = share.range(terms.div_ceil(chunk));
+        let (len, layout) = match into {
+            RowsInto::NormalEquations => (n * n + n, Layout::sums(n * n + n)),
+            RowsInto::Triangle => (triangle_len(n), Layout::Triangles { n }),
+        };
+        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
+        let mut vectors = vec![0.0; chunks.len() * len];
+        let values = each_chunk(
+            vectors.chunks_mut(len).zip(chunks).collect(),
+            |(vector, c)| {
+                let rows = c * chunk..((c + 1) * chunk).min(terms);
+                rows_chunk(rows, x, data, vector, into)
+            },
+        );
+        Ok(Partials::of_chunks(values, vectors, layout))
+    })
 }

@@ -14,6 +14,7 @@ use gpu_kernels::kernel::normal::{
 use gpu_kernels::kernel::reverse::{
     ReverseRow, TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU, TapeStorage, fill_variables, reverse_mode,
 };
+use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len};
 use gpu_kernels::kernel::{CompensatedLanes, CompensatedRun, DenseTerm, banded_group_gradient};
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::scheme::{Differences, Exact};
@@ -51,9 +52,15 @@ pub(super) trait CpuScheme<T: Term> {
         acc: &mut [f64],
         value: bool,
     ) -> f64;
-    /// The normal equations of residual term `T` over `terms`, with this scheme's Jacobian
-    /// rows, into `vector` (see [`chunk_partial`]); returns `Σ r²`.
-    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64;
+    /// Residual term `T`'s rows over `terms`, with this scheme's Jacobian rows, reduced as
+    /// `into` says into `vector` (see [`chunk_partial`]); returns `Σ r²`.
+    fn rows_chunk(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        vector: &mut [f64],
+        into: RowsInto,
+    ) -> f64;
 }
 
 /// A scheme's CPU passes over term `T`, as functions of the scheme type that the table maps a
@@ -63,11 +70,13 @@ pub(super) struct SchemePasses<T: Term> {
     pub group_chunks: GroupChunks,
     /// [`dense_chunks`] of the scheme.
     pub dense_chunks: DenseChunks,
-    /// [`CpuScheme::normal_chunk`] of the scheme.
-    pub normal_chunk: fn(Range<usize>, &[f64], Data<'_>, &mut [f64]) -> f64,
+    /// [`CpuScheme::rows_chunk`] of the scheme.
+    pub rows_chunk: RowsChunk,
     term: PhantomData<fn() -> T>,
 }
 
+/// [`CpuScheme::rows_chunk`] of one scheme: a chunk's `Σ r²`.
+type RowsChunk = fn(Range<usize>, &[f64], Data<'_>, &mut [f64], RowsInto) -> f64;
 /// [`group_chunks`] of one scheme: the chunks' value sums.
 type GroupChunks = fn(Data<'_>, &[f64], usize, usize, &mut [f64], bool) -> Vec<f64>;
 /// [`dense_chunks`] of one scheme: the chunks' value sums and vectors.
@@ -78,7 +87,7 @@ impl<T: Term> SchemePasses<T> {
         Self {
             group_chunks: group_chunks::<T, S>,
             dense_chunks: dense_chunks::<T, S>,
-            normal_chunk: S::normal_chunk,
+            rows_chunk: S::rows_chunk,
             term: PhantomData,
         }
     }
@@ -142,9 +151,15 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
         sum.value()
     }
 
-    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+    fn rows_chunk(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        vector: &mut [f64],
+        into: RowsInto,
+    ) -> f64 {
         let rows = &mut DifferenceRow::<S>(PhantomData);
-        chunk_partial::<T, _>(terms, x, data, rows, vector)
+        chunk_partial::<T, _>(terms, x, data, rows, vector, into)
     }
 }
 
@@ -227,20 +242,26 @@ impl<T: Term> CpuScheme<T> for Exact {
 
     /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`, or in
     /// reverse mode where [`reverse_mode`] says.
-    fn normal_chunk(terms: Range<usize>, x: &[f64], data: Data<'_>, vector: &mut [f64]) -> f64 {
+    fn rows_chunk(
+        terms: Range<usize>,
+        x: &[f64],
+        data: Data<'_>,
+        vector: &mut [f64],
+        into: RowsInto,
+    ) -> f64 {
         let width = T::WINDOW.stride_width(x.len()).1;
         if reverse_mode::<T>(width, false) {
             with_cpu_rows::<T, _>(x, |rows| {
-                chunk_partial::<T, _>(terms, x, data, rows, vector)
+                chunk_partial::<T, _>(terms, x, data, rows, vector, into)
             })
         } else if width <= 4 {
             let mut window = [Dual::<4>::constant(0.0); 4];
             let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
-            chunk_partial::<T, _>(terms, x, data, rows, vector)
+            chunk_partial::<T, _>(terms, x, data, rows, vector, into)
         } else {
             let mut window = vec![Dual::<DENSE_LANES>::constant(0.0); width];
             let rows = &mut ExactRow::new::<T>(&mut window, x);
-            chunk_partial::<T, _>(terms, x, data, rows, vector)
+            chunk_partial::<T, _>(terms, x, data, rows, vector, into)
         }
     }
 }
@@ -422,9 +443,18 @@ fn dense_chunks<T: Term, S: CpuScheme<T>>(
     (values, vectors)
 }
 
-/// One chunk's normal equations over `terms`, with rows made by `rows`: the upper triangle of
-/// `JᵀJ` and then `Jᵀr` into `vector` (`n² + n`, zeroed); returns `Σ r²`. Dense terms of at
-/// most [`NORMAL_LANES_WIDTH_MAX`] variables are summed in eight running sums per entry
+/// What a chunk of residual rows is reduced to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RowsInto {
+    /// The normal equations: `JᵀJ` (upper triangle, `n × n`) then `Jᵀr`, `n² + n` values.
+    NormalEquations,
+    /// The triangle `R` (packed) then `Qᵀr`: `triangle_len(n)` values.
+    Triangle,
+}
+
+/// One chunk's residual rows over `terms`, made by `rows`, reduced into `vector` as `into`
+/// says; returns `Σ r²`. Normal equations of dense terms of at most
+/// [`NORMAL_LANES_WIDTH_MAX`] variables are summed in eight running sums per entry
 /// ([`NormalLanes`]).
 fn chunk_partial<T: Term, J: JacobianRow>(
     terms: Range<usize>,
@@ -432,10 +462,22 @@ fn chunk_partial<T: Term, J: JacobianRow>(
     data: Data<'_>,
     rows: &mut J,
     vector: &mut [f64],
+    into: RowsInto,
 ) -> f64 {
     let n = x.len();
+    let width = T::WINDOW.stride_width(n).1;
+    if into == RowsInto::Triangle {
+        let mut scratch = vec![0.0; fold_scratch_len(n)];
+        let mut triangle = TriangleRows::new(n, vector, &mut scratch);
+        for k in terms {
+            triangle.add_made(T::WINDOW.offset(k, n), width, |held| {
+                rows.row::<T>(k, x, data, held)
+            });
+        }
+        return triangle.finish();
+    }
+    let mut row = vec![0.0; width];
     let (jtj, jtr) = vector.split_at_mut(n * n);
-    let mut row = vec![0.0; T::WINDOW.stride_width(n).1];
     if matches!(T::WINDOW, Window::Dense) && n <= NORMAL_LANES_WIDTH_MAX {
         let mut scratch = vec![0.0; NormalLanes::scratch_len(n)];
         let mut partial = NormalLanes::new(&mut scratch, jtj, jtr);

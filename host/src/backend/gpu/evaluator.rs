@@ -250,7 +250,9 @@ impl Evaluator for GpuEvaluator {
                 self.launcher.read(reads, "the gradient kernels")?;
                 Ok(f[0])
             }
-            Evaluation::Normal { .. } => Err(Evaluation::not_a_sum_of_squares()),
+            Evaluation::Normal { .. } | Evaluation::Factor { .. } => {
+                Err(Evaluation::not_a_sum_of_squares())
+            }
         }
     }
 

@@ -8,6 +8,6 @@ mod share;
 mod world;
 
 pub(crate) use share::add_in_order;
-pub use share::{Layout, Partials, Share};
+pub use share::{Factor, Layout, Partials, Share};
 #[cfg(feature = "mpi")]
 pub use world::{Sharded, World, launched_by_mpi};

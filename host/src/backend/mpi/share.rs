@@ -4,8 +4,13 @@
 //! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
 
 use crate::backend::evaluator::{BackendError, Gradient};
+use crate::linalg::cholesky_into;
 use gpu_kernels::kernel::normal::mirror_upper;
+use gpu_kernels::kernel::triangle::{
+    fold_scratch_len, fold_triangle, packed_len, packed_row, triangle_len,
+};
 use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
+use ndarray::ArrayView2;
 use std::ops::Range;
 
 /// Which of a pass's chunks an evaluator computes.
@@ -89,6 +94,13 @@ pub enum Layout {
         len: usize,
         /// The scheme whose divisor divides the sums; `None` divides by nothing.
         divided_by: Option<Gradient>,
+    },
+    /// Each chunk's vector is the triangle its residual rows fold into, `R` packed and `Qᵀr`
+    /// (`gpu_kernels::kernel::triangle`), over `n` variables; the chunks' triangles fold into
+    /// the first in chunk order.
+    Triangles {
+        /// The number of variables.
+        n: usize,
     },
 }
 
@@ -206,6 +218,7 @@ impl Partials {
                     *gi = dense_gradient_component(divisor, parts);
                 }
             }
+            Layout::Triangles { n } => self.check(false, triangle_len(n))?,
         }
         Ok(())
     }
@@ -249,6 +262,49 @@ impl Partials {
         Ok(())
     }
 
+    /// The least-squares factor of the residual rows (see [`Factor`]), into `factor` (sized for
+    /// `n` variables by [`Factor::new`]); returns `Σ r²`. Chunk triangles fold in chunk order,
+    /// then a sum's further parts' in the sum's order: the rows of every part, stacked. Partials
+    /// of the normal equations (a backend without the triangle pass) give `R` by Cholesky of
+    /// `JᵀJ`, and say so ([`Factor::from_normal_equations`]).
+    pub fn factor_into(&self, factor: &mut Factor) -> Result<f64, BackendError> {
+        let n = factor.qtr.len();
+        let mut folded = Folded {
+            packed: None,
+            scratch: vec![0.0; fold_scratch_len(n)],
+            from_normal_equations: false,
+            n,
+        };
+        for part in std::iter::once(self).chain(&self.further) {
+            part.own_triangles(n, &mut folded)?;
+        }
+        let packed = folded.packed.unwrap_or_else(|| vec![0.0; triangle_len(n)]);
+        factor.unpack(&packed);
+        factor.from_normal_equations = folded.from_normal_equations;
+        Ok(self.value())
+    }
+
+    /// Folds this part's own triangles (not its further parts') into `folded`.
+    fn own_triangles(&self, n: usize, folded: &mut Folded) -> Result<(), BackendError> {
+        match self.layout {
+            Layout::Triangles { n: layout_n } => {
+                let len = triangle_len(n);
+                self.check(layout_n == n && self.vectors.len() % len.max(1) == 0, len)?;
+                for chunk in self.vectors.chunks_exact(len) {
+                    folded.fold(chunk);
+                }
+            }
+            _ => {
+                let mut normal = vec![0.0; n * n + n];
+                let (jtj, jtr) = normal.split_at_mut(n * n);
+                self.own_normal_into(jtj, jtr)?;
+                folded.fold(&triangle_of_normal_equations(jtj, jtr));
+                folded.from_normal_equations = true;
+            }
+        }
+        Ok(())
+    }
+
     fn check(&self, fits: bool, len: usize) -> Result<(), BackendError> {
         if fits {
             Ok(())
@@ -263,6 +319,109 @@ impl Partials {
             })
         }
     }
+}
+
+/// The least squares of a pass's residual rows reduced to `n × n`: `J = Q·R` over every
+/// residual row, `R` upper triangular, and `Qᵀr`, the residuals' part in the span of `J`'s
+/// columns. What Levenberg–Marquardt steps on: `JᵀJ = RᵀR` and `Jᵀr = Rᵀ(Qᵀr)`, without
+/// `JᵀJ`'s squared condition number.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Factor {
+    /// `R`, `n × n` row-major, zero below the diagonal.
+    pub r: Vec<f64>,
+    /// `Qᵀr`, `n` values.
+    pub qtr: Vec<f64>,
+    /// Whether `R` came from the normal equations, as the Cholesky factor of `JᵀJ` (a
+    /// backend without the triangle pass: the GPU's), rather than from the rows themselves: it
+    /// then carries `JᵀJ`'s rounding, `ε` times `J`'s condition number squared.
+    pub from_normal_equations: bool,
+}
+
+impl Factor {
+    /// Zeros for `n` variables.
+    pub fn new(n: usize) -> Self {
+        Factor {
+            r: vec![0.0; n * n],
+            qtr: vec![0.0; n],
+            from_normal_equations: false,
+        }
+    }
+
+    /// `R` and `Qᵀr` from a packed triangle (`gpu_kernels::kernel::triangle`).
+    fn unpack(&mut self, packed: &[f64]) {
+        let n = self.qtr.len();
+        self.r.fill(0.0);
+        for i in 0..n {
+            let row = &packed[packed_row(i, n)..packed_row(i, n) + n - i];
+            self.r[i * n + i..(i + 1) * n].copy_from_slice(row);
+        }
+        self.qtr.copy_from_slice(&packed[packed_len(n)..]);
+    }
+}
+
+/// Triangles folded one into the next, in order.
+struct Folded {
+    /// The triangle so far; `None` before the first, which is taken as it is.
+    packed: Option<Vec<f64>>,
+    /// For [`fold_triangle`].
+    scratch: Vec<f64>,
+    from_normal_equations: bool,
+    /// The number of variables.
+    n: usize,
+}
+
+impl Folded {
+    fn fold(&mut self, triangle: &[f64]) {
+        match &mut self.packed {
+            None => self.packed = Some(triangle.to_vec()),
+            Some(packed) => {
+                let n = self.n;
+                let (r, qtr) = packed.split_at_mut(packed_len(n));
+                let (other, other_qtr) = triangle.split_at(packed_len(n));
+                fold_triangle(r, qtr, other, other_qtr, &mut self.scratch);
+            }
+        }
+    }
+}
+
+/// The packed triangle (`R`, `Qᵀr`) of normal equations: `R = Lᵀ` for the Cholesky factor `L`
+/// of `JᵀJ`, and `Qᵀr = L⁻¹·Jᵀr`. Where `JᵀJ` is not positive definite in floating point,
+/// of `JᵀJ + δI`, `δ` growing tenfold from `ε·n·max(JᵀJ_jj)` until it is: the normal
+/// equations cannot tell such a matrix from a singular one, and a solver that takes this
+/// factor flags the result it finds ([`Factor::from_normal_equations`]).
+fn triangle_of_normal_equations(jtj: &[f64], jtr: &[f64]) -> Vec<f64> {
+    let n = jtr.len();
+    let largest = (0..n).fold(0.0f64, |m, j| m.max(jtj[j * n + j]));
+    let mut shifted = jtj.to_vec();
+    let mut l = vec![0.0; n * n];
+    let mut shift = f64::EPSILON * n as f64 * largest;
+    let factored = loop {
+        let view = ArrayView2::from_shape((n, n), &shifted[..]).expect("n × n");
+        if cholesky_into(view, &mut l).is_ok() {
+            break true;
+        }
+        if !(shift.is_finite() && shift > 0.0) {
+            break false;
+        }
+        for j in 0..n {
+            shifted[j * n + j] = jtj[j * n + j] + shift;
+        }
+        shift *= 10.0;
+    };
+    let mut packed = vec![0.0; triangle_len(n)];
+    if !factored {
+        // No positive diagonal (J = 0) or a NaN: an R of zeros, and no step.
+        return packed;
+    }
+    for i in 0..n {
+        for j in i..n {
+            packed[packed_row(i, n) + j - i] = l[j * n + i];
+        }
+    }
+    let mut qtr = jtr.to_vec();
+    crate::linalg::solve_lower(&l, &mut qtr);
+    packed[packed_len(n)..].copy_from_slice(&qtr);
+    packed
 }
 
 /// `outputs += ` each of `parts`' results, in order: `make` writes a part's into `scratch`

@@ -103,6 +103,11 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
                     })?,
                 )
             }
+            Evaluation::Factor { jacobian, factor } => {
+                // Triangles fold, they do not add: the parts' partials, finished as one.
+                let pass = Pass::Factor { jacobian };
+                return parts_partials(first, further, x, pass, Share::Whole)?.factor_into(factor);
+            }
         };
         Ok(sum_in_order(std::iter::once(first_value).chain(values)))
     }
@@ -111,12 +116,7 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
     /// every rank holds whole.
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
         let (first, further) = self.parts.split_first_mut().expect("parts");
-        let mut partials = first.partials(x, pass, share)?;
-        for part in further {
-            let part_partials = part.partials(x, pass, share.of_whole_parts())?;
-            partials.further.push(part_partials);
-        }
-        Ok(partials)
+        parts_partials(first, further, x, pass, share)
     }
 
     /// On a device when every part is.
@@ -127,6 +127,23 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
             None
         }
     }
+}
+
+/// The `first` part's partials of `share`, and each `further` part's of the share of parts
+/// every rank holds whole.
+fn parts_partials<E: Evaluator + ?Sized>(
+    first: &mut Box<E>,
+    further: &mut [Box<E>],
+    x: &[f64],
+    pass: Pass,
+    share: Share,
+) -> Result<Partials, BackendError> {
+    let mut partials = first.partials(x, pass, share)?;
+    for part in further {
+        let part_partials = part.partials(x, pass, share.of_whole_parts())?;
+        partials.further.push(part_partials);
+    }
+    Ok(partials)
 }
 
 impl<E: Evaluator + ?Sized> SumEvaluator<E> {

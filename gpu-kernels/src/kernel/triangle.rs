@@ -1,0 +1,346 @@
+//! Least squares reduced to a triangle (tall-skinny QR): a chunk's residual rows, `[J | r]`, are
+//! folded by Householder reflections into an upper-triangular `R` (`n × n`) and `Qᵀr` (`n`),
+//! where `J = Q·R` over the chunk's rows. `J` is never stored and never squared: MINPACK,
+//! Ceres and scipy factor `J` itself, and so keeps its condition number; the normal equations
+//! (`super::normal`) square it. Chunks' triangles fold into one another the same way, in
+//! chunk order: stacked, `[R₁; R₂]` and `[Qᵀr₁; Qᵀr₂]` are the rows of a least-squares
+//! problem with the same solution and the same `JᵀJ`.
+//!
+//! Rows are folded [`FOLD_ROWS`] at a time: each reflection then updates the rows' later
+//! columns as contiguous multiply-adds along each row (which the compiler vectorizes), at
+//! about twice the normal equations' multiply-adds per row.
+//!
+//! The triangle is packed row after row (`(i, j ≥ i)`, [`packed_len`] values), `Qᵀr` after it:
+//! [`triangle_len`] values per chunk.
+
+use super::normal::NormalSum;
+use super::{CompensatedLanes, SUM_LANES};
+
+/// Rows folded into the triangle at once.
+pub const FOLD_ROWS: usize = 32;
+
+/// The packed upper triangle of `n × n`: `n(n + 1)/2` values.
+pub const fn packed_len(n: usize) -> usize {
+    n * (n + 1) / 2
+}
+
+/// A chunk's factor: the packed `R` and `Qᵀr`.
+pub const fn triangle_len(n: usize) -> usize {
+    packed_len(n) + n
+}
+
+/// Where row `i` of a packed upper triangle of `n × n` starts (its entry `(i, i)`).
+#[inline(always)]
+pub const fn packed_row(i: usize, n: usize) -> usize {
+    i * n - i * i.saturating_sub(1) / 2
+}
+
+/// The values a held row takes: `J`'s row, its residual, then zeros to a multiple of four, so
+/// that every pass along a row is whole groups of four.
+pub const fn row_width(n: usize) -> usize {
+    (n + 1).next_multiple_of(4)
+}
+
+/// Scratch for folding rows over `n` variables: [`FOLD_ROWS`] rows of [`row_width`] values and
+/// one vector of as many.
+pub const fn fold_scratch_len(n: usize) -> usize {
+    (FOLD_ROWS + 1) * row_width(n)
+}
+
+/// Folds the rows held in `scratch` into the triangle `r` (packed, `n = qtr.len()`) and `qtr`:
+/// the first [`FOLD_ROWS`] rows of [`row_width`]`(n)` values are `J`'s rows, each followed by
+/// its residual and zeros (rows not in use are all zero); the rest is work space. Afterwards
+/// `r` and `qtr` are those of the stacked rows `[R; rows]`, and the rows hold scratch.
+///
+/// Column `j`'s reflection `H = I − τ·v·vᵀ` maps `(R_jj, rows' column j)` to `(β, 0)`, with
+/// `v = (1, column/(R_jj − β))`, `β = −sign(R_jj)·‖(R_jj, column)‖` and `τ = (β − R_jj)/β`
+/// (LAPACK's `dlarfg` convention, so `R_jj − β` never cancels). A column with nothing below
+/// `R_jj` to annihilate is left alone. Where the squares would overflow or underflow, the norm
+/// is taken of values scaled by the column's largest. Applying `H` to the later columns is two
+/// passes along the rows (`w = R_j· + vᵀ·rows`, then `rows −= τ·v·wᵀ`) in whole groups of four
+/// columns from the group holding column `j + 1`: the few columns before it in that group are
+/// done columns, never read again, and computing them too keeps the loops free of remainders.
+#[inline(always)]
+pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64]) {
+    let n = qtr.len();
+    let width = row_width(n);
+    let (rows, w) = scratch.split_at_mut(FOLD_ROWS * width);
+    let mut v = [0.0; FOLD_ROWS];
+    for j in 0..n {
+        for (vi, row) in v.iter_mut().zip(rows.chunks_exact(width)) {
+            *vi = row[j];
+        }
+        let below = sum_of_squares(&v);
+        if below == 0.0 {
+            continue;
+        }
+        let start = packed_row(j, n);
+        let diagonal = r[start];
+        let norm = norm_of(diagonal, below, &v);
+        let beta = if diagonal >= 0.0 { -norm } else { norm };
+        let tau = (beta - diagonal) / beta;
+        let inverse_divisor = 1.0 / (diagonal - beta);
+        for x in v.iter_mut() {
+            *x *= inverse_divisor;
+        }
+        r[start] = beta;
+        // w = (R's row j, qtr_j) over the columns j + 1 ..= n, 0 elsewhere, plus vᵀ·rows.
+        let first = (j + 1) & !3;
+        let r_row = &mut r[start + 1..start + n - j];
+        w.fill(0.0);
+        w[j + 1..n].copy_from_slice(r_row);
+        w[n] = qtr[j];
+        add_transposed_product(&mut w[first..], &v, rows, width, first);
+        for (entry, &wk) in r_row.iter_mut().zip(&w[j + 1..n]) {
+            *entry -= tau * wk;
+        }
+        qtr[j] -= tau * w[n];
+        for (&vi, row) in v.iter().zip(rows.chunks_exact_mut(width)) {
+            let tv = tau * vi;
+            for (x, &wk) in row[first..].iter_mut().zip(&w[first..]) {
+                *x -= tv * wk;
+            }
+        }
+    }
+}
+
+/// `w += rowsᵀ·v` over the columns `first ..` of the rows (`width` values each, `w` as long as
+/// the columns, a multiple of four): four columns at a time kept in registers across the rows
+/// (adding row by row into `w` in memory made each row wait on the previous one's stores,
+/// `perf`).
+#[inline(always)]
+fn add_transposed_product(
+    w: &mut [f64],
+    v: &[f64; FOLD_ROWS],
+    rows: &[f64],
+    width: usize,
+    first: usize,
+) {
+    for (quad, column) in w.chunks_exact_mut(4).zip((first..).step_by(4)) {
+        let mut sums = [quad[0], quad[1], quad[2], quad[3]];
+        for (&vi, row) in v.iter().zip(rows.chunks_exact(width)) {
+            for (sum, &x) in sums.iter_mut().zip(&row[column..column + 4]) {
+                *sum += vi * x;
+            }
+        }
+        quad.copy_from_slice(&sums);
+    }
+}
+
+/// `Σ v_i²`, in four running sums (a chain of additions per column was most of a fold's
+/// time, `perf`).
+#[inline(always)]
+fn sum_of_squares(v: &[f64; FOLD_ROWS]) -> f64 {
+    let mut lanes = [0.0; 4];
+    for chunk in v.chunks_exact(4) {
+        for (lane, x) in lanes.iter_mut().zip(chunk) {
+            *lane += x * x;
+        }
+    }
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+}
+
+/// `‖(diagonal, v)‖`, given `below = Σ v_i²`: directly where the squares neither overflow nor
+/// lose their digits to underflow, else of the values scaled by the largest.
+#[inline(always)]
+fn norm_of(diagonal: f64, below: f64, v: &[f64; FOLD_ROWS]) -> f64 {
+    let squares = diagonal * diagonal + below;
+    if squares.is_finite() && squares > f64::MIN_POSITIVE / f64::EPSILON {
+        return libm::sqrt(squares);
+    }
+    let scale = v.iter().fold(diagonal.abs(), |m, x| m.max(x.abs()));
+    if scale == 0.0 || !scale.is_finite() {
+        return scale;
+    }
+    let inverse = 1.0 / scale;
+    let scaled: f64 = v.iter().map(|x| (x * inverse) * (x * inverse)).sum();
+    scale * libm::sqrt((diagonal * inverse) * (diagonal * inverse) + scaled)
+}
+
+/// Folds triangle `other` (packed, with its `other_qtr`) into `r` and `qtr`, `FOLD_ROWS` rows
+/// at a time through `scratch` ([`fold_scratch_len`]): how chunks' factors merge, in chunk
+/// order.
+pub fn fold_triangle(
+    r: &mut [f64],
+    qtr: &mut [f64],
+    other: &[f64],
+    other_qtr: &[f64],
+    scratch: &mut [f64],
+) {
+    let n = qtr.len();
+    let width = row_width(n);
+    for first in (0..n).step_by(FOLD_ROWS) {
+        scratch.fill(0.0);
+        for (row, i) in scratch
+            .chunks_exact_mut(width)
+            .zip(first..(first + FOLD_ROWS).min(n))
+        {
+            row[i..n].copy_from_slice(&other[packed_row(i, n)..packed_row(i, n) + n - i]);
+            row[n] = other_qtr[i];
+        }
+        fold_rows(r, qtr, scratch);
+    }
+}
+
+/// A CPU chunk's residual rows folded into its triangle: rows are held [`FOLD_ROWS`] at a time,
+/// then folded ([`fold_rows`]); `Σ r²` is summed as the normal equations sum it, in a
+/// [`CompensatedLanes`].
+pub struct TriangleRows<'a> {
+    /// The packed `R`.
+    r: &'a mut [f64],
+    qtr: &'a mut [f64],
+    /// The rows held, then work space (see [`fold_rows`]).
+    scratch: &'a mut [f64],
+    held: usize,
+    sum_of_squares: CompensatedLanes,
+}
+
+impl<'a> TriangleRows<'a> {
+    /// Starts a chunk's triangle in `factor` ([`triangle_len`]`(n)` values, zeroed here), with
+    /// [`fold_scratch_len`]`(n)` values of `scratch`.
+    pub fn new(n: usize, factor: &'a mut [f64], scratch: &'a mut [f64]) -> Self {
+        factor.fill(0.0);
+        scratch.fill(0.0);
+        let (r, qtr) = factor.split_at_mut(packed_len(n));
+        TriangleRows {
+            r,
+            qtr,
+            scratch,
+            held: 0,
+            sum_of_squares: CompensatedLanes::default(),
+        }
+    }
+
+    fn fold(&mut self) {
+        fold_rows(self.r, self.qtr, self.scratch);
+        self.scratch.fill(0.0);
+        self.held = 0;
+    }
+}
+
+impl TriangleRows<'_> {
+    /// Adds the row `make` writes in place, into the `len` variables from `offset` (the term's
+    /// window), returning its residual: no copy of the row (a copy per row was 5 % of a
+    /// 16-parameter fit, `perf`).
+    #[inline(always)]
+    pub fn add_made(&mut self, offset: usize, len: usize, make: impl FnOnce(&mut [f64]) -> f64) {
+        let n = self.qtr.len();
+        let width = row_width(n);
+        let held = &mut self.scratch[self.held * width..(self.held + 1) * width];
+        let r = make(&mut held[offset..offset + len]);
+        held[n] = r;
+        self.sum_of_squares.add_to(self.held % SUM_LANES, r * r);
+        self.held += 1;
+        if self.held == FOLD_ROWS {
+            self.fold();
+        }
+    }
+}
+
+impl NormalSum for TriangleRows<'_> {
+    #[inline(always)]
+    fn add(&mut self, r: f64, offset: usize, row: &[f64]) {
+        self.add_made(offset, row.len(), |held| {
+            held.copy_from_slice(row);
+            r
+        });
+    }
+
+    fn finish(mut self) -> f64 {
+        if self.held > 0 {
+            self.fold();
+        }
+        self.sum_of_squares.value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// `RᵀR` of a packed triangle, `n × n` row-major.
+    fn gram(r: &[f64], n: usize) -> Vec<f64> {
+        let at = |i: usize, j: usize| {
+            if j < i {
+                0.0
+            } else {
+                r[packed_row(i, n) + j - i]
+            }
+        };
+        let mut g = vec![0.0; n * n];
+        for a in 0..n {
+            for b in 0..n {
+                g[a * n + b] = (0..n).map(|k| at(k, a) * at(k, b)).sum();
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn folded_rows_keep_the_gram_matrix_and_the_projection() {
+        // J (5 × 3) and r, by hand: JᵀJ and Jᵀr must be RᵀR and Rᵀ(Qᵀr).
+        let j = [
+            [1.0, 2.0, 0.5],
+            [0.0, -1.0, 3.0],
+            [4.0, 0.0, 1.0],
+            [1.0, 1.0, 1.0],
+            [-2.0, 0.5, 0.0],
+        ];
+        let res = [0.3, -1.0, 2.0, 0.5, 1.5];
+        let n = 3;
+        let mut factor = vec![0.0; triangle_len(n)];
+        let mut scratch = vec![0.0; fold_scratch_len(n)];
+        let mut rows = TriangleRows::new(n, &mut factor, &mut scratch);
+        for (row, &ri) in j.iter().zip(&res) {
+            rows.add(ri, 0, row);
+        }
+        let sum_of_squares = rows.finish();
+        assert_eq!(sum_of_squares, res.iter().map(|v| v * v).sum::<f64>());
+        let (r, qtr) = factor.split_at(packed_len(n));
+        let g = gram(r, n);
+        for a in 0..n {
+            for b in 0..n {
+                let jtj: f64 = j.iter().map(|row| row[a] * row[b]).sum();
+                assert!((g[a * n + b] - jtj).abs() < 1e-13, "({a},{b})");
+            }
+            let jtr: f64 = j.iter().zip(&res).map(|(row, ri)| row[a] * ri).sum();
+            let rtq: f64 = (0..=a).map(|k| r[packed_row(k, n) + a - k] * qtr[k]).sum();
+            assert!((rtq - jtr).abs() < 1e-13, "{a}");
+        }
+    }
+
+    #[test]
+    fn a_folded_triangle_is_the_stacked_rows() {
+        let n = 2;
+        let rows_a = [[3.0, 1.0], [0.0, 2.0]];
+        let rows_b = [[1.0, -1.0], [2.0, 5.0], [0.5, 0.5]];
+        let (ra, rb) = ([1.0, 2.0], [-1.0, 0.0, 3.0]);
+        let fold = |rows: &[[f64; 2]], res: &[f64]| {
+            let mut factor = vec![0.0; triangle_len(n)];
+            let mut scratch = vec![0.0; fold_scratch_len(n)];
+            let mut t = TriangleRows::new(n, &mut factor, &mut scratch);
+            for (row, &v) in rows.iter().zip(res) {
+                t.add(v, 0, row);
+            }
+            t.finish();
+            factor
+        };
+        let mut merged = fold(&rows_a, &ra);
+        let other = fold(&rows_b, &rb);
+        let mut scratch = vec![0.0; fold_scratch_len(n)];
+        let (r, qtr) = merged.split_at_mut(packed_len(n));
+        let (other_r, other_qtr) = other.split_at(packed_len(n));
+        fold_triangle(r, qtr, other_r, other_qtr, &mut scratch);
+        let all: Vec<[f64; 2]> = rows_a.iter().chain(&rows_b).copied().collect();
+        let res: Vec<f64> = ra.iter().chain(&rb).copied().collect();
+        let whole = fold(&all, &res);
+        let g = gram(r, n);
+        let g_whole = gram(&whole[..packed_len(n)], n);
+        for (a, b) in g.iter().zip(&g_whole) {
+            assert!((a - b).abs() < 1e-13);
+        }
+    }
+}

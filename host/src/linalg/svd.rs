@@ -1,0 +1,95 @@
+//! The singular value decomposition of a small square matrix by one-sided Jacobi rotations:
+//! for the covariance of a fit's `p × p` triangle, where each singular value comes out to
+//! high relative accuracy, the small ones included (which decide a rank).
+
+/// `A = U·Σ·Vᵀ` of an `n × n` matrix: the singular values (unsorted) and `V`.
+pub struct Svd {
+    /// `σ_j`, column `j`'s.
+    pub values: Vec<f64>,
+    /// `V`, `n × n` row-major: column `j` is `σ_j`'s right singular vector.
+    pub v: Vec<f64>,
+}
+
+/// Sweeps after which a matrix that is not yet orthogonal to working precision is taken as it
+/// is (Jacobi converges quadratically; a few sweeps suffice for `n ≤ 64`).
+const MAX_SWEEPS: usize = 60;
+
+/// The SVD of `a` (`n × n`, row-major): rotates pairs of `a`'s columns until every pair is
+/// orthogonal to working precision, accumulating the rotations in `V`; then `σ_j` is column
+/// `j`'s norm.
+pub fn svd(a: &[f64], n: usize) -> Svd {
+    let mut a = a.to_vec();
+    let mut v = vec![0.0; n * n];
+    for j in 0..n {
+        v[j * n + j] = 1.0;
+    }
+    let rotate = |m: &mut [f64], p: usize, q: usize, c: f64, s: f64| {
+        for i in 0..n {
+            let (mp, mq) = (m[i * n + p], m[i * n + q]);
+            m[i * n + p] = c * mp - s * mq;
+            m[i * n + q] = s * mp + c * mq;
+        }
+    };
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
+                for i in 0..n {
+                    let (ap, aq) = (a[i * n + p], a[i * n + q]);
+                    alpha += ap * ap;
+                    beta += aq * aq;
+                    gamma += ap * aq;
+                }
+                if gamma == 0.0 || gamma.abs() <= f64::EPSILON * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                let zeta = (beta - alpha) / (2.0 * gamma);
+                let t = zeta.signum() / (zeta.abs() + (1.0 + zeta * zeta).sqrt());
+                let c = 1.0 / (1.0 + t * t).sqrt();
+                let s = c * t;
+                rotate(&mut a, p, q, c, s);
+                rotate(&mut v, p, q, c, s);
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let values = (0..n)
+        .map(|j| {
+            (0..n)
+                .map(|i| a[i * n + j] * a[i * n + j])
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect();
+    Svd { values, v }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn singular_values_of_a_known_matrix() {
+        // [[3, 0], [4, 5]]: AᵀA = [[25, 20], [20, 25]], eigenvalues 45 and 5.
+        let mut s = svd(&[3.0, 0.0, 4.0, 5.0], 2).values;
+        s.sort_by(f64::total_cmp);
+        assert!((s[0] - 5f64.sqrt()).abs() < 1e-14 && (s[1] - 45f64.sqrt()).abs() < 1e-14);
+    }
+
+    #[test]
+    fn a_rank_one_matrix_has_a_zero_singular_value_and_its_null_vector() {
+        // Columns proportional: (1, 2) and (2, 4).
+        let d = svd(&[1.0, 2.0, 2.0, 4.0], 2);
+        let small = if d.values[0] < d.values[1] { 0 } else { 1 };
+        assert!(d.values[small] < 1e-15 && (d.values[1 - small] - 5.0).abs() < 1e-14);
+        let (v0, v1) = (d.v[small], d.v[2 + small]);
+        // The null vector is ±(2, −1)/√5.
+        assert!(
+            (v0 * 1.0 + v1 * 2.0).abs() < 1e-15 && (v0.abs() - 2.0 / 5f64.sqrt()).abs() < 1e-14
+        );
+    }
+}

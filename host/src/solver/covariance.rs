@@ -1,0 +1,123 @@
+//! The parameters' covariance at a least-squares solution, from the triangle `R` of `J = Q·R`,
+//! as `curve_fit` reports it: `JᵀJ` is never formed.
+
+use crate::backend::Factor;
+use crate::linalg::svd::svd;
+
+/// `curve_fit`'s `pcov`, with what the factor says about identifiability.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Covariance {
+    /// `pcov`, `n × n` row-major.
+    pub matrix: Vec<f64>,
+    /// The rank of `J`: its singular values above `ε·max(m, n)·σ_max` (scipy's tolerance).
+    pub rank: usize,
+    /// The parameters with a component in `J`'s null space (more than `√ε` in a unit null
+    /// vector): the fit determines some combination of them only, and their rows and
+    /// columns of `matrix` are those of the pseudo-inverse. Empty when `J` has full rank.
+    pub not_identifiable: Vec<usize>,
+}
+
+impl Covariance {
+    /// The standard errors, `√diag(pcov)`.
+    pub fn standard_errors(&self) -> Vec<f64> {
+        let n = self.matrix.len().isqrt();
+        (0..n).map(|j| self.matrix[j * n + j].sqrt()).collect()
+    }
+}
+
+/// The parameters' covariance at a solution from its [`Factor`], as `curve_fit`'s `pcov`:
+/// `(JᵀJ)⁻¹ = R⁻¹R⁻ᵀ` when the residuals are weighted by their true standard deviations
+/// (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which takes the
+/// residuals' scatter as the measure of their uncertainty.
+///
+/// Where `J` is rank-deficient (a singular value at most `ε·max(m, n)·σ_max`, scipy's
+/// tolerance), the Moore–Penrose pseudo-inverse `V·Σ⁻²·Vᵀ` over the singular values above it,
+/// as `curve_fit` takes it with bounds (`method='trf'`), and the parameters in the null space
+/// are named. `None` where no estimate exists: `m ≤ n` without `absolute_sigma` (`curve_fit`
+/// fills `pcov` with `inf` then), an `R` with a non-finite entry, or an `R` from the normal
+/// equations whose conditioning puts its inverse more than 1 % off
+/// ([`Factor::from_normal_equations`]).
+///
+/// ```
+/// use cudamin_host::{Factor, covariance};
+///
+/// // R = diag(2, 1) (JᵀJ = diag(4, 1)), Σr² = 6 over 5 residuals: reduced χ² = 6 / (5 − 2) = 2.
+/// let mut factor = Factor::new(2);
+/// factor.r = vec![2.0, 0.0, 0.0, 1.0];
+/// assert_eq!(covariance(&factor, 6.0, 5, true).unwrap().matrix, [0.25, 0.0, 0.0, 1.0]);
+/// assert_eq!(covariance(&factor, 6.0, 5, false).unwrap().matrix, [0.5, 0.0, 0.0, 2.0]);
+/// // Two proportional columns: rank 1, neither parameter identifiable on its own.
+/// factor.r = vec![1.0, 2.0, 0.0, 0.0];
+/// let pcov = covariance(&factor, 6.0, 5, true).unwrap();
+/// assert_eq!((pcov.rank, pcov.not_identifiable), (1, vec![0, 1]));
+/// ```
+pub fn covariance(
+    factor: &Factor,
+    sum_of_squares: f64,
+    residuals: usize,
+    absolute_sigma: bool,
+) -> Option<Covariance> {
+    let n = factor.qtr.len();
+    let r = &factor.r;
+    let scale = if absolute_sigma {
+        1.0
+    } else if residuals > n {
+        sum_of_squares / (residuals - n) as f64
+    } else {
+        return None;
+    };
+    if r.iter().any(|v| !v.is_finite())
+        || factor.from_normal_equations && super::lm::normal_equations_unresolved(r, n)
+    {
+        return None;
+    }
+    let decomposition = svd(r, n);
+    let largest = decomposition.values.iter().fold(0.0f64, |m, &s| m.max(s));
+    let tolerance = f64::EPSILON * residuals.max(n) as f64 * largest;
+    let kept: Vec<bool> = decomposition
+        .values
+        .iter()
+        .map(|&s| s > tolerance)
+        .collect();
+    let rank = kept.iter().filter(|&&k| k).count();
+    let v = &decomposition.v;
+    let mut matrix = vec![0.0; n * n];
+    let mut not_identifiable = Vec::new();
+    if rank == n {
+        // R⁻¹ by columns (back substitution), then R⁻¹R⁻ᵀ: what scipy's `leastsq` computes.
+        let mut inverse = vec![0.0; n * n];
+        for j in 0..n {
+            for i in (0..=j).rev() {
+                let identity = if i == j { 1.0 } else { 0.0 };
+                let sum: f64 = (i + 1..=j).map(|k| r[i * n + k] * inverse[k * n + j]).sum();
+                inverse[i * n + j] = (identity - sum) / r[i * n + i];
+            }
+        }
+        for a in 0..n {
+            for b in 0..n {
+                let row_a = &inverse[a * n..(a + 1) * n];
+                let row_b = &inverse[b * n..(b + 1) * n];
+                matrix[a * n + b] =
+                    scale * row_a.iter().zip(row_b).map(|(x, y)| x * y).sum::<f64>();
+            }
+        }
+    } else {
+        for (j, (&s, &keep)) in decomposition.values.iter().zip(&kept).enumerate() {
+            if keep {
+                for a in 0..n {
+                    for b in 0..n {
+                        matrix[a * n + b] += scale * v[a * n + j] * v[b * n + j] / (s * s);
+                    }
+                }
+            }
+        }
+        not_identifiable = (0..n)
+            .filter(|&a| (0..n).any(|j| !kept[j] && v[a * n + j].abs() > f64::EPSILON.sqrt()))
+            .collect();
+    }
+    matrix.iter().all(|v| v.is_finite()).then_some(Covariance {
+        matrix,
+        rank,
+        not_identifiable,
+    })
+}

@@ -1,0 +1,312 @@
+//! MINPACK's dense steps for Levenberg–Marquardt, on the `n × n` triangle of a residual pass
+//! (`J = Q·R`) instead of the `m × n` Jacobian: the column-pivoted QR of `R` (`qrfac`) is
+//! MINPACK's pivoted QR of `J` (orthogonal transformations keep every column norm and every
+//! trailing norm the pivoting reads), then the damping `λ` by Moré's safeguarded Newton
+//! iteration (`lmpar`) and the damped least-squares solve by Givens rotations (`qrsolv`).
+//! Written from the algorithms' descriptions in Moré (1978) and the MINPACK documentation.
+//!
+//! Matrices are `n × n`, row-major: `a[i * n + j]` is row `i`, column `j`.
+
+// The loops index rows and columns of one matrix and its vectors at once, as the algorithms
+// are written; iterators over one of them would hide which entry meets which.
+#![allow(clippy::needless_range_loop)]
+
+/// MINPACK's lower bound on a positive number.
+const DWARF: f64 = f64::MIN_POSITIVE;
+
+/// `‖v‖₂`, scaled by the largest entry so that no square overflows or underflows to zero.
+pub(super) fn norm2(v: impl Iterator<Item = f64> + Clone) -> f64 {
+    let largest = v.clone().fold(0.0f64, |m, x| m.max(x.abs()));
+    if largest == 0.0 || !largest.is_finite() {
+        return largest;
+    }
+    largest * v.map(|x| (x / largest) * (x / largest)).sum::<f64>().sqrt()
+}
+
+/// `‖D·v‖`.
+pub(super) fn scaled_norm(diag: &[f64], v: &[f64]) -> f64 {
+    norm2(diag.iter().zip(v).map(|(d, v)| d * v))
+}
+
+/// The column-pivoted QR of a residual pass's `R`: `R·P = Q₂·S`, where `S` (the upper
+/// triangle of `s`) is MINPACK's `R` of `J`, `P` moves column `ipvt[j]` to place `j`, and
+/// `qtf = Q₂ᵀ·(Qᵀr)`. The strict lower triangle of `s` is scratch for [`qrsolv`].
+pub(super) struct PivotedQr {
+    pub s: Vec<f64>,
+    pub ipvt: Vec<usize>,
+    pub qtf: Vec<f64>,
+}
+
+impl PivotedQr {
+    /// Factors `r` (`n × n`), carrying `qtr` along. Householder reflections with the column
+    /// of largest remaining norm first (the first such column on a tie), norms downdated and
+    /// recomputed when cancellation has taken most of their digits, as `qrfac` does.
+    pub fn new(r: &[f64], qtr: &[f64]) -> Self {
+        let n = qtr.len();
+        let mut a = r.to_vec();
+        let mut qtf = qtr.to_vec();
+        let column_norm = |a: &[f64], j: usize, from: usize| norm2((from..n).map(|i| a[i * n + j]));
+        let mut rdiag: Vec<f64> = (0..n).map(|j| column_norm(&a, j, 0)).collect();
+        let mut wa = rdiag.clone();
+        let mut ipvt: Vec<usize> = (0..n).collect();
+        for j in 0..n {
+            let kmax = (j + 1..n).fold(j, |best, k| if rdiag[k] > rdiag[best] { k } else { best });
+            if kmax != j {
+                for i in 0..n {
+                    a.swap(i * n + j, i * n + kmax);
+                }
+                rdiag[kmax] = rdiag[j];
+                wa[kmax] = wa[j];
+                ipvt.swap(j, kmax);
+            }
+            let mut ajnorm = column_norm(&a, j, j);
+            if ajnorm != 0.0 {
+                if a[j * n + j] < 0.0 {
+                    ajnorm = -ajnorm;
+                }
+                for i in j..n {
+                    a[i * n + j] /= ajnorm;
+                }
+                a[j * n + j] += 1.0;
+                for k in j + 1..n {
+                    let sum: f64 = (j..n).map(|i| a[i * n + j] * a[i * n + k]).sum();
+                    let temp = sum / a[j * n + j];
+                    for i in j..n {
+                        a[i * n + k] -= temp * a[i * n + j];
+                    }
+                    if rdiag[k] != 0.0 {
+                        let ratio = a[j * n + k] / rdiag[k];
+                        rdiag[k] *= (1.0 - ratio * ratio).max(0.0).sqrt();
+                        if 0.05 * (rdiag[k] / wa[k]).powi(2) <= f64::EPSILON {
+                            rdiag[k] = column_norm(&a, k, j + 1);
+                            wa[k] = rdiag[k];
+                        }
+                    }
+                }
+                // qtf ← (I − v·vᵀ/v_j)·qtf, v the reflection's vector in column j.
+                let sum: f64 = (j..n).map(|i| a[i * n + j] * qtf[i]).sum();
+                let temp = -sum / a[j * n + j];
+                for i in j..n {
+                    qtf[i] += a[i * n + j] * temp;
+                }
+            }
+            rdiag[j] = -ajnorm;
+        }
+        for j in 0..n {
+            a[j * n + j] = rdiag[j];
+        }
+        PivotedQr { s: a, ipvt, qtf }
+    }
+
+    /// `S·(Pᵀ·p)`'s norm: `‖J·p‖`, with `J·p = Q·Q₂·S·Pᵀp`.
+    pub fn jacobian_times_norm(&self, p: &[f64]) -> f64 {
+        let n = p.len();
+        let mut product = vec![0.0; n];
+        for j in 0..n {
+            let pj = p[self.ipvt[j]];
+            for (i, out) in product.iter_mut().enumerate().take(j + 1) {
+                *out += self.s[i * n + j] * pj;
+            }
+        }
+        norm2(product.into_iter())
+    }
+
+    /// MINPACK's gradient test: the largest `|cos|` of the angle between `r` and a column of
+    /// `J`, `|(Jᵀr)_l| / (‖J_l‖·‖r‖)`, over the nonzero columns (`column_norms`, by original
+    /// index); 0 when `fnorm = 0`.
+    pub fn gradient_cosine(&self, column_norms: &[f64], fnorm: f64) -> f64 {
+        let n = self.qtf.len();
+        if fnorm == 0.0 {
+            return 0.0;
+        }
+        let mut gnorm: f64 = 0.0;
+        for j in 0..n {
+            let l = self.ipvt[j];
+            if column_norms[l] != 0.0 {
+                let sum: f64 = (0..=j)
+                    .map(|i| self.s[i * n + j] * (self.qtf[i] / fnorm))
+                    .sum();
+                let cosine = (sum / column_norms[l]).abs();
+                if cosine.is_nan() {
+                    return f64::NAN;
+                }
+                gnorm = gnorm.max(cosine);
+            }
+        }
+        gnorm
+    }
+
+    /// MINPACK's `lmpar`: the damping `λ ≥ 0` whose step `p`, the least-squares solution of
+    /// `[J; √λ·D]·p ≈ [−r; 0]`, has `‖D·p‖` within 10 % of `delta` (or `λ = 0`, the
+    /// Gauss–Newton step, when that step is shorter), by Moré's safeguarded Newton iteration
+    /// on `φ(λ) = ‖D·p(λ)‖ − Δ` from the previous `par`, at most 10 steps. A rank-deficient `S`
+    /// gets its least-squares Gauss–Newton step (the trailing components zero). Writes `p`
+    /// into `step` and returns `λ`.
+    pub fn lmpar(&mut self, diag: &[f64], delta: f64, par: f64, step: &mut [f64]) -> f64 {
+        let par = self.damping(diag, delta, par, step);
+        // MINPACK solves with `+qtf`, for `−p`.
+        for p in step.iter_mut() {
+            *p = -*p;
+        }
+        par
+    }
+
+    /// [`lmpar`](Self::lmpar) with MINPACK's sign: writes `−p`.
+    fn damping(&mut self, diag: &[f64], delta: f64, par: f64, step: &mut [f64]) -> f64 {
+        let n = diag.len();
+        let ipvt = self.ipvt.clone();
+        // The Gauss–Newton direction; for a singular S, a least-squares one.
+        let mut wa1 = self.qtf.clone();
+        let nsing = (0..n).find(|&j| self.s[j * n + j] == 0.0).unwrap_or(n);
+        wa1[nsing..].fill(0.0);
+        for j in (0..nsing).rev() {
+            wa1[j] /= self.s[j * n + j];
+            let temp = wa1[j];
+            for i in 0..j {
+                wa1[i] -= self.s[i * n + j] * temp;
+            }
+        }
+        for j in 0..n {
+            step[ipvt[j]] = wa1[j];
+        }
+        let mut wa2: Vec<f64> = diag.iter().zip(&*step).map(|(d, x)| d * x).collect();
+        let mut dxnorm = norm2(wa2.iter().copied());
+        let mut fp = dxnorm - delta;
+        if fp <= 0.1 * delta {
+            return 0.0;
+        }
+        // The lower bound parl from the Newton step, when S has full rank.
+        let mut parl = 0.0;
+        if nsing == n {
+            for j in 0..n {
+                let l = ipvt[j];
+                wa1[j] = diag[l] * (wa2[l] / dxnorm);
+            }
+            for j in 0..n {
+                let sum: f64 = (0..j).map(|i| self.s[i * n + j] * wa1[i]).sum();
+                wa1[j] = (wa1[j] - sum) / self.s[j * n + j];
+            }
+            let temp = norm2(wa1.iter().copied());
+            parl = fp / delta / temp / temp;
+        }
+        // The upper bound paru from the scaled gradient.
+        for j in 0..n {
+            let sum: f64 = (0..=j).map(|i| self.s[i * n + j] * self.qtf[i]).sum();
+            wa1[j] = sum / diag[ipvt[j]];
+        }
+        let gnorm = norm2(wa1.iter().copied());
+        let mut paru = gnorm / delta;
+        if paru == 0.0 {
+            paru = DWARF / delta.min(0.1);
+        }
+        let mut par = par.max(parl).min(paru);
+        if par == 0.0 {
+            par = gnorm / dxnorm;
+        }
+        let mut sdiag = vec![0.0; n];
+        for iteration in 1..=10 {
+            if par == 0.0 {
+                par = DWARF.max(0.001 * paru);
+            }
+            let root = par.sqrt();
+            for (w, d) in wa1.iter_mut().zip(diag) {
+                *w = root * d;
+            }
+            self.qrsolv(&wa1, step, &mut sdiag);
+            for ((w, d), x) in wa2.iter_mut().zip(diag).zip(&*step) {
+                *w = d * x;
+            }
+            dxnorm = norm2(wa2.iter().copied());
+            let previous = fp;
+            fp = dxnorm - delta;
+            if fp.abs() <= 0.1 * delta
+                || (parl == 0.0 && fp <= previous && previous < 0.0)
+                || iteration == 10
+            {
+                break;
+            }
+            // Newton's correction, through the triangle qrsolv left in s's lower part.
+            for j in 0..n {
+                let l = ipvt[j];
+                wa1[j] = diag[l] * (wa2[l] / dxnorm);
+            }
+            for j in 0..n {
+                wa1[j] /= sdiag[j];
+                let temp = wa1[j];
+                for i in j + 1..n {
+                    wa1[i] -= self.s[i * n + j] * temp;
+                }
+            }
+            let temp = norm2(wa1.iter().copied());
+            let parc = fp / delta / temp / temp;
+            if fp > 0.0 {
+                parl = parl.max(par);
+            } else if fp < 0.0 {
+                paru = paru.min(par);
+            }
+            par = parl.max(par + parc);
+        }
+        par
+    }
+
+    /// MINPACK's `qrsolv`: the least-squares solution `x` of `[J; D̂]·x ≈ [r; 0]` (`D̂ =
+    /// dhat`, diagonal) from `S`, `P` and `qtf`: Givens rotations eliminate `P ᵀD̂P` against
+    /// `S`, leaving the lower-triangular `T` with `TᵀT = SᵀS + PᵀD̂²P` in `s`'s strict lower
+    /// triangle and `sdiag`; `S`'s upper triangle and diagonal are kept. A singular `T` gets a
+    /// least-squares solution. As MINPACK, solves with `+qtf`: `x` is minus the step.
+    fn qrsolv(&mut self, dhat: &[f64], x: &mut [f64], sdiag: &mut [f64]) {
+        let n = dhat.len();
+        let s = &mut self.s;
+        let mut diagonal = vec![0.0; n];
+        let mut wa = self.qtf.clone();
+        for j in 0..n {
+            for i in j + 1..n {
+                s[i * n + j] = s[j * n + i];
+            }
+            diagonal[j] = s[j * n + j];
+        }
+        for j in 0..n {
+            let l = self.ipvt[j];
+            if dhat[l] != 0.0 {
+                sdiag[j..].fill(0.0);
+                sdiag[j] = dhat[l];
+                let mut qtbpj = 0.0;
+                for k in j..n {
+                    if sdiag[k] == 0.0 {
+                        continue;
+                    }
+                    let skk = s[k * n + k];
+                    let (sin, cos) = if skk.abs() < sdiag[k].abs() {
+                        let cotan = skk / sdiag[k];
+                        let sin = 0.5 / (0.25 + 0.25 * cotan * cotan).sqrt();
+                        (sin, sin * cotan)
+                    } else {
+                        let tan = sdiag[k] / skk;
+                        let cos = 0.5 / (0.25 + 0.25 * tan * tan).sqrt();
+                        (cos * tan, cos)
+                    };
+                    s[k * n + k] = cos * skk + sin * sdiag[k];
+                    let temp = cos * wa[k] + sin * qtbpj;
+                    qtbpj = -sin * wa[k] + cos * qtbpj;
+                    wa[k] = temp;
+                    for i in k + 1..n {
+                        let temp = cos * s[i * n + k] + sin * sdiag[i];
+                        sdiag[i] = -sin * s[i * n + k] + cos * sdiag[i];
+                        s[i * n + k] = temp;
+                    }
+                }
+            }
+            sdiag[j] = s[j * n + j];
+            s[j * n + j] = diagonal[j];
+        }
+        let nsing = (0..n).find(|&j| sdiag[j] == 0.0).unwrap_or(n);
+        wa[nsing..].fill(0.0);
+        for j in (0..nsing).rev() {
+            let sum: f64 = (j + 1..nsing).map(|i| s[i * n + j] * wa[i]).sum();
+            wa[j] = (wa[j] - sum) / sdiag[j];
+        }
+        for j in 0..n {
+            x[self.ipvt[j]] = wa[j];
+        }
+    }
+}
