@@ -11,7 +11,7 @@ mod commands;
 
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
-use cudamin::{BackendChoice, Gradient, Method};
+use cudamin::{BackendChoice, Gradient, Loss, Method};
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -109,6 +109,31 @@ impl ValueEnum for GradArg {
 impl From<GradArg> for Gradient {
     fn from(arg: GradArg) -> Self {
         arg.0
+    }
+}
+
+/// A robust loss (`--loss`): the library's table of losses, scipy's names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LossArg(pub Loss);
+
+/// Every loss, as `--loss` offers them.
+const LOSS_ARGS: [LossArg; Loss::ALL.len()] = {
+    let mut all = [LossArg(Loss::ALL[0]); Loss::ALL.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = LossArg(Loss::ALL[i]);
+        i += 1;
+    }
+    all
+};
+
+impl ValueEnum for LossArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &LOSS_ARGS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.help()))
     }
 }
 

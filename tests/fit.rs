@@ -8,7 +8,7 @@ use common::cli::{f64_of, json, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, LmOptions};
-use cudamin::{Backend, Gradient, TermObjective};
+use cudamin::{Backend, Gradient, Loss, TermObjective};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
 use std::path::{Path, PathBuf};
 
@@ -544,6 +544,119 @@ fn a_fit_whose_minimum_is_not_unique_succeeds_and_names_what_is_not_identified()
     );
 }
 
+/// Robust losses on data with 5 % gross outliers (every 20th point moved by ±2), against
+/// scipy's `least_squares(fun, p0, jac, method='trf', loss=…, f_scale=0.1)` (`trf`, the only
+/// method where scipy takes a loss), as printed by `python tests/scipy/robust_fits.py` (scipy
+/// 1.17.1). Both run with ftol = xtol = gtol = 1e-15, so that both stop at the minimum of the
+/// same robust cost (scipy by its trust region, cudamin by MINPACK's rules on the rows rescaled
+/// as scipy rescales them); the parameters agree to 1e-6 relative, the costs to 1e-10.
+#[test]
+fn robust_fits_match_scipys() {
+    let t: Vec<f64> = (0..400).map(|i| 8.0 * i as f64 / 399.0).collect();
+    let y = t
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            let model = 2.0 * (-0.7 * t).exp() + 0.5 * (2.0 * t).sin() - 0.3 * (3.0 * t).sin()
+                + 0.2 * (4.0 * t).sin();
+            let noise = 0.02 * (37.0 * t + 0.3 * i as f64).sin();
+            let outlier = match (i % 20 == 7, (i / 20) % 2 == 0) {
+                (false, _) => 0.0,
+                (true, true) => 2.0,
+                (true, false) => -2.0,
+            };
+            model + noise + outlier
+        })
+        .collect();
+    let data = FitData {
+        x: t,
+        y,
+        sigma: None,
+    };
+    let scipy: [(&str, [f64; 5], f64); 5] = [
+        (
+            "linear",
+            [
+                2.071084404171528,
+                0.7252578020288163,
+                0.49427358696865004,
+                -0.298555023926124,
+                0.19089692001327918,
+            ],
+            39.96520520997169,
+        ),
+        (
+            "soft_l1",
+            [
+                2.004044295454696,
+                0.7014330116196136,
+                0.49969673362721134,
+                -0.2998692233275743,
+                0.19941043718204304,
+            ],
+            3.840896522978115,
+        ),
+        (
+            "huber",
+            [
+                2.003944677679032,
+                0.7013946546698743,
+                0.4997045172543555,
+                -0.2998730700701608,
+                0.1994248296460788,
+            ],
+            3.9361800390615764,
+        ),
+        (
+            "cauchy",
+            [
+                2.0005232299916647,
+                0.7001908633200326,
+                0.4999843671342887,
+                -0.29994838399588164,
+                0.1998690254296101,
+            ],
+            0.6366504209344999,
+        ),
+        (
+            "arctan",
+            [
+                2.000331673224108,
+                0.7001170697380854,
+                0.49999889021452054,
+                -0.29995490478587683,
+                0.19989652088372512,
+            ],
+            0.1947127311812569,
+        ),
+    ];
+    for (name, popt, cost) in scipy {
+        let options = LmOptions {
+            ftol: 1e-15,
+            xtol: 1e-15,
+            gtol: 1e-15,
+            loss: Loss::from_name(name).unwrap(),
+            f_scale: 0.1,
+            ..LmOptions::default()
+        };
+        let p0 = vec![1.8, 0.6, 0.4, -0.2, 0.1];
+        let result =
+            least_squares_fit_with("expsin", 5, &data, Some(p0), Gradient::Exact, &options);
+        assert!(result.success, "{name}: {}", result.message);
+        assert!(
+            (result.cost - cost).abs() <= 1e-10 * cost,
+            "{name}: cost {} vs scipy's {cost}",
+            result.cost
+        );
+        for (j, (&x, &theirs)) in result.x.iter().zip(&popt).enumerate() {
+            assert!(
+                (x - theirs).abs() <= 1e-6 * theirs.abs(),
+                "{name} θ{j}: {x} vs scipy's {theirs}"
+            );
+        }
+    }
+}
+
 /// The CLI's fit reports what the library computes, from CSV and from .npz alike.
 #[test]
 fn cli_fit_reports_curve_fits_numbers() {
@@ -562,6 +675,55 @@ fn cli_fit_reports_curve_fits_numbers() {
     }
     let rss = f64_of(&v, "rss");
     assert!((f64_of(&v, "reduced_chi2") - rss / 395.0).abs() <= 1e-12 * rss);
+}
+
+/// `fit --loss … --f-scale …` is the library's robust fit, and says which loss it used; the
+/// loss is refused where it means nothing (BFGS) and a scale that is not positive is refused.
+#[test]
+fn cli_fit_takes_a_robust_loss() {
+    let v = json(&[
+        "fit",
+        EXPSIN_CSV,
+        "--model",
+        "expsin",
+        "--params",
+        "5",
+        "--loss",
+        "cauchy",
+        "--f-scale",
+        "0.1",
+        "--json",
+    ]);
+    let options = LmOptions {
+        loss: Loss::Cauchy,
+        f_scale: 0.1,
+        ..LmOptions::default()
+    };
+    let library = least_squares_fit_with(
+        "expsin",
+        5,
+        &expsin_data(false),
+        None,
+        Gradient::Exact,
+        &options,
+    );
+    assert_eq!(
+        (v["loss"].as_str(), v["f_scale"].as_f64()),
+        (Some("cauchy"), Some(0.1))
+    );
+    for (j, &x) in library.x.iter().enumerate() {
+        assert_eq!(v["x"][j].as_f64(), Some(x), "{v}");
+    }
+    assert_eq!(f64_of(&v, "rss"), 2.0 * library.cost);
+    let bfgs = one_line_error(&[
+        "fit", EXPSIN_CSV, "--model", "expsin", "--method", "bfgs", "--loss", "huber",
+    ]);
+    assert!(
+        bfgs.contains("--loss applies to --method lm only"),
+        "{bfgs}"
+    );
+    let scale = one_line_error(&["fit", EXPSIN_CSV, "--model", "expsin", "--f-scale", "0"]);
+    assert!(scale.contains("must be positive"), "{scale}");
 }
 
 /// A file in the test's temporary folder with `contents`.

@@ -543,6 +543,29 @@ fn fit_data(points: usize) -> FitData {
     }
 }
 
+/// A robust loss rescales rows in the triangle pass, which the GPU does not have yet: a
+/// least-squares solve with one is refused with a one-line error that names the way out,
+/// before any step (the linear loss still runs there, on the normal equations).
+#[test]
+fn a_robust_loss_on_the_gpu_is_refused_with_the_way_out() {
+    let data = fit_data(200);
+    let model = MODELS.iter().find(|m| m.name == "expsin").unwrap();
+    let instance = model.instantiate(&gpu(), Some(5), &data, None).unwrap();
+    let residuals = instance.evaluator.into_least_squares().unwrap();
+    let mut objective = TermObjective::new(residuals, Gradient::Exact);
+    let options = LmOptions {
+        loss: cudamin::Loss::SoftL1,
+        ..LmOptions::default()
+    };
+    let error = least_squares(&mut objective, &instance.x0, &options)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("robust loss") && error.contains("--backend cpu") && !error.contains('\n'),
+        "{error}"
+    );
+}
+
 /// The GPU's normal equations (`_normal_` kernels, then the block-ordered sum) against the
 /// CPU's, for every MGH sum of squares and every fit model, each scheme: the same row code on
 /// both sides, so they differ only by the order of the sums (a few ε of the summed

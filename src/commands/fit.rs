@@ -8,11 +8,12 @@ use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use crate::{BackendArg, MethodArg};
-use cudamin::Factor;
+use cudamin::backend::RobustLoss;
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::fit::{FitData, MODELS, find_model};
 use cudamin::solver::{Covariance, covariance};
+use cudamin::{Factor, Loss};
 use cudamin::{Gradient, LaunchOverride};
 use std::io::Write;
 use std::path::PathBuf;
@@ -79,6 +80,9 @@ struct FitReport<'a> {
     columns: Columns<'a>,
     method: &'static str,
     grad: &'static str,
+    /// lm's robust loss (scipy's name) and its scale: `rss` is then `Σ C²ρ(r²/C²)`.
+    loss: &'static str,
+    f_scale: f64,
     backend: &'static str,
     backend_reason: &'a str,
     status: i32,
@@ -183,7 +187,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             let mut factor = Factor::new(p);
             objective
                 .least_squares()
-                .and_then(|ls| ls.factor(&result.x, &mut factor).ok())
+                .and_then(|ls| {
+                    ls.factor(&result.x, RobustLoss::default(), &mut factor)
+                        .ok()
+                })
                 .map(|_| factor)
         }
     };
@@ -202,6 +209,8 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         },
         method: args.method.name(),
         grad: jacobian.name(),
+        loss: args.options.loss.map_or(Loss::Linear, |arg| arg.0).name(),
+        f_scale: args.options.f_scale.unwrap_or(1.0),
         backend: backend.name(),
         backend_reason: &backend_reason,
         status: result.status,
@@ -263,6 +272,13 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     )?;
     writeln!(out, "backend        {} ({})", r.backend, r.backend_reason)?;
     writeln!(out, "method         {}, {} derivatives", r.method, r.grad)?;
+    if r.loss != Loss::Linear.name() {
+        writeln!(
+            out,
+            "loss           {}, f_scale {} (rss is Σ C²ρ(r²/C²); pcov from the rows rescaled for it)",
+            r.loss, r.f_scale
+        )?;
+    }
     writeln!(out, "status         {}: {}", r.status, r.message)?;
     writeln!(out, "rss            {:.12e}", r.rss)?;
     writeln!(out, "reduced chi2   {:.6e} (dof {})", r.reduced_chi2, r.dof)?;

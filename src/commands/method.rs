@@ -3,7 +3,7 @@
 
 use super::plot::Step;
 use super::progress::Progress;
-use crate::{GradArg, MethodArg};
+use crate::{GradArg, LossArg, MethodArg};
 use cudamin::TermObjective;
 use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::problems::Loaded;
@@ -34,6 +34,13 @@ pub struct MethodArgs {
     /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub max_nfev: Option<usize>,
+    /// lm: scipy's robust loss. The cost becomes ½·Σ C²·ρ(r²/C²), C = --f-scale, each point's
+    /// residual and Jacobian row rescaled as scipy's least_squares(loss=…) does. CPU only.
+    #[arg(long, value_enum)]
+    pub loss: Option<LossArg>,
+    /// lm: the loss's scale C, scipy's f_scale: residuals past it count as outliers (1).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
+    pub f_scale: Option<f64>,
     /// Show progress on stderr even when it is not a terminal, or with --json.
     #[arg(long)]
     pub progress: bool,
@@ -103,10 +110,12 @@ impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
         use MethodArg::{Bfgs, Lbfgs, Lm};
-        let flags: [(&str, bool, &[MethodArg], &str); 4] = [
+        let flags: [(&str, bool, &[MethodArg], &str); 6] = [
             ("--ftol", self.ftol.is_some(), &[Lbfgs, Lm], "lbfgs and lm"),
             ("--xtol", self.xtol.is_some(), &[Lm], "lm"),
             ("--max-nfev", self.max_nfev.is_some(), &[Lm], "lm"),
+            ("--loss", self.loss.is_some(), &[Lm], "lm"),
+            ("--f-scale", self.f_scale.is_some(), &[Lm], "lm"),
             (
                 "--maxiter",
                 self.maxiter.is_some(),
@@ -150,6 +159,8 @@ impl MethodArgs {
                     xtol: self.xtol.unwrap_or(defaults.xtol),
                     gtol: self.gtol.unwrap_or(defaults.gtol),
                     max_nfev: self.max_nfev,
+                    loss: self.loss.map_or(defaults.loss, |arg| arg.0),
+                    f_scale: self.f_scale.unwrap_or(defaults.f_scale),
                     ..defaults
                 };
                 let Some(least_squares) = objective.least_squares() else {

@@ -13,6 +13,7 @@
 //! The triangle is packed row after row (`(i, j ≥ i)`, [`packed_len`] values), `Qᵀr` after it:
 //! [`triangle_len`] values per chunk.
 
+use super::loss::RobustLoss;
 use super::normal::NormalSum;
 use super::{CompensatedLanes, SUM_LANES};
 
@@ -183,8 +184,9 @@ pub fn fold_triangle(
 }
 
 /// A CPU chunk's residual rows folded into its triangle: rows are held [`FOLD_ROWS`] at a time,
-/// then folded ([`fold_rows`]); `Σ r²` is summed as the normal equations sum it, in a
-/// [`CompensatedLanes`].
+/// then folded ([`fold_rows`]); each row is first rescaled for the robust loss, and the
+/// points' costs `C²ρ(r²/C²)` (`r²` for the linear loss) are summed as the normal equations
+/// sum `Σ r²`, in a [`CompensatedLanes`].
 pub struct TriangleRows<'a> {
     /// The packed `R`.
     r: &'a mut [f64],
@@ -193,12 +195,13 @@ pub struct TriangleRows<'a> {
     scratch: &'a mut [f64],
     held: usize,
     sum_of_squares: CompensatedLanes,
+    loss: RobustLoss,
 }
 
 impl<'a> TriangleRows<'a> {
     /// Starts a chunk's triangle in `factor` ([`triangle_len`]`(n)` values, zeroed here), with
-    /// [`fold_scratch_len`]`(n)` values of `scratch`.
-    pub fn new(n: usize, factor: &'a mut [f64], scratch: &'a mut [f64]) -> Self {
+    /// [`fold_scratch_len`]`(n)` values of `scratch`, its rows rescaled for `loss`.
+    pub fn new(n: usize, factor: &'a mut [f64], scratch: &'a mut [f64], loss: RobustLoss) -> Self {
         factor.fill(0.0);
         scratch.fill(0.0);
         let (r, qtr) = factor.split_at_mut(packed_len(n));
@@ -208,6 +211,7 @@ impl<'a> TriangleRows<'a> {
             scratch,
             held: 0,
             sum_of_squares: CompensatedLanes::default(),
+            loss,
         }
     }
 
@@ -227,9 +231,11 @@ impl TriangleRows<'_> {
         let n = self.qtr.len();
         let width = row_width(n);
         let held = &mut self.scratch[self.held * width..(self.held + 1) * width];
-        let r = make(&mut held[offset..offset + len]);
-        held[n] = r;
-        self.sum_of_squares.add_to(self.held % SUM_LANES, r * r);
+        let row = &mut held[offset..offset + len];
+        let r = make(row);
+        let (rescaled, cost) = self.loss.rescale(r, row);
+        held[n] = rescaled;
+        self.sum_of_squares.add_to(self.held % SUM_LANES, cost);
         self.held += 1;
         if self.held == FOLD_ROWS {
             self.fold();
@@ -293,7 +299,7 @@ mod tests {
         let n = 3;
         let mut factor = vec![0.0; triangle_len(n)];
         let mut scratch = vec![0.0; fold_scratch_len(n)];
-        let mut rows = TriangleRows::new(n, &mut factor, &mut scratch);
+        let mut rows = TriangleRows::new(n, &mut factor, &mut scratch, RobustLoss::default());
         for (row, &ri) in j.iter().zip(&res) {
             rows.add(ri, 0, row);
         }
@@ -321,7 +327,7 @@ mod tests {
         let fold = |rows: &[[f64; 2]], res: &[f64]| {
             let mut factor = vec![0.0; triangle_len(n)];
             let mut scratch = vec![0.0; fold_scratch_len(n)];
-            let mut t = TriangleRows::new(n, &mut factor, &mut scratch);
+            let mut t = TriangleRows::new(n, &mut factor, &mut scratch, RobustLoss::default());
             for (row, &v) in rows.iter().zip(res) {
                 t.add(v, 0, row);
             }

@@ -45,6 +45,7 @@ impl LaunchOverride {
 }
 
 pub use gpu_kernels::Gradient;
+pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
 
 /// A gradient of kind `gradient` checked against a more accurate one: `compute` is called with
 /// the best reference a backend takes, and returns what it made of it (with the reference
@@ -160,6 +161,21 @@ pub enum BackendError {
 /// Why a pass over the normal equations was refused by an evaluator of a plain sum of terms.
 const NOT_A_SUM_OF_SQUARES: &str = "the normal equations need a sum of squares (a residual term)";
 
+/// Why a robust loss was refused by a backend without the triangle pass.
+const ROBUST_NEEDS_TRIANGLE: &str = "a robust loss rescales each residual row in the triangle pass, which runs on the CPU (the GPU sums the normal equations): run with --backend cpu";
+
+/// `pass` unless `loss` is a robust one, which a backend without the triangle pass refuses.
+fn linear_only<T>(
+    loss: RobustLoss,
+    pass: impl FnOnce() -> Result<T, BackendError>,
+) -> Result<T, BackendError> {
+    if loss.is_linear() {
+        pass()
+    } else {
+        Err(BackendError::Unsupported(ROBUST_NEEDS_TRIANGLE))
+    }
+}
+
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
 /// implementation holds the problem's data (uploaded once, for the GPU).
 ///
@@ -231,7 +247,7 @@ pub trait Evaluator: Send {
         let n = self.dim();
         if !share.evaluates_whole() {
             let len = match pass {
-                Pass::Value => 0,
+                Pass::Value | Pass::Cost { .. } => 0,
                 Pass::Gradient { .. } => n,
                 Pass::Normal { .. } | Pass::Factor { .. } => n * n + n,
             };
@@ -243,6 +259,7 @@ pub trait Evaluator: Send {
                 Vec::new(),
                 Layout::sums(0),
             )),
+            Pass::Cost { loss } => linear_only(loss, || self.partials(x, Pass::Value, share)),
             Pass::Gradient { gradient, value } => {
                 let mut g = vec![0.0; n];
                 let evaluation = Evaluation::Gradient {
@@ -253,10 +270,11 @@ pub trait Evaluator: Send {
                 let f = self.evaluate(x, evaluation)?;
                 Ok(Partials::one(f, g, Layout::sums(n)))
             }
-            Pass::Normal { jacobian } | Pass::Factor { jacobian } => {
-                Partials::whole_normal(n, share, |jtj, jtr| {
-                    self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
-                })
+            Pass::Normal { jacobian } => Partials::whole_normal(n, share, |jtj, jtr| {
+                self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
+            }),
+            Pass::Factor { jacobian, loss } => {
+                linear_only(loss, || self.partials(x, Pass::Normal { jacobian }, share))
             }
         }
     }
@@ -289,14 +307,21 @@ pub enum Evaluation<'a> {
         jtr: &'a mut [f64],
     },
     /// A sum of squares' `Σ r²`, with its residual rows reduced to `R` and `Qᵀr` ([`Factor`],
-    /// sized for `n` variables), rows exact or by finite differences as `jacobian` says.
-    /// Neither `J` nor `JᵀJ` is formed (unless the backend has only the normal equations, as
-    /// the factor then says).
+    /// sized for `n` variables), rows exact or by finite differences as `jacobian` says, each
+    /// rescaled for `loss` (then the value is `Σ C²ρ(r²/C²)`). Neither `J` nor `JᵀJ` is formed
+    /// (unless the backend has only the normal equations, as the factor then says).
     Factor {
         /// How the rows of `J` are computed.
         jacobian: Gradient,
+        /// The robust loss (scipy's `loss`, `f_scale`).
+        loss: RobustLoss,
         /// `R` and `Qᵀr`.
         factor: &'a mut Factor,
+    },
+    /// A sum of squares under a robust loss: `Σ C²ρ(r_k²/C²)` (`Σ r²` for the linear loss).
+    Cost {
+        /// The loss.
+        loss: RobustLoss,
     },
 }
 
@@ -309,7 +334,8 @@ impl Evaluation<'_> {
                 gradient, value, ..
             } => Pass::Gradient { gradient, value },
             Evaluation::Normal { jacobian, .. } => Pass::Normal { jacobian },
-            Evaluation::Factor { jacobian, .. } => Pass::Factor { jacobian },
+            Evaluation::Factor { jacobian, loss, .. } => Pass::Factor { jacobian, loss },
+            Evaluation::Cost { loss } => Pass::Cost { loss },
         }
     }
 
@@ -317,7 +343,7 @@ impl Evaluation<'_> {
     /// value.
     pub fn finish(self, x: &[f64], partials: &Partials) -> Result<f64, BackendError> {
         match self {
-            Evaluation::Value => Ok(partials.value()),
+            Evaluation::Value | Evaluation::Cost { .. } => Ok(partials.value()),
             Evaluation::Gradient { g, .. } => partials.gradient_into(x, g),
             Evaluation::Normal { jtj, jtr, .. } => partials.normal_into(jtj, jtr),
             Evaluation::Factor { factor, .. } => partials.factor_into(factor),
@@ -331,7 +357,7 @@ impl Evaluation<'_> {
 }
 
 /// One pass over the terms, as [`Evaluator::partials`] is asked for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pass {
     /// `f(x)`.
     Value,
@@ -348,12 +374,20 @@ pub enum Pass {
         /// How the rows of `J` are computed.
         jacobian: Gradient,
     },
-    /// A sum of squares' `Σ r²` and the [`Factor`] of its residual rows. Where a backend has no
-    /// pass of its own for it, its normal equations' partials, which finish to a factor by
-    /// Cholesky ([`Partials::factor_into`]).
+    /// A sum of squares' `Σ r²` and the [`Factor`] of its residual rows, rescaled for `loss`.
+    /// Where a backend has no pass of its own for it, its normal equations' partials, which
+    /// finish to a factor by Cholesky ([`Partials::factor_into`]); a robust loss is refused
+    /// there.
     Factor {
         /// How the rows of `J` are computed.
         jacobian: Gradient,
+        /// The robust loss.
+        loss: RobustLoss,
+    },
+    /// `Σ C²ρ(r²/C²)` (see [`Evaluation::Cost`]): the value pass for the linear loss.
+    Cost {
+        /// The loss.
+        loss: RobustLoss,
     },
 }
 
@@ -386,16 +420,31 @@ pub trait NormalPass<E>: Send {
         })
     }
     /// As [`Evaluator::partials`] for [`Pass::Factor`]. The default is the normal equations'
-    /// partials, which finish to a factor by Cholesky: a backend with its own triangle pass
-    /// (the CPU's) overrides it.
+    /// partials, which finish to a factor by Cholesky, for the linear loss only: a backend with
+    /// its own triangle pass (the CPU's) overrides it.
     fn factor_partials(
         &mut self,
         sum: &mut E,
         x: &[f64],
         jacobian: Gradient,
+        loss: RobustLoss,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        self.normal_partials(sum, x, jacobian, share)
+        linear_only(loss, || self.normal_partials(sum, x, jacobian, share))
+    }
+    /// As [`Evaluator::partials`] for [`Pass::Cost`]. The default is `sum`'s value pass, for
+    /// the linear loss only.
+    fn cost_partials(
+        &mut self,
+        sum: &mut E,
+        x: &[f64],
+        loss: RobustLoss,
+        share: Share,
+    ) -> Result<Partials, BackendError>
+    where
+        E: Evaluator,
+    {
+        linear_only(loss, || sum.partials(x, Pass::Value, share))
     }
 }
 
@@ -419,10 +468,18 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
                 self.pass
                     .normal_equations(&mut self.sum, x, jacobian, jtj, jtr)
             }
-            Evaluation::Factor { jacobian, factor } => self
+            Evaluation::Factor {
+                jacobian,
+                loss,
+                factor,
+            } => self
                 .pass
-                .factor_partials(&mut self.sum, x, jacobian, Share::Whole)?
+                .factor_partials(&mut self.sum, x, jacobian, loss, Share::Whole)?
                 .factor_into(factor),
+            Evaluation::Cost { loss } => Ok(self
+                .pass
+                .cost_partials(&mut self.sum, x, loss, Share::Whole)?
+                .value()),
             other => self.sum.evaluate(x, other),
         }
     }
@@ -432,9 +489,11 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
             Pass::Normal { jacobian } => {
                 self.pass.normal_partials(&mut self.sum, x, jacobian, share)
             }
-            Pass::Factor { jacobian } => {
-                self.pass.factor_partials(&mut self.sum, x, jacobian, share)
+            Pass::Factor { jacobian, loss } => {
+                self.pass
+                    .factor_partials(&mut self.sum, x, jacobian, loss, share)
             }
+            Pass::Cost { loss } => self.pass.cost_partials(&mut self.sum, x, loss, share),
             other => self.sum.partials(x, other, share),
         }
     }
@@ -463,15 +522,22 @@ pub trait LeastSquaresEvaluator: Evaluator {
     ) -> Result<f64, BackendError> {
         self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
     }
-    /// One pass over the residuals: returns `Σ r_k²`, and writes `R` and `Qᵀr` into `factor`
-    /// (see [`Evaluation::Factor`]).
+    /// One pass over the residuals: returns `Σ C²ρ(r_k²/C²)` (`Σ r_k²` for the linear loss),
+    /// and writes `R` and `Qᵀr` of the rows rescaled for `loss` into `factor` (see
+    /// [`Evaluation::Factor`]).
     fn factor(
         &mut self,
         x: &[f64],
         jacobian: Gradient,
+        loss: RobustLoss,
         factor: &mut Factor,
     ) -> Result<f64, BackendError> {
-        self.evaluate(x, Evaluation::Factor { jacobian, factor })
+        let evaluation = Evaluation::Factor {
+            jacobian,
+            loss,
+            factor,
+        };
+        self.evaluate(x, evaluation)
     }
 }
 

@@ -15,8 +15,8 @@ pub mod sum;
 
 pub use evaluator::{
     BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig, LaunchOverride, Layout,
-    LeastSquaresEvaluator, NormalPass, Partials, Pass, RawArg, Share, WithResiduals,
-    checked_against,
+    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, RawArg, RobustLoss, Share,
+    WithResiduals, checked_against,
 };
 pub use problem::{ProblemError, TermProblem};
 pub use sum::{ResidualSum, SumEvaluator, TermSum};

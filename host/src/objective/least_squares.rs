@@ -1,7 +1,7 @@
 //! A sum of squares seen through its residuals: what Levenberg–Marquardt asks of an objective.
 
 use super::{EvalError, TermObjective};
-use crate::backend::{Factor, LeastSquaresEvaluator};
+use crate::backend::{Evaluation, Factor, LeastSquaresEvaluator, RobustLoss};
 
 /// `f(x) = Σ_k r_k(x)²` with its residual rows reduced to a triangle (`J = Q·R`).
 ///
@@ -30,11 +30,16 @@ pub trait LeastSquaresObjective {
     fn dim(&self) -> usize;
     /// The number of residuals `m`.
     fn residuals(&self) -> usize;
-    /// `Σ r_k(x)²`.
-    fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, EvalError>;
-    /// `Σ r_k(x)²`, with `R` and `Qᵀr` into `factor` (sized for `n` by [`Factor::new`]), in
-    /// one pass.
-    fn factor(&mut self, x: &[f64], factor: &mut Factor) -> Result<f64, EvalError>;
+    /// `Σ_k C²·ρ(r_k(x)²/C²)` under `loss` (scipy's `2·cost`): `Σ r_k(x)²` for the linear loss.
+    fn sum_of_squares(&mut self, x: &[f64], loss: RobustLoss) -> Result<f64, EvalError>;
+    /// [`sum_of_squares`](Self::sum_of_squares), with `R` and `Qᵀr` of the residual rows,
+    /// rescaled for `loss`, into `factor` (sized for `n` by [`Factor::new`]), in one pass.
+    fn factor(
+        &mut self,
+        x: &[f64],
+        loss: RobustLoss,
+        factor: &mut Factor,
+    ) -> Result<f64, EvalError>;
 }
 
 /// A term objective loaded as a sum of squares (`Backend::load_least_squares`): its Jacobian
@@ -48,15 +53,25 @@ impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
         self.evaluator.residuals()
     }
 
-    fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+    /// The value pass for the linear loss, else the residuals' cost pass.
+    fn sum_of_squares(&mut self, x: &[f64], loss: RobustLoss) -> Result<f64, EvalError> {
         self.check_len(x.len())?;
-        Ok(self.evaluator.value(x)?)
+        if loss.is_linear() {
+            Ok(self.evaluator.value(x)?)
+        } else {
+            Ok(self.evaluator.evaluate(x, Evaluation::Cost { loss })?)
+        }
     }
 
-    fn factor(&mut self, x: &[f64], factor: &mut Factor) -> Result<f64, EvalError> {
+    fn factor(
+        &mut self,
+        x: &[f64],
+        loss: RobustLoss,
+        factor: &mut Factor,
+    ) -> Result<f64, EvalError> {
         self.check_len(x.len())?;
         self.check_len(factor.qtr.len())?;
         let jacobian = self.gradient;
-        Ok(self.evaluator.factor(x, jacobian, factor)?)
+        Ok(self.evaluator.factor(x, jacobian, loss, factor)?)
     }
 }

@@ -19,7 +19,7 @@ use super::covariance::{Covariance, covariance};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
 use super::result::{Iterate, SolveError};
-use crate::backend::Factor;
+use crate::backend::{Factor, Loss, RobustLoss};
 use crate::linalg::{cholesky_into, solve_lower, solve_lower_transposed, try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
 use ndarray::ArrayView2;
@@ -43,6 +43,13 @@ pub struct LmOptions {
     pub max_nfev: Option<usize>,
     /// The first trust region is `factor·‖D·x0‖` (or `factor` when that is 0). MINPACK: 100.
     pub factor: f64,
+    /// scipy's robust `loss`: the cost becomes `½·Σ C²·ρ(r_k²/C²)` and each point's residual
+    /// and Jacobian row are rescaled as scipy rescales them, so that the steps are
+    /// Gauss–Newton steps on that cost. [`Loss::Linear`] (the default) is least squares.
+    /// Robust losses need the CPU's triangle pass.
+    pub loss: Loss,
+    /// `C`, scipy's `f_scale`: the residual size past which a point counts as an outlier. 1.
+    pub f_scale: f64,
 }
 
 impl Default for LmOptions {
@@ -53,6 +60,8 @@ impl Default for LmOptions {
             gtol: 1e-8,
             max_nfev: None,
             factor: 100.0,
+            loss: Loss::Linear,
+            f_scale: 1.0,
         }
     }
 }
@@ -78,7 +87,22 @@ impl LmOptions {
         if !(self.factor.is_finite() && self.factor > 0.0) {
             return Err(invalid_option("factor", self.factor, "must be positive"));
         }
+        if !(self.f_scale.is_finite() && self.f_scale > 0.0) {
+            return Err(invalid_option(
+                "f_scale",
+                self.f_scale,
+                "must be positive and finite",
+            ));
+        }
         Ok(())
+    }
+
+    /// The loss with its scale.
+    fn robust_loss(&self) -> RobustLoss {
+        RobustLoss {
+            loss: self.loss,
+            f_scale: self.f_scale,
+        }
     }
 }
 
@@ -146,9 +170,10 @@ impl LmStatus {
 pub struct LeastSquaresResult {
     /// The solution.
     pub x: Vec<f64>,
-    /// `½·Σr²` at `x` (scipy's `cost`).
+    /// `½·Σr²` at `x` (scipy's `cost`); under a robust loss `½·Σ C²ρ(r²/C²)`.
     pub cost: f64,
-    /// `Jᵀr` at `x`, the gradient of `cost` (scipy's `grad`).
+    /// `Jᵀr` at `x`, the gradient of `cost` (scipy's `grad`; under a robust loss, of the rows
+    /// rescaled for it, `Σ ρ'·r·∇r`).
     pub grad: Vec<f64>,
     /// `‖grad‖∞` (scipy's `optimality`).
     pub optimality: f64,
@@ -256,6 +281,13 @@ const ILL_CONDITIONED: f64 = 1e-2;
 /// `least_squares(fun, x0, method='lm')`. Its `cost` is `½ Σ r²`, as scipy's is; the
 /// objective's value, which [`minimize`](super::minimize) would report as `fun`, is `Σ r²`.
 ///
+/// With a robust [`LmOptions::loss`] the cost is scipy's `½ Σ C²ρ(r²/C²)` and the rows are
+/// rescaled as scipy's `least_squares(loss=…)` rescales them (scipy takes a loss with `trf`
+/// only; here the same rows go to MINPACK's rules): `‖r‖` in MINPACK's tests becomes
+/// `√(2·cost)`, its relative reductions those of the robust cost, and its gradient test's
+/// cosines those of the rescaled rows. The minimum is the robust cost's, as scipy's `trf` finds
+/// it (tests/fit.rs: to 1e-6 for every loss).
+///
 /// ```
 /// use cudamin_host::solver::{LmOptions, least_squares};
 /// use cudamin_host::{Backend, Gradient, TermObjective, TermProblem};
@@ -317,9 +349,10 @@ pub fn least_squares_with_observer(
             bytes: 3 * n * n * size_of::<f64>(),
         });
     }
+    let loss = options.robust_loss();
     let mut factor = Factor::new(n);
     let mut x = x0.to_vec();
-    let sum_of_squares = objective.factor(&x, &mut factor)?;
+    let sum_of_squares = objective.factor(&x, loss, &mut factor)?;
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     if !sum_of_squares.is_finite() {
         return Err(SolveError::NonFiniteResiduals);
@@ -362,7 +395,7 @@ pub fn least_squares_with_observer(
             if nit == 0 {
                 delta = delta.min(pnorm);
             }
-            let fnorm1 = objective.sum_of_squares(&trial)?.sqrt();
+            let fnorm1 = objective.sum_of_squares(&trial, loss)?.sqrt();
             nfev += 1;
             // A NaN `fnorm1` fails the comparison: the step is rejected as a bad one.
             let actred = if 0.1 * fnorm1 < fnorm {
@@ -413,7 +446,7 @@ pub fn least_squares_with_observer(
                 break;
             }
         }
-        objective.factor(&x, &mut factor)?;
+        objective.factor(&x, loss, &mut factor)?;
         njev += 1;
         factor_at_x = true;
         let grad = gradient(&factor);
@@ -433,7 +466,7 @@ pub fn least_squares_with_observer(
         fnorm * fnorm
     } else {
         njev += 1;
-        objective.factor(&x, &mut factor)?
+        objective.factor(&x, loss, &mut factor)?
     };
     // A test that passed on steps the normal equations could not resolve proves nothing,
     // unless the residuals vanished, which proves a minimum whatever the steps were.

@@ -198,7 +198,7 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
                 self.check(gradient)?;
                 catching_panics(|| CpuEvaluator::gradient(self, x, gradient, g, value))
             }
-            Evaluation::Normal { .. } | Evaluation::Factor { .. } => {
+            Evaluation::Normal { .. } | Evaluation::Factor { .. } | Evaluation::Cost { .. } => {
                 Err(Evaluation::not_a_sum_of_squares())
             }
         }
@@ -213,7 +213,9 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
                 self.check(gradient)?;
                 catching_panics(|| Ok(self.gradient_partials(x, gradient, value, share)))
             }
-            Pass::Normal { .. } | Pass::Factor { .. } => Err(Evaluation::not_a_sum_of_squares()),
+            Pass::Normal { .. } | Pass::Factor { .. } | Pass::Cost { .. } => {
+                Err(Evaluation::not_a_sum_of_squares())
+            }
         }
     }
 }

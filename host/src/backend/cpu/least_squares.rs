@@ -9,9 +9,12 @@ use crate::backend::evaluator::{
     BackendError, Gradient, Layout, NormalPass, Partials, Share, WithResiduals,
 };
 use crate::backend::problem::TermProblem;
+use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::triangle_len;
+use gpu_kernels::kernel::{CompensatedRun, term_value};
 use gpu_kernels::{SumOfSquares, Term};
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// The CPU's normal-equations pass over residual term `T`, for the sum of squares its
 /// [`CpuEvaluator`] holds.
@@ -54,7 +57,24 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         jacobian: Gradient,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        rows_partials(sum, x, jacobian, share, RowsInto::NormalEquations)
+        let n = x.len();
+        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
+        chunk_partials(
+            sum,
+            x,
+            share,
+            Layout::sums(n * n + n),
+            n * n + n,
+            |rows, vector| {
+                rows_chunk(
+                    rows,
+                    x,
+                    sum.problem.data(),
+                    vector,
+                    RowsInto::NormalEquations,
+                )
+            },
+        )
     }
 
     fn factor_partials(
@@ -62,40 +82,67 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         sum: &mut CpuEvaluator<SumOfSquares<T>>,
         x: &[f64],
         jacobian: Gradient,
+        loss: RobustLoss,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        rows_partials(sum, x, jacobian, share, RowsInto::Triangle)
+        let n = x.len();
+        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
+        let layout = Layout::Triangles { n };
+        chunk_partials(sum, x, share, layout, triangle_len(n), |rows, vector| {
+            rows_chunk(
+                rows,
+                x,
+                sum.problem.data(),
+                vector,
+                RowsInto::Triangle(loss),
+            )
+        })
+    }
+
+    /// The residuals alone, each point's `C²ρ(r²/C²)` summed as a value pass sums.
+    fn cost_partials(
+        &mut self,
+        sum: &mut CpuEvaluator<SumOfSquares<T>>,
+        x: &[f64],
+        loss: RobustLoss,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        let data = sum.problem.data();
+        chunk_partials(sum, x, share, Layout::sums(0), 0, |rows, _| {
+            let mut cost = CompensatedRun::default();
+            for k in rows {
+                cost.add(loss.cost(term_value::<T>(k, x, data)));
+            }
+            cost.value()
+        })
     }
 }
 
-/// The residual rows in chunks of [`row_block`] terms, fixed by the problem alone (never the
-/// thread count or the ranks), each reduced `into` normal equations or a triangle: combined in
-/// chunk order, the same bits for any number of threads or ranks.
-fn rows_partials<T: Term>(
+/// The residuals in chunks of [`row_block`] terms, fixed by the problem alone (never the thread
+/// count or the ranks), each chunk's `len` values made by `chunk` (which returns its value),
+/// combined as `layout` says, in chunk order: the same bits for any number of threads or ranks.
+fn chunk_partials<T: Term>(
     sum: &CpuEvaluator<SumOfSquares<T>>,
     x: &[f64],
-    jacobian: Gradient,
     share: Share,
-    into: RowsInto,
+    layout: Layout,
+    len: usize,
+    chunk: impl Fn(Range<usize>, &mut [f64]) -> f64 + Sync,
 ) -> Result<Partials, BackendError> {
     catching_panics(|| {
-        let problem = &sum.problem;
-        let (n, data, terms) = (x.len(), problem.data(), problem.terms());
-        let chunk = row_block(n, sum.planned_rows(share));
-        let chunks = share.range(terms.div_ceil(chunk));
-        let (len, layout) = match into {
-            RowsInto::NormalEquations => (n * n + n, Layout::sums(n * n + n)),
-            RowsInto::Triangle => (triangle_len(n), Layout::Triangles { n }),
-        };
-        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
+        let terms = sum.problem.terms();
+        let size = row_block(x.len(), sum.planned_rows(share));
+        let chunks = share.range(terms.div_ceil(size));
         let mut vectors = vec![0.0; chunks.len() * len];
-        let values = each_chunk(
-            vectors.chunks_mut(len).zip(chunks).collect(),
-            |(vector, c)| {
-                let rows = c * chunk..((c + 1) * chunk).min(terms);
-                rows_chunk(rows, x, data, vector, into)
-            },
-        );
+        // A pass without vectors (`len` 0) still has its chunks.
+        let slices: Vec<&mut [f64]> = if len == 0 {
+            chunks.clone().map(|_| <&mut [f64]>::default()).collect()
+        } else {
+            vectors.chunks_mut(len).collect()
+        };
+        let values = each_chunk(slices.into_iter().zip(chunks).collect(), |(vector, c)| {
+            chunk(c * size..((c + 1) * size).min(terms), vector)
+        });
         Ok(Partials::of_chunks(values, vectors, layout))
     })
 }

@@ -7,6 +7,7 @@ use crate::backend::evaluator::Gradient;
 use gpu_kernels::kernel::exact::{
     Seeded, banded_group_gradient_exact, disjoint_exact_in_lanes, fill_constants, terms_in_lanes,
 };
+use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::normal::{
     DifferenceRow, ExactRow, JacobianRow, NORMAL_LANES_WIDTH_MAX, NormalLanes, NormalPartial,
     NormalSum, normal_partial,
@@ -444,12 +445,13 @@ fn dense_chunks<T: Term, S: CpuScheme<T>>(
 }
 
 /// What a chunk of residual rows is reduced to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum RowsInto {
     /// The normal equations: `JᵀJ` (upper triangle, `n × n`) then `Jᵀr`, `n² + n` values.
     NormalEquations,
-    /// The triangle `R` (packed) then `Qᵀr`: `triangle_len(n)` values.
-    Triangle,
+    /// The triangle `R` (packed) then `Qᵀr`, `triangle_len(n)` values, of the rows rescaled for
+    /// the loss.
+    Triangle(RobustLoss),
 }
 
 /// One chunk's residual rows over `terms`, made by `rows`, reduced into `vector` as `into`
@@ -466,9 +468,9 @@ fn chunk_partial<T: Term, J: JacobianRow>(
 ) -> f64 {
     let n = x.len();
     let width = T::WINDOW.stride_width(n).1;
-    if into == RowsInto::Triangle {
+    if let RowsInto::Triangle(loss) = into {
         let mut scratch = vec![0.0; fold_scratch_len(n)];
-        let mut triangle = TriangleRows::new(n, vector, &mut scratch);
+        let mut triangle = TriangleRows::new(n, vector, &mut scratch, loss);
         for k in terms {
             triangle.add_made(T::WINDOW.offset(k, n), width, |held| {
                 rows.row::<T>(k, x, data, held)

@@ -250,7 +250,7 @@ impl Evaluator for GpuEvaluator {
                 self.launcher.read(reads, "the gradient kernels")?;
                 Ok(f[0])
             }
-            Evaluation::Normal { .. } | Evaluation::Factor { .. } => {
+            Evaluation::Normal { .. } | Evaluation::Factor { .. } | Evaluation::Cost { .. } => {
                 Err(Evaluation::not_a_sum_of_squares())
             }
         }

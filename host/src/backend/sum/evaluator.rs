@@ -103,10 +103,18 @@ impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
                     })?,
                 )
             }
-            Evaluation::Factor { jacobian, factor } => {
+            Evaluation::Factor {
+                jacobian,
+                loss,
+                factor,
+            } => {
                 // Triangles fold, they do not add: the parts' partials, finished as one.
-                let pass = Pass::Factor { jacobian };
+                let pass = Pass::Factor { jacobian, loss };
                 return parts_partials(first, further, x, pass, Share::Whole)?.factor_into(factor);
+            }
+            Evaluation::Cost { loss } => {
+                let pass = Pass::Cost { loss };
+                return Ok(parts_partials(first, further, x, pass, Share::Whole)?.value());
             }
         };
         Ok(sum_in_order(std::iter::once(first_value).chain(values)))
