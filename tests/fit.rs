@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cli::{f64_of, json, one_line_error};
+use common::cli::{f64_of, json, json_in, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, LmOptions};
@@ -724,6 +724,46 @@ fn cli_fit_takes_a_robust_loss() {
     );
     let scale = one_line_error(&["fit", EXPSIN_CSV, "--model", "expsin", "--f-scale", "0"]);
     assert!(scale.contains("must be positive"), "{scale}");
+}
+
+/// A fit's triangles fold in chunk order, whatever the threads: 5000 rows (5 chunks of 1024) fit
+/// with exact and with central-difference rows, and under a robust loss, give the same bits on
+/// one thread and on two (the ranks' side is tests/mpi.rs).
+#[test]
+fn fits_are_bit_identical_for_any_thread_count() {
+    let mut csv = String::from("x,y\n");
+    for i in 0..5000 {
+        let t = 8.0 * i as f64 / 4999.0;
+        let y = 2.0 * (-0.7 * t).exp() + 0.3 * (2.0 * t).sin() + 0.01 * (37.0 * t).sin();
+        csv += &format!("{t},{y}\n");
+    }
+    let path = file("expsin-5000-threads.csv", csv.as_bytes());
+    let path = path.to_str().unwrap();
+    for extra in [
+        &[][..],
+        &["--grad", "central"],
+        &["--loss", "soft_l1", "--f-scale", "0.01"],
+    ] {
+        let run = |threads: &str| {
+            let mut args = vec!["fit", path, "--model", "expsin", "--params", "6", "--json"];
+            args.extend(extra);
+            let v = json_in(&[("RAYON_NUM_THREADS", threads)], &args);
+            let bits = |field: &str| -> Vec<u64> {
+                let values = v[field].as_array().expect(field);
+                values
+                    .iter()
+                    .map(|x| x.as_f64().unwrap().to_bits())
+                    .collect()
+            };
+            (
+                bits("x"),
+                bits("stderr"),
+                f64_of(&v, "rss").to_bits(),
+                v["nfev"].clone(),
+            )
+        };
+        assert_eq!(run("1"), run("2"), "{extra:?}");
+    }
 }
 
 /// A file in the test's temporary folder with `contents`.

@@ -49,8 +49,8 @@ macro_rules! include_ptx {
 
 pub use backend::{
     Backend, BackendChoice, BackendError, Evaluator, Factor, Gradient, LaunchConfig,
-    LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, TermProblem,
-    TermSum,
+    LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
+    TermProblem, TermSum,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};

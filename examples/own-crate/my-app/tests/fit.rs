@@ -28,8 +28,8 @@ fn objective(s: &[f64], v: &[f64]) -> TermObjective<dyn LeastSquaresEvaluator> {
 
 #[test]
 fn the_jacobians_triangle_is_the_hand_derived_ones() {
-    use cudamin::Factor;
     use cudamin::objective::LeastSquaresObjective;
+    use cudamin::{Factor, RobustLoss};
     let (s, v) = rates(700, [2.5, 1.2]);
     let at = [1.7, 0.6];
     // r = v − V·s/(K + s): ∂r/∂V = −s/(K + s), ∂r/∂K = V·s/(K + s)².
@@ -47,7 +47,9 @@ fn the_jacobians_triangle_is_the_hand_derived_ones() {
     }
     let mut objective = objective(&s, &v);
     let mut factor = Factor::new(2);
-    let got_sum = objective.factor(&at, &mut factor).unwrap();
+    let got_sum = objective
+        .factor(&at, RobustLoss::default(), &mut factor)
+        .unwrap();
     // J = Q·R: JᵀJ = RᵀR and Jᵀr = Rᵀ(Qᵀr), R upper triangular.
     let r = &factor.r;
     assert_eq!(r[2], 0.0, "R is upper triangular: {r:?}");

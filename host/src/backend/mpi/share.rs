@@ -269,6 +269,7 @@ impl Partials {
     /// `JᵀJ`, and say so ([`Factor::from_normal_equations`]).
     pub fn factor_into(&self, factor: &mut Factor) -> Result<f64, BackendError> {
         let n = factor.qtr.len();
+        self.check(factor.r.len() == n * n, n * n)?;
         let mut folded = Folded {
             packed: None,
             scratch: vec![0.0; fold_scratch_len(n)],
