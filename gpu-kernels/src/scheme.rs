@@ -4,7 +4,7 @@
 //! differences with the step rule `S`). [`__schemes!`](crate::__schemes)'s table lists them,
 //! one row each (variant, name, type, help), and everything that depends on the list is
 //! generated from it: the [`Gradient`] kinds and their names (`--grad`'s values), the PTX
-//! entries of every registered term (`<term>_gradient_<name>`, `<term>_normal_<name>`), the
+//! entries of every registered term (`<term>_gradient_<name>`, `<term>_triangle_<name>`), the
 //! dense gradient's finishing entries (`cudamin_dense_finish_<name>`), and the entry-name
 //! arrays the host launches by. Adding a finite-difference scheme is one `FdScheme`
 //! implementation (its stencil, in `fd`) and one row.
@@ -70,9 +70,9 @@ macro_rules! __schemes {
         const GRADIENTS: [&'static str; $crate::scheme::SCHEMES] =
             [$(concat!(stringify!($name), "_gradient_", stringify!($suffix))),*];
     };
-    (@normal_names ($name:ident) [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
-        const NORMALS: [&'static str; $crate::scheme::SCHEMES] =
-            [$(concat!(stringify!($name), "_normal_", stringify!($suffix))),*];
+    (@triangle_names ($name:ident) [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
+        const TRIANGLES: [&'static str; $crate::scheme::SCHEMES] =
+            [$(concat!(stringify!($name), "_triangle_", stringify!($suffix))),*];
     };
     // A term's gradient entries, one per scheme.
     (@gradient_entries ($term:ty, $name:ident) [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
@@ -109,12 +109,12 @@ macro_rules! __schemes {
             };
         )*
     };
-    // A residual term's normal-equations entries, one per scheme.
-    (@normal_entries ($residual:ty, $name:ident) [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
+    // A residual term's triangle entries, one per scheme.
+    (@triangle_entries ($residual:ty, $name:ident) [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
         $(
             $crate::__term_entry!(
-                concat!(stringify!($name), "_normal_", stringify!($suffix)),
-                $crate::device::entry::normal::<$residual, $ty>
+                @loss concat!(stringify!($name), "_triangle_", stringify!($suffix)),
+                $crate::device::entry::least_squares::<$residual, $ty>
             );
         )*
     };

@@ -7,8 +7,8 @@
 //!   data_rows: u64, out: *mut f64, values: *mut f64)`: the gradient (or its dense partials)
 //!   in `out`, the value's per-block partials in `values`;
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
-//! - [`SUM_BLOCKS`](crate::kernel::SUM_BLOCKS): `(partials: *const f64, len: u64, blocks: u64,
-//!   out: *mut f64)`;
+//! - a residual term's triangle and cost kernels: the term kernels' list with `loss: u64,
+//!   f_scale: f64` before `out` (see `ResidualKernels`);
 //! - the dense finishing kernels (one per gradient scheme): `(x: *const f64, n: u64,
 //!   partials: *const f64, blocks: u64, g: *mut f64)`;
 //! - the vector kernels of a solver that keeps its vectors on the device
@@ -19,8 +19,8 @@ pub use nvptx::*;
 
 mod nvptx {
     use crate::device::{
-        block_dim, block_idx, block_reduce, block_reduce_sum, global_thread_idx, grid_dim,
-        grid_stride, slice, slice_mut, thread_idx,
+        SharedArray, block_dim, block_idx, block_reduce, block_reduce_sum, global_thread_idx,
+        grid_dim, grid_stride, slice, slice_mut, sync_threads, thread_idx,
     };
     use crate::dual::Dual;
     use crate::fd::FdScheme;
@@ -28,11 +28,15 @@ mod nvptx {
         EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
         fill_constants,
     };
+    use crate::kernel::loss::{Loss, RobustLoss};
     use crate::kernel::normal::{DifferenceRow, ExactRow, JacobianRow};
     use crate::kernel::reverse::{reverse_mode, with_gpu_rows};
+    use crate::kernel::triangle::{
+        FOLD_ROWS, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
+    };
     use crate::kernel::{
         CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
-        sum_in_order, value_partial,
+        sum_in_order, term_value, value_partial,
     };
     use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
@@ -95,12 +99,6 @@ mod nvptx {
     /// How a scheme's kernels differentiate each term: by finite differences with step rule
     /// `S` ([`Differences`]), or exactly, on duals ([`Exact`]).
     pub trait GradientScheme {
-        /// The normal equations' first stage with this scheme's Jacobian rows (see
-        /// [`normal_partials`]).
-        ///
-        /// # Safety
-        /// As [`normal_partials`].
-        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64);
         /// A banded group's part of `∇f` into `g`; with `value`, the value of the term it owns.
         fn group<T: Term>(
             group: usize,
@@ -121,13 +119,23 @@ mod nvptx {
         );
     }
 
-    impl<S: FdScheme> GradientScheme for Differences<S> {
+    /// The blocks' least-squares triangles with finite-difference rows (see
+    /// [`triangle_partials`]).
+    impl<S: FdScheme> LeastSquaresPass for Differences<S> {
         #[inline(always)]
-        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64) {
+        unsafe fn run<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            loss: RobustLoss,
+            out: *mut f64,
+            values: *mut f64,
+        ) {
             let rows = &mut DifferenceRow::<S>(PhantomData);
-            unsafe { normal_partials::<T, _>(x, data, out, values, rows) }
+            unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
         }
+    }
 
+    impl<S: FdScheme> GradientScheme for Differences<S> {
         #[inline(always)]
         fn group<T: Term>(
             group: usize,
@@ -150,22 +158,31 @@ mod nvptx {
         }
     }
 
-    impl GradientScheme for Exact {
-        /// Exact rows: in reverse mode where [`reverse_mode`] says, else `EXACT_LANES`
-        /// variables per evaluation on duals.
+    /// The blocks' least-squares triangles with exact rows (see [`triangle_partials`]): in
+    /// reverse mode where [`reverse_mode`] says, else `EXACT_LANES` variables per evaluation on
+    /// duals.
+    impl LeastSquaresPass for Exact {
         #[inline(always)]
-        unsafe fn normal<T: Term>(x: &[f64], data: Data<'_>, out: *mut f64, values: *mut f64) {
+        unsafe fn run<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            loss: RobustLoss,
+            out: *mut f64,
+            values: *mut f64,
+        ) {
             if reverse_mode::<T>(x.len(), true) {
                 return with_gpu_rows::<T, EXACT_LANES, _>(x, |rows| unsafe {
-                    normal_partials::<T, _>(x, data, out, values, rows)
+                    triangle_partials::<T, _>(x, data, loss, out, values, rows)
                 });
             }
             let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
             // A dense term's window is x itself: filled once per thread, not at every term.
             let rows = &mut ExactRow::new::<T>(&mut window[..x.len()], x);
-            unsafe { normal_partials::<T, _>(x, data, out, values, rows) }
+            unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
         }
+    }
 
+    impl GradientScheme for Exact {
         #[inline(always)]
         fn group<T: Term>(
             group: usize,
@@ -367,83 +384,196 @@ mod nvptx {
         }
     }
 
-    /// Normal equations of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`), first
-    /// stage: as [`dense_partials`], one term per thread and tile after tile, each thread makes
-    /// its term's residual `r` and Jacobian row `j` (by `rows`), and the block adds every
-    /// `j_a·j_b` (`a ≤ b`) and `j_a·r` to its `n² + n` partials; `Σ r²` goes to
-    /// `values[block]`. [`sum_blocks`] finishes them.
+    /// The rows a block folds at once, each [`row_width`] values at the widest window the GPU
+    /// takes: 17 KiB of shared memory.
+    const HELD_VALUES: usize = FOLD_ROWS * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
+
+    /// The shared array that holds them (its length is a literal in PTX).
+    type Held = SharedArray<2176>;
+    const _: () = assert!(HELD_VALUES == 2176);
+
+    /// Least-squares triangle of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`):
+    /// as [`dense_partials`], one term per thread and tile after tile, each thread makes its
+    /// term's residual and Jacobian row (by `rows`) and rescales them for `loss`; then the
+    /// block folds the tile's rows into its triangle [`FOLD_ROWS`] at a time, in thread order,
+    /// the rows held in shared memory and each reflection's later columns one per thread
+    /// ([`fold_held`]). The block's packed `R` and `Qᵀr` go to `out`; the sum of the points'
+    /// costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block
+    /// order.
     ///
     /// # Safety
-    /// `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
+    /// `out` holds `triangle_len(n) · gridDim` f64, `values` one slot per block.
     #[inline(always)]
-    unsafe fn normal_partials<T: Term, J: JacobianRow>(
+    unsafe fn triangle_partials<T: Term, J: JacobianRow>(
         x: &[f64],
         data: Data<'_>,
+        loss: RobustLoss,
         out: *mut f64,
         values: *mut f64,
         rows: &mut J,
     ) {
         let n = x.len();
         let terms = T::terms(n, data);
-        let mine = unsafe { block_partials(out, n * n + n) };
+        let width = row_width(n);
+        let mine = unsafe { block_partials(out, triangle_len(n)) };
+        let held: Held = crate::shared_array!(cudamin_fold_held, 2176);
         let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
         let row = &mut storage[..n];
-        let mut value = CompensatedSum::default();
+        let mut cost = CompensatedSum::default();
         let tiles = terms.div_ceil(block_dim());
         let mut tile = block_idx();
         while tile < tiles {
             let k = tile * block_dim() + thread_idx();
-            let r = if k < terms {
+            let residual = if k < terms {
                 let r = rows.row::<T>(k, x, data, row);
-                value.add(r * r);
-                r
+                let (rescaled, point_cost) = loss.rescale(r, row);
+                cost.add(point_cost);
+                rescaled
             } else {
-                row.fill(0.0);
                 0.0
             };
-            for a in 0..n {
-                for b in a..n {
-                    unsafe { add_block_sum(mine, a * n + b, row[a] * row[b]) };
+            for group in 0..block_dim().div_ceil(FOLD_ROWS) {
+                // The same on every thread: the whole block leaves together.
+                if tile * block_dim() + group * FOLD_ROWS >= terms {
+                    break;
                 }
-                unsafe { add_block_sum(mine, n * n + a, row[a] * r) };
+                for i in (thread_idx()..FOLD_ROWS * width).step_by(block_dim()) {
+                    held.set(i, 0.0);
+                }
+                sync_threads();
+                if thread_idx() / FOLD_ROWS == group && k < terms {
+                    let at = (thread_idx() % FOLD_ROWS) * width;
+                    for (j, &d) in row.iter().enumerate() {
+                        held.set(at + j, d);
+                    }
+                    held.set(at + n, residual);
+                }
+                sync_threads();
+                unsafe { fold_held(mine, n, held, width) };
             }
             tile += grid_dim();
         }
-        unsafe { block_value(value, values) };
+        unsafe { block_value(cost, values) };
     }
 
-    /// Normal-equations kernel of residual term `T` with scheme `S`'s Jacobian rows.
+    /// Folds the [`FOLD_ROWS`] rows `held` (each `width` values: `J`'s row, the residual,
+    /// zeros) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
+    /// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
+    /// the same order of operations per column. Every thread computes column `j`'s reflection
+    /// from the held column; then column `k > j` (and `Qᵀr` as column `n`) is updated by
+    /// thread `k − j − 1` (and every `blockDim` after), its dot product over the rows in row
+    /// order. Every thread of the block calls it (it holds barriers).
     ///
     /// # Safety
-    /// As [`value`]; `out` holds `(n² + n) · gridDim` f64, `values` one slot per block.
+    /// `mine` holds the block's `triangle_len(n)` values, written by this block alone.
     #[inline(always)]
-    pub unsafe fn normal<T: Term, S: GradientScheme>(
+    unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
+        let qtr = unsafe { mine.add(packed_len(n)) };
+        for j in 0..n {
+            let mut v = [0.0; FOLD_ROWS];
+            for (i, vi) in v.iter_mut().enumerate() {
+                *vi = held.get(i * width + j);
+            }
+            let start = packed_row(j, n);
+            // SAFETY: the block's own triangle, written below only after the barrier.
+            let diagonal = unsafe { mine.add(start).read_volatile() };
+            // The same on every thread, so the branch is uniform over the block.
+            let Some(Reflection { beta, tau }) = reflection(diagonal, &mut v) else {
+                continue;
+            };
+            // Every thread has read column j and R_jj before any is written.
+            sync_threads();
+            let mut column = j + 1 + thread_idx();
+            while column <= n {
+                // SAFETY: entry `column` of row j belongs to this thread alone until the barrier.
+                let entry = unsafe {
+                    if column < n {
+                        mine.add(start + column - j)
+                    } else {
+                        qtr.add(j)
+                    }
+                };
+                let old = unsafe { entry.read_volatile() };
+                let mut w = old;
+                for (i, &vi) in v.iter().enumerate() {
+                    w += vi * held.get(i * width + column);
+                }
+                unsafe { entry.write_volatile(old - tau * w) };
+                for (i, &vi) in v.iter().enumerate() {
+                    let at = i * width + column;
+                    held.set(at, held.get(at) - tau * vi * w);
+                }
+                column += block_dim();
+            }
+            if thread_idx() == 0 {
+                unsafe { mine.add(start).write_volatile(beta) };
+            }
+            sync_threads();
+        }
+    }
+
+    /// What a residual term's least-squares kernel computes: the triangle with a scheme's
+    /// rows (each gradient scheme), or the points' costs alone ([`Cost`]).
+    pub trait LeastSquaresPass {
+        /// The pass over residual term `T`, its rows rescaled for `loss`.
+        ///
+        /// # Safety
+        /// `out` holds what the pass writes per block, `values` one slot per block.
+        unsafe fn run<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            loss: RobustLoss,
+            out: *mut f64,
+            values: *mut f64,
+        );
+    }
+
+    /// The cost kernel: `values[block] = Σ C²ρ(r_k²/C²)` over the block's grid-stride share of
+    /// residuals; `out` is unused.
+    pub struct Cost;
+
+    impl LeastSquaresPass for Cost {
+        #[inline(always)]
+        unsafe fn run<T: Term>(
+            x: &[f64],
+            data: Data<'_>,
+            loss: RobustLoss,
+            _out: *mut f64,
+            values: *mut f64,
+        ) {
+            let mut sum = CompensatedSum::default();
+            for k in grid_stride(T::terms(x.len(), data)) {
+                sum.add(loss.cost(term_value::<T>(k, x, data)));
+            }
+            unsafe { block_value(sum, values) };
+        }
+    }
+
+    /// A residual term's least-squares kernel: pass `P` over residual term `T`, for the robust
+    /// loss `Loss::ALL[loss]` of scale `f_scale`.
+    ///
+    /// # Safety
+    /// As [`value`]; for a triangle, `out` holds `triangle_len(n) · gridDim` f64; `values` one
+    /// slot per block.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn least_squares<T: Term, P: LeastSquaresPass>(
         x: *const f64,
         n: usize,
         data: *const f64,
         data_len: usize,
         data_rows: usize,
+        loss: usize,
+        f_scale: f64,
         out: *mut f64,
         values: *mut f64,
     ) {
         let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
-        unsafe { S::normal::<T>(x, data, out, values) }
-    }
-
-    /// `out[i] = Σ_b partials[b·len + i]`, the blocks added in order as the CPU adds its chunks.
-    #[unsafe(export_name = "cudamin_sum_blocks")]
-    unsafe extern "ptx-kernel" fn sum_blocks(
-        partials: *const f64,
-        len: usize,
-        blocks: usize,
-        out: *mut f64,
-    ) {
-        // SAFETY: the launcher passes `blocks · len` partials and `len` outputs.
-        let partials = unsafe { slice(partials, len * blocks) };
-        for i in grid_stride(len) {
-            let total = dense_gradient_component(1.0, (0..blocks).map(|b| partials[b * len + i]));
-            unsafe { out.add(i).write(total) };
-        }
+        let loss = RobustLoss {
+            loss: Loss::from_index(loss),
+            f_scale,
+        };
+        unsafe { P::run::<T>(x, data, loss, out, values) }
     }
 
     /// Second stage of the dense gradient of scheme `S`: `g_i = Σ_b partials[b·n + i] /

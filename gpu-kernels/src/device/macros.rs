@@ -6,7 +6,8 @@
 //! them.
 
 /// One PTX entry of a term, with the term kernels' argument list, calling `$body` (one of
-/// `device::entry`'s bodies).
+/// `device::entry`'s bodies). With `@loss`, a residual term's least-squares entry: the same
+/// list with the loss (its index in `Loss::ALL`) and its `f_scale` before `out`.
 #[doc(hidden)]
 #[macro_export]
 #[cfg_attr(
@@ -15,7 +16,10 @@
     allow_internal_unsafe
 )]
 macro_rules! __term_entry {
-    ($export:expr, $($body:tt)+) => {
+    (@loss $export:expr, $($body:tt)+) => {
+        $crate::__term_entry!(@with (loss: usize, f_scale: f64) $export, $($body)+);
+    };
+    (@with ($($extra:ident: $ty:ty),*) $export:expr, $($body:tt)+) => {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
             #[unsafe(export_name = $export)]
@@ -25,14 +29,18 @@ macro_rules! __term_entry {
                 data: *const f64,
                 data_len: usize,
                 data_rows: usize,
+                $($extra: $ty,)*
                 out: *mut f64,
                 values: *mut f64,
             ) {
                 // SAFETY: the host launcher passes buffers of the lengths given (a test checks
                 // every launch against this signature).
-                unsafe { $($body)+(x, n, data, data_len, data_rows, out, values) }
+                unsafe { $($body)+(x, n, data, data_len, data_rows, $($extra,)* out, values) }
             }
         };
+    };
+    ($export:expr, $($body:tt)+) => {
+        $crate::__term_entry!(@with () $export, $($body)+);
     };
 }
 

@@ -60,6 +60,17 @@ impl Loss {
         Loss::ALL.into_iter().find(|loss| loss.name() == name)
     }
 
+    /// The loss's place in [`Loss::ALL`]: how a kernel argument names it.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The loss at `index` in [`Loss::ALL`] ([`index`](Loss::index) round trips); the linear
+    /// loss past the end.
+    pub fn from_index(index: usize) -> Loss {
+        Loss::ALL.get(index).copied().unwrap_or_default()
+    }
+
     /// `(ρ(z), ρ'(z), ρ''(z))` for `z ≥ 0`.
     #[inline(always)]
     pub fn rho(self, z: f64) -> (f64, f64, f64) {
@@ -168,5 +179,8 @@ mod tests {
             assert_eq!(Loss::from_name(loss.name()), Some(loss));
         }
         assert_eq!(Loss::from_name("l2"), None);
+        for loss in Loss::ALL {
+            assert_eq!(Loss::from_index(loss.index()), loss);
+        }
     }
 }

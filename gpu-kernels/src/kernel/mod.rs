@@ -34,8 +34,6 @@ use crate::term::{Data, Term, Vars, Window};
 /// thread.
 pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
 crate::__schemes! { @rows finish_names () }
-/// Sums `blocks` per-block partial vectors in block order: the normal equations' second stage.
-pub const SUM_BLOCKS: &str = "cudamin_sum_blocks";
 /// `y ← y + α·x`, for a solver whose vectors stay on the device.
 pub const AXPY: &str = "cudamin_axpy";
 /// `v ← α·v`.

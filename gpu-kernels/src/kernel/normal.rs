@@ -8,30 +8,12 @@
 //! A row is exact (the residual evaluated on [`Dual`]s, as for exact gradients), or made of
 //! finite differences of the residual, term by term.
 
-use super::exact::{EXACT_DENSE_WIDTH_MAX_GPU, eval_seeded, fill_constants};
+use super::exact::{eval_seeded, fill_constants};
 use super::{CompensatedLanes, CompensatedSum, SUM_LANES, window};
 use crate::dual::Dual;
 use crate::fd::FdScheme;
 use crate::term::{Data, Term, Window};
 use core::marker::PhantomData;
-
-/// Whether the normal-equations pass takes residual term `T` with `n` variables: on the GPU
-/// (`gpu`), a dense window of at most 64 variables (each thread keeps its Jacobian row, and for
-/// exact rows its window of duals, in local memory); on the CPU, any.
-pub fn normal_supported<T: Term>(n: usize, gpu: bool) -> Result<(), &'static str> {
-    if !gpu {
-        return Ok(());
-    }
-    match T::WINDOW {
-        Window::Dense if n <= EXACT_DENSE_WIDTH_MAX_GPU => Ok(()),
-        Window::Dense => Err(
-            "the GPU's normal-equations pass takes at most 64 variables; run Levenberg–Marquardt with --backend cpu",
-        ),
-        _ => Err(
-            "the GPU's normal-equations pass takes dense windows only; run Levenberg–Marquardt with --backend cpu",
-        ),
-    }
-}
 
 /// One chunk's share of the normal equations of `n` variables: `JᵀJ` (row-major, `n × n`, upper
 /// triangle only, until [`mirror_upper`]) and `Jᵀr`, each a plain running sum in term

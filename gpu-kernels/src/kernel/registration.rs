@@ -45,7 +45,8 @@ macro_rules! register_term {
 /// ```ignore
 /// register_residuals!(ExpDecay, exp_decay);
 /// // PTX: exp_decay_value, exp_decay_gradient_{exact,forward,central}, of Σ r_k²;
-/// //      exp_decay_normal_{exact,forward,central}, the residuals' normal equations
+/// //      exp_decay_triangle_{exact,forward,central}, the residual rows folded into R (least
+/// //      squares), and exp_decay_cost, the residuals' cost under a robust loss
 /// ```
 ///
 /// Residuals given by index, with no data (a [`Residuals`](crate::Residuals) type `P`, whose
@@ -64,27 +65,41 @@ macro_rules! register_residuals {
     (by_index $residuals:ty, $name:ident) => {
         impl $crate::kernel::IndexedKernels for $residuals {
             $crate::__kernel_names!($name);
-            $crate::__schemes! { @rows normal_names ($name) }
+            $crate::__residual_names!($name);
         }
         $crate::__residual_entries!($crate::ResidualTerm<$residuals>, $name);
     };
     ($residual:ty, $name:ident) => {
         impl $crate::kernel::ResidualKernels for $residual {
             $crate::__kernel_names!($name);
-            $crate::__schemes! { @rows normal_names ($name) }
+            $crate::__residual_names!($name);
         }
         $crate::__residual_entries!($residual, $name);
     };
 }
 
+/// The entry names a residual term registered as `$name` adds to its sum of squares'.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __residual_names {
+    ($name:ident) => {
+        $crate::__schemes! { @rows triangle_names ($name) }
+        const COST: &'static str = concat!(stringify!($name), "_cost");
+    };
+}
+
 /// The PTX entry points of residual term `$residual`, named after `$name`: its sum of
-/// squares' term entries and its normal equations'.
+/// squares' term entries, its triangle entries and its cost entry.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __residual_entries {
     ($residual:ty, $name:ident) => {
         $crate::__term_entries!($crate::SumOfSquares<$residual>, $name);
-        $crate::__schemes! { @rows normal_entries ($residual, $name) }
+        $crate::__schemes! { @rows triangle_entries ($residual, $name) }
+        $crate::__term_entry!(
+            @loss concat!(stringify!($name), "_cost"),
+            $crate::device::entry::least_squares::<$residual, $crate::device::entry::Cost>
+        );
     };
 }
 
@@ -97,11 +112,15 @@ pub trait ResidualKernels: Term {
     const VALUE: &'static str;
     /// As [`Kernels::GRADIENTS`].
     const GRADIENTS: [&'static str; SCHEMES];
-    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows, out,
-    /// values)`, the normal equations' first stage (see [`normal`](super::normal)) with the scheme's Jacobian
-    /// rows: per block, `JᵀJ` (`n × n`, upper triangle) then `Jᵀr` into `out` (`n² + n` values a
-    /// block), `Σ r²` into `values`.
-    const NORMALS: [&'static str; SCHEMES];
+    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows, loss,
+    /// f_scale, out, values)`, the least-squares triangle (see [`triangle`](super::triangle))
+    /// with the scheme's Jacobian rows, rescaled for the robust loss `Loss::ALL[loss]` of scale
+    /// `f_scale`: per block, the packed `R` then `Qᵀr` into `out` (`triangle_len(n)` values a
+    /// block), the points' costs `C²ρ(r²/C²)` summed into `values`.
+    const TRIANGLES: [&'static str; SCHEMES];
+    /// `(x, n, data, data_len, data_rows, loss, f_scale, out, values)`: the points' costs alone,
+    /// one sum per block into `values`; `out` unused.
+    const COST: &'static str;
 }
 
 /// The residuals by index registered with `register_residuals!(by_index P, name)`: the entry
@@ -114,15 +133,18 @@ pub trait IndexedKernels: Residuals {
     const VALUE: &'static str;
     /// As [`Kernels::GRADIENTS`].
     const GRADIENTS: [&'static str; SCHEMES];
-    /// As [`ResidualKernels::NORMALS`].
-    const NORMALS: [&'static str; SCHEMES];
+    /// As [`ResidualKernels::TRIANGLES`].
+    const TRIANGLES: [&'static str; SCHEMES];
+    /// As [`ResidualKernels::COST`].
+    const COST: &'static str;
 }
 
 impl<P: IndexedKernels> ResidualKernels for ResidualTerm<P> {
     const NAME: &'static str = P::NAME;
     const VALUE: &'static str = P::VALUE;
     const GRADIENTS: [&'static str; SCHEMES] = P::GRADIENTS;
-    const NORMALS: [&'static str; SCHEMES] = P::NORMALS;
+    const TRIANGLES: [&'static str; SCHEMES] = P::TRIANGLES;
+    const COST: &'static str = P::COST;
 }
 
 impl<T: ResidualKernels> Kernels for crate::SumOfSquares<T> {

@@ -13,9 +13,26 @@
 //! The triangle is packed row after row (`(i, j ≥ i)`, [`packed_len`] values), `Qᵀr` after it:
 //! [`triangle_len`] values per chunk.
 
+use super::exact::EXACT_DENSE_WIDTH_MAX_GPU;
 use super::loss::RobustLoss;
 use super::normal::NormalSum;
 use super::{CompensatedLanes, SUM_LANES};
+use crate::term::{Term, Window};
+
+/// Whether the GPU's triangle pass takes residual term `T` with `n` variables: a dense window
+/// of at most 64 (each thread keeps its Jacobian row, and for exact rows its window of duals,
+/// in local memory, and a block's shared rows are sized for 64). The CPU's takes any.
+pub fn triangle_supported_on_gpu<T: Term>(n: usize) -> Result<(), &'static str> {
+    match T::WINDOW {
+        Window::Dense if n <= EXACT_DENSE_WIDTH_MAX_GPU => Ok(()),
+        Window::Dense => Err(
+            "the GPU's least-squares pass takes at most 64 variables; run Levenberg–Marquardt with --backend cpu",
+        ),
+        _ => Err(
+            "the GPU's least-squares pass takes dense windows only; run Levenberg–Marquardt with --backend cpu",
+        ),
+    }
+}
 
 /// Rows folded into the triangle at once.
 pub const FOLD_ROWS: usize = 32;
@@ -71,19 +88,10 @@ pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64]) {
         for (vi, row) in v.iter_mut().zip(rows.chunks_exact(width)) {
             *vi = row[j];
         }
-        let below = sum_of_squares(&v);
-        if below == 0.0 {
-            continue;
-        }
         let start = packed_row(j, n);
-        let diagonal = r[start];
-        let norm = norm_of(diagonal, below, &v);
-        let beta = if diagonal >= 0.0 { -norm } else { norm };
-        let tau = (beta - diagonal) / beta;
-        let inverse_divisor = 1.0 / (diagonal - beta);
-        for x in v.iter_mut() {
-            *x *= inverse_divisor;
-        }
+        let Some(Reflection { beta, tau }) = reflection(r[start], &mut v) else {
+            continue;
+        };
         r[start] = beta;
         // w = (R's row j, qtr_j) over the columns j + 1 ..= n, 0 elsewhere, plus vᵀ·rows.
         let first = (j + 1) & !3;
@@ -103,6 +111,36 @@ pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64]) {
             }
         }
     }
+}
+
+/// A Householder reflection `H = I − τ·v·vᵀ` that maps `(R_jj, column)` to `(β, 0)` (see
+/// [`fold_rows`]).
+#[derive(Clone, Copy)]
+pub struct Reflection {
+    /// The new diagonal entry.
+    pub beta: f64,
+    /// `τ`.
+    pub tau: f64,
+}
+
+/// Column `j`'s reflection, from its diagonal entry `R_jj` and the held rows' column `v`, which
+/// becomes the reflection's vector below its leading 1; `None` (and `v` unchanged) where the
+/// column has nothing below the diagonal to annihilate. Shared by the CPU's fold and the GPU's,
+/// so that both reflect alike.
+#[inline(always)]
+pub fn reflection(diagonal: f64, v: &mut [f64; FOLD_ROWS]) -> Option<Reflection> {
+    let below = sum_of_squares(v);
+    if below == 0.0 {
+        return None;
+    }
+    let norm = norm_of(diagonal, below, v);
+    let beta = if diagonal >= 0.0 { -norm } else { norm };
+    let tau = (beta - diagonal) / beta;
+    let inverse_divisor = 1.0 / (diagonal - beta);
+    for x in v.iter_mut() {
+        *x *= inverse_divisor;
+    }
+    Some(Reflection { beta, tau })
 }
 
 /// `w += rowsᵀ·v` over the columns `first ..` of the rows (`width` values each, `w` as long as

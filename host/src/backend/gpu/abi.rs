@@ -9,9 +9,9 @@
 
 use super::ptx::ParamType;
 use KernelArg::{F64, Ptr};
+use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::{
-    AXPY, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_BLOCKS,
-    SUM_PARTIALS,
+    AXPY, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_PARTIALS,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
@@ -106,6 +106,17 @@ impl TermBuffers {
             KernelArg::Ptr(values),
         ]
     }
+
+    /// `(x, n, data, data_len, data_rows, loss, f_scale, out, values)`: the signature of a
+    /// residual term's least-squares kernels.
+    fn loss_args(self, loss: RobustLoss, out: u64, values: u64) -> Vec<KernelArg> {
+        let mut args = self.args(out, values);
+        args.splice(
+            5..5,
+            [count(loss.loss.index()), KernelArg::F64(loss.f_scale)],
+        );
+        args
+    }
 }
 
 /// One launch: a kernel and its arguments, always built together here.
@@ -133,7 +144,7 @@ impl Launch {
         Launch::term_entry(kernel, buffers, 0, partials)
     }
 
-    /// Any of a term's kernels, by entry name: the value, gradient and normal-equations
+    /// Any of a term's kernels, by entry name: the value and gradient
     /// kernels all take `(x, n, data, data_len, data_rows, out, values)`.
     fn term_entry(
         kernel: impl Into<Cow<'static, str>>,
@@ -177,25 +188,30 @@ impl Launch {
     }
 }
 
-/// The normal equations of a residual term (Levenberg–Marquardt).
+/// The least-squares kernels of a residual term (Levenberg–Marquardt).
 impl Launch {
-    /// A residual term's normal-equations kernel with scheme `kind`'s rows: `n² + n` partials
-    /// per block into `out`, the per-block `Σ r²` into `values`.
-    pub fn normal<T: ResidualKernels>(
-        kind: Gradient,
+    /// A residual term's triangle kernel `kernel` (one of `ResidualKernels::TRIANGLES`): the
+    /// rows rescaled for `loss` folded into one packed triangle per block in `out`, the
+    /// per-block costs into `values`.
+    pub fn triangle(
+        kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
+        loss: RobustLoss,
         out: u64,
         values: u64,
     ) -> Launch {
-        Launch::term_entry(T::NORMALS[kind as usize], buffers, out, values)
+        Launch::of(kernel, buffers.loss_args(loss, out, values))
     }
 
-    /// [`SUM_BLOCKS`]: `out[i] = Σ_b partials[b·len + i]`, in block order.
-    pub fn sum_blocks(partials: u64, len: usize, blocks: usize, out: u64) -> Launch {
-        Launch::of(
-            SUM_BLOCKS,
-            vec![Ptr(partials), count(len), count(blocks), Ptr(out)],
-        )
+    /// A residual term's cost kernel `kernel` (`ResidualKernels::COST`): the per-block costs
+    /// under `loss` into `values`.
+    pub fn cost(
+        kernel: impl Into<Cow<'static, str>>,
+        buffers: TermBuffers,
+        loss: RobustLoss,
+        values: u64,
+    ) -> Launch {
+        Launch::of(kernel, buffers.loss_args(loss, 0, values))
     }
 }
 
@@ -343,14 +359,14 @@ pub fn term_launches<T: Kernels>() -> Vec<Launch> {
     TermEntries::of::<T>().launches()
 }
 
-/// Every launch a residual term's sum of squares makes: its term launches, and the normal
-/// equations' for each scheme with their finishing kernel.
+/// Every launch a residual term's sum of squares makes: its term launches, its triangle
+/// launches (one per scheme) and its cost launch.
 pub fn residual_launches<T: ResidualKernels>() -> Vec<Launch> {
     TermEntries::residual::<T>().launches()
 }
 
 /// The entry names of one registered term: its value and gradient kernels and, for a residual
-/// term, its normal equations'. Whether they come from the term's type or from the name it
+/// term, its least-squares kernels. Whether they come from the term's type or from the name it
 /// was registered under, [`launches`](Self::launches) builds the same launches from them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TermEntries {
@@ -358,7 +374,15 @@ pub struct TermEntries {
     pub name: Cow<'static, str>,
     value: Cow<'static, str>,
     gradients: [Cow<'static, str>; SCHEMES],
-    normals: Option<[Cow<'static, str>; SCHEMES]>,
+    least_squares: Option<LeastSquaresEntries>,
+}
+
+/// A residual term's least-squares entry names: its triangle kernels, one per scheme, and its
+/// cost kernel.
+#[derive(Clone, Debug, PartialEq)]
+struct LeastSquaresEntries {
+    triangles: [Cow<'static, str>; SCHEMES],
+    cost: Cow<'static, str>,
 }
 
 impl TermEntries {
@@ -368,21 +392,24 @@ impl TermEntries {
             name: T::NAME.into(),
             value: T::VALUE.into(),
             gradients: T::GRADIENTS.map(Cow::Borrowed),
-            normals: None,
+            least_squares: None,
         }
     }
 
-    /// The entries of residual term `T`: its sum of squares' and its normal equations'.
+    /// The entries of residual term `T`: its sum of squares' and its least-squares kernels.
     pub fn residual<T: ResidualKernels>() -> Self {
         TermEntries {
-            normals: Some(T::NORMALS.map(Cow::Borrowed)),
+            least_squares: Some(LeastSquaresEntries {
+                triangles: T::TRIANGLES.map(Cow::Borrowed),
+                cost: T::COST.into(),
+            }),
             ..TermEntries::of::<SumOfSquares<T>>()
         }
     }
 
     /// The entries `register_term!(.., name)` emits, or with `residual`
-    /// `register_residuals!(.., name)`: `name_value`, `name_gradient_<scheme>` and
-    /// `name_normal_<scheme>` for each scheme of the table.
+    /// `register_residuals!(.., name)`: `name_value`, `name_gradient_<scheme>` for each scheme
+    /// of the table, and for a residual term `name_triangle_<scheme>` and `name_cost`.
     pub fn named(name: &str, residual: bool) -> Self {
         let per_scheme = |kernel: &str| {
             Gradient::ALL.map(|kind| format!("{name}_{kernel}_{}", kind.name()).into())
@@ -391,7 +418,10 @@ impl TermEntries {
             name: name.to_owned().into(),
             value: format!("{name}_value").into(),
             gradients: per_scheme("gradient"),
-            normals: residual.then(|| per_scheme("normal")),
+            least_squares: residual.then(|| LeastSquaresEntries {
+                triangles: per_scheme("triangle"),
+                cost: format!("{name}_cost").into(),
+            }),
         }
     }
 
@@ -408,13 +438,13 @@ impl TermEntries {
             launches.push(Launch::term_entry(gradient, b, 3, 5));
             launches.push(Launch::dense_finish(kind, 1, 1, 3, 1, 4));
         }
-        if let Some(normals) = &self.normals {
+        if let Some(entries) = &self.least_squares {
+            let loss = RobustLoss::default();
             launches.extend(
-                normals
-                    .iter()
-                    .map(|normal| Launch::term_entry(normal.clone(), b, 3, 5)),
+                (entries.triangles.iter())
+                    .map(|triangle| Launch::triangle(triangle.clone(), b, loss, 3, 5)),
             );
-            launches.push(Launch::sum_blocks(3, 2, 1, 4));
+            launches.push(Launch::cost(entries.cost.clone(), b, loss, 5));
         }
         launches
     }
@@ -422,7 +452,7 @@ impl TermEntries {
 
 /// The terms registered in `ptx`, found by their entry names: a term registered as `name`
 /// has `name_value` and `name_gradient_<scheme>` entries, and a residual term also
-/// `name_normal_<scheme>`. A name with a value entry and no gradient entry is no term.
+/// `name_triangle_<scheme>`. A name with a value entry and no gradient entry is no term.
 pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
     let entries = super::ptx::entries(ptx)?;
     let names: BTreeSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
@@ -434,7 +464,7 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
         .iter()
         .filter_map(|entry| entry.strip_suffix("_value"))
         .filter(|name| has_any(name, "gradient"))
-        .map(|name| TermEntries::named(name, has_any(name, "normal")))
+        .map(|name| TermEntries::named(name, has_any(name, "triangle")))
         .collect())
 }
 
@@ -446,7 +476,6 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
     launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, 1, 1, 3, 1, 4)));
-    launches.push(Launch::sum_blocks(3, 2, 1, 4));
     for term in registered_terms(ptx)? {
         launches.extend(term.launches());
     }

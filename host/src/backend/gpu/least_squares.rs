@@ -1,100 +1,104 @@
-//! The GPU's normal-equations pass over a residual term's sum of squares: one `_normal_`
-//! kernel (per-block partials of `JᵀJ`, `Jᵀr` and `Σ r²`), then block-ordered sums.
+//! The GPU's least-squares passes over a residual term's sum of squares: a `_triangle_` kernel
+//! folds each block's residual rows into a triangle (`R`, `Qᵀr`), which the host folds in
+//! block order as it folds the CPU's chunks; a `_cost` kernel sums the points' costs. The
+//! normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
 
 use super::abi::Launch;
 use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
-use super::launcher::{Launcher, SINGLE_THREAD};
-use crate::backend::evaluator::{BackendError, Gradient, LaunchConfig, NormalPass, WithResiduals};
+use super::launcher::Launcher;
+use crate::backend::evaluator::{
+    BackendError, Factor, Gradient, LaunchConfig, Layout, NormalPass, Partials, Share,
+    WithResiduals,
+};
 use crate::backend::problem::TermProblem;
-use gpu_kernels::kernel::normal::{mirror_upper, normal_supported};
+use gpu_kernels::kernel::loss::RobustLoss;
+use gpu_kernels::kernel::triangle::{triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
 use std::sync::Arc;
 
-/// The normal-equations pass of a sum of squares loaded in a [`GpuEvaluator`].
+/// The least-squares passes of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
     residuals: usize,
-    /// Per scheme, in the table's order, its plan or why its kernel refuses the launch size;
-    /// or why the pass does not take this problem at all.
-    normal: Result<Vec<Result<NormalPlan, BackendError>>, &'static str>,
-    normal_out: Buffer,
-    _partials: Buffer,
-    _value_partials: Buffer,
+    /// Per scheme, in the table's order, its triangle kernel's plan or why the kernel refuses
+    /// the launch size; or why the pass does not take this problem at all.
+    triangles: Result<Vec<Result<BlockPass, BackendError>>, &'static str>,
+    cost: BlockPass,
 }
 
 /// A sum of squares of a residual term on the GPU.
 pub type GpuLeastSquares = WithResiduals<GpuEvaluator, GpuResiduals>;
 
-/// The launches of one scheme's normal equations.
-struct NormalPlan {
-    /// The first stage: `n² + n` partials and `Σ r²` per block.
-    first: (Launch, LaunchConfig),
-    /// The blocks' partials summed in block order.
-    finish: (Launch, LaunchConfig),
-    /// The blocks' `Σ r²` summed into the evaluator's `f`.
-    value_sum: Launch,
+/// One kernel that writes a vector of `len` values and a value per block, with its buffers.
+struct BlockPass {
+    kernel: &'static str,
+    config: LaunchConfig,
+    /// `len · blocks` values.
+    out: Buffer,
+    /// One value per block.
+    values: Buffer,
 }
 
-/// Loads the sum of squares of residual term `T` and plans its normal equations (refused,
-/// with the reason, where [`normal_supported`] says so; the value and gradient still run).
+impl BlockPass {
+    fn plan(
+        l: &Launcher,
+        kernel: &'static str,
+        work: usize,
+        len: usize,
+    ) -> Result<BlockPass, BackendError> {
+        let config = l.config(kernel, work)?;
+        let blocks = config.blocks as usize;
+        Ok(BlockPass {
+            kernel,
+            config,
+            out: l.alloc("least-squares triangles", len * blocks)?,
+            values: l.alloc("least-squares costs", blocks)?,
+        })
+    }
+
+    /// Launches `launch` (this pass's kernel) and reads the blocks' vectors and values back as
+    /// chunks of `layout`.
+    fn run(
+        &self,
+        sum: &GpuEvaluator,
+        launch: Launch,
+        layout: Layout,
+    ) -> Result<Partials, BackendError> {
+        let l = &sum.launcher;
+        l.launch(&launch, self.config)?;
+        let mut vectors = vec![0.0; self.out.len()];
+        let mut values = vec![0.0; self.values.len()];
+        l.read(
+            &mut [(&self.out, &mut vectors), (&self.values, &mut values)],
+            self.kernel,
+        )?;
+        Ok(Partials::of_chunks(values, vectors, layout))
+    }
+}
+
+/// Loads the sum of squares of residual term `T` and plans its least-squares passes (the
+/// triangle refused, with the reason, where [`triangle_supported_on_gpu`] says so; the value, the
+/// gradient and the cost still run).
 pub fn load_least_squares<T: ResidualKernels>(
     launcher: Arc<Launcher>,
     problem: TermProblem<SumOfSquares<T>>,
 ) -> Result<GpuLeastSquares, BackendError> {
     let n = problem.n();
     let residuals = problem.terms();
-    let supported = normal_supported::<T>(n, true);
+    let supported = triangle_supported_on_gpu::<T>(n);
     let sum = GpuEvaluator::new(launcher.clone(), problem)?;
     let l = &*launcher;
-    let len = n * n + n;
     // As for the gradients: a scheme whose kernel refuses the launch size is refused when it
     // is asked for.
-    let configs: Vec<Result<LaunchConfig, BackendError>> = (T::NORMALS.iter())
-        .map(|kernel| l.config(kernel, residuals))
-        .collect();
-    let blocks = configs
-        .iter()
-        .flatten()
-        .map(|c| c.blocks)
-        .max()
-        .unwrap_or(1) as usize;
-    let partials = l.alloc(
-        "normal-equations partial sums",
-        if supported.is_ok() { blocks * len } else { 0 },
-    )?;
-    let value_partials = l.alloc("value partial sums", blocks)?;
-    let normal_out = l.alloc("the normal equations", len)?;
-    let finish_config = l.config(gpu_kernels::kernel::SUM_BLOCKS, len)?;
-    let (out, values, f) = (
-        partials.address(),
-        value_partials.address(),
-        sum.f.address(),
-    );
-    let plan = |first: Launch, config: LaunchConfig| {
-        let blocks = config.blocks as usize;
-        NormalPlan {
-            first: (first, config),
-            finish: (
-                Launch::sum_blocks(out, len, blocks, normal_out.address()),
-                finish_config,
-            ),
-            value_sum: Launch::sum_partials(values, blocks, f),
-        }
-    };
-    let b = sum.buffers;
-    let normal = supported.map(|()| {
-        (Gradient::ALL.iter().zip(configs))
-            .map(|(&kind, config)| {
-                config.map(|config| plan(Launch::normal::<T>(kind, b, out, values), config))
-            })
+    let triangles = supported.map(|()| {
+        (T::TRIANGLES.iter())
+            .map(|kernel| BlockPass::plan(l, kernel, residuals, triangle_len(n)))
             .collect()
     });
     let pass = GpuResiduals {
         residuals,
-        normal,
-        normal_out,
-        _partials: partials,
-        _value_partials: value_partials,
+        triangles,
+        cost: BlockPass::plan(l, T::COST, residuals, 0)?,
     };
     Ok(WithResiduals { pass, sum })
 }
@@ -104,6 +108,7 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         self.residuals
     }
 
+    /// The triangle's: `JᵀJ = RᵀR`, `Jᵀr = Rᵀ(Qᵀr)`.
     fn normal_equations(
         &mut self,
         sum: &mut GpuEvaluator,
@@ -112,30 +117,61 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         jtj: &mut [f64],
         jtr: &mut [f64],
     ) -> Result<f64, BackendError> {
-        let plans = self.normal.as_ref().map_err(|why| BackendError::Kernel {
-            kernel: "normal equations".to_owned(),
-            reason: (*why).to_owned(),
-        })?;
+        let mut factor = Factor::new(x.len());
+        let partials =
+            self.factor_partials(sum, x, jacobian, RobustLoss::default(), Share::Whole)?;
+        let sum_of_squares = partials.factor_into(&mut factor)?;
+        factor.normal_equations_into(jtj, jtr);
+        Ok(sum_of_squares)
+    }
+
+    /// One triangle per block, folded by the caller in block order. The GPU takes no share of
+    /// the terms: rank 0 evaluates the whole pass.
+    fn factor_partials(
+        &mut self,
+        sum: &mut GpuEvaluator,
+        x: &[f64],
+        jacobian: Gradient,
+        loss: RobustLoss,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        let layout = Layout::Triangles { n: x.len() };
+        if !share.evaluates_whole() {
+            return Ok(Partials::none(layout));
+        }
+        let plans = self
+            .triangles
+            .as_ref()
+            .map_err(|why| BackendError::Kernel {
+                kernel: "least-squares triangle".to_owned(),
+                reason: (*why).to_owned(),
+            })?;
         let plan = plans[jacobian as usize].as_ref().map_err(Clone::clone)?;
-        let n = x.len();
         sum.send_x(x)?;
-        let l = &sum.launcher;
-        l.launch(&plan.first.0, plan.first.1)?;
-        l.launch(&plan.finish.0, plan.finish.1)?;
-        l.launch(&plan.value_sum, SINGLE_THREAD)?;
-        let mut sum_of_squares = [0.0];
-        let mut normal = vec![0.0; n * n + n];
-        l.read(
-            &mut [
-                (&sum.f, &mut sum_of_squares),
-                (&self.normal_out, &mut normal),
-            ],
-            &plan.first.0.kernel,
-        )?;
-        let (upper, products) = normal.split_at(n * n);
-        jtj.copy_from_slice(upper);
-        mirror_upper(jtj, n);
-        jtr.copy_from_slice(products);
-        Ok(sum_of_squares[0])
+        let (out, values) = (plan.out.address(), plan.values.address());
+        let launch = Launch::triangle(plan.kernel, sum.buffers, loss, out, values);
+        plan.run(sum, launch, layout)
+    }
+
+    /// The points' costs, one sum per block.
+    fn cost_partials(
+        &mut self,
+        sum: &mut GpuEvaluator,
+        x: &[f64],
+        loss: RobustLoss,
+        share: Share,
+    ) -> Result<Partials, BackendError> {
+        let layout = Layout::sums(0);
+        if !share.evaluates_whole() {
+            return Ok(Partials::none(layout));
+        }
+        sum.send_x(x)?;
+        let launch = Launch::cost(
+            self.cost.kernel,
+            sum.buffers,
+            loss,
+            self.cost.values.address(),
+        );
+        self.cost.run(sum, launch, layout)
     }
 }

@@ -348,6 +348,19 @@ impl Factor {
         }
     }
 
+    /// The normal equations the factor stands for: `JᵀJ = RᵀR` (`n × n`, row-major) into
+    /// `jtj`, `Jᵀr = Rᵀ(Qᵀr)` into `jtr`.
+    pub fn normal_equations_into(&self, jtj: &mut [f64], jtr: &mut [f64]) {
+        let n = self.qtr.len();
+        let r = |i: usize, j: usize| self.r[i * n + j];
+        for a in 0..n {
+            for b in 0..n {
+                jtj[a * n + b] = (0..=a.min(b)).map(|k| r(k, a) * r(k, b)).sum();
+            }
+            jtr[a] = (0..=a).map(|k| r(k, a) * self.qtr[k]).sum();
+        }
+    }
+
     /// `R` and `Qᵀr` from a packed triangle (`gpu_kernels::kernel::triangle`).
     fn unpack(&mut self, packed: &[f64]) {
         let n = self.qtr.len();
