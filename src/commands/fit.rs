@@ -301,7 +301,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     if r.stderr.is_none() {
         writeln!(
             out,
-            "covariance     not estimated: dof = 0, or J's triangle from the normal equations is too ill-conditioned at the solution"
+            "covariance     not estimated: dof = 0, or J's triangle is not finite"
         )?;
     }
     if !r.not_identifiable.is_empty() {

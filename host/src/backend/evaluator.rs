@@ -161,21 +161,6 @@ pub enum BackendError {
 /// Why a pass over the normal equations was refused by an evaluator of a plain sum of terms.
 const NOT_A_SUM_OF_SQUARES: &str = "the normal equations need a sum of squares (a residual term)";
 
-/// Why a robust loss was refused by a backend without the triangle pass.
-const ROBUST_NEEDS_TRIANGLE: &str = "a robust loss rescales each residual row in the triangle pass, which runs on the CPU (the GPU sums the normal equations): run with --backend cpu";
-
-/// `pass` unless `loss` is a robust one, which a backend without the triangle pass refuses.
-fn linear_only<T>(
-    loss: RobustLoss,
-    pass: impl FnOnce() -> Result<T, BackendError>,
-) -> Result<T, BackendError> {
-    if loss.is_linear() {
-        pass()
-    } else {
-        Err(BackendError::Unsupported(ROBUST_NEEDS_TRIANGLE))
-    }
-}
-
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
 /// implementation holds the problem's data (uploaded once, for the GPU).
 ///
@@ -246,12 +231,12 @@ pub trait Evaluator: Send {
     fn partials(&mut self, x: &[f64], pass: Pass, share: Share) -> Result<Partials, BackendError> {
         let n = self.dim();
         if !share.evaluates_whole() {
-            let len = match pass {
-                Pass::Value | Pass::Cost { .. } => 0,
-                Pass::Gradient { .. } => n,
-                Pass::Normal { .. } | Pass::Factor { .. } => n * n + n,
-            };
-            return Ok(Partials::none(Layout::sums(len)));
+            return Ok(Partials::none(match pass {
+                Pass::Value | Pass::Cost { .. } => Layout::sums(0),
+                Pass::Gradient { .. } => Layout::sums(n),
+                Pass::Normal { .. } => Layout::sums(n * n + n),
+                Pass::Factor { .. } => Layout::Triangles { n },
+            }));
         }
         match pass {
             Pass::Value => Ok(Partials::one(
@@ -259,7 +244,11 @@ pub trait Evaluator: Send {
                 Vec::new(),
                 Layout::sums(0),
             )),
-            Pass::Cost { loss } => linear_only(loss, || self.partials(x, Pass::Value, share)),
+            Pass::Cost { loss } => Ok(Partials::one(
+                self.evaluate(x, Evaluation::Cost { loss })?,
+                Vec::new(),
+                Layout::sums(0),
+            )),
             Pass::Gradient { gradient, value } => {
                 let mut g = vec![0.0; n];
                 let evaluation = Evaluation::Gradient {
@@ -274,7 +263,14 @@ pub trait Evaluator: Send {
                 self.evaluate(x, Evaluation::Normal { jacobian, jtj, jtr })
             }),
             Pass::Factor { jacobian, loss } => {
-                linear_only(loss, || self.partials(x, Pass::Normal { jacobian }, share))
+                let mut factor = Factor::new(n);
+                let evaluation = Evaluation::Factor {
+                    jacobian,
+                    loss,
+                    factor: &mut factor,
+                };
+                let f = self.evaluate(x, evaluation)?;
+                Ok(Partials::one(f, factor.pack(), Layout::Triangles { n }))
             }
         }
     }
@@ -419,9 +415,8 @@ pub trait NormalPass<E>: Send {
             self.normal_equations(sum, x, jacobian, jtj, jtr)
         })
     }
-    /// As [`Evaluator::partials`] for [`Pass::Factor`]. The default is the normal equations'
-    /// partials, which finish to a factor by Cholesky, for the linear loss only: a backend with
-    /// its own triangle pass (the CPU's) overrides it.
+    /// As [`Evaluator::partials`] for [`Pass::Factor`]: the residual rows, rescaled for
+    /// `loss`, folded into triangles (`Layout::Triangles`).
     fn factor_partials(
         &mut self,
         sum: &mut E,
@@ -429,23 +424,15 @@ pub trait NormalPass<E>: Send {
         jacobian: Gradient,
         loss: RobustLoss,
         share: Share,
-    ) -> Result<Partials, BackendError> {
-        linear_only(loss, || self.normal_partials(sum, x, jacobian, share))
-    }
-    /// As [`Evaluator::partials`] for [`Pass::Cost`]. The default is `sum`'s value pass, for
-    /// the linear loss only.
+    ) -> Result<Partials, BackendError>;
+    /// As [`Evaluator::partials`] for [`Pass::Cost`]: the points' costs `C²ρ(r²/C²)`.
     fn cost_partials(
         &mut self,
         sum: &mut E,
         x: &[f64],
         loss: RobustLoss,
         share: Share,
-    ) -> Result<Partials, BackendError>
-    where
-        E: Evaluator,
-    {
-        linear_only(loss, || sum.partials(x, Pass::Value, share))
-    }
+    ) -> Result<Partials, BackendError>;
 }
 
 /// A sum of squares loaded on a backend: its evaluator `sum` answers for the objective, `pass`

@@ -62,15 +62,6 @@ pub fn solve_lower(l: &[f64], b: &mut [f64]) {
     }
 }
 
-/// Solves `Lᵀ x = y` in place (`y` becomes `x`), `L` lower triangular by rows, `n × n`.
-pub(crate) fn solve_lower_transposed(l: &[f64], y: &mut [f64]) {
-    let n = y.len();
-    for i in (0..n).rev() {
-        let sum: f64 = (i + 1..n).map(|k| l[k * n + i] * y[k]).sum();
-        y[i] = (y[i] - sum) / l[i * n + i];
-    }
-}
-
 /// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process) or
 /// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.

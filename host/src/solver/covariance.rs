@@ -66,9 +66,7 @@ pub fn covariance(
     } else {
         return None;
     };
-    if r.iter().any(|v| !v.is_finite())
-        || factor.from_normal_equations && super::lm::normal_equations_unresolved(r, n)
-    {
+    if r.iter().any(|v| !v.is_finite()) {
         return None;
     }
     let decomposition = svd(r, n);

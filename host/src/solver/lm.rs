@@ -9,20 +9,15 @@
 //! folds their rows into `R` and `Qᵀr` (`J = Q·R`, [`Factor`]); the column-pivoted QR of that
 //! `n × n` triangle is MINPACK's of `J` (orthogonal factors keep the column norms its pivoting
 //! reads), and `lmpar`, `qrsolv` and every test run on it as MINPACK runs them on `J`'s
-//! (`super::minpack`). `J`'s condition number is not squared.
-//!
-//! A backend without the triangle pass (the GPU, for now) gives `R` from the normal equations
-//! by Cholesky: its steps then carry `JᵀJ`'s rounding, and a solve that ends where that
-//! rounding swamps the steps says so ([`LmStatus::IllConditioned`]).
+//! (`super::minpack`), on either backend. `J`'s condition number is not squared.
 
 use super::covariance::{Covariance, covariance};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
 use super::result::{Iterate, SolveError};
 use crate::backend::{Factor, Loss, RobustLoss};
-use crate::linalg::{cholesky_into, solve_lower, solve_lower_transposed, try_zeros, vector};
+use crate::linalg::{try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
-use ndarray::ArrayView2;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
@@ -121,12 +116,6 @@ pub enum LmStatus {
     FtolXtol,
     /// −2: the observer asked to stop (scipy: the callback raised `StopIteration`).
     Stopped,
-    /// −3 (cudamin's own, only where `R` came from the normal equations, see
-    /// [`Factor::from_normal_equations`]): a test passed, but at the solution `JᵀJ`, its
-    /// columns scaled, is too close to singular for its steps to be trusted (condition number
-    /// × ε above 0.01), and the residuals do not vanish. MINPACK, and the triangle pass, factor
-    /// `J` itself, do not square its condition number and have no such case.
-    IllConditioned,
 }
 
 impl LmStatus {
@@ -139,7 +128,6 @@ impl LmStatus {
             LmStatus::Xtol => 3,
             LmStatus::FtolXtol => 4,
             LmStatus::Stopped => -2,
-            LmStatus::IllConditioned => -3,
         }
     }
 
@@ -152,9 +140,6 @@ impl LmStatus {
             LmStatus::Xtol => "`xtol` termination condition is satisfied.",
             LmStatus::FtolXtol => "Both `ftol` and `xtol` termination conditions are satisfied.",
             LmStatus::Stopped => "The algorithm was terminated by the callback.",
-            LmStatus::IllConditioned => {
-                "JᵀJ is too ill-conditioned at the solution for the normal equations to resolve the steps (the Jacobian's scaled columns are nearly dependent): the result is not a reliable minimum. Solve on the CPU, whose triangle pass factors J itself, or rescale the data or reparametrize the model."
-            }
         }
     }
 
@@ -206,76 +191,6 @@ impl LeastSquaresResult {
         )
     }
 }
-
-/// Whether normal equations' `R` (`n × n`) is too ill-conditioned to resolve a step: `ε` times
-/// the 1-norm condition number of `JᵀJ = RᵀR`, its columns scaled to a unit diagonal, above
-/// [`ILL_CONDITIONED`] (or not positive definite in floating point).
-pub(super) fn normal_equations_unresolved(r: &[f64], n: usize) -> bool {
-    let mut jtj = vec![0.0; n * n];
-    for a in 0..n {
-        for b in 0..n {
-            jtj[a * n + b] = (0..=a.min(b)).map(|k| r[k * n + a] * r[k * n + b]).sum();
-        }
-    }
-    scaled_condition(&jtj).is_none_or(|c| c * f64::EPSILON > ILL_CONDITIONED)
-}
-
-/// `A⁻¹` of a symmetric `n × n` matrix (row-major) by its Cholesky factor; `None` where `A` is
-/// not positive definite in floating point, or memory for the factor runs out.
-fn positive_definite_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = try_zeros(n * n)?;
-    cholesky_into(ArrayView2::from_shape((n, n), a).ok()?, &mut l).ok()?;
-    let mut inverse = try_zeros(n * n)?;
-    let mut column = vec![0.0; n];
-    for j in 0..n {
-        column.fill(0.0);
-        column[j] = 1.0;
-        solve_lower(&l, &mut column);
-        solve_lower_transposed(&l, &mut column);
-        for (i, &v) in column.iter().enumerate() {
-            inverse[i * n + j] = v;
-        }
-    }
-    Some(inverse)
-}
-
-/// The 1-norm condition number of `JᵀJ` over its nonzero columns, scaled to a unit diagonal
-/// (`D⁻¹JᵀJD⁻¹`, `D` the column norms of `J`); `∞` where that matrix is not positive definite
-/// in floating point, `None` where there is no memory to find out. The normal equations' steps
-/// carry a relative error of about `ε` times this: with it near `1/ε`, they are noise.
-fn scaled_condition(jtj: &[f64]) -> Option<f64> {
-    let n = jtj.len().isqrt();
-    let columns: Vec<usize> = (0..n).filter(|&j| jtj[j * n + j] > 0.0).collect();
-    let k = columns.len();
-    let mut scaled = try_zeros(k * k)?;
-    for (a, &i) in columns.iter().enumerate() {
-        for (b, &j) in columns.iter().enumerate() {
-            scaled[a * k + b] = jtj[i * n + j] / (jtj[i * n + i].sqrt() * jtj[j * n + j].sqrt());
-        }
-    }
-    let norm_1 = |m: &[f64]| {
-        (0..k)
-            .map(|j| (0..k).map(|i| m[i * k + j].abs()).sum::<f64>())
-            .fold(0.0, f64::max)
-    };
-    // `∞` for a singular matrix, also where `0·∞` made the product NaN.
-    let condition = positive_definite_inverse(&scaled, k)
-        .map_or(f64::INFINITY, |inverse| norm_1(&scaled) * norm_1(&inverse));
-    Some(if condition.is_nan() {
-        f64::INFINITY
-    } else {
-        condition
-    })
-}
-
-/// [`LmStatus::IllConditioned`]'s bound on the normal equations' relative error, `ε` times
-/// [`scaled_condition`]: a step may be off by more than 1 %. Measured where it falls: polynomial
-/// fits on `[0, 10]` from ones (tests/fit.rs) reach MINPACK's Σr² to 8 digits with 10
-/// parameters (condition × ε ≈ 2e-3) and stop 0.4 % above it with 11 (≈ 0.06), the gtol test
-/// passed; of the 23 MGH least-squares runs, the closest below is mgh-26 (1.4e13·ε =
-/// 3e-3, at its minimum), and only Powell's singular function is above, whose residuals
-/// vanish at its solution.
-const ILL_CONDITIONED: f64 = 1e-2;
 
 /// Minimizes `Σ r_k(x)²` from `x0` by Levenberg–Marquardt: scipy's
 /// `least_squares(fun, x0, method='lm')`. Its `cost` is `½ Σ r²`, as scipy's is; the
@@ -358,7 +273,6 @@ pub fn least_squares_with_observer(
         return Err(SolveError::NonFiniteResiduals);
     }
     let mut fnorm = sum_of_squares.sqrt();
-    let initial_norm = fnorm;
     let mut diag = vec![0.0; n];
     let (mut delta, mut xnorm, mut par) = (0.0, 0.0, 0.0);
     let mut step = vec![0.0; n];
@@ -467,17 +381,6 @@ pub fn least_squares_with_observer(
     } else {
         njev += 1;
         objective.factor(&x, loss, &mut factor)?
-    };
-    // A test that passed on steps the normal equations could not resolve proves nothing,
-    // unless the residuals vanished, which proves a minimum whatever the steps were.
-    let status = if status.success()
-        && factor.from_normal_equations
-        && sum_of_squares.sqrt() > f64::EPSILON * initial_norm
-        && normal_equations_unresolved(&factor.r, n)
-    {
-        LmStatus::IllConditioned
-    } else {
-        status
     };
     let grad = gradient(&factor);
     Ok(LeastSquaresResult {

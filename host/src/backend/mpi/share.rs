@@ -4,13 +4,11 @@
 //! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
 
 use crate::backend::evaluator::{BackendError, Gradient};
-use crate::linalg::cholesky_into;
 use gpu_kernels::kernel::normal::mirror_upper;
 use gpu_kernels::kernel::triangle::{
     fold_scratch_len, fold_triangle, packed_len, packed_row, triangle_len,
 };
 use gpu_kernels::kernel::{dense_gradient_component, sum_in_order};
-use ndarray::ArrayView2;
 use std::ops::Range;
 
 /// Which of a pass's chunks an evaluator computes.
@@ -264,16 +262,13 @@ impl Partials {
 
     /// The least-squares factor of the residual rows (see [`Factor`]), into `factor` (sized for
     /// `n` variables by [`Factor::new`]); returns `Σ r²`. Chunk triangles fold in chunk order,
-    /// then a sum's further parts' in the sum's order: the rows of every part, stacked. Partials
-    /// of the normal equations (a backend without the triangle pass) give `R` by Cholesky of
-    /// `JᵀJ`, and say so ([`Factor::from_normal_equations`]).
+    /// then a sum's further parts' in the sum's order: the rows of every part, stacked.
     pub fn factor_into(&self, factor: &mut Factor) -> Result<f64, BackendError> {
         let n = factor.qtr.len();
         self.check(factor.r.len() == n * n, n * n)?;
         let mut folded = Folded {
             packed: None,
             scratch: vec![0.0; fold_scratch_len(n)],
-            from_normal_equations: false,
             n,
         };
         for part in std::iter::once(self).chain(&self.further) {
@@ -281,27 +276,16 @@ impl Partials {
         }
         let packed = folded.packed.unwrap_or_else(|| vec![0.0; triangle_len(n)]);
         factor.unpack(&packed);
-        factor.from_normal_equations = folded.from_normal_equations;
         Ok(self.value())
     }
 
     /// Folds this part's own triangles (not its further parts') into `folded`.
     fn own_triangles(&self, n: usize, folded: &mut Folded) -> Result<(), BackendError> {
-        match self.layout {
-            Layout::Triangles { n: layout_n } => {
-                let len = triangle_len(n);
-                self.check(layout_n == n && self.vectors.len() % len.max(1) == 0, len)?;
-                for chunk in self.vectors.chunks_exact(len) {
-                    folded.fold(chunk);
-                }
-            }
-            _ => {
-                let mut normal = vec![0.0; n * n + n];
-                let (jtj, jtr) = normal.split_at_mut(n * n);
-                self.own_normal_into(jtj, jtr)?;
-                folded.fold(&triangle_of_normal_equations(jtj, jtr));
-                folded.from_normal_equations = true;
-            }
+        let len = triangle_len(n);
+        let triangles = self.layout == Layout::Triangles { n };
+        self.check(triangles && self.vectors.len() % len.max(1) == 0, len)?;
+        for chunk in self.vectors.chunks_exact(len) {
+            folded.fold(chunk);
         }
         Ok(())
     }
@@ -332,10 +316,6 @@ pub struct Factor {
     pub r: Vec<f64>,
     /// `Qᵀr`, `n` values.
     pub qtr: Vec<f64>,
-    /// Whether `R` came from the normal equations, as the Cholesky factor of `JᵀJ` (a
-    /// backend without the triangle pass: the GPU's), rather than from the rows themselves: it
-    /// then carries `JᵀJ`'s rounding, `ε` times `J`'s condition number squared.
-    pub from_normal_equations: bool,
 }
 
 impl Factor {
@@ -344,7 +324,6 @@ impl Factor {
         Factor {
             r: vec![0.0; n * n],
             qtr: vec![0.0; n],
-            from_normal_equations: false,
         }
     }
 
@@ -359,6 +338,18 @@ impl Factor {
             }
             jtr[a] = (0..=a).map(|k| r(k, a) * self.qtr[k]).sum();
         }
+    }
+
+    /// The packed triangle (`gpu_kernels::kernel::triangle`) of `R` and `Qᵀr`: what
+    /// [`unpack`](Self::unpack) reads.
+    pub fn pack(&self) -> Vec<f64> {
+        let n = self.qtr.len();
+        let mut packed = Vec::with_capacity(triangle_len(n));
+        for i in 0..n {
+            packed.extend_from_slice(&self.r[i * n + i..(i + 1) * n]);
+        }
+        packed.extend_from_slice(&self.qtr);
+        packed
     }
 
     /// `R` and `Qᵀr` from a packed triangle (`gpu_kernels::kernel::triangle`).
@@ -379,7 +370,6 @@ struct Folded {
     packed: Option<Vec<f64>>,
     /// For [`fold_triangle`].
     scratch: Vec<f64>,
-    from_normal_equations: bool,
     /// The number of variables.
     n: usize,
 }
@@ -396,46 +386,6 @@ impl Folded {
             }
         }
     }
-}
-
-/// The packed triangle (`R`, `Qᵀr`) of normal equations: `R = Lᵀ` for the Cholesky factor `L`
-/// of `JᵀJ`, and `Qᵀr = L⁻¹·Jᵀr`. Where `JᵀJ` is not positive definite in floating point,
-/// of `JᵀJ + δI`, `δ` growing tenfold from `ε·n·max(JᵀJ_jj)` until it is: the normal
-/// equations cannot tell such a matrix from a singular one, and a solver that takes this
-/// factor flags the result it finds ([`Factor::from_normal_equations`]).
-fn triangle_of_normal_equations(jtj: &[f64], jtr: &[f64]) -> Vec<f64> {
-    let n = jtr.len();
-    let largest = (0..n).fold(0.0f64, |m, j| m.max(jtj[j * n + j]));
-    let mut shifted = jtj.to_vec();
-    let mut l = vec![0.0; n * n];
-    let mut shift = f64::EPSILON * n as f64 * largest;
-    let factored = loop {
-        let view = ArrayView2::from_shape((n, n), &shifted[..]).expect("n × n");
-        if cholesky_into(view, &mut l).is_ok() {
-            break true;
-        }
-        if !(shift.is_finite() && shift > 0.0) {
-            break false;
-        }
-        for j in 0..n {
-            shifted[j * n + j] = jtj[j * n + j] + shift;
-        }
-        shift *= 10.0;
-    };
-    let mut packed = vec![0.0; triangle_len(n)];
-    if !factored {
-        // No positive diagonal (J = 0) or a NaN: an R of zeros, and no step.
-        return packed;
-    }
-    for i in 0..n {
-        for j in i..n {
-            packed[packed_row(i, n) + j - i] = l[j * n + i];
-        }
-    }
-    let mut qtr = jtr.to_vec();
-    crate::linalg::solve_lower(&l, &mut qtr);
-    packed[packed_len(n)..].copy_from_slice(&qtr);
-    packed
 }
 
 /// `outputs += ` each of `parts`' results, in order: `make` writes a part's into `scratch`
