@@ -34,9 +34,7 @@ impl Covariance {
 /// tolerance), the Moore–Penrose pseudo-inverse `V·Σ⁻²·Vᵀ` over the singular values above it,
 /// as `curve_fit` takes it with bounds (`method='trf'`), and the parameters in the null space
 /// are named. `None` where no estimate exists: `m ≤ n` without `absolute_sigma` (`curve_fit`
-/// fills `pcov` with `inf` then), an `R` with a non-finite entry, or an `R` from the normal
-/// equations whose conditioning puts its inverse more than 1 % off
-/// ([`Factor::from_normal_equations`]).
+/// fills `pcov` with `inf` then), or an `R` with a non-finite entry.
 ///
 /// ```
 /// use cudamin_host::{Factor, covariance};

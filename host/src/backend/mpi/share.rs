@@ -340,8 +340,8 @@ impl Factor {
         }
     }
 
-    /// The packed triangle (`gpu_kernels::kernel::triangle`) of `R` and `Qᵀr`: what
-    /// [`unpack`](Self::unpack) reads.
+    /// The packed triangle (`gpu_kernels::kernel::triangle`) of `R` and `Qᵀr`, as a pass's
+    /// chunks hold them.
     pub fn pack(&self) -> Vec<f64> {
         let n = self.qtr.len();
         let mut packed = Vec::with_capacity(triangle_len(n));
