@@ -145,17 +145,29 @@ pub enum MethodArg {
     Bfgs,
     /// L-BFGS, for large n.
     Lbfgs,
+    /// L-BFGS-B: L-BFGS within box bounds (--lower, --upper), scipy's
+    /// `minimize(method='L-BFGS-B')`.
+    Lbfgsb,
     /// Levenberg–Marquardt for sums of squares, scipy's `least_squares(method='lm')`.
     Lm,
 }
 
 impl MethodArg {
-    /// The method as the output names it: `"bfgs"`, `"lbfgs"` or `"lm"`.
+    /// The method as the output names it: `"bfgs"`, `"lbfgs"`, `"lbfgsb"` or `"lm"`.
     pub const fn name(self) -> &'static str {
+        match self.quasi_newton() {
+            Some(method) => method.name(),
+            None => "lm",
+        }
+    }
+
+    /// The `minimize` method, for all but lm.
+    pub const fn quasi_newton(self) -> Option<Method> {
         match self {
-            MethodArg::Bfgs => Method::Bfgs.name(),
-            MethodArg::Lbfgs => Method::Lbfgs.name(),
-            MethodArg::Lm => "lm",
+            MethodArg::Bfgs => Some(Method::Bfgs),
+            MethodArg::Lbfgs => Some(Method::Lbfgs),
+            MethodArg::Lbfgsb => Some(Method::LbfgsB),
+            MethodArg::Lm => None,
         }
     }
 }

@@ -126,6 +126,53 @@ fn bad_input_is_a_one_line_error() {
             "smallest normal double",
         ),
         (&["solve", "seed-expsum", "--threads", "-32"], "at least 0"),
+        (
+            &[
+                "solve",
+                "rosenbrock",
+                "--n",
+                "3",
+                "--method",
+                "lbfgsb",
+                "--lower",
+                "1",
+                "--upper",
+                "0",
+            ],
+            "invalid bounds [1, 0] for x[0]: lower > upper",
+        ),
+        (
+            &[
+                "solve",
+                "rosenbrock",
+                "--n",
+                "3",
+                "--method",
+                "lbfgsb",
+                "--lower",
+                "1,2",
+            ],
+            "--lower has 2 values for 3 variables",
+        ),
+        (
+            &[
+                "solve",
+                "rosenbrock",
+                "--method",
+                "lbfgsb",
+                "--upper",
+                "nan",
+            ],
+            "got NaN",
+        ),
+        (
+            &["solve", "rosenbrock", "--lower", "0"],
+            "--lower applies to --method lbfgsb only",
+        ),
+        (
+            &["solve", "mgh-1", "--method", "lm", "--upper", "1"],
+            "--upper applies to --method lbfgsb only",
+        ),
     ];
     for (args, expected) in cases {
         let line = one_line_error(args);
@@ -134,6 +181,49 @@ fn bad_input_is_a_one_line_error() {
             "cudamin {args:?}: `{line}` should mention `{expected}`"
         );
     }
+}
+
+/// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =
+/// (−1.2, 1, …)) in [−2, 0.8]: scipy's L-BFGS-B (tests/scipy/lbfgsb_cases.py,
+/// rosenbrock-10-box) ends at f = 6.001016394619248 after 32 iterations and 37 evaluations,
+/// x₀ at its upper bound; `active_mask` says so.
+#[test]
+fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
+    let v = json(&[
+        "solve",
+        "rosenbrock",
+        "--n",
+        "10",
+        "--method",
+        "lbfgsb",
+        "--lower",
+        "-2",
+        "--upper",
+        "0.8",
+        "--json",
+    ]);
+    assert_eq!(v["method"], "lbfgsb");
+    assert_eq!(v["status"], 0);
+    let fun = v["fun"].as_f64().unwrap();
+    assert!((fun - 6.001016394619248).abs() <= 1e-12 * fun, "{fun}");
+    assert_eq!(
+        (v["nit"].as_u64(), v["nfev"].as_u64()),
+        (Some(32), Some(37))
+    );
+    let mask: Vec<i64> = (v["active_mask"].as_array().unwrap().iter())
+        .map(|m| m.as_i64().unwrap())
+        .collect();
+    assert_eq!(mask, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let unbounded = json(&[
+        "solve",
+        "rosenbrock",
+        "--n",
+        "10",
+        "--method",
+        "lbfgs",
+        "--json",
+    ]);
+    assert!(unbounded.get("active_mask").is_none());
 }
 
 #[test]

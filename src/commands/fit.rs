@@ -108,6 +108,9 @@ struct FitReport<'a> {
     nfev: usize,
     njev: usize,
     elapsed_s: f64,
+    /// With bounds: −1 at the lower bound, 1 at the upper, 0 neither (scipy's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_mask: Option<Vec<i32>>,
 }
 
 #[derive(serde::Serialize)]
@@ -237,6 +240,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         nfev: result.nfev,
         njev: result.njev,
         elapsed_s,
+        active_mask: result.active_mask.clone(),
     };
     if let Some(path) = &args.options.plot {
         let drawn: Vec<usize> = super::plot::drawn(m).collect();

@@ -1,14 +1,16 @@
 //! The solver options `solve` and `fit` share, and one run of the chosen method, reported the
 //! same way whichever it was.
 
+use super::parse::Numbers;
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
 use cudamin::TermObjective;
 use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::problems::Loaded;
+use cudamin::solver::Bounds;
 use cudamin::solver::{self, LmOptions};
-use cudamin::{Factor, Gradient, GradientError, LeastSquaresObjective, Method, Objective, Options};
+use cudamin::{Factor, Gradient, GradientError, LeastSquaresObjective, Objective, Options};
 use std::ops::ControlFlow;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -17,20 +19,32 @@ pub struct MethodArgs {
     /// central differences.
     #[arg(long, value_enum, default_value_t)]
     pub grad: GradArg,
-    /// bfgs / lbfgs: stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5). lm: stop when every column
-    /// of the Jacobian is within gtol of orthogonal to the residuals (scipy's default 1e-8).
+    /// bfgs / lbfgs: stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5); lbfgsb: the projected
+    /// gradient's (scipy's pgtol). lm: stop when every column of the Jacobian is within gtol of
+    /// orthogonal to the residuals (scipy's default 1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub gtol: Option<f64>,
-    /// lbfgs: stop when a step reduces f by at most ftol relative to max(|f|, 1) (scipy
-    /// L-BFGS-B's 2.22e-9). lm: the same rule on the sum of squares (scipy's 1e-8).
+    /// lbfgs / lbfgsb: stop when a step reduces f by at most ftol relative to max(|f|, 1)
+    /// (scipy L-BFGS-B's 2.22e-9). lm: the same rule on the sum of squares (scipy's 1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub ftol: Option<f64>,
     /// lm: stop when the trust region is at most xtol relative to x (1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub xtol: Option<f64>,
-    /// bfgs / lbfgs: iteration limit (default 200·n, as scipy).
+    /// bfgs / lbfgs / lbfgsb: iteration limit (default 200·n for bfgs and lbfgs, as scipy;
+    /// 15000 for lbfgsb).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub maxiter: Option<usize>,
+    /// lbfgsb: stop once more than this many evaluations were made (scipy's maxfun, 15000).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
+    pub maxfun: Option<usize>,
+    /// lbfgsb: lower bounds, one per variable or one for all (comma-separated; -inf for none).
+    /// A start outside the bounds is moved into them, as scipy does.
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
+    pub lower: Option<Numbers>,
+    /// lbfgsb: upper bounds, as --lower (inf for none).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
+    pub upper: Option<Numbers>,
     /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub max_nfev: Option<usize>,
@@ -68,6 +82,9 @@ pub struct Outcome {
     pub message: String,
     /// For lm, `J`'s triangle at `x`.
     pub factor: Option<Factor>,
+    /// With bounds, which each variable ends at: −1 its lower bound, 1 its upper, 0 neither
+    /// (scipy's `active_mask`).
+    pub active_mask: Option<Vec<i32>>,
     /// Every iteration, as the observer saw it.
     pub history: Vec<Step>,
 }
@@ -109,9 +126,15 @@ impl Solvable {
 impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
-        use MethodArg::{Bfgs, Lbfgs, Lm};
-        let flags: [(&str, bool, &[MethodArg], &str); 6] = [
-            ("--ftol", self.ftol.is_some(), &[Lbfgs, Lm], "lbfgs and lm"),
+        use MethodArg::{Bfgs, Lbfgs, Lbfgsb, Lm};
+        let quasi_newton: &[MethodArg] = &[Bfgs, Lbfgs, Lbfgsb];
+        let flags: [(&str, bool, &[MethodArg], &str); 9] = [
+            (
+                "--ftol",
+                self.ftol.is_some(),
+                &[Lbfgs, Lbfgsb, Lm],
+                "lbfgs, lbfgsb and lm",
+            ),
             ("--xtol", self.xtol.is_some(), &[Lm], "lm"),
             ("--max-nfev", self.max_nfev.is_some(), &[Lm], "lm"),
             ("--loss", self.loss.is_some(), &[Lm], "lm"),
@@ -119,9 +142,13 @@ impl MethodArgs {
             (
                 "--maxiter",
                 self.maxiter.is_some(),
-                &[Bfgs, Lbfgs],
-                "bfgs and lbfgs",
+                quasi_newton,
+                "bfgs, lbfgs and lbfgsb",
             ),
+            ("--maxfun", self.maxfun.is_some(), &[Lbfgsb], "lbfgsb"),
+            // Bounds for least squares (scipy's trf) are not built yet.
+            ("--lower", self.lower.is_some(), &[Lbfgsb], "lbfgsb"),
+            ("--upper", self.upper.is_some(), &[Lbfgsb], "lbfgsb"),
         ];
         for (flag, given, methods, takes) in flags {
             if given && !methods.contains(&method) {
@@ -129,6 +156,27 @@ impl MethodArgs {
             }
         }
         Ok(())
+    }
+
+    /// The box `--lower` and `--upper` give `n` variables: each a value per variable or one
+    /// for all, the missing side unbounded. `None` without either.
+    fn bounds(&self, n: usize) -> anyhow::Result<Option<Bounds>> {
+        if self.lower.is_none() && self.upper.is_none() {
+            return Ok(None);
+        }
+        let side = |flag: &str, values: &Option<Numbers>, none: f64| match values {
+            None => Ok(vec![none; n]),
+            Some(Numbers(v)) if v.len() == 1 => Ok(vec![v[0]; n]),
+            Some(Numbers(v)) if v.len() == n => Ok(v.clone()),
+            Some(Numbers(v)) => Err(anyhow::anyhow!(
+                "{flag} has {} values for {n} variables: give one per variable, or one for all",
+                v.len()
+            )),
+        };
+        Ok(Some(Bounds {
+            lower: side("--lower", &self.lower, f64::NEG_INFINITY)?,
+            upper: side("--upper", &self.upper, f64::INFINITY)?,
+        }))
     }
 
     /// Runs `method` on `objective` from `x0`, with progress as asked.
@@ -185,22 +233,23 @@ impl MethodArgs {
                     success: r.success,
                     message: r.message,
                     factor: Some(r.factor),
+                    active_mask: None,
                     x: r.x,
                     history: Vec::new(),
                 }
             }
-            MethodArg::Bfgs | MethodArg::Lbfgs => {
+            MethodArg::Bfgs | MethodArg::Lbfgs | MethodArg::Lbfgsb => {
                 let defaults = Options::default();
+                let bounds = self.bounds(x0.len())?;
                 let options = Options {
                     gtol: self.gtol.unwrap_or(defaults.gtol),
                     ftol: self.ftol.unwrap_or(defaults.ftol),
                     maxiter: self.maxiter,
+                    maxfun: self.maxfun,
+                    bounds: bounds.clone(),
                     ..defaults
                 };
-                let quasi_newton = match method {
-                    MethodArg::Bfgs => Method::Bfgs,
-                    _ => Method::Lbfgs,
-                };
+                let quasi_newton = method.quasi_newton().unwrap_or_default();
                 let r = solver::minimize_with_observer(
                     objective.objective(),
                     x0,
@@ -219,6 +268,7 @@ impl MethodArgs {
                     success: r.success,
                     message: r.message,
                     factor: None,
+                    active_mask: bounds.map(|b| b.active_mask(&r.x)),
                     x: r.x,
                     history: Vec::new(),
                 }

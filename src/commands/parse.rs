@@ -83,6 +83,24 @@ pub fn numbers(text: &str) -> Result<Numbers, String> {
         .map(Numbers)
 }
 
+/// Bounds, as `--lower 0,-inf,1`: numbers separated by commas, `inf` and `-inf` allowed (no
+/// bound on that side), NaN refused.
+pub fn bounds(text: &str) -> Result<Numbers, String> {
+    text.split(',')
+        .map(|field| {
+            let value: f64 = field.trim().parse().map_err(|_| {
+                format!("expected numbers (or inf, -inf) separated by commas, got `{field}`")
+            })?;
+            if value.is_nan() {
+                Err("a bound must be a number or ±inf, got NaN".to_owned())
+            } else {
+                Ok(value)
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(Numbers)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,9 @@ struct SolveReport<'a> {
     message: &'a str,
     elapsed_s: f64,
     x: &'a [f64],
+    /// With bounds: −1 at the lower bound, 1 at the upper, 0 neither (scipy's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_mask: Option<&'a [i32]>,
 }
 
 #[derive(serde::Serialize)]
@@ -96,6 +99,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         message: &result.message,
         elapsed_s,
         x: &result.x,
+        active_mask: result.active_mask.as_deref(),
     };
     if let Some(path) = args.options.plot.as_ref().filter(|_| super::job::prints()) {
         let title = format!("{} (n = {}), {}", report.problem, report.n, report.method);
@@ -128,7 +132,29 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
     writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
     writeln!(out, "x              {}", preview(r.x))?;
+    if let Some(mask) = r.active_mask {
+        writeln!(out, "active bounds  {}", active_summary(mask))?;
+    }
     Ok(())
+}
+
+/// How many variables end at a bound, and the first few of them (`x3 lower`).
+pub fn active_summary(mask: &[i32]) -> String {
+    let active: Vec<String> = (mask.iter().enumerate())
+        .filter(|&(_, &m)| m != 0)
+        .map(|(i, &m)| format!("x{i} {}", if m < 0 { "lower" } else { "upper" }))
+        .collect();
+    let shown = active
+        .iter()
+        .take(8)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match active.len() {
+        0 => "none".to_owned(),
+        k if k <= 8 => format!("{k}: {shown}"),
+        k => format!("{k}: {shown}, …"),
+    }
 }
 
 /// The first and last few entries of `x`.

@@ -34,7 +34,7 @@
 //! `S` and `Y`, as in the two-loop recursion, so separable structure is kept exactly (the
 //! identical blocks of extended Rosenbrock stay identical).
 
-use super::options::{Options, check_start, invalid_option};
+use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::{self, InverseHessian};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
@@ -51,10 +51,7 @@ pub fn minimize(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    check_start(objective, x0, options)?;
-    if options.memory == 0 {
-        return Err(invalid_option("memory", 0, "must be at least 1"));
-    }
+    check_limited_memory_start(objective, x0, options)?;
     if x0.len() >= super::workspace::DEVICE_MIN_LEN
         && let Some(on_device) = objective.device()
     {

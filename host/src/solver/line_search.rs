@@ -11,6 +11,7 @@ mod wolfe;
 mod zoom;
 
 use crate::objective::VectorSpace;
+use more_thuente::Limits;
 use wolfe::Wolfe;
 pub(super) use wolfe::{Accepted, Line};
 
@@ -110,6 +111,28 @@ pub(super) fn initial_step(value: f64, previous_value: f64, slope0: f64) -> f64 
     }
     let step = (1.01 * 2.0 * (value - previous_value) / slope0).min(1.0);
     if step < 0.0 { 1.0 } else { step }
+}
+
+/// L-BFGS-B's search (`lnsrlb`): Moré–Thuente from `initial` with `c1 = 10⁻³`, `c2 = 0.9` and
+/// `xtol = 0.1`, no step past `step_max` (where the ray leaves the box), and the step where a
+/// warning stops it taken; no fallback. `Ok(None)`: no step, or 20 evaluations without one.
+pub(super) fn search_in_box(
+    ray: &mut dyn Line,
+    value0: f64,
+    slope0: f64,
+    initial: f64,
+    step_max: f64,
+) -> Result<Option<Accepted>, EvalError> {
+    if !(value0.is_finite() && slope0 < 0.0 && initial > 0.0) {
+        return Ok(None);
+    }
+    let wolfe = Wolfe {
+        c1: 1e-3,
+        c2: 0.9,
+        value0,
+        slope0,
+    };
+    more_thuente::search_within(ray, &wolfe, initial, Limits::in_box(step_max))
 }
 
 /// Searches the ray for a step satisfying the strong Wolfe conditions with constants `c1`,

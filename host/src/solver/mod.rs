@@ -8,7 +8,8 @@
 //! a strong Wolfe line search (`line_search`: Moré–Thuente, then a bracketing/zoom fallback).
 //! They differ in how they apply the inverse-Hessian approximation `H`: [`bfgs`] keeps the full
 //! BFGS matrix (implicitly while that is cheaper, then dense), [`lbfgs`] the last `m` curvature
-//! pairs.
+//! pairs. [`lbfgsb`] is L-BFGS-B, for box bounds, with its own iteration (Cauchy point,
+//! subspace step, a line search that stays in the box).
 //!
 //! ```ignore
 //! let result = minimize(&mut objective, &x0, Method::Bfgs, &Options::default())?;
@@ -19,6 +20,7 @@ pub mod bfgs;
 mod covariance;
 mod dense;
 pub mod lbfgs;
+pub mod lbfgsb;
 mod line_search;
 pub mod lm;
 mod minpack;
@@ -30,7 +32,7 @@ mod workspace;
 
 pub use covariance::{Covariance, covariance};
 pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
-pub use options::{Method, Options};
+pub use options::{Bounds, Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 
 use crate::objective::Objective;
@@ -58,8 +60,17 @@ pub fn minimize_with_observer(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
+    if options.bounds.is_some() && method != Method::LbfgsB {
+        let value = method.name();
+        return Err(options::invalid_option(
+            "bounds",
+            value,
+            "only lbfgsb takes bounds",
+        ));
+    }
     match method {
         Method::Bfgs => bfgs::minimize(objective, x0, options, observer),
         Method::Lbfgs => lbfgs::minimize(objective, x0, options, observer),
+        Method::LbfgsB => lbfgsb::minimize(objective, x0, options, observer),
     }
 }

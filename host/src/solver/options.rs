@@ -13,15 +13,156 @@ pub enum Method {
     Bfgs,
     /// Limited-memory BFGS (compact representation, two passes over the pairs) for large `n`.
     Lbfgs,
+    /// L-BFGS-B: limited-memory BFGS within box bounds ([`Options::bounds`]), scipy's
+    /// `'L-BFGS-B'`, with its stopping rules and messages.
+    LbfgsB,
 }
 
 impl Method {
-    /// `"bfgs"` or `"lbfgs"`.
+    /// `"bfgs"`, `"lbfgs"` or `"lbfgsb"`.
     pub const fn name(self) -> &'static str {
         match self {
             Method::Bfgs => "bfgs",
             Method::Lbfgs => "lbfgs",
+            Method::LbfgsB => "lbfgsb",
         }
+    }
+}
+
+/// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    /// Lower bounds (`-∞`: none).
+    pub lower: Vec<f64>,
+    /// Upper bounds (`+∞`: none).
+    pub upper: Vec<f64>,
+}
+
+impl Bounds {
+    /// No bounds on `n` variables.
+    pub fn unbounded(n: usize) -> Self {
+        Bounds {
+            lower: vec![f64::NEG_INFINITY; n],
+            upper: vec![f64::INFINITY; n],
+        }
+    }
+
+    /// Refuses bounds of the wrong length, NaN, `lower > upper`, and a side that excludes
+    /// every number (`lower = +∞`, `upper = −∞`), naming the variable.
+    pub fn check(&self, n: usize) -> Result<(), SolveError> {
+        for (side, len) in [("lower", self.lower.len()), ("upper", self.upper.len())] {
+            if len != n {
+                let value = format!("{side} bounds of {len} entries");
+                return Err(invalid_option("bounds", value, "need one per variable"));
+            }
+        }
+        for (index, (&lower, &upper)) in self.lower.iter().zip(&self.upper).enumerate() {
+            let reason = if lower.is_nan() || upper.is_nan() {
+                "a bound is NaN"
+            } else if lower > upper {
+                "lower > upper"
+            } else if lower == f64::INFINITY || upper == f64::NEG_INFINITY {
+                "no finite x lies within"
+            } else {
+                continue;
+            };
+            return Err(SolveError::InvalidBounds {
+                index,
+                lower,
+                upper,
+                reason,
+            });
+        }
+        Ok(())
+    }
+
+    /// Which bound each entry of `x` is at: −1 its lower, 1 its upper, 0 neither (a variable
+    /// with equal bounds counts as at its lower); scipy's `active_mask`.
+    pub fn active_mask(&self, x: &[f64]) -> Vec<i32> {
+        (x.iter().enumerate())
+            .map(|(i, &v)| {
+                if v == self.lower[i] {
+                    -1
+                } else if v == self.upper[i] {
+                    1
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
+    /// `v` moved into variable `i`'s bounds.
+    pub fn clip(&self, i: usize, v: f64) -> f64 {
+        v.max(self.lower[i]).min(self.upper[i])
+    }
+
+    /// Whether any variable has a finite bound.
+    pub(super) fn any(&self) -> bool {
+        self.lower.iter().chain(&self.upper).any(|b| b.is_finite())
+    }
+
+    /// Whether every variable has both bounds finite.
+    pub(super) fn boxed(&self) -> bool {
+        self.lower.iter().chain(&self.upper).all(|b| b.is_finite())
+    }
+
+    /// When variable `i` at `x` meets its bound along `−g·t`: `∞` if never, 0 if at once.
+    pub(super) fn breakpoint(&self, i: usize, x: f64, g: f64) -> f64 {
+        if g < 0.0 && self.upper[i].is_finite() {
+            (x - self.upper[i]) / g
+        } else if g > 0.0 && self.lower[i].is_finite() {
+            (x - self.lower[i]) / g
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
+    pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
+        (0..x.len())
+            .map(|i| {
+                let gi = g[i];
+                let projected = if gi < 0.0 {
+                    (x[i] - self.upper[i]).max(gi)
+                } else {
+                    (x[i] - self.lower[i]).min(gi)
+                };
+                projected.abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with
+    /// any bound; after it the step at which `d` first leaves the box (capped at 10¹⁰, the
+    /// value without bounds).
+    pub(super) fn step_max(&self, x: &[f64], d: &[f64], first_iteration: bool) -> f64 {
+        const BIG: f64 = 1e10;
+        if !self.any() {
+            return BIG;
+        }
+        if first_iteration {
+            return 1.0;
+        }
+        let mut step = BIG;
+        for i in 0..x.len() {
+            let room = if d[i] < 0.0 {
+                self.lower[i] - x[i]
+            } else if d[i] > 0.0 {
+                self.upper[i] - x[i]
+            } else {
+                continue;
+            };
+            if !room.is_finite() {
+                continue;
+            }
+            if room * d[i] <= 0.0 {
+                step = 0.0;
+            } else if d[i] * step > room && d[i] > 0.0 || d[i] * step < room && d[i] < 0.0 {
+                step = room / d[i];
+            }
+        }
+        step
     }
 }
 
@@ -33,7 +174,7 @@ pub struct Options {
     /// The order of the gradient norm: `f64::INFINITY` (max |g_i|, scipy's default),
     /// `f64::NEG_INFINITY` (min |g_i|), or any `p > 0`.
     pub norm: f64,
-    /// Iteration limit; `None` is scipy's `200·n`.
+    /// Iteration limit; `None` is scipy's `200·n` (BFGS, L-BFGS) or 15000 (L-BFGS-B).
     pub maxiter: Option<usize>,
     /// Armijo (sufficient decrease) constant of the strong Wolfe conditions. scipy: 1e-4.
     pub c1: f64,
@@ -53,8 +194,14 @@ pub struct Options {
     /// BFGS: materialize [`OptimizeResult::hess_inv`](super::OptimizeResult::hess_inv). Refused when the `n×n` matrix would
     /// exceed 2 GiB (`n > 16384`). L-BFGS ignores it.
     pub return_hess_inv: bool,
-    /// L-BFGS: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS ignores it.
+    /// L-BFGS and L-BFGS-B: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS
+    /// ignores it.
     pub memory: usize,
+    /// L-BFGS-B: the box; `None` is no bounds. The other methods refuse bounds.
+    pub bounds: Option<Bounds>,
+    /// L-BFGS-B: stop once more than this many evaluations were made (scipy's `maxfun`);
+    /// `None` is scipy's 15000.
+    pub maxfun: Option<usize>,
 }
 
 /// scipy L-BFGS-B's default `ftol`: `factr = 10⁷` times the machine epsilon.
@@ -73,6 +220,8 @@ impl Default for Options {
             hess_inv0: None,
             return_hess_inv: false,
             memory: 10,
+            bounds: None,
+            maxfun: None,
         }
     }
 }
@@ -116,6 +265,19 @@ pub(super) fn invalid_option(
         value: value.to_string(),
         reason,
     }
+}
+
+/// [`check_start`], and a memory of at least one pair: what the limited-memory methods check.
+pub(super) fn check_limited_memory_start(
+    objective: &dyn Objective,
+    x0: &[f64],
+    options: &Options,
+) -> Result<(), SolveError> {
+    check_start(objective, x0, options)?;
+    if options.memory == 0 {
+        return Err(invalid_option("memory", 0, "must be at least 1"));
+    }
+    Ok(())
 }
 
 /// What every method checks before it evaluates anything: `x0` fits the objective and is

@@ -24,15 +24,23 @@ pub enum Status {
     NanEncountered,
     /// 99: the observer asked to stop (scipy: the callback raised `StopIteration`).
     Stopped,
+    /// 0 (L-BFGS-B): the projected gradient's ∞-norm fell to `gtol` (scipy's `pgtol`).
+    ProjectedGradient,
+    /// 1 (L-BFGS-B): `maxiter` iterations were done.
+    IterationLimit,
+    /// 1 (L-BFGS-B): more than `maxfun` evaluations were made.
+    EvaluationLimit,
+    /// 2 (L-BFGS-B): the line search found no step, with an empty memory.
+    AbnormalLineSearch,
 }
 
 impl Status {
     /// scipy's `status` code.
     pub const fn code(self) -> i32 {
         match self {
-            Status::Success | Status::RelativeReduction => 0,
-            Status::MaxIter => 1,
-            Status::PrecisionLoss => 2,
+            Status::Success | Status::RelativeReduction | Status::ProjectedGradient => 0,
+            Status::MaxIter | Status::IterationLimit | Status::EvaluationLimit => 1,
+            Status::PrecisionLoss | Status::AbnormalLineSearch => 2,
             Status::NanEncountered => 3,
             Status::Stopped => 99,
         }
@@ -49,13 +57,20 @@ impl Status {
             }
             Status::NanEncountered => "NaN result encountered.",
             Status::Stopped => "`callback` raised `StopIteration`.",
+            Status::ProjectedGradient => "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL",
+            Status::IterationLimit => "STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT",
+            Status::EvaluationLimit => "STOP: TOTAL NO. OF F,G EVALUATIONS EXCEEDS LIMIT",
+            Status::AbnormalLineSearch => "ABNORMAL: ",
         }
     }
 
     /// Whether the solve converged: [`Success`](Status::Success) or
     /// [`RelativeReduction`](Status::RelativeReduction), scipy's status 0.
     pub const fn success(self) -> bool {
-        matches!(self, Status::Success | Status::RelativeReduction)
+        matches!(
+            self,
+            Status::Success | Status::RelativeReduction | Status::ProjectedGradient
+        )
     }
 }
 
@@ -131,6 +146,18 @@ pub enum SolveError {
     /// Levenberg–Marquardt's first pass at `x0` gave a sum of squares that is not finite.
     #[error("the residuals are not finite at x0")]
     NonFiniteResiduals,
+    /// A variable's bounds were refused.
+    #[error("invalid bounds [{lower}, {upper}] for x[{index}]: {reason}")]
+    InvalidBounds {
+        /// The variable's 0-based index.
+        index: usize,
+        /// Its lower bound.
+        lower: f64,
+        /// Its upper bound.
+        upper: f64,
+        /// Why, e.g. "lower > upper".
+        reason: &'static str,
+    },
     /// BFGS's [`Options::hess_inv0`](super::Options::hess_inv0) was refused; with the reason.
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
     NotPositiveDefinite(String),

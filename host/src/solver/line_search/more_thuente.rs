@@ -10,10 +10,37 @@
 use super::wolfe::{Accepted, Line, Sample, Wolfe};
 use crate::objective::EvalError;
 
-/// The relative width at which the interval of uncertainty counts as collapsed.
-const XTOL: f64 = 1e-14;
 const STEP_MIN: f64 = 1e-100;
-const STEP_MAX: f64 = 1e100;
+
+/// What a search may do besides the Wolfe conditions.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// The relative width at which the interval of uncertainty counts as collapsed.
+    xtol: f64,
+    /// The largest step.
+    step_max: f64,
+    /// Whether the step at which a `dcsrch` warning stops the search is taken (L-BFGS-B takes
+    /// it; scipy's `line_search_wolfe1` counts a warning as failure).
+    accept_warnings: bool,
+}
+
+impl Limits {
+    /// scipy's `line_search_wolfe1`, for BFGS and L-BFGS.
+    pub(super) const WOLFE1: Limits = Limits {
+        xtol: 1e-14,
+        step_max: 1e100,
+        accept_warnings: false,
+    };
+
+    /// L-BFGS-B's `lnsrlb`: steps up to `step_max`, `xtol = 0.1`, warnings accepted.
+    pub(super) fn in_box(step_max: f64) -> Limits {
+        Limits {
+            xtol: 0.1,
+            step_max,
+            accept_warnings: true,
+        }
+    }
+}
 /// Evaluated trial steps. scipy allows 100; a search that has not succeeded after 20 (L-BFGS-B's
 /// `maxls`) is bisecting through rounding noise (near a minimum of a biased finite-difference
 /// gradient, every trial costs a gradient evaluation and none can succeed), so it stops here.
@@ -25,16 +52,27 @@ const EXTRAPOLATE_MAX: f64 = 4.0;
 /// Bisect when the interval did not shrink below this fraction over two trials.
 const SHRINK_MIN: f64 = 0.66;
 
-/// Runs the search from `initial`; `Ok(None)` when it fails.
+/// Runs the search from `initial` as scipy's `line_search_wolfe1` does; `Ok(None)` when it
+/// fails.
 pub(super) fn search(
     ray: &mut dyn Line,
     wolfe: &Wolfe,
     initial: f64,
 ) -> Result<Option<Accepted>, EvalError> {
-    if !(STEP_MIN..=STEP_MAX).contains(&initial) {
+    search_within(ray, wolfe, initial, Limits::WOLFE1)
+}
+
+/// Runs the search from `initial` within `limits`; `Ok(None)` when it fails.
+pub(super) fn search_within(
+    ray: &mut dyn Line,
+    wolfe: &Wolfe,
+    initial: f64,
+    limits: Limits,
+) -> Result<Option<Accepted>, EvalError> {
+    if !(STEP_MIN..=limits.step_max).contains(&initial) {
         return Ok(None);
     }
-    let mut state = State::new(wolfe, initial);
+    let mut state = State::new(wolfe, initial, limits);
     let mut step = initial;
     for _ in 0..MAX_TRIALS {
         // Every trial needs both (a value that is not finite makes the step retreat, and then
@@ -46,6 +84,7 @@ pub(super) fn search(
         }
         match state.next(Sample { step, value, slope }) {
             Verdict::Converged => return Ok(Some(Accepted { step, value })),
+            Verdict::Stuck if limits.accept_warnings => return Ok(Some(Accepted { step, value })),
             Verdict::Try(next) if next.is_finite() => step = next,
             Verdict::Try(_) | Verdict::Stuck => return Ok(None),
         }
@@ -65,6 +104,7 @@ enum Verdict {
 /// `dcsrch`'s state between trials.
 struct State {
     wolfe: Wolfe,
+    limits: Limits,
     best: Sample,
     other: Sample,
     bracketed: bool,
@@ -83,15 +123,16 @@ struct State {
 }
 
 impl State {
-    fn new(wolfe: &Wolfe, initial: f64) -> Self {
+    fn new(wolfe: &Wolfe, initial: f64, limits: Limits) -> Self {
         let origin = Sample {
             step: 0.0,
             value: wolfe.value0,
             slope: wolfe.slope0,
         };
-        let width = STEP_MAX - STEP_MIN;
+        let width = limits.step_max - STEP_MIN;
         Self {
             wolfe: *wolfe,
+            limits,
             best: origin,
             other: origin,
             bracketed: false,
@@ -165,7 +206,7 @@ impl State {
             next = self.best.step + 0.5 * (self.unusable_from - self.best.step);
         }
         self.set_trial_range(next);
-        next = next.clamp(STEP_MIN, STEP_MAX);
+        next = next.clamp(STEP_MIN, self.limits.step_max);
         if self.bracketed && (self.outside_trial_range(next) || self.collapsed()) {
             // No further progress: evaluate the best step again, which then reports stuck.
             next = self.best.step;
@@ -178,7 +219,7 @@ impl State {
     fn is_stuck(&self, trial: Sample, sufficient: bool) -> bool {
         let rate = self.wolfe.decrease_rate();
         (self.bracketed && (self.outside_trial_range(trial.step) || self.collapsed()))
-            || (trial.step == STEP_MAX && sufficient && trial.slope <= rate)
+            || (trial.step == self.limits.step_max && sufficient && trial.slope <= rate)
             || (trial.step == STEP_MIN && (!sufficient || trial.slope >= rate))
     }
 
@@ -187,7 +228,7 @@ impl State {
     }
 
     fn collapsed(&self) -> bool {
-        self.upper - self.lower <= XTOL * self.upper
+        self.upper - self.lower <= self.limits.xtol * self.upper
     }
 
     /// The range the trial after `next` may come from: the interval once bracketed, else an

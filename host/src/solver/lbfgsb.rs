@@ -1,0 +1,610 @@
+//! L-BFGS-B: limited-memory BFGS with box bounds `lower ≤ x ≤ upper` (R. H. Byrd, P. Lu,
+//! J. Nocedal and C. Zhu, "A limited memory algorithm for bound constrained optimization",
+//! SIAM J. Sci. Comput. 16(5), 1995; the subspace step of J. L. Morales and J. Nocedal's
+//! version 3.0, 2011), with scipy's `minimize(method='L-BFGS-B')` semantics: `x0` clipped into
+//! the box, the projected gradient's ∞-norm against `gtol` (scipy's `pgtol`), the relative
+//! reduction of `f` against `ftol` (`factr·ε`), `maxiter`, `maxfun`, at most 20 evaluations per
+//! line search, and scipy's statuses and messages.
+//!
+//! Each iteration:
+//! 1. **Generalized Cauchy point**: the first local minimizer of the quadratic model
+//!    `m(x + t·d)` along the projected steepest-descent path `d = −g`, bent at each bound it
+//!    meets; the breakpoints are visited in order, the model's slope and curvature updated at
+//!    each from the compact form `B = θI − W·M·Wᵀ` (`W = [Y  θS]`, `M` the inverse of the
+//!    `2k × 2k` middle matrix), in `O(k)` per breakpoint.
+//! 2. **Subspace minimization** over the variables the Cauchy point left free: the model's
+//!    Newton step there (by Sherman–Morrison–Woodbury on the reduced `B`), projected into the
+//!    box; where that projection is not a descent direction, the step truncated at the first
+//!    bound instead (version 3.0's rule).
+//! 3. **Line search** along `d = x̄ − x` (Moré–Thuente with `c1 = 10⁻³`, `c2 = 0.9`,
+//!    `xtol = 0.1`), never past the box (`stpmax`); a step where the search stops on one of its
+//!    warnings is taken, as L-BFGS-B takes it. A failed search restarts from an empty memory,
+//!    and ends the solve (status 2) when the memory was already empty.
+//! 4. The pair `(s, y)` joins the memory unless `sᵀy ≤ ε·(−gᵀs)`; `θ = yᵀy / sᵀy`.
+//!
+//! Without bounds the Cauchy point is skipped once pairs exist (every variable is free, as in
+//! L-BFGS-B), and the step is the L-BFGS step of the compact form. Vectors are host vectors;
+//! the small matrices are `2k × 2k` with `k ≤ m`.
+
+use super::line_search::{Accepted, Line, search_in_box};
+use super::options::{Bounds, Options, check_limited_memory_start};
+use super::result::{Iterate, OptimizeResult, SolveError, Status};
+use crate::linalg::vector;
+use crate::objective::{EvalError, Objective};
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::ops::ControlFlow;
+
+/// scipy's `maxfun` and `maxiter` defaults for L-BFGS-B.
+const MAXFUN_DEFAULT: usize = 15_000;
+const MAXITER_DEFAULT: usize = 15_000;
+
+/// Minimizes `objective` from `x0` within `options.bounds` (none: unbounded) by L-BFGS-B with
+/// `options.memory` pairs. See [`super::minimize`].
+pub fn minimize(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
+    check_limited_memory_start(objective, x0, options)?;
+    let n = x0.len();
+    let unbounded = Bounds::unbounded(n);
+    let bounds = options.bounds.as_ref().unwrap_or(&unbounded);
+    bounds.check(n)?;
+    let mut solver = Solver {
+        objective,
+        bounds,
+        nfev: 0,
+        njev: 0,
+    };
+    solver.run(x0, options, observer)
+}
+
+/// The objective, the box and the evaluation counts.
+struct Solver<'a> {
+    objective: &'a mut dyn Objective,
+    bounds: &'a Bounds,
+    nfev: usize,
+    njev: usize,
+}
+
+impl Solver<'_> {
+    fn run(
+        &mut self,
+        x0: &[f64],
+        options: &Options,
+        observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+    ) -> Result<OptimizeResult, SolveError> {
+        let n = x0.len();
+        let bounds = self.bounds;
+        let mut x: Vec<f64> = x0
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| bounds.clip(i, v))
+            .collect();
+        let mut g = vec![0.0; n];
+        let mut f = self.evaluate(&x, &mut g)?;
+        let maxiter = options.maxiter.unwrap_or(MAXITER_DEFAULT);
+        let maxfun = options.maxfun.unwrap_or(MAXFUN_DEFAULT);
+        let mut memory = Memory::new(options.memory);
+        let mut nit = 0;
+        let mut trial = vec![0.0; n];
+        let mut trial_g = vec![0.0; n];
+        // f before the last step, for the relative-reduction test.
+        let mut previous: Option<f64> = None;
+        // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
+        let status = loop {
+            if !(f.is_finite() && g.iter().all(|v| v.is_finite())) {
+                break Status::NanEncountered;
+            }
+            let projected = bounds.projected_gradient_norm(&x, &g);
+            if nit > 0 {
+                let iterate = Iterate {
+                    nit,
+                    fun: f,
+                    grad_norm: projected,
+                    nfev: self.nfev,
+                    njev: self.njev,
+                    x: &|| Ok(Cow::Borrowed(&x[..])),
+                };
+                if observer(&iterate).is_break() {
+                    break Status::Stopped;
+                }
+                if nit >= maxiter {
+                    break Status::IterationLimit;
+                }
+                if self.nfev > maxfun {
+                    break Status::EvaluationLimit;
+                }
+            }
+            if projected <= options.gtol {
+                break Status::ProjectedGradient;
+            }
+            if let Some(previous) = previous
+                && previous - f <= options.ftol * previous.abs().max(f.abs()).max(1.0)
+            {
+                break Status::RelativeReduction;
+            }
+            // One iteration; a failed line search with pairs in memory empties it and tries
+            // again from the same point.
+            let accepted = loop {
+                let target = self.step_target(&x, &g, &memory);
+                let direction: Vec<f64> = target.iter().zip(&x).map(|(t, x)| t - x).collect();
+                let slope = vector::dot(&g, &direction);
+                let found = if slope < 0.0 {
+                    let step_max = bounds.step_max(&x, &direction, nit == 0);
+                    let initial = if nit == 0 && !bounds.boxed() {
+                        (1.0 / vector::norm(&direction, 2.0)).min(step_max)
+                    } else {
+                        1.0
+                    };
+                    let mut ray = BoxRay {
+                        solver: self,
+                        origin: &x,
+                        direction: &direction,
+                        target: &target,
+                        point: &mut trial,
+                        gradient: &mut trial_g,
+                    };
+                    search_in_box(&mut ray, f, slope, initial, step_max)?
+                } else {
+                    None
+                };
+                match found {
+                    Some(accepted) => break Some((accepted, direction)),
+                    None if memory.is_empty() => break None,
+                    None => memory.clear(),
+                }
+            };
+            let Some((Accepted { step, value }, direction)) = accepted else {
+                break Status::AbnormalLineSearch;
+            };
+            let s: Vec<f64> = direction.iter().map(|d| step * d).collect();
+            let y: Vec<f64> = trial_g.iter().zip(&g).map(|(new, old)| new - old).collect();
+            // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
+            let sy = vector::dot(&s, &y);
+            let descent = -vector::dot(&g, &s);
+            if sy > f64::EPSILON * descent {
+                memory.push(s, y, sy);
+            }
+            std::mem::swap(&mut x, &mut trial);
+            std::mem::swap(&mut g, &mut trial_g);
+            previous = Some(f);
+            f = value;
+            nit += 1;
+        };
+        let jac_error = if status == Status::NanEncountered {
+            None
+        } else {
+            self.objective.gradient_error(&x, &g, f64::INFINITY)?
+        };
+        let status = if status.success()
+            && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
+        {
+            Status::PrecisionLoss
+        } else {
+            status
+        };
+        Ok(OptimizeResult {
+            x,
+            fun: f,
+            jac: g,
+            jac_error,
+            hess_inv: None,
+            nfev: self.nfev,
+            njev: self.njev,
+            nit,
+            status,
+            success: status.success(),
+            message: status.message().to_owned(),
+        })
+    }
+
+    /// `f(x)` and `∇f(x)` into `g`, counted once each as scipy counts them.
+    fn evaluate(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        self.nfev += 1;
+        self.njev += 1;
+        self.objective.value_and_gradient(x, g)
+    }
+
+    /// Where the iteration's step aims, `x̄`: the generalized Cauchy point, then the subspace
+    /// step from it. Without bounds and with pairs in memory, the Cauchy point is `x` itself
+    /// and every variable free.
+    fn step_target(&self, x: &[f64], g: &[f64], memory: &Memory) -> Vec<f64> {
+        let compact = memory.compact();
+        let (cauchy, c) = if self.bounds.any() || memory.is_empty() {
+            cauchy_point(x, g, self.bounds, &compact)
+        } else {
+            (x.to_vec(), vec![0.0; compact.width()])
+        };
+        if memory.is_empty() {
+            return cauchy;
+        }
+        subspace_step(x, g, self.bounds, &compact, cauchy, &c)
+    }
+}
+
+/// The curvature pairs, oldest first, with the products the compact form needs.
+struct Memory {
+    capacity: usize,
+    s: VecDeque<Vec<f64>>,
+    y: VecDeque<Vec<f64>>,
+    /// `sᵢᵀsⱼ` and `sᵢᵀyⱼ`, `k × k` each, row-major in the pairs' order.
+    ss: Vec<f64>,
+    sy: Vec<f64>,
+    /// `θ = yᵀy / sᵀy` of the newest pair; 1 without pairs.
+    theta: f64,
+}
+
+impl Memory {
+    fn new(capacity: usize) -> Self {
+        Memory {
+            capacity,
+            s: VecDeque::new(),
+            y: VecDeque::new(),
+            ss: Vec::new(),
+            sy: Vec::new(),
+            theta: 1.0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.s.is_empty()
+    }
+
+    fn clear(&mut self) {
+        *self = Memory::new(self.capacity);
+    }
+
+    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity.
+    fn push(&mut self, s: Vec<f64>, y: Vec<f64>, sy: f64) {
+        if self.s.len() == self.capacity {
+            self.s.pop_front();
+            self.y.pop_front();
+        }
+        self.theta = vector::dot(&y, &y) / sy;
+        self.s.push_back(s);
+        self.y.push_back(y);
+        let k = self.s.len();
+        self.ss = vec![0.0; k * k];
+        self.sy = vec![0.0; k * k];
+        for i in 0..k {
+            for j in 0..k {
+                self.ss[i * k + j] = vector::dot(&self.s[i], &self.s[j]);
+                self.sy[i * k + j] = vector::dot(&self.s[i], &self.y[j]);
+            }
+        }
+    }
+
+    /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of
+    /// `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its strict lower triangle).
+    fn compact(&self) -> Compact<'_> {
+        let k = self.s.len();
+        let width = 2 * k;
+        let mut middle = vec![0.0; width * width];
+        for i in 0..k {
+            for j in 0..k {
+                let lower = if i > j { self.sy[i * k + j] } else { 0.0 };
+                let upper = if j > i { self.sy[j * k + i] } else { 0.0 };
+                middle[i * width + j] = if i == j { -self.sy[i * k + i] } else { 0.0 };
+                middle[i * width + k + j] = upper;
+                middle[(k + i) * width + j] = lower;
+                middle[(k + i) * width + k + j] = self.theta * self.ss[i * k + j];
+            }
+        }
+        Compact {
+            memory: self,
+            m: invert(&middle, width),
+        }
+    }
+}
+
+/// The compact form of one iteration.
+struct Compact<'m> {
+    memory: &'m Memory,
+    /// `M`, `2k × 2k`, row-major.
+    m: Vec<f64>,
+}
+
+impl Compact<'_> {
+    /// `2k`.
+    fn width(&self) -> usize {
+        2 * self.memory.s.len()
+    }
+
+    fn theta(&self) -> f64 {
+        self.memory.theta
+    }
+
+    /// Row `i` of `W = [Y  θS]` into `w`.
+    fn w_row(&self, i: usize, w: &mut [f64]) {
+        let k = self.memory.s.len();
+        for j in 0..k {
+            w[j] = self.memory.y[j][i];
+            w[k + j] = self.theta() * self.memory.s[j][i];
+        }
+    }
+
+    /// `M·v`.
+    fn m_times(&self, v: &[f64]) -> Vec<f64> {
+        let width = self.width();
+        (0..width)
+            .map(|i| vector::dot(&self.m[i * width..(i + 1) * width], v))
+            .collect()
+    }
+}
+
+/// `A⁻¹` of a small nonsingular `n × n` matrix (row-major), by Gauss–Jordan elimination with
+/// partial pivoting; a singular pivot leaves its column zero (the pairs kept have `sᵀy > 0`,
+/// so the middle matrix is nonsingular).
+fn invert(a: &[f64], n: usize) -> Vec<f64> {
+    let mut work = a.to_vec();
+    let mut inverse = vec![0.0; n * n];
+    for i in 0..n {
+        inverse[i * n + i] = 1.0;
+    }
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&p, &q| work[p * n + col].abs().total_cmp(&work[q * n + col].abs()))
+            .unwrap_or(col);
+        if work[pivot * n + col] == 0.0 {
+            continue;
+        }
+        for j in 0..n {
+            work.swap(col * n + j, pivot * n + j);
+            inverse.swap(col * n + j, pivot * n + j);
+        }
+        let scale = 1.0 / work[col * n + col];
+        for j in 0..n {
+            work[col * n + j] *= scale;
+            inverse[col * n + j] *= scale;
+        }
+        for row in (0..n).filter(|&r| r != col) {
+            let factor = work[row * n + col];
+            if factor != 0.0 {
+                for j in 0..n {
+                    work[row * n + j] -= factor * work[col * n + j];
+                    inverse[row * n + j] -= factor * inverse[col * n + j];
+                }
+            }
+        }
+    }
+    inverse
+}
+
+/// The generalized Cauchy point (Byrd et al., Algorithm CP) and `c = Wᵀ(x_cp − x)`.
+fn cauchy_point(
+    x: &[f64],
+    g: &[f64],
+    bounds: &Bounds,
+    compact: &Compact<'_>,
+) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let width = compact.width();
+    let theta = compact.theta();
+    let mut cauchy = x.to_vec();
+    // Breakpoints: when each variable meets its bound along −g.
+    let mut d = vec![0.0; n];
+    let mut breaks: Vec<(f64, usize)> = Vec::new();
+    for i in 0..n {
+        let t = bounds.breakpoint(i, x[i], g[i]);
+        if t > 0.0 {
+            d[i] = -g[i];
+            if t.is_finite() {
+                breaks.push((t, i));
+            }
+        }
+    }
+    breaks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut w = vec![0.0; width];
+    let mut p = vec![0.0; width];
+    for (i, &di) in d.iter().enumerate() {
+        if di != 0.0 {
+            compact.w_row(i, &mut w);
+            for (pj, wj) in p.iter_mut().zip(&w) {
+                *pj += wj * di;
+            }
+        }
+    }
+    let mut c = vec![0.0; width];
+    let mut slope = -vector::dot(&d, &d);
+    let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
+    let curvature_floor = f64::EPSILON * curvature;
+    if slope == 0.0 || curvature <= 0.0 {
+        return (cauchy, c);
+    }
+    let mut step_to_minimum = -slope / curvature;
+    let mut t_old = 0.0;
+    for &(t, b) in &breaks {
+        let dt = t - t_old;
+        if step_to_minimum < dt {
+            break;
+        }
+        let bound = if d[b] > 0.0 {
+            bounds.upper[b]
+        } else {
+            bounds.lower[b]
+        };
+        cauchy[b] = bound;
+        let z = bound - x[b];
+        for (cj, pj) in c.iter_mut().zip(&p) {
+            *cj += dt * pj;
+        }
+        compact.w_row(b, &mut w);
+        let mw = compact.m_times(&w);
+        let gb = g[b];
+        slope += dt * curvature + gb * gb + theta * gb * z - gb * vector::dot(&mw, &c);
+        curvature -=
+            theta * gb * gb + 2.0 * gb * vector::dot(&mw, &p) + gb * gb * vector::dot(&mw, &w);
+        curvature = curvature.max(curvature_floor);
+        for (pj, wj) in p.iter_mut().zip(&w) {
+            *pj += gb * wj;
+        }
+        d[b] = 0.0;
+        step_to_minimum = -slope / curvature;
+        t_old = t;
+        if slope >= 0.0 {
+            step_to_minimum = 0.0;
+            break;
+        }
+    }
+    let step_to_minimum = step_to_minimum.max(0.0);
+    let t = t_old + step_to_minimum;
+    for i in 0..n {
+        if d[i] != 0.0 {
+            cauchy[i] = x[i] + t * d[i];
+        }
+    }
+    for (cj, pj) in c.iter_mut().zip(&p) {
+        *cj += step_to_minimum * pj;
+    }
+    (cauchy, c)
+}
+
+/// The subspace step from the Cauchy point (the direct primal method, with version 3.0's
+/// projection): the model's minimizer over the variables free at `cauchy`, projected into the
+/// box, or truncated at the first bound where the projection is not a descent direction.
+fn subspace_step(
+    x: &[f64],
+    g: &[f64],
+    bounds: &Bounds,
+    compact: &Compact<'_>,
+    cauchy: Vec<f64>,
+    c: &[f64],
+) -> Vec<f64> {
+    let width = compact.width();
+    let theta = compact.theta();
+    let free: Vec<usize> = (0..x.len())
+        .filter(|&i| bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i])
+        .collect();
+    if free.is_empty() {
+        return cauchy;
+    }
+    // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c), and WᵀZ·r, ZᵀW·WᵀZ.
+    let mc = compact.m_times(c);
+    let mut w = vec![0.0; width];
+    let mut r = Vec::with_capacity(free.len());
+    let mut wz_r = vec![0.0; width];
+    let mut wz_zw = vec![0.0; width * width];
+    for &i in &free {
+        compact.w_row(i, &mut w);
+        let ri = g[i] + theta * (cauchy[i] - x[i]) - vector::dot(&w, &mc);
+        r.push(ri);
+        for a in 0..width {
+            wz_r[a] += w[a] * ri;
+            for b in 0..width {
+                wz_zw[a * width + b] += w[a] * w[b];
+            }
+        }
+    }
+    // d = −r/θ − ZᵀW·N⁻¹·M·WᵀZ·r/θ², N = I − M·WᵀZ·ZᵀW/θ.
+    let v = compact.m_times(&wz_r);
+    let mut n_matrix = vec![0.0; width * width];
+    for a in 0..width {
+        for b in 0..width {
+            let product: f64 = (0..width)
+                .map(|k| compact.m[a * width + k] * wz_zw[k * width + b])
+                .sum();
+            n_matrix[a * width + b] = f64::from(u8::from(a == b)) - product / theta;
+        }
+    }
+    let inverse = invert(&n_matrix, width);
+    let v: Vec<f64> = (0..width)
+        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v))
+        .collect();
+    let step: Vec<f64> = free
+        .iter()
+        .zip(&r)
+        .map(|(&i, &ri)| {
+            compact.w_row(i, &mut w);
+            -ri / theta - vector::dot(&w, &v) / (theta * theta)
+        })
+        .collect();
+    let mut projected = cauchy.clone();
+    for (&i, &di) in free.iter().zip(&step) {
+        projected[i] = bounds.clip(i, cauchy[i] + di);
+    }
+    let descent: f64 = (0..x.len()).map(|i| (projected[i] - x[i]) * g[i]).sum();
+    if descent <= 0.0 {
+        return projected;
+    }
+    // Truncate at the first bound the step meets.
+    let mut alpha = 1.0f64;
+    let mut first = None;
+    for (a, (&i, &di)) in free.iter().zip(&step).enumerate() {
+        let room = if di < 0.0 {
+            bounds.lower[i] - cauchy[i]
+        } else {
+            bounds.upper[i] - cauchy[i]
+        };
+        let reach = if di == 0.0 || !room.is_finite() {
+            1.0
+        } else if room * di.signum() <= 0.0 {
+            0.0
+        } else {
+            (room / di).min(1.0)
+        };
+        if reach < alpha {
+            alpha = reach;
+            first = Some(a);
+        }
+    }
+    let mut target = cauchy;
+    for (a, (&i, &di)) in free.iter().zip(&step).enumerate() {
+        target[i] = if first == Some(a) {
+            if di > 0.0 {
+                bounds.upper[i]
+            } else {
+                bounds.lower[i]
+            }
+        } else {
+            target[i] + alpha * di
+        };
+    }
+    target
+}
+
+/// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
+/// clipped into the box (rounding would otherwise put a point on a bound a hair outside).
+struct BoxRay<'r, 's> {
+    solver: &'r mut Solver<'s>,
+    origin: &'r [f64],
+    direction: &'r [f64],
+    target: &'r [f64],
+    point: &'r mut Vec<f64>,
+    gradient: &'r mut Vec<f64>,
+}
+
+impl BoxRay<'_, '_> {
+    fn move_to(&mut self, step: f64) {
+        let bounds = self.solver.bounds;
+        for (i, p) in self.point.iter_mut().enumerate() {
+            *p = if step == 1.0 {
+                self.target[i]
+            } else {
+                bounds.clip(i, self.origin[i] + step * self.direction[i])
+            };
+        }
+    }
+}
+
+impl Line for BoxRay<'_, '_> {
+    fn value(&mut self, step: f64) -> Result<f64, EvalError> {
+        self.move_to(step);
+        self.solver.nfev += 1;
+        self.solver.objective.value(self.point)
+    }
+
+    fn slope(&mut self) -> Result<f64, EvalError> {
+        self.solver.njev += 1;
+        self.solver.objective.gradient(self.point, self.gradient)?;
+        Ok(vector::dot(self.gradient, self.direction))
+    }
+
+    fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
+        self.move_to(step);
+        let value = self.solver.evaluate(self.point, self.gradient)?;
+        Ok((value, vector::dot(self.gradient, self.direction)))
+    }
+}

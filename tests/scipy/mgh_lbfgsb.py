@@ -1,0 +1,51 @@
+"""scipy's L-BFGS-B on bounded versions of the MGH least-squares runs of tests/mgh.rs
+(`bounded_mgh_minima_match_scipys` in tests/solver_lbfgsb.rs):
+
+    target/poisson-peers-venv/bin/python tests/scipy/mgh_lbfgsb.py     # numpy 2.4.6, scipy 1.17.1
+
+f(x) = Σ r_i(x)², the residuals and starting points of tests/scipy/mgh_lm.py (written after the
+kernels), ∇f = 2·Jᵀr with its complex-step Jacobian. The bounds cut off the unbounded minimum,
+so that some are active at the solution: each run first solves without bounds (L-BFGS-B, as
+scipy's defaults), then variable 0 gets the upper bound x*₀ − 0.1·(|x*₀| + 1) (below its
+unbounded optimum), and the last variable the lower bound x*ₙ₋₁ + 0.1·(|x*ₙ₋₁| + 1) (above it),
+every other variable unbounded. Then `minimize(f, x0, jac=∇f, method='L-BFGS-B',
+bounds=…)` with every option at its default (x0 is clipped into the box, as scipy does).
+
+It prints one line per run: (name, n, upper0, lower_last, status, f, active set), f to 17
+digits; the active set is −1 at a lower bound, 1 at an upper, 0 free.
+"""
+
+import numpy as np
+import scipy
+from scipy.optimize import minimize
+
+from mgh_lm import RUNS, complex_step_jacobian, residual_fn
+
+
+def main():
+    print(f"# numpy {np.__version__}, scipy {scipy.__version__}; minimize(method='L-BFGS-B')")
+    for name, n, _f_x0, f, start in RUNS:
+        x0 = np.array(start(n), dtype=float)
+        fun, jac = residual_fn(f), complex_step_jacobian(f)
+
+        def value(x):
+            r = fun(x)
+            return float(r @ r)
+
+        def gradient(x):
+            return 2.0 * jac(x).T @ fun(x)
+
+        free = minimize(value, x0, jac=gradient, method="L-BFGS-B")
+        upper0 = float(free.x[0] - 0.1 * (abs(free.x[0]) + 1.0))
+        lower_last = float(free.x[-1] + 0.1 * (abs(free.x[-1]) + 1.0))
+        lo = [-np.inf] * n
+        hi = [np.inf] * n
+        hi[0] = upper0
+        lo[-1] = lower_last
+        r = minimize(value, x0, jac=gradient, method="L-BFGS-B", bounds=list(zip(lo, hi)))
+        active = [int(-1 if x == l else (1 if x == h else 0)) for x, l, h in zip(r.x, lo, hi)]
+        print(f'("{name}", {n}, {upper0!r}, {lower_last!r}, {r.status}, {float(r.fun)!r}, &{active}),  // {r.message}, nit {r.nit}')
+
+
+if __name__ == "__main__":
+    main()
