@@ -8,7 +8,7 @@ use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
 use cudamin::objective::VectorSpace;
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
-    TermObjective, TermProblem, least_squares,
+    Loss, TermObjective, TermProblem, least_squares,
 };
 use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine};
 
@@ -63,7 +63,8 @@ fn rates(points: usize) -> Vec<f64> {
 
 /// A residual problem loaded by `load` on the simulator and on the CPU: the normal equations
 /// of each scheme at `at`, the gradient of its sum of squares (BFGS's), and
-/// Levenberg–Marquardt from `at` agree.
+/// Levenberg–Marquardt from `at`, least squares and with a robust loss (the `_cost` kernel's
+/// trial points), agree.
 fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedResiduals) {
     let (mut on_sim, mut on_cpu) = (load(sim), load(&Backend::Cpu));
     let n = at.len();
@@ -80,18 +81,23 @@ fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedR
         );
         gradients_agree(on_sim.as_mut(), on_cpu.as_mut(), at, scheme);
     }
-    let fit = |residuals| {
-        let mut objective = TermObjective::new(residuals, Gradient::Exact);
-        least_squares(&mut objective, at, &LmOptions::default()).unwrap()
-    };
-    let (on_sim, on_cpu) = (fit(on_sim), fit(on_cpu));
-    assert_eq!(on_sim.status, on_cpu.status);
-    assert!(
-        close(&on_sim.x, &on_cpu.x, 1e-10),
-        "{:?} vs {:?}",
-        on_sim.x,
-        on_cpu.x
-    );
+    let mut sim_objective = TermObjective::new(on_sim, Gradient::Exact);
+    let mut cpu_objective = TermObjective::new(on_cpu, Gradient::Exact);
+    for loss in [Loss::Linear, Loss::SoftL1] {
+        let options = LmOptions {
+            loss,
+            ..LmOptions::default()
+        };
+        let sim_fit = least_squares(&mut sim_objective, at, &options).unwrap();
+        let cpu_fit = least_squares(&mut cpu_objective, at, &options).unwrap();
+        assert_eq!(sim_fit.status, cpu_fit.status, "{loss:?}");
+        assert!(
+            close(&sim_fit.x, &cpu_fit.x, 1e-10),
+            "{loss:?}: {:?} vs {:?}",
+            sim_fit.x,
+            cpu_fit.x
+        );
+    }
 }
 
 /// The gradients of `scheme` at `at` on the simulator and on the CPU agree: to rounding, but
