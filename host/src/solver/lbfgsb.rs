@@ -449,7 +449,12 @@ fn cauchy_point(
             break;
         }
     }
-    let step_to_minimum = step_to_minimum.max(0.0);
+    // Every variable at a bound: the path ends there (the model's minimum along it is moot).
+    let step_to_minimum = if d.iter().all(|&v| v == 0.0) {
+        0.0
+    } else {
+        step_to_minimum.max(0.0)
+    };
     let t = t_old + step_to_minimum;
     for i in 0..n {
         if d[i] != 0.0 {
