@@ -354,6 +354,79 @@ fn polynomial_data() -> FitData {
     }
 }
 
+/// A parameter held fixed: the cubic fit with θ₃ held at 0 is the quadratic fit (the reduced
+/// model, solved on its own): the same parameters, steps and standard errors (dof m − 3), and
+/// θ₃'s row and column of pcov zero. The CLI's `--fix 3=0` reports the same.
+#[test]
+fn a_fixed_parameter_gives_the_fit_of_the_others() {
+    let data = polynomial_data();
+    let reduced = least_squares_fit("poly", 3, &data, None, Gradient::Exact);
+    let options = LmOptions {
+        fixed: Some(vec![false, false, false, true]),
+        ..LmOptions::default()
+    };
+    let start = Some(vec![1.0, 1.0, 1.0, 0.0]);
+    let held = least_squares_fit_with("poly", 4, &data, start, Gradient::Exact, &options);
+    assert!(reduced.success && held.success, "{}", held.message);
+    assert_eq!(held.x[3], 0.0);
+    for i in 0..3 {
+        let scale = reduced.x[i].abs().max(1.0);
+        assert!(
+            (held.x[i] - reduced.x[i]).abs() <= 1e-10 * scale,
+            "{:?}",
+            held.x
+        );
+    }
+    assert_eq!((held.nfev, held.njev), (reduced.nfev, reduced.njev));
+    let (of_held, of_reduced) = (
+        held.covariance(false).unwrap(),
+        reduced.covariance(false).unwrap(),
+    );
+    assert_eq!(of_held.rank, 3);
+    for a in 0..4 {
+        for b in 0..4 {
+            let h = of_held.matrix[a * 4 + b];
+            if a == 3 || b == 3 {
+                assert_eq!(h, 0.0);
+            } else {
+                let r = of_reduced.matrix[a * 3 + b];
+                assert!(
+                    (h - r).abs() <= 1e-8 * r.abs(),
+                    "pcov[{a}][{b}]: {h} vs {r}"
+                );
+            }
+        }
+    }
+    let mut csv = String::from("x,y\n");
+    for (x, y) in data.x.iter().zip(&data.y) {
+        csv.push_str(&format!("{x:e},{y:e}\n"));
+    }
+    let path = file("cubic.csv", csv.as_bytes());
+    let path = path.to_str().unwrap();
+    let cubic = json(&[
+        "fit", path, "--model", "poly", "--params", "4", "--fix", "3=0", "--json",
+    ]);
+    let quadratic = json(&["fit", path, "--model", "poly", "--params", "3", "--json"]);
+    assert_eq!(cubic["fixed"].as_array().map(Vec::len), Some(1));
+    assert_eq!(cubic["fixed"][0].as_u64(), Some(3));
+    assert_eq!(cubic["dof"], quadratic["dof"]);
+    for i in 0..3 {
+        let number = |v: &serde_json::Value, field: &str| v[field][i].as_f64().unwrap();
+        let (c, q) = (number(&cubic, "x"), number(&quadratic, "x"));
+        assert!(
+            (c - q).abs() <= 1e-8 * q.abs().max(1.0),
+            "x[{i}]: {c} vs {q}"
+        );
+        let (c, q) = (number(&cubic, "stderr"), number(&quadratic, "stderr"));
+        assert!((c - q).abs() <= 1e-6 * q, "stderr[{i}]: {c} vs {q}");
+    }
+    assert_eq!(cubic["stderr"][3], 0.0);
+    let bad = one_line_error(&[
+        "fit", path, "--model", "poly", "--params", "3", "--fix", "5=1",
+    ]);
+    assert!(bad.contains("--fix 5=1: there are 3 variables"), "{bad}");
+}
+
 /// Three everyday ill-conditioned fits against `curve_fit(method='lm')` with the analytic
 /// Jacobian, as printed by `python tests/scipy/ill_conditioned_fits.py` (scipy 1.17.1, numpy
 /// 2.4.6): an 11-parameter polynomial (above), two exponentials with close rates (1 and 1.25)

@@ -7,11 +7,12 @@ use super::method::{MethodArgs, Solvable};
 use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
+use super::solve::fixed_indices;
 use crate::{BackendArg, MethodArg};
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::fit::{FitData, MODELS, find_model};
-use cudamin::solver::{Covariance, covariance};
+use cudamin::solver::{Covariance, covariance, covariance_of_free};
 use cudamin::{Factor, Loss, RobustLoss};
 use cudamin::{Gradient, LaunchOverride};
 use std::io::Write;
@@ -111,6 +112,9 @@ struct FitReport<'a> {
     /// With bounds: −1 at the lower bound, 1 at the upper, 0 neither (scipy's name).
     #[serde(skip_serializing_if = "Option::is_none")]
     active_mask: Option<Vec<i32>>,
+    /// With --fix: the parameters held (their rows and columns of pcov are zero).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fixed: Vec<usize>,
 }
 
 #[derive(serde::Serialize)]
@@ -197,8 +201,12 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         }
     };
     let absolute_sigma = args.absolute_sigma;
-    let pcov = factor.and_then(|factor| covariance(&factor, result.fun, m, absolute_sigma));
-    let dof = m - p;
+    let pcov = factor.and_then(|factor| match &result.fixed {
+        Some(fixed) => covariance_of_free(&factor, fixed, result.fun, m, absolute_sigma),
+        None => covariance(&factor, result.fun, m, absolute_sigma),
+    });
+    let free = (result.fixed.as_ref()).map_or(p, |fixed| fixed.iter().filter(|&&f| !f).count());
+    let dof = m - free;
     let report = FitReport {
         data: args.data.display().to_string(),
         model: model.name,
@@ -241,6 +249,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         njev: result.njev,
         elapsed_s,
         active_mask: result.active_mask.clone(),
+        fixed: fixed_indices(result.fixed.as_deref()),
     };
     if let Some(path) = &args.options.plot {
         let drawn: Vec<usize> = super::plot::drawn(m).collect();

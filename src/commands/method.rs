@@ -1,7 +1,7 @@
 //! The solver options `solve` and `fit` share, and one run of the chosen method, reported the
 //! same way whichever it was.
 
-use super::parse::Numbers;
+use super::parse::{Fix, Numbers};
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
@@ -45,6 +45,11 @@ pub struct MethodArgs {
     /// lbfgsb: upper bounds, as --lower (inf for none).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
     pub upper: Option<Numbers>,
+    /// Every method: hold variable INDEX (0-based) at VALUE, e.g. --fix 2=0.5 (repeatable). The
+    /// solve is in the others; a fit's dof counts the free parameters and its pcov has zero
+    /// rows and columns for the fixed ones.
+    #[arg(long, value_name = "INDEX=VALUE", allow_negative_numbers = true, value_parser = super::parse::fix)]
+    pub fix: Vec<Fix>,
     /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub max_nfev: Option<usize>,
@@ -85,6 +90,8 @@ pub struct Outcome {
     /// With bounds, which each variable ends at: −1 its lower bound, 1 its upper, 0 neither
     /// (scipy's `active_mask`).
     pub active_mask: Option<Vec<i32>>,
+    /// With `--fix`, the variables held.
+    pub fixed: Option<Vec<bool>>,
     /// Every iteration, as the observer saw it.
     pub history: Vec<Step>,
 }
@@ -179,6 +186,28 @@ impl MethodArgs {
         }))
     }
 
+    /// `x0` with the `--fix` values in, and which variables they hold (`None` without `--fix`).
+    fn held_start(&self, x0: &[f64]) -> anyhow::Result<(Vec<f64>, Option<Vec<bool>>)> {
+        if self.fix.is_empty() {
+            return Ok((x0.to_vec(), None));
+        }
+        let n = x0.len();
+        let (mut x, mut fixed) = (x0.to_vec(), vec![false; n]);
+        for &Fix { index, value } in &self.fix {
+            if index >= n {
+                anyhow::bail!(
+                    "--fix {index}={value}: there are {n} variables, 0 to {}",
+                    n - 1
+                );
+            }
+            if fixed[index] {
+                anyhow::bail!("--fix {index} is given twice");
+            }
+            (fixed[index], x[index]) = (true, value);
+        }
+        Ok((x, Some(fixed)))
+    }
+
     /// Runs `method` on `objective` from `x0`, with progress as asked.
     pub fn run(
         &self,
@@ -188,6 +217,8 @@ impl MethodArgs {
         json: bool,
     ) -> anyhow::Result<Outcome> {
         self.check(method)?;
+        let (x0, fixed) = self.held_start(x0)?;
+        let x0 = &x0[..];
         let mut progress = Progress::new(self.progress, json);
         let mut history = Vec::new();
         let mut observer = |it: &solver::Iterate<'_>| {
@@ -209,6 +240,7 @@ impl MethodArgs {
                     max_nfev: self.max_nfev,
                     loss: self.loss.map_or(defaults.loss, |arg| arg.0),
                     f_scale: self.f_scale.unwrap_or(defaults.f_scale),
+                    fixed: fixed.clone(),
                     ..defaults
                 };
                 let Some(least_squares) = objective.least_squares() else {
@@ -234,6 +266,7 @@ impl MethodArgs {
                     message: r.message,
                     factor: Some(r.factor),
                     active_mask: None,
+                    fixed: r.fixed,
                     x: r.x,
                     history: Vec::new(),
                 }
@@ -247,6 +280,7 @@ impl MethodArgs {
                     maxiter: self.maxiter,
                     maxfun: self.maxfun,
                     bounds: bounds.clone(),
+                    fixed: fixed.clone(),
                     ..defaults
                 };
                 let quasi_newton = method.quasi_newton().unwrap_or_default();
@@ -269,6 +303,7 @@ impl MethodArgs {
                     message: r.message,
                     factor: None,
                     active_mask: bounds.map(|b| b.active_mask(&r.x)),
+                    fixed,
                     x: r.x,
                     history: Vec::new(),
                 }

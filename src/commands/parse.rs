@@ -83,6 +83,26 @@ pub fn numbers(text: &str) -> Result<Numbers, String> {
         .map(Numbers)
 }
 
+/// A held variable, as `--fix 2=0.5`: its 0-based index and the finite value it is held at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fix {
+    pub index: usize,
+    pub value: f64,
+}
+
+pub fn fix(text: &str) -> Result<Fix, String> {
+    let (index, value) =
+        (text.split_once('=')).ok_or_else(|| format!("expected INDEX=VALUE, got `{text}`"))?;
+    let index = (index.trim().parse::<usize>())
+        .map_err(|_| format!("expected a 0-based index before `=`, got `{index}`"))?;
+    let value: f64 = (value.trim().parse())
+        .map_err(|_| format!("expected a number after `=`, got `{value}`"))?;
+    if !value.is_finite() {
+        return Err(format!("the value must be finite, got {value}"));
+    }
+    Ok(Fix { index, value })
+}
+
 /// Bounds, as `--lower 0,-inf,1`: numbers separated by commas, `inf` and `-inf` allowed (no
 /// bound on that side), NaN refused.
 pub fn bounds(text: &str) -> Result<Numbers, String> {

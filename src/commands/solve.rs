@@ -46,6 +46,9 @@ struct SolveReport<'a> {
     /// With bounds: −1 at the lower bound, 1 at the upper, 0 neither (scipy's name).
     #[serde(skip_serializing_if = "Option::is_none")]
     active_mask: Option<&'a [i32]>,
+    /// With --fix: the variables held.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fixed: Vec<usize>,
 }
 
 #[derive(serde::Serialize)]
@@ -100,6 +103,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         elapsed_s,
         x: &result.x,
         active_mask: result.active_mask.as_deref(),
+        fixed: fixed_indices(result.fixed.as_deref()),
     };
     if let Some(path) = args.options.plot.as_ref().filter(|_| super::job::prints()) {
         let title = format!("{} (n = {}), {}", report.problem, report.n, report.method);
@@ -136,6 +140,12 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         writeln!(out, "active bounds  {}", active_summary(mask))?;
     }
     Ok(())
+}
+
+/// The indices `fixed` holds.
+pub fn fixed_indices(fixed: Option<&[bool]>) -> Vec<usize> {
+    let fixed = fixed.unwrap_or_default();
+    (0..fixed.len()).filter(|&i| fixed[i]).collect()
 }
 
 /// How many variables end at a bound, and the first few of them (`x3 lower`).

@@ -7,10 +7,12 @@
 //! function with an analytic gradient.
 
 mod device;
+mod fixed;
 mod least_squares;
 mod space;
 
 pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
+pub use fixed::{FixedObjective, Held, free_factor};
 pub use least_squares::LeastSquaresObjective;
 pub use space::{HostVectors, StepEnd, VectorSpace};
 

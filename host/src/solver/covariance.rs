@@ -3,6 +3,7 @@
 
 use crate::backend::Factor;
 use crate::linalg::svd::svd;
+use crate::objective::{Held, free_factor};
 
 /// `curve_fit`'s `pcov`, with what the factor says about identifiability.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +50,42 @@ impl Covariance {
 /// let pcov = covariance(&factor, 6.0, 5, true).unwrap();
 /// assert_eq!((pcov.rank, pcov.not_identifiable), (1, vec![0, 1]));
 /// ```
+/// [`covariance`] where the variables `fixed` says were held: that of the free parameters
+/// alone (the triangle of `J`'s free columns, from `factor` over all of them), with zero rows
+/// and columns for the fixed ones; `Σr²/(m − k)`, `k` the free parameters, is the scale, and
+/// `not_identifiable` names parameters by their place among all of them.
+pub fn covariance_of_free(
+    factor: &Factor,
+    fixed: &[bool],
+    sum_of_squares: f64,
+    residuals: usize,
+    absolute_sigma: bool,
+) -> Option<Covariance> {
+    let n = factor.qtr.len();
+    let Some(held) = Held::new(&vec![0.0; n], fixed) else {
+        return covariance(factor, sum_of_squares, residuals, absolute_sigma);
+    };
+    let free = held.free();
+    let of_free = covariance(
+        &free_factor(factor, free),
+        sum_of_squares,
+        residuals,
+        absolute_sigma,
+    )?;
+    let k = free.len();
+    let mut matrix = vec![0.0; n * n];
+    for (a, &i) in free.iter().enumerate() {
+        for (b, &j) in free.iter().enumerate() {
+            matrix[i * n + j] = of_free.matrix[a * k + b];
+        }
+    }
+    Some(Covariance {
+        matrix,
+        rank: of_free.rank,
+        not_identifiable: of_free.not_identifiable.iter().map(|&a| free[a]).collect(),
+    })
+}
+
 pub fn covariance(
     factor: &Factor,
     sum_of_squares: f64,

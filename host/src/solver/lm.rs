@@ -11,7 +11,7 @@
 //! reads), and `lmpar`, `qrsolv` and every test run on it as MINPACK runs them on `J`'s
 //! (`super::minpack`), on either backend. `J`'s condition number is not squared.
 
-use super::covariance::{Covariance, covariance};
+use super::covariance::{Covariance, covariance, covariance_of_free};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
 use super::result::{Iterate, SolveError};
@@ -45,6 +45,11 @@ pub struct LmOptions {
     pub loss: Loss,
     /// `C`, scipy's `f_scale`: the residual size past which a point counts as an outlier. 1.
     pub f_scale: f64,
+    /// The variables held at their values in `x0` (`true`: fixed), one entry per variable, as
+    /// [`Options::fixed`](super::Options::fixed): the solve is in the free ones; the result's
+    /// `x` is whole, its `grad` 0 at the fixed variables, its `factor` over all of them, and
+    /// its covariance that of the free ones with zero rows and columns for the fixed.
+    pub fixed: Option<Vec<bool>>,
 }
 
 impl Default for LmOptions {
@@ -57,6 +62,7 @@ impl Default for LmOptions {
             factor: 100.0,
             loss: Loss::Linear,
             f_scale: 1.0,
+            fixed: None,
         }
     }
 }
@@ -178,14 +184,23 @@ pub struct LeastSquaresResult {
     pub success: bool,
     /// scipy's `message` for `status`.
     pub message: String,
+    /// The variables that were held ([`LmOptions::fixed`]); `None`: none.
+    pub fixed: Option<Vec<bool>>,
 }
 
 impl LeastSquaresResult {
-    /// The covariance of the parameters at `x` (see [`covariance`]).
+    /// The covariance of the parameters at `x` (see [`covariance`]; of the free ones, with
+    /// fixed variables, see [`covariance_of_free`]).
     pub fn covariance(&self, absolute_sigma: bool) -> Option<Covariance> {
-        covariance(
+        let fixed = self.fixed.as_deref().unwrap_or(&[]);
+        let sum_of_squares = 2.0 * self.cost;
+        if fixed.is_empty() {
+            return covariance(&self.factor, sum_of_squares, self.residuals, absolute_sigma);
+        }
+        covariance_of_free(
             &self.factor,
-            2.0 * self.cost,
+            fixed,
+            sum_of_squares,
             self.residuals,
             absolute_sigma,
         )
@@ -250,6 +265,9 @@ pub fn least_squares_with_observer(
         return Err(SolveError::NonFiniteX0 { index, value });
     }
     options.check()?;
+    if let Some(held) = super::options::held(options.fixed.as_deref(), x0)? {
+        return super::fixed::least_squares(objective, x0, options, observer, held);
+    }
     let m = objective.residuals();
     if m < n {
         return Err(SolveError::Underdetermined {
@@ -396,6 +414,7 @@ pub fn least_squares_with_observer(
         success: status.success(),
         message: status.message().to_owned(),
         status,
+        fixed: None,
     })
 }
 

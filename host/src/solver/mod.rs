@@ -19,6 +19,7 @@
 pub mod bfgs;
 mod covariance;
 mod dense;
+mod fixed;
 pub mod lbfgs;
 pub mod lbfgsb;
 mod line_search;
@@ -30,7 +31,7 @@ mod result;
 mod two_loop;
 mod workspace;
 
-pub use covariance::{Covariance, covariance};
+pub use covariance::{Covariance, covariance, covariance_of_free};
 pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
 pub use options::{Bounds, Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
@@ -60,14 +61,31 @@ pub fn minimize_with_observer(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    if options.bounds.is_some() && method != Method::LbfgsB {
-        let value = method.name();
-        return Err(options::invalid_option(
-            "bounds",
-            value,
-            "only lbfgsb takes bounds",
-        ));
+    if let Some(bounds) = &options.bounds {
+        if method != Method::LbfgsB {
+            let value = method.name();
+            return Err(options::invalid_option(
+                "bounds",
+                value,
+                "only lbfgsb takes bounds",
+            ));
+        }
+        bounds.check(x0.len())?;
     }
+    match options::held(options.fixed.as_deref(), x0)? {
+        Some(held) => fixed::minimize(objective, x0, method, options, observer, held),
+        None => run(objective, x0, method, options, observer),
+    }
+}
+
+/// `method` itself.
+pub(super) fn run(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    method: Method,
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
     match method {
         Method::Bfgs => bfgs::minimize(objective, x0, options, observer),
         Method::Lbfgs => lbfgs::minimize(objective, x0, options, observer),

@@ -2,8 +2,8 @@
 //! evaluation.
 
 use super::result::SolveError;
-use crate::objective::Objective;
-use ndarray::Array2;
+use crate::objective::{Held, Objective};
+use ndarray::{Array2, Axis};
 
 /// Which quasi-Newton method.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -202,6 +202,11 @@ pub struct Options {
     /// L-BFGS-B: stop once more than this many evaluations were made (scipy's `maxfun`);
     /// `None` is scipy's 15000.
     pub maxfun: Option<usize>,
+    /// Every method: the variables held at their values in `x0` (`true`: fixed), one entry
+    /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac`
+    /// and `hess_inv` are 0 at the fixed variables (their partials are not computed), and the
+    /// counts are the evaluations made. `None`: every variable free.
+    pub fixed: Option<Vec<bool>>,
 }
 
 /// scipy L-BFGS-B's default `ftol`: `factr = 10⁷` times the machine epsilon.
@@ -222,11 +227,28 @@ impl Default for Options {
             memory: 10,
             bounds: None,
             maxfun: None,
+            fixed: None,
         }
     }
 }
 
 impl Options {
+    /// These options for the free variables of `held`: bounds and `hess_inv0` restricted to
+    /// them, nothing fixed.
+    pub(super) fn for_free(&self, held: &Held) -> Options {
+        let free = held.free();
+        Options {
+            bounds: self.bounds.as_ref().map(|b| Bounds {
+                lower: held.gather(&b.lower),
+                upper: held.gather(&b.upper),
+            }),
+            hess_inv0: (self.hess_inv0.as_ref())
+                .map(|h| h.select(Axis(0), free).select(Axis(1), free)),
+            fixed: None,
+            ..self.clone()
+        }
+    }
+
     /// `maxiter`, or scipy's default `200·n`.
     pub(super) fn iteration_limit(&self, n: usize) -> usize {
         self.maxiter.unwrap_or(n.saturating_mul(200))
@@ -265,6 +287,26 @@ pub(super) fn invalid_option(
         value: value.to_string(),
         reason,
     }
+}
+
+/// The variables `fixed` holds of `n`, or `None` where it holds none; refused when it is not
+/// one entry per variable or leaves nothing free.
+pub(super) fn held(fixed: Option<&[bool]>, x0: &[f64]) -> Result<Option<Held>, SolveError> {
+    let Some(fixed) = fixed else {
+        return Ok(None);
+    };
+    if fixed.len() != x0.len() {
+        let value = format!("{} entries for {} variables", fixed.len(), x0.len());
+        return Err(invalid_option("fixed", value, "need one per variable"));
+    }
+    if !x0.is_empty() && fixed.iter().all(|&f| f) {
+        return Err(invalid_option(
+            "fixed",
+            "every variable",
+            "leaves nothing to solve",
+        ));
+    }
+    Ok(Held::new(x0, fixed))
 }
 
 /// [`check_start`], and a memory of at least one pair: what the limited-memory methods check.

@@ -341,7 +341,7 @@ impl Factor {
     }
 
     /// The packed triangle (`gpu_kernels::kernel::triangle`) of `R` and `Qᵀr`, as a pass's
-    /// chunks hold them.
+    /// chunks hold them: what [`unpack`](Self::unpack) reads.
     pub fn pack(&self) -> Vec<f64> {
         let n = self.qtr.len();
         let mut packed = Vec::with_capacity(triangle_len(n));
@@ -352,8 +352,9 @@ impl Factor {
         packed
     }
 
-    /// `R` and `Qᵀr` from a packed triangle (`gpu_kernels::kernel::triangle`).
-    fn unpack(&mut self, packed: &[f64]) {
+    /// `R` and `Qᵀr` from a packed triangle (`gpu_kernels::kernel::triangle`) of this
+    /// factor's size: the inverse of [`pack`](Self::pack).
+    pub fn unpack(&mut self, packed: &[f64]) {
         let n = self.qtr.len();
         self.r.fill(0.0);
         for i in 0..n {

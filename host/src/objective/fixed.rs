@@ -1,0 +1,197 @@
+//! An objective with some variables held at fixed values (lmfit's `vary=False`, Gpufit's
+//! `parameters_to_fit`): the solver sees only the free ones, and each evaluation writes them
+//! into the full point, whose fixed entries never change. The counts of evaluations are the
+//! inner objective's, one for one.
+
+use super::{EvalError, GradientError, LeastSquaresObjective, Objective};
+use crate::backend::{Factor, RobustLoss};
+use gpu_kernels::kernel::normal::NormalSum;
+use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};
+
+/// Which variables are free, and the full point their values are written into.
+#[derive(Clone, Debug)]
+pub struct Held {
+    /// The free variables' indices, in order.
+    free: Vec<usize>,
+    /// The full point: the fixed variables' values, and the free ones' last written.
+    full: Vec<f64>,
+}
+
+impl Held {
+    /// Holds the variables where `fixed` is true at their values in `x0`. `None` where
+    /// nothing is fixed.
+    pub fn new(x0: &[f64], fixed: &[bool]) -> Option<Self> {
+        fixed.iter().any(|&f| f).then(|| Held {
+            free: (0..x0.len()).filter(|&i| !fixed[i]).collect(),
+            full: x0.to_vec(),
+        })
+    }
+
+    /// The free variables' indices.
+    pub fn free(&self) -> &[usize] {
+        &self.free
+    }
+
+    /// The free entries of a full vector.
+    pub fn gather(&self, full: &[f64]) -> Vec<f64> {
+        self.free.iter().map(|&i| full[i]).collect()
+    }
+
+    /// The full point with the free variables at `free_values`.
+    pub fn expand(&self, free_values: &[f64]) -> Vec<f64> {
+        let mut full = self.full.clone();
+        self.scatter_into(free_values, &mut full);
+        full
+    }
+
+    /// A full vector with `free_values` at the free variables and `fill` at the fixed ones.
+    pub fn expand_with(&self, free_values: &[f64], fill: f64) -> Vec<f64> {
+        let mut full = vec![fill; self.full.len()];
+        self.scatter_into(free_values, &mut full);
+        full
+    }
+
+    fn scatter_into(&self, free_values: &[f64], full: &mut [f64]) {
+        for (&i, &v) in self.free.iter().zip(free_values) {
+            full[i] = v;
+        }
+    }
+
+    /// Writes `free_values` into the held point and returns it.
+    fn point(&mut self, free_values: &[f64]) -> Result<&[f64], EvalError> {
+        if free_values.len() != self.free.len() {
+            return Err(EvalError::WrongLength {
+                expected: self.free.len(),
+                got: free_values.len(),
+            });
+        }
+        for (&i, &v) in self.free.iter().zip(free_values) {
+            self.full[i] = v;
+        }
+        Ok(&self.full)
+    }
+}
+
+/// `inner` with the variables of `held` fixed: an [`Objective`], or a
+/// [`LeastSquaresObjective`], in the free variables.
+pub struct FixedObjective<'o, O: ?Sized> {
+    inner: &'o mut O,
+    held: Held,
+    /// The inner objective's full gradient, or its full factor, at the last point.
+    gradient: Vec<f64>,
+    factor: Factor,
+}
+
+impl<'o, O: ?Sized> FixedObjective<'o, O> {
+    /// `inner` (over all `n` variables) seen through its free variables.
+    pub fn new(inner: &'o mut O, held: Held) -> Self {
+        let n = held.full.len();
+        FixedObjective {
+            inner,
+            held,
+            gradient: vec![0.0; n],
+            factor: Factor::new(n),
+        }
+    }
+
+    /// The held variables.
+    pub fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// The inner objective's factor over all the variables at the last point
+    /// [`factor`](LeastSquaresObjective::factor) was asked at.
+    pub fn full_factor(&self) -> &Factor {
+        &self.factor
+    }
+}
+
+impl Objective for FixedObjective<'_, dyn Objective + '_> {
+    fn dim(&self) -> usize {
+        self.held.free.len()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        let full = self.held.point(x)?;
+        self.inner.value(full)
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        let full = self.held.point(x)?;
+        self.inner.gradient(full, &mut self.gradient)?;
+        g.copy_from_slice(&self.held.gather(&self.gradient));
+        Ok(())
+    }
+
+    fn value_and_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        let full = self.held.point(x)?;
+        let f = self.inner.value_and_gradient(full, &mut self.gradient)?;
+        g.copy_from_slice(&self.held.gather(&self.gradient));
+        Ok(f)
+    }
+
+    /// The inner objective's estimate over the free variables: the fixed ones' partials are
+    /// taken as exact (the solver never uses them).
+    fn gradient_error(
+        &mut self,
+        x: &[f64],
+        g: &[f64],
+        ord: f64,
+    ) -> Result<Option<GradientError>, EvalError> {
+        let full = self.held.point(x)?.to_vec();
+        let mut full_g = vec![0.0; full.len()];
+        self.inner.gradient(&full, &mut full_g)?;
+        self.held.scatter_into(g, &mut full_g);
+        self.inner.gradient_error(&full, &full_g, ord)
+    }
+}
+
+impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_> {
+    fn dim(&self) -> usize {
+        self.held.free.len()
+    }
+
+    fn residuals(&self) -> usize {
+        self.inner.residuals()
+    }
+
+    fn sum_of_squares(&mut self, x: &[f64], loss: RobustLoss) -> Result<f64, EvalError> {
+        let full = self.held.point(x)?;
+        self.inner.sum_of_squares(full, loss)
+    }
+
+    /// The inner factor over all the variables, then the triangle of its free columns.
+    fn factor(
+        &mut self,
+        x: &[f64],
+        loss: RobustLoss,
+        factor: &mut Factor,
+    ) -> Result<f64, EvalError> {
+        let full = self.held.point(x)?;
+        let sum_of_squares = self.inner.factor(full, loss, &mut self.factor)?;
+        *factor = free_factor(&self.factor, &self.held.free);
+        Ok(sum_of_squares)
+    }
+}
+
+/// The factor of `J`'s columns `free` alone, from the factor of all of `J`: `J_F = Q·R_F`, so
+/// folding the rows of `R_F` (`R`'s columns `free`, with `Qᵀr`) into a triangle gives `R'` with
+/// `R'ᵀR' = J_FᵀJ_F`, and the matching `Q'ᵀr`.
+pub fn free_factor(full: &Factor, free: &[usize]) -> Factor {
+    let n = full.qtr.len();
+    let k = free.len();
+    let mut packed = vec![0.0; triangle_len(k)];
+    let mut scratch = vec![0.0; fold_scratch_len(k)];
+    let mut rows = TriangleRows::new(k, &mut packed, &mut scratch, RobustLoss::default());
+    let mut row = vec![0.0; k];
+    for i in 0..n {
+        for (entry, &j) in row.iter_mut().zip(free) {
+            *entry = full.r[i * n + j];
+        }
+        rows.add(full.qtr[i], 0, &row);
+    }
+    rows.finish();
+    let mut factor = Factor::new(k);
+    factor.unpack(&packed);
+    factor
+}

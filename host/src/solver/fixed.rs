@@ -1,0 +1,98 @@
+//! Solves with some variables held fixed ([`Options::fixed`], [`LmOptions::fixed`]): the
+//! method runs on the free variables through a [`FixedObjective`]; the observer and the result
+//! see whole points.
+
+use super::lm::{LeastSquaresResult, LmOptions, least_squares_with_observer};
+use super::options::{Method, Options};
+use super::result::{Iterate, OptimizeResult, SolveError};
+use crate::objective::{EvalError, FixedObjective, Held, LeastSquaresObjective, Objective};
+use ndarray::Array2;
+use std::borrow::Cow;
+use std::ops::ControlFlow;
+
+/// `method` on the free variables of `held`.
+pub(super) fn minimize(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    method: Method,
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+    held: Held,
+) -> Result<OptimizeResult, SolveError> {
+    let free_options = options.for_free(&held);
+    let mut free = FixedObjective::new(objective, held.clone());
+    let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
+    let result = super::run(
+        &mut free,
+        &held.gather(x0),
+        method,
+        &free_options,
+        &mut whole,
+    )?;
+    let hess_inv = result.hess_inv.map(|h| {
+        let n = x0.len();
+        let mut whole = Array2::zeros((n, n));
+        for (a, &i) in held.free().iter().enumerate() {
+            for (b, &j) in held.free().iter().enumerate() {
+                whole[[i, j]] = h[[a, b]];
+            }
+        }
+        whole
+    });
+    Ok(OptimizeResult {
+        x: held.expand(&result.x),
+        jac: held.expand_with(&result.jac, 0.0),
+        hess_inv,
+        ..result
+    })
+}
+
+/// Levenberg–Marquardt on the free variables of `held`; the result's factor is over all the
+/// variables (the last one the objective made, at the solution), for the covariance.
+pub(super) fn least_squares(
+    objective: &mut dyn LeastSquaresObjective,
+    x0: &[f64],
+    options: &LmOptions,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+    held: Held,
+) -> Result<LeastSquaresResult, SolveError> {
+    let free_options = LmOptions {
+        fixed: None,
+        ..options.clone()
+    };
+    let fixed: Vec<bool> = {
+        let mut fixed = vec![true; x0.len()];
+        for &i in held.free() {
+            fixed[i] = false;
+        }
+        fixed
+    };
+    let mut free = FixedObjective::new(objective, held.clone());
+    let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
+    let result =
+        least_squares_with_observer(&mut free, &held.gather(x0), &free_options, &mut whole)?;
+    Ok(LeastSquaresResult {
+        x: held.expand(&result.x),
+        grad: held.expand_with(&result.grad, 0.0),
+        factor: free.full_factor().clone(),
+        fixed: Some(fixed),
+        ..result
+    })
+}
+
+/// Shows `observer` the iterate `it` of a solve in the free variables, with whole points.
+fn observe_whole(
+    held: &Held,
+    it: &Iterate<'_>,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let whole = || -> Result<Cow<'_, [f64]>, EvalError> { Ok(Cow::Owned(held.expand(&it.x()?))) };
+    observer(&Iterate {
+        nit: it.nit,
+        fun: it.fun,
+        grad_norm: it.grad_norm,
+        nfev: it.nfev,
+        njev: it.njev,
+        x: &whole,
+    })
+}

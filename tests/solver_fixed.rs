@@ -1,0 +1,118 @@
+//! Variables held fixed (`Options::fixed`), in every `minimize` method.
+
+mod solver_common;
+
+use cudamin::solver::{Bounds, Method, Options, SolveError};
+use cudamin::{EvalError, Objective};
+use solver_common::*;
+
+/// Rosenbrock in 3 variables at `(x₀, x₁, 1)`: the function a solve with `x₂` held at 1 sees.
+struct LastHeldAtOne;
+
+impl Objective for LastHeldAtOne {
+    fn dim(&self) -> usize {
+        2
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Rosenbrock { n: 3 }.value(&[x[0], x[1], 1.0])
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        let mut whole = [0.0; 3];
+        Rosenbrock { n: 3 }.gradient(&[x[0], x[1], 1.0], &mut whole)?;
+        g.copy_from_slice(&whole[..2]);
+        Ok(())
+    }
+}
+
+/// Each method with `x₂` held at 1 takes the steps it takes on the 2-variable function itself:
+/// the same `x`, `nit`, `nfev` and `njev`; `x₂` stays 1 and its `jac` entry is 0. (From
+/// `(−1.2, 1)` that function's nearest minimum is the local one near `(−0.994, 0.997)`.)
+#[test]
+fn a_held_variable_leaves_the_solve_of_the_others() {
+    for method in [Method::Bfgs, Method::Lbfgs, Method::LbfgsB] {
+        let options = Options {
+            fixed: Some(vec![false, false, true]),
+            return_hess_inv: method == Method::Bfgs,
+            ..Options::default()
+        };
+        let held = solve(
+            &mut Rosenbrock { n: 3 },
+            &[-1.2, 1.0, 1.0],
+            method,
+            &options,
+        )
+        .unwrap();
+        let alone = Options {
+            return_hess_inv: method == Method::Bfgs,
+            ..Options::default()
+        };
+        let reduced = solve(&mut LastHeldAtOne, &[-1.2, 1.0], method, &alone).unwrap();
+        assert!(held.success, "{method:?}: {}", held.message);
+        assert_eq!(held.x[..2], reduced.x[..], "{method:?}");
+        assert_eq!(held.x[2], 1.0);
+        assert_eq!(held.jac[2], 0.0);
+        assert_eq!(
+            (held.nit, held.nfev, held.njev),
+            (reduced.nit, reduced.nfev, reduced.njev),
+            "{method:?}"
+        );
+        if let Some(h) = held.hess_inv {
+            assert!((0..3).all(|i| h[[i, 2]] == 0.0 && h[[2, i]] == 0.0));
+        }
+    }
+}
+
+/// Bounds go with the free variables: L-BFGS-B with `x₂` held and `x₀ ≤ 0.5`, from
+/// `(0.3, 0.5, 1)`, ends at the bound, as on the 2-variable function with that bound.
+#[test]
+fn bounds_apply_to_the_free_variables() {
+    let bounds = |n: usize| Bounds {
+        lower: vec![f64::NEG_INFINITY; n],
+        upper: [vec![0.5], vec![f64::INFINITY; n - 1]].concat(),
+    };
+    let options = Options {
+        fixed: Some(vec![false, false, true]),
+        bounds: Some(bounds(3)),
+        ..Options::default()
+    };
+    let held = solve(
+        &mut Rosenbrock { n: 3 },
+        &[0.3, 0.5, 1.0],
+        Method::LbfgsB,
+        &options,
+    )
+    .unwrap();
+    let alone = Options {
+        bounds: Some(bounds(2)),
+        ..Options::default()
+    };
+    let reduced = solve(&mut LastHeldAtOne, &[0.3, 0.5], Method::LbfgsB, &alone).unwrap();
+    assert_eq!(held.x[..2], reduced.x[..]);
+    assert_eq!(held.x[0], 0.5);
+    assert_eq!((held.nit, held.nfev), (reduced.nit, reduced.nfev));
+}
+
+/// A mask of the wrong length, or one that holds every variable, is refused.
+#[test]
+fn a_bad_mask_is_refused() {
+    let refused = |fixed: Vec<bool>| {
+        let options = Options {
+            fixed: Some(fixed),
+            ..Options::default()
+        };
+        let error = solve(
+            &mut Rosenbrock { n: 2 },
+            &[0.0, 0.0],
+            Method::Bfgs,
+            &options,
+        );
+        match error {
+            Err(e @ SolveError::InvalidOption { .. }) => e.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(refused(vec![true]).contains("1 entries for 2 variables"));
+    assert!(refused(vec![true, true]).contains("leaves nothing to solve"));
+}
