@@ -52,9 +52,7 @@ impl Held {
     }
 
     fn scatter_into(&self, free_values: &[f64], full: &mut [f64]) {
-        for (&i, &v) in self.free.iter().zip(free_values) {
-            full[i] = v;
-        }
+        scatter(&self.free, free_values, full);
     }
 
     /// Writes `free_values` into the held point and returns it.
@@ -65,10 +63,15 @@ impl Held {
                 got: free_values.len(),
             });
         }
-        for (&i, &v) in self.free.iter().zip(free_values) {
-            self.full[i] = v;
-        }
+        scatter(&self.free, free_values, &mut self.full);
         Ok(&self.full)
+    }
+}
+
+/// `full[free[a]] = values[a]`.
+fn scatter(free: &[usize], values: &[f64], full: &mut [f64]) {
+    for (&i, &v) in free.iter().zip(values) {
+        full[i] = v;
     }
 }
 
@@ -92,11 +95,6 @@ impl<'o, O: ?Sized> FixedObjective<'o, O> {
             gradient: vec![0.0; n],
             factor: Factor::new(n),
         }
-    }
-
-    /// The held variables.
-    pub fn held(&self) -> &Held {
-        &self.held
     }
 
     /// The inner objective's factor over all the variables at the last point
@@ -130,8 +128,9 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
         Ok(f)
     }
 
-    /// The inner objective's estimate over the free variables: the fixed ones' partials are
-    /// taken as exact (the solver never uses them).
+    /// The inner objective's estimate, with the free variables' partials `g` and the fixed
+    /// ones' its own at `x`: their error counts too, so the estimate is never smaller than the
+    /// free ones' alone.
     fn gradient_error(
         &mut self,
         x: &[f64],

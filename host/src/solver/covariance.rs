@@ -3,7 +3,7 @@
 
 use crate::backend::Factor;
 use crate::linalg::svd::svd;
-use crate::objective::{Held, free_factor};
+use crate::objective::free_factor;
 
 /// `curve_fit`'s `pcov`, with what the factor says about identifiability.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,12 +62,12 @@ pub fn covariance_of_free(
     absolute_sigma: bool,
 ) -> Option<Covariance> {
     let n = factor.qtr.len();
-    let Some(held) = Held::new(&vec![0.0; n], fixed) else {
+    let free: Vec<usize> = (0..n).filter(|&i| !fixed[i]).collect();
+    if free.len() == n {
         return covariance(factor, sum_of_squares, residuals, absolute_sigma);
-    };
-    let free = held.free();
+    }
     let of_free = covariance(
-        &free_factor(factor, free),
+        &free_factor(factor, &free),
         sum_of_squares,
         residuals,
         absolute_sigma,

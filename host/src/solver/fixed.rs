@@ -60,13 +60,6 @@ pub(super) fn least_squares(
         fixed: None,
         ..options.clone()
     };
-    let fixed: Vec<bool> = {
-        let mut fixed = vec![true; x0.len()];
-        for &i in held.free() {
-            fixed[i] = false;
-        }
-        fixed
-    };
     let mut free = FixedObjective::new(objective, held.clone());
     let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
     let result =
@@ -75,7 +68,7 @@ pub(super) fn least_squares(
         x: held.expand(&result.x),
         grad: held.expand_with(&result.grad, 0.0),
         factor: free.full_factor().clone(),
-        fixed: Some(fixed),
+        fixed: options.fixed.clone(),
         ..result
     })
 }
