@@ -18,13 +18,13 @@ import tempfile
 
 import numpy as np
 
-from fit_peers import POINTS, cases
+from fit_peers import POINTS, cases, unbounded_flag
 
 
 def fit(binary, path, name, p, p0):
     out = subprocess.run(
         [binary, "fit", path, "--model", name, "--params", str(p), "--p0",
-         ",".join(repr(float(v)) for v in p0), "--json"],
+         ",".join(repr(float(v)) for v in p0), "--json"] + unbounded_flag(binary),
         check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 

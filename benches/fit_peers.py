@@ -33,6 +33,13 @@ POINTS = 1_000_000
 REPEATS = 3
 
 
+
+def unbounded_flag(binary):
+    """`--no-natural-bounds` where `binary` knows it: curve_fit fits without bounds (lm), and so
+    must cudamin here, rather than with a model's natural bounds (trf)."""
+    help_text = subprocess.run([binary, "fit", "--help"], capture_output=True, text=True).stdout
+    return ["--no-natural-bounds"] if "--no-natural-bounds" in help_text else []
+
 def peaks_model(theta, x):
     out = np.full_like(x, theta[0])
     for a, mu, s in np.reshape(theta[1:], (-1, 3)):
@@ -137,7 +144,8 @@ def main():
             def cudamin():
                 out = subprocess.run(
                     [args.cudamin, "fit", path, "--model", name, "--params", str(p), "--p0",
-                     ",".join(repr(float(v)) for v in p0), "--json"],
+                     ",".join(repr(float(v)) for v in p0), "--json"]
+                    + unbounded_flag(args.cudamin),
                     check=True, capture_output=True, text=True)
                 report = json.loads(out.stdout)
                 return report["elapsed_s"], (report["x"], report["nfev"], report["njev"],

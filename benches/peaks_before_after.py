@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 
 import numpy as np
+from fit_peers import unbounded_flag
 
 PEAKS = 8
 BASELINE = 0.5
@@ -59,7 +60,9 @@ def main():
     runs = {"before": [], "after": []}
     for _ in range(args.repeat):
         for name in runs:  # alternating
-            out = subprocess.run([getattr(args, name)] + command, capture_output=True, text=True, check=True)
+            binary = getattr(args, name)
+            out = subprocess.run([binary] + command + unbounded_flag(binary), capture_output=True,
+                                 text=True, check=True)
             runs[name].append(json.loads(out.stdout))
     before, after = runs["before"][-1], runs["after"][-1]
     assert np.allclose(before["x"], after["x"], rtol=1e-6, atol=1e-9), (before["x"], after["x"])

@@ -167,11 +167,17 @@ fn bad_input_is_a_one_line_error() {
         ),
         (
             &["solve", "rosenbrock", "--lower", "0"],
-            "--lower applies to --method lbfgsb only",
+            "--lower applies to --method lbfgsb and lm only",
         ),
         (
-            &["solve", "mgh-1", "--method", "lm", "--upper", "1"],
-            "--upper applies to --method lbfgsb only",
+            &["solve", "mgh-1", "--method", "lm", "--lower", "0"],
+            "x0[0] = -1.2 lies outside its bounds [0, inf]",
+        ),
+        (
+            &[
+                "solve", "mgh-1", "--method", "lm", "--lower", "1", "--upper", "1",
+            ],
+            "invalid bounds [1, 1] for x[0]: least squares needs lower < upper",
         ),
     ];
     for (args, expected) in cases {

@@ -7,7 +7,7 @@ mod common;
 use common::cli::{f64_of, json, json_in, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
-use cudamin::solver::{self, LmOptions};
+use cudamin::solver::{self, Bounds, LmOptions};
 use cudamin::{Backend, Gradient, Loss, TermObjective};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
 use std::path::{Path, PathBuf};
@@ -728,6 +728,216 @@ fn robust_fits_match_scipys() {
             );
         }
     }
+}
+
+/// Data on which the unbounded fit goes unphysical, and `curve_fit(…, bounds=…)`'s answer on
+/// them, as printed by `python tests/scipy/bounded_fits.py` (scipy 1.17.1, exact Jacobians;
+/// the script says how the data are made and why each unbounded fit fails): per case the
+/// model, its data `y(x, i)`, p0, the bounds, and scipy's popt, `√diag(pcov)` and active set.
+struct BoundedCase {
+    model: &'static str,
+    y: fn(f64) -> f64,
+    p0: &'static [f64],
+    lower: &'static [f64],
+    upper: &'static [f64],
+    popt: &'static [f64],
+    perr: &'static [f64],
+    active: &'static [i32],
+}
+
+fn bump(x: f64, a: f64, mu: f64, s: f64) -> f64 {
+    a * (-(x - mu).powi(2) / (2.0 * s * s)).exp()
+}
+
+const INF: f64 = f64::INFINITY;
+
+const BOUNDED_CASES: [BoundedCase; 2] = [
+    BoundedCase {
+        model: "exp-decay",
+        y: |x| 2.0 * (-0.3 * x).exp() + 0.03 * x,
+        p0: &[1.0, 1.0, 1.0, 0.1],
+        lower: &[0.0; 4],
+        upper: &[INF; 4],
+        popt: &[
+            1.6907926953912185,
+            0.36412329415475264,
+            0.3313522131328237,
+            1.597007881852867e-23,
+        ],
+        perr: &[
+            0.026038966910114373,
+            0.007363882031251493,
+            0.028290804670821724,
+            0.008098211131900613,
+        ],
+        active: &[0, 0, 0, -1],
+    },
+    BoundedCase {
+        model: "gauss-peaks",
+        y: |x| 0.1 + bump(x, 1.0, 4.0, 0.5) + bump(x, 0.3, 6.5, 0.8) - bump(x, 0.05, 8.5, 0.3),
+        p0: &[0.0, 1.0, 3.5, 1.0, 0.5, 8.0, 1.0],
+        lower: &[-INF, 0.0, 0.0, 0.05, 0.0, 0.0, 0.05],
+        upper: &[INF, INF, 10.0, 5.0, INF, 10.0, 5.0],
+        popt: &[
+            0.09433742808660354,
+            1.004175251787346,
+            4.000977917763777,
+            0.5049430619176557,
+            0.310564467709637,
+            6.490707023535154,
+            0.7753456113363169,
+        ],
+        perr: &[
+            0.001553811024126519,
+            0.004345718632743713,
+            0.002584755464975841,
+            0.0027214698362098256,
+            0.003660200727459929,
+            0.0101551124539743,
+            0.011593056984931807,
+        ],
+        active: &[0; 7],
+    },
+];
+
+/// Bounded fits where the unbounded one goes unphysical (a growing exponential; a peak turned
+/// into a dip): the same active set as scipy's, the free parameters and every standard error
+/// to 1e-6 relative, and a parameter at its bound within 1e-12 of it. The covariance is
+/// `curve_fit`'s: `J`'s at the solution, bounds or not.
+#[test]
+fn bounded_fits_match_curve_fit() {
+    for case in &BOUNDED_CASES {
+        let x: Vec<f64> = (0..300).map(|i| 10.0 * i as f64 / 299.0).collect();
+        let y = (x.iter().enumerate())
+            .map(|(i, &x)| (case.y)(x) + 0.02 * (37.0 * x + 0.3 * i as f64).sin())
+            .collect();
+        let data = FitData { x, y, sigma: None };
+        let p = case.p0.len();
+        let free = least_squares_fit(
+            case.model,
+            p,
+            &data,
+            Some(case.p0.to_vec()),
+            Gradient::Exact,
+        );
+        let unphysical = (0..p).any(|j| free.x[j] < case.lower[j]);
+        assert!(
+            unphysical,
+            "{}: the unbounded fit {:?} is physical",
+            case.model, free.x
+        );
+        let options = LmOptions {
+            bounds: Some(Bounds {
+                lower: case.lower.to_vec(),
+                upper: case.upper.to_vec(),
+            }),
+            ..LmOptions::default()
+        };
+        let p0 = Some(case.p0.to_vec());
+        let result = least_squares_fit_with(case.model, p, &data, p0, Gradient::Exact, &options);
+        assert!(result.success, "{}: {}", case.model, result.message);
+        assert_eq!(
+            result.active_mask.as_deref(),
+            Some(case.active),
+            "{}",
+            case.model
+        );
+        let covariance = result.covariance(false).expect("covariance").matrix;
+        for j in 0..p {
+            let (x, theirs) = (result.x[j], case.popt[j]);
+            if case.active[j] == 0 {
+                assert!(
+                    (x - theirs).abs() <= 1e-6 * theirs.abs(),
+                    "{} θ{j}: {x} vs scipy's {theirs}",
+                    case.model
+                );
+            } else {
+                let bound = if case.active[j] < 0 {
+                    case.lower[j]
+                } else {
+                    case.upper[j]
+                };
+                assert!(
+                    (x - bound).abs() <= 1e-12,
+                    "{} θ{j}: {x} at {bound}",
+                    case.model
+                );
+            }
+            let stderr = covariance[j * p + j].sqrt();
+            assert!(
+                (stderr - case.perr[j]).abs() <= 1e-6 * case.perr[j],
+                "{} σ{j}: {stderr} vs scipy's {}",
+                case.model,
+                case.perr[j]
+            );
+        }
+    }
+}
+
+/// `fit --lower` runs what `curve_fit(…, bounds=…)` runs (trf), and says so: on the exp-decay
+/// case of [`BOUNDED_CASES`], written to CSV, scipy's parameters and active set. Without
+/// `--lower`, the model's natural bounds do the same; `--no-natural-bounds` fits without.
+#[test]
+fn cli_fit_with_bounds_is_curve_fits_trf() {
+    let case = &BOUNDED_CASES[0];
+    let mut csv = String::from("x,y\n");
+    for i in 0..300 {
+        let x = 10.0 * i as f64 / 299.0;
+        let y = (case.y)(x) + 0.02 * (37.0 * x + 0.3 * i as f64).sin();
+        csv += &format!("{x:?},{y:?}\n");
+    }
+    let path = file("bounded-exp-decay.csv", csv.as_bytes());
+    let v = json(&[
+        "fit",
+        path.to_str().unwrap(),
+        "--model",
+        case.model,
+        "--params",
+        "4",
+        "--p0",
+        "1,1,1,0.1",
+        "--lower",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(v["method"], "trf", "{v}");
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["active_mask"], serde_json::json!(case.active), "{v}");
+    for j in 0..3 {
+        let x = v["x"][j].as_f64().unwrap();
+        let theirs = case.popt[j];
+        assert!((x - theirs).abs() <= 1e-6 * theirs, "θ{j}: {x} vs {theirs}");
+    }
+    assert_eq!(v["bounds"], "given", "{v}");
+    // Without p0, curve_fit's start inside the bounds: 1 above each lower bound of 0.
+    let path = path.to_str().unwrap();
+    let fit = |extra: &[&str]| {
+        let args = [
+            "fit", path, "--model", case.model, "--params", "4", "--json",
+        ];
+        json(&[&args[..], extra].concat())
+    };
+    let v = fit(&["--lower", "0"]);
+    assert_eq!(
+        (&v["method"], &v["success"]),
+        (&"trf".into(), &true.into()),
+        "{v}"
+    );
+    // Without bounds, the model's natural ones (rates ≥ 0) keep the fit physical; without
+    // those, the second rate goes negative, as curve_fit's does.
+    let v = fit(&["--p0", "1,1,1,0.1"]);
+    assert_eq!(
+        (&v["method"], &v["bounds"]),
+        (&"trf".into(), &"model".into()),
+        "{v}"
+    );
+    assert_eq!(v["active_mask"], serde_json::json!(case.active), "{v}");
+    let v = fit(&["--p0", "1,1,1,0.1", "--no-natural-bounds"]);
+    assert_eq!(v["method"], "lm", "{v}");
+    assert!(
+        v.get("bounds").is_none() && v["x"][3].as_f64().unwrap() < 0.0,
+        "{v}"
+    );
 }
 
 /// The CLI's fit reports what the library computes, from CSV and from .npz alike.

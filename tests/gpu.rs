@@ -545,7 +545,7 @@ fn fit_data(points: usize) -> FitData {
     }
 }
 
-/// Prints how Levenberg–Marquardt ended on each backend.
+/// Prints how a least-squares solve ended on each backend.
 fn say_solves(name: &str, on_gpu: &LeastSquaresResult, on_cpu: &LeastSquaresResult) {
     let line = |r: &LeastSquaresResult| {
         format!(
@@ -556,7 +556,7 @@ fn say_solves(name: &str, on_gpu: &LeastSquaresResult, on_cpu: &LeastSquaresResu
         )
     };
     say(&format!(
-        "{name}: LM on the GPU: {}; on the CPU: {}",
+        "{name}: on the GPU: {}; on the CPU: {}",
         line(on_gpu),
         line(on_cpu)
     ));
@@ -630,6 +630,44 @@ fn robust_fits_on_the_gpu_match_the_cpu() {
             r_cpu.x
         );
     }
+}
+
+/// A bounded fit (trust-region reflective, on the GPU's triangle and cost kernels) ends as on
+/// the CPU: the same status, evaluations and active set, the parameters to 1e-8. The bounds
+/// cut off the unbounded answer in two parameters, so both end on a bound.
+#[test]
+fn bounded_fits_on_the_gpu_match_the_cpu() {
+    let data = fit_data(sized(100_000, 400));
+    let model = MODELS.iter().find(|m| m.name == "expsin").unwrap();
+    let inf = f64::INFINITY;
+    let options = LmOptions {
+        bounds: Some(cudamin::solver::Bounds {
+            lower: vec![-inf, -inf, -inf, 0.1, -inf],
+            upper: vec![inf, 0.3, inf, inf, inf],
+        }),
+        ..LmOptions::default()
+    };
+    let fit = |backend: &Backend| {
+        let instance = model.instantiate(backend, Some(5), &data, None).unwrap();
+        let residuals = instance.evaluator.into_least_squares().unwrap();
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        let x0 = vec![1.0, 0.2, 1.0, 0.5, 1.0];
+        least_squares(&mut objective, &x0, &options).unwrap()
+    };
+    let (on_gpu, on_cpu) = (fit(&gpu()), fit(&Backend::Cpu));
+    say_solves("bounded expsin", &on_gpu, &on_cpu);
+    assert!(on_cpu.success, "{}", on_cpu.message);
+    assert_eq!(on_cpu.active_mask.as_deref(), Some(&[0, 1, 0, -1, 0][..]));
+    assert_eq!(
+        (on_gpu.status, on_gpu.nfev, &on_gpu.active_mask),
+        (on_cpu.status, on_cpu.nfev, &on_cpu.active_mask)
+    );
+    assert!(
+        relative_error(&on_gpu.x, &on_cpu.x) <= 1e-8,
+        "{:?} vs {:?}",
+        on_gpu.x,
+        on_cpu.x
+    );
 }
 
 /// The GPU's normal equations (`RᵀR` and `Rᵀ(Qᵀr)` of its `_triangle_` kernels' blocks,

@@ -7,11 +7,11 @@ use super::method::{MethodArgs, Solvable};
 use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
-use super::solve::fixed_indices;
+use super::solve::{active_summary, fixed_indices};
 use crate::{BackendArg, MethodArg};
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
-use cudamin::problems::fit::{FitData, MODELS, find_model};
+use cudamin::problems::fit::{FitData, MODELS, Model, find_model};
 use cudamin::solver::{Covariance, covariance, covariance_of_free};
 use cudamin::{Factor, Loss, RobustLoss};
 use cudamin::{Gradient, LaunchOverride};
@@ -44,12 +44,19 @@ pub struct FitArgs {
     /// (curve_fit's absolute_sigma=True).
     #[arg(long, requires = "sigma")]
     pub absolute_sigma: bool,
-    /// Starting parameters, comma-separated (default: all ones, as curve_fit).
+    /// Starting parameters, comma-separated (default, as curve_fit: all ones; with bounds, the
+    /// middle of each finite box, 1 inside a one-sided bound).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::numbers)]
     pub p0: Option<Numbers>,
-    /// lm (Levenberg–Marquardt), bfgs or lbfgs.
+    /// lm (Levenberg–Marquardt; with --lower/--upper, trust-region reflective, as curve_fit),
+    /// bfgs, lbfgs or lbfgsb.
     #[arg(long, value_enum, default_value = "lm")]
     pub method: MethodArg,
+    /// Fit without the model's natural bounds (exp-decay's rates ≥ 0, gauss-peaks' widths ≥ 0),
+    /// which lm (then trf, as curve_fit with bounds) and lbfgsb apply where neither --lower nor
+    /// --upper is given.
+    #[arg(long)]
+    pub no_natural_bounds: bool,
     #[command(flatten)]
     pub options: MethodArgs,
     /// Where the terms run.
@@ -109,6 +116,10 @@ struct FitReport<'a> {
     nfev: usize,
     njev: usize,
     elapsed_s: f64,
+    /// Where the bounds came from: `"given"` (--lower/--upper) or `"model"` (its natural
+    /// bounds); absent without bounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bounds: Option<&'static str>,
     /// With bounds: −1 at the lower bound, 1 at the upper, 0 neither (scipy's name).
     #[serde(skip_serializing_if = "Option::is_none")]
     active_mask: Option<Vec<i32>>,
@@ -134,6 +145,20 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     }
     let model = find_model(&args.model)?;
     let p = args.params.unwrap_or(model.default_params);
+    let given_bounds = args.options.lower.is_some() || args.options.upper.is_some();
+    let takes_bounds = matches!(args.method, MethodArg::Lm | MethodArg::Lbfgsb);
+    let natural = (takes_bounds && !given_bounds && !args.no_natural_bounds)
+        .then(|| model.natural_bounds(p))
+        .flatten();
+    let bounds_from = match (given_bounds, &natural) {
+        (true, _) => Some("given"),
+        (false, Some(_)) => Some("model"),
+        (false, None) => None,
+    };
+    let options = MethodArgs {
+        default_bounds: natural,
+        ..args.options.clone()
+    };
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
     let shown = args.data.display();
@@ -169,7 +194,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         };
         let (backend, backend_reason) =
             cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
-        let p0 = args.p0.clone().map(|Numbers(values)| values);
+        let p0 = match args.p0.clone() {
+            Some(Numbers(values)) => Some(values),
+            None => options.bounded_start(p)?,
+        };
         let instance = model
             .instantiate_shard(&backend, Some(p), &data, p0, total)
             .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
@@ -181,9 +209,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let jacobian = Gradient::from(args.options.grad);
     let mut objective = Solvable::new(evaluator, jacobian);
     let start = Instant::now();
-    let result = args
-        .options
-        .run(args.method, &mut objective, &instance.x0, args.json)?;
+    let result = options.run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
     // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS.
@@ -217,7 +243,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             y: &args.y,
             sigma: args.sigma.as_deref(),
         },
-        method: args.method.name(),
+        method: result.method,
         grad: jacobian.name(),
         loss: args.options.loss.map_or(Loss::Linear, |arg| arg.0).name(),
         f_scale: args.options.f_scale.unwrap_or(1.0),
@@ -248,6 +274,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         nfev: result.nfev,
         njev: result.njev,
         elapsed_s,
+        bounds: bounds_from,
         active_mask: result.active_mask.clone(),
         fixed: fixed_indices(result.fixed.as_deref()),
     };
@@ -292,6 +319,21 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         )?;
     }
     writeln!(out, "status         {}: {}", r.status, r.message)?;
+    if r.bounds == Some("model") {
+        writeln!(
+            out,
+            "bounds         the model's natural ones: {} (--no-natural-bounds fits without)",
+            natural_summary(model, r.params)
+        )?;
+    }
+    if let Some(mask) = &r.active_mask {
+        // curve_fit's convention: pcov is J's at the solution, blind to the bounds.
+        writeln!(
+            out,
+            "active bounds  {} (standard errors ignore the bounds, as curve_fit's)",
+            active_summary(mask, "θ")
+        )?;
+    }
     writeln!(out, "rss            {:.12e}", r.rss)?;
     writeln!(out, "reduced chi2   {:.6e} (dof {})", r.reduced_chi2, r.dof)?;
     writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
@@ -328,4 +370,16 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The natural bounds of `model` with `p` parameters, as `θ1 ≥ 0, θ3 ≥ 0`.
+fn natural_summary(model: &Model, p: usize) -> String {
+    let Some(bounds) = model.natural_bounds(p) else {
+        return String::new();
+    };
+    let named: Vec<String> = (bounds.lower.iter().enumerate())
+        .filter(|(_, lower)| lower.is_finite())
+        .map(|(j, lower)| format!("θ{j} ≥ {lower}"))
+        .collect();
+    named.join(", ")
 }

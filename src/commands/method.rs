@@ -28,7 +28,8 @@ pub struct MethodArgs {
     /// (scipy L-BFGS-B's 2.22e-9). lm: the same rule on the sum of squares (scipy's 1e-8).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub ftol: Option<f64>,
-    /// lm: stop when the trust region is at most xtol relative to x (1e-8).
+    /// lm: stop when the trust region is at most xtol relative to x (1e-8); with bounds (trf),
+    /// when a step is.
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub xtol: Option<f64>,
     /// bfgs / lbfgs / lbfgsb: iteration limit (default 200·n for bfgs and lbfgs, as scipy;
@@ -38,11 +39,13 @@ pub struct MethodArgs {
     /// lbfgsb: stop once more than this many evaluations were made (scipy's maxfun, 15000).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub maxfun: Option<usize>,
-    /// lbfgsb: lower bounds, one per variable or one for all (comma-separated; -inf for none).
-    /// A start outside the bounds is moved into them, as scipy does.
+    /// lbfgsb and lm: lower bounds, one per variable or one for all (comma-separated; -inf for
+    /// none). lbfgsb moves a start outside them into them, as scipy's minimize does; lm refuses
+    /// it, as scipy's least_squares does. With bounds, lm is scipy's trust-region-reflective
+    /// method (trf), as curve_fit is with bounds.
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
     pub lower: Option<Numbers>,
-    /// lbfgsb: upper bounds, as --lower (inf for none).
+    /// lbfgsb and lm: upper bounds, as --lower (inf for none).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
     pub upper: Option<Numbers>,
     /// Every method: hold variable INDEX (0-based) at VALUE, e.g. --fix 2=0.5 (repeatable). The
@@ -67,11 +70,17 @@ pub struct MethodArgs {
     /// fit, also the data against the model, and the residuals.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// The bounds to use where neither --lower nor --upper is given (a fit model's natural
+    /// bounds), for the methods that take bounds.
+    #[arg(skip)]
+    pub default_bounds: Option<Bounds>,
 }
 
 /// What a run ended with, in the vocabulary of the method's scipy counterpart
 /// (`minimize` or `least_squares`).
 pub struct Outcome {
+    /// The method that ran: `--method`'s name, or `"trf"` for lm given bounds.
+    pub method: &'static str,
     pub x: Vec<f64>,
     /// `f(x)`; for lm, `Σr²`.
     pub fun: f64,
@@ -153,9 +162,18 @@ impl MethodArgs {
                 "bfgs, lbfgs and lbfgsb",
             ),
             ("--maxfun", self.maxfun.is_some(), &[Lbfgsb], "lbfgsb"),
-            // Bounds for least squares (scipy's trf) are not built yet.
-            ("--lower", self.lower.is_some(), &[Lbfgsb], "lbfgsb"),
-            ("--upper", self.upper.is_some(), &[Lbfgsb], "lbfgsb"),
+            (
+                "--lower",
+                self.lower.is_some(),
+                &[Lbfgsb, Lm],
+                "lbfgsb and lm",
+            ),
+            (
+                "--upper",
+                self.upper.is_some(),
+                &[Lbfgsb, Lm],
+                "lbfgsb and lm",
+            ),
         ];
         for (flag, given, methods, takes) in flags {
             if given && !methods.contains(&method) {
@@ -165,11 +183,26 @@ impl MethodArgs {
         Ok(())
     }
 
+    /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1
+    /// inside a one-sided bound, 1 where a variable has none. `None` without bounds.
+    pub fn bounded_start(&self, n: usize) -> anyhow::Result<Option<Vec<f64>>> {
+        let start = |(&lower, &upper): (&f64, &f64)| match (lower.is_finite(), upper.is_finite()) {
+            (true, true) => 0.5 * (lower + upper),
+            (true, false) => lower + 1.0,
+            (false, true) => upper - 1.0,
+            (false, false) => 1.0,
+        };
+        Ok(self
+            .bounds(n)?
+            .map(|b| b.lower.iter().zip(&b.upper).map(start).collect()))
+    }
+
     /// The box `--lower` and `--upper` give `n` variables: each a value per variable or one
-    /// for all, the missing side unbounded. `None` without either.
+    /// for all, the missing side unbounded. [`default_bounds`](Self::default_bounds) without
+    /// either.
     fn bounds(&self, n: usize) -> anyhow::Result<Option<Bounds>> {
         if self.lower.is_none() && self.upper.is_none() {
-            return Ok(None);
+            return Ok(self.default_bounds.clone());
         }
         let side = |flag: &str, values: &Option<Numbers>, none: f64| match values {
             None => Ok(vec![none; n]),
@@ -241,6 +274,7 @@ impl MethodArgs {
                     loss: self.loss.map_or(defaults.loss, |arg| arg.0),
                     f_scale: self.f_scale.unwrap_or(defaults.f_scale),
                     fixed: fixed.clone(),
+                    bounds: self.bounds(x0.len())?,
                     ..defaults
                 };
                 let Some(least_squares) = objective.least_squares() else {
@@ -255,6 +289,8 @@ impl MethodArgs {
                     &mut observer,
                 )?;
                 Outcome {
+                    // Only trf reports an active set.
+                    method: if r.active_mask.is_some() { "trf" } else { "lm" },
                     fun: 2.0 * r.cost,
                     grad_inf_norm: 2.0 * r.optimality,
                     jac_error: None,
@@ -265,7 +301,7 @@ impl MethodArgs {
                     success: r.success,
                     message: r.message,
                     factor: Some(r.factor),
-                    active_mask: None,
+                    active_mask: r.active_mask,
                     fixed: r.fixed,
                     x: r.x,
                     history: Vec::new(),
@@ -292,6 +328,7 @@ impl MethodArgs {
                     &mut observer,
                 )?;
                 Outcome {
+                    method: method.name(),
                     grad_inf_norm: cudamin::inf_norm(&r.jac),
                     fun: r.fun,
                     jac_error: r.jac_error,

@@ -84,7 +84,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     let report = SolveReport {
         problem: &args.problem.problem,
         n: instance.x0.len(),
-        method: args.method.name(),
+        method: result.method,
         grad: fd.name(),
         backend: backend.name(),
         backend_reason: &backend_reason,
@@ -137,7 +137,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
     writeln!(out, "x              {}", preview(r.x))?;
     if let Some(mask) = r.active_mask {
-        writeln!(out, "active bounds  {}", active_summary(mask))?;
+        writeln!(out, "active bounds  {}", active_summary(mask, "x"))?;
     }
     Ok(())
 }
@@ -148,11 +148,12 @@ pub fn fixed_indices(fixed: Option<&[bool]>) -> Vec<usize> {
     (0..fixed.len()).filter(|&i| fixed[i]).collect()
 }
 
-/// How many variables end at a bound, and the first few of them (`x3 lower`).
-pub fn active_summary(mask: &[i32]) -> String {
+/// How many variables end at a bound, and the first few of them (`x3 lower`, the variables
+/// named `symbol` and their index).
+pub fn active_summary(mask: &[i32], symbol: &str) -> String {
     let active: Vec<String> = (mask.iter().enumerate())
         .filter(|&(_, &m)| m != 0)
-        .map(|(i, &m)| format!("x{i} {}", if m < 0 { "lower" } else { "upper" }))
+        .map(|(i, &m)| format!("{symbol}{i} {}", if m < 0 { "lower" } else { "upper" }))
         .collect();
     let shown = active
         .iter()

@@ -5,6 +5,7 @@
 use super::problem::{Instance, LoadError, load_least_squares};
 use cudamin_host::backend::gpu::abi::{Launch, residual_launches};
 use cudamin_host::backend::{Backend, TermProblem};
+use cudamin_host::solver::Bounds;
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
@@ -83,9 +84,26 @@ pub struct Model {
     pub params_rule: &'static str,
     /// The parameter count `p` when none is asked for.
     pub default_params: usize,
+    /// The parameters' natural lower bounds for `p` parameters (0 for a decay rate or a
+    /// width), which `cudamin fit` applies unless told otherwise; `None`: the model has none.
+    natural_lower: Option<fn(usize) -> Vec<f64>>,
     setup: Setup,
     launches: fn() -> Vec<Launch>,
     predict: fn(&[f64], &[f64]) -> Vec<f64>,
+}
+
+/// Lower bounds of 0 for the parameters `j < p` that `nonnegative(j)` picks, none for the
+/// others.
+fn zero_below(p: usize, nonnegative: impl Fn(usize) -> bool) -> Vec<f64> {
+    (0..p)
+        .map(|j| {
+            if nonnegative(j) {
+                0.0
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
+        .collect()
 }
 
 /// `m(θ, x)` at each `x`, from residual term `T` on the CPU: its residual at `y = 0`, `w = 1`
@@ -120,6 +138,7 @@ pub static MODELS: &[Model] = &[
         formula: "θ0·exp(−θ1·x) + Σ_{k=2}^{p−1} θk·sin(k·x)",
         params_rule: "p >= 2",
         default_params: 16,
+        natural_lower: None,
         setup: setup::<ExpSin>,
         launches: residual_launches::<ExpSin>,
         predict: predict::<ExpSin>,
@@ -129,6 +148,7 @@ pub static MODELS: &[Model] = &[
         formula: "Σ_{k<p} θk·x^k (degree p − 1)",
         params_rule: "p >= 1",
         default_params: 3,
+        natural_lower: None,
         setup: setup::<Poly>,
         launches: residual_launches::<Poly>,
         predict: predict::<Poly>,
@@ -138,6 +158,8 @@ pub static MODELS: &[Model] = &[
         formula: "Σ_i a_i·exp(−b_i·x), θ = (a0, b0, a1, b1, ...)",
         params_rule: "p = 2K for K exponentials",
         default_params: 2,
+        // Decay rates: a negative one is a growing exponential, which overflows.
+        natural_lower: Some(|p| zero_below(p, |j| j % 2 == 1)),
         setup: setup::<ExpDecay>,
         launches: residual_launches::<ExpDecay>,
         predict: predict::<ExpDecay>,
@@ -147,6 +169,8 @@ pub static MODELS: &[Model] = &[
         formula: "c + Σ_i a_i·exp(−(x − μ_i)²/(2·s_i²)), θ = (c, a0, μ0, s0, a1, ...)",
         params_rule: "p = 3K + 1 for K peaks",
         default_params: 4,
+        // Widths: the model reads s², so a negative width is its positive twin.
+        natural_lower: Some(|p| zero_below(p, |j| j > 0 && j % 3 == 0)),
         setup: setup::<GaussPeaks>,
         launches: residual_launches::<GaussPeaks>,
         predict: predict::<GaussPeaks>,
@@ -165,6 +189,15 @@ pub fn find_model(name: &str) -> Result<&'static Model, FitError> {
 }
 
 impl Model {
+    /// The natural bounds of the model with `p` parameters: lower bounds where a parameter is a
+    /// rate or a width, none above. `None` for a model without any.
+    pub fn natural_bounds(&self, p: usize) -> Option<Bounds> {
+        self.natural_lower.map(|lower| Bounds {
+            lower: lower(p),
+            upper: vec![f64::INFINITY; p],
+        })
+    }
+
     /// Sets the fit up with `params` parameters (default
     /// [`default_params`](Model::default_params)) on `backend`, from `p0` (default all ones, as
     /// `curve_fit`).

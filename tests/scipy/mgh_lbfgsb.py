@@ -22,26 +22,32 @@ from scipy.optimize import minimize
 from mgh_lm import RUNS, complex_step_jacobian, residual_fn
 
 
-def main():
-    print(f"# numpy {np.__version__}, scipy {scipy.__version__}; minimize(method='L-BFGS-B')")
+def bounded_runs():
+    """Each run with its bounds: (name, n, x0, residuals, Jacobian, f, ∇f, lower, upper), the
+    bounds as lists (variable 0's upper and the last variable's lower finite)."""
     for name, n, _f_x0, f, start in RUNS:
         x0 = np.array(start(n), dtype=float)
         fun, jac = residual_fn(f), complex_step_jacobian(f)
 
-        def value(x):
+        def value(x, fun=fun):
             r = fun(x)
             return float(r @ r)
 
-        def gradient(x):
+        def gradient(x, fun=fun, jac=jac):
             return 2.0 * jac(x).T @ fun(x)
 
         free = minimize(value, x0, jac=gradient, method="L-BFGS-B")
-        upper0 = float(free.x[0] - 0.1 * (abs(free.x[0]) + 1.0))
-        lower_last = float(free.x[-1] + 0.1 * (abs(free.x[-1]) + 1.0))
         lo = [-np.inf] * n
         hi = [np.inf] * n
-        hi[0] = upper0
-        lo[-1] = lower_last
+        hi[0] = float(free.x[0] - 0.1 * (abs(free.x[0]) + 1.0))
+        lo[-1] = float(free.x[-1] + 0.1 * (abs(free.x[-1]) + 1.0))
+        yield name, n, x0, fun, jac, value, gradient, lo, hi
+
+
+def main():
+    print(f"# numpy {np.__version__}, scipy {scipy.__version__}; minimize(method='L-BFGS-B')")
+    for name, n, x0, _fun, _jac, value, gradient, lo, hi in bounded_runs():
+        upper0, lower_last = hi[0], lo[-1]
         r = minimize(value, x0, jac=gradient, method="L-BFGS-B", bounds=list(zip(lo, hi)))
         active = [int(-1 if x == l else (1 if x == h else 0)) for x, l, h in zip(r.x, lo, hi)]
         print(f'("{name}", {n}, {upper0!r}, {lower_last!r}, {r.status}, {float(r.fun)!r}, &{active}),  // {r.message}, nit {r.nit}')

@@ -1,30 +1,35 @@
-//! The singular value decomposition of a small square matrix by one-sided Jacobi rotations:
-//! for the covariance of a fit's `p × p` triangle, where each singular value comes out to
-//! high relative accuracy, the small ones included (which decide a rank).
+//! The singular value decomposition of a small matrix by one-sided Jacobi rotations: for the
+//! covariance of a fit's `p × p` triangle, where each singular value comes out to high
+//! relative accuracy, the small ones included (which decide a rank), and for the trust-region
+//! steps of the bounded least-squares method (its `2p × p` augmented triangle).
 
-/// `A = U·Σ·Vᵀ` of an `n × n` matrix: the singular values (unsorted) and `V`.
+/// `A = U·Σ·Vᵀ` of a `rows × n` matrix (`rows ≥ n`): the singular values (unsorted), `V`, and
+/// `A·V = U·Σ`.
 pub struct Svd {
     /// `σ_j`, column `j`'s.
     pub values: Vec<f64>,
     /// `V`, `n × n` row-major: column `j` is `σ_j`'s right singular vector.
     pub v: Vec<f64>,
+    /// `A·V = U·Σ`, `rows × n` row-major: column `j` is `σ_j` times its left singular vector.
+    pub u_sigma: Vec<f64>,
 }
 
 /// Sweeps after which a matrix that is not yet orthogonal to working precision is taken as it
 /// is (Jacobi converges quadratically; a few sweeps suffice for `n ≤ 64`).
 const MAX_SWEEPS: usize = 60;
 
-/// The SVD of `a` (`n × n`, row-major): rotates pairs of `a`'s columns until every pair is
-/// orthogonal to working precision, accumulating the rotations in `V`; then `σ_j` is column
-/// `j`'s norm.
-pub fn svd(a: &[f64], n: usize) -> Svd {
+/// The SVD of `a` (`rows × n`, row-major, `rows ≥ n`): rotates pairs of `a`'s columns until
+/// every pair is orthogonal to working precision, accumulating the rotations in `V`; then
+/// `σ_j` is column `j`'s norm.
+pub fn svd(a: &[f64], rows: usize, n: usize) -> Svd {
+    debug_assert!(rows >= n && a.len() == rows * n);
     let mut a = a.to_vec();
     let mut v = vec![0.0; n * n];
     for j in 0..n {
         v[j * n + j] = 1.0;
     }
     let rotate = |m: &mut [f64], p: usize, q: usize, c: f64, s: f64| {
-        for i in 0..n {
+        for i in 0..m.len() / n {
             let (mp, mq) = (m[i * n + p], m[i * n + q]);
             m[i * n + p] = c * mp - s * mq;
             m[i * n + q] = s * mp + c * mq;
@@ -35,7 +40,7 @@ pub fn svd(a: &[f64], n: usize) -> Svd {
         for p in 0..n {
             for q in p + 1..n {
                 let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
-                for i in 0..n {
+                for i in 0..rows {
                     let (ap, aq) = (a[i * n + p], a[i * n + q]);
                     alpha += ap * ap;
                     beta += aq * aq;
@@ -59,13 +64,17 @@ pub fn svd(a: &[f64], n: usize) -> Svd {
     }
     let values = (0..n)
         .map(|j| {
-            (0..n)
+            (0..rows)
                 .map(|i| a[i * n + j] * a[i * n + j])
                 .sum::<f64>()
                 .sqrt()
         })
         .collect();
-    Svd { values, v }
+    Svd {
+        values,
+        v,
+        u_sigma: a,
+    }
 }
 
 #[cfg(test)]
@@ -75,15 +84,31 @@ mod tests {
     #[test]
     fn singular_values_of_a_known_matrix() {
         // [[3, 0], [4, 5]]: AᵀA = [[25, 20], [20, 25]], eigenvalues 45 and 5.
-        let mut s = svd(&[3.0, 0.0, 4.0, 5.0], 2).values;
+        let mut s = svd(&[3.0, 0.0, 4.0, 5.0], 2, 2).values;
         s.sort_by(f64::total_cmp);
         assert!((s[0] - 5f64.sqrt()).abs() < 1e-14 && (s[1] - 45f64.sqrt()).abs() < 1e-14);
     }
 
     #[test]
+    fn a_tall_matrix_has_its_singular_values_and_u_sigma_is_a_times_v() {
+        // [[1, 0], [0, 1], [1, 1]]: AᵀA = [[2, 1], [1, 2]], eigenvalues 3 and 1.
+        let a = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+        let d = svd(&a, 3, 2);
+        let mut s = d.values.clone();
+        s.sort_by(f64::total_cmp);
+        assert!((s[0] - 1.0).abs() < 1e-15 && (s[1] - 3f64.sqrt()).abs() < 1e-15);
+        for i in 0..3 {
+            for j in 0..2 {
+                let av: f64 = (0..2).map(|k| a[i * 2 + k] * d.v[k * 2 + j]).sum();
+                assert!((av - d.u_sigma[i * 2 + j]).abs() < 1e-15);
+            }
+        }
+    }
+
+    #[test]
     fn a_rank_one_matrix_has_a_zero_singular_value_and_its_null_vector() {
         // Columns proportional: (1, 2) and (2, 4).
-        let d = svd(&[1.0, 2.0, 2.0, 4.0], 2);
+        let d = svd(&[1.0, 2.0, 2.0, 4.0], 2, 2);
         let small = if d.values[0] < d.values[1] { 0 } else { 1 };
         assert!(d.values[small] < 1e-15 && (d.values[1 - small] - 5.0).abs() < 1e-14);
         let (v0, v1) = (d.v[small], d.v[2 + small]);

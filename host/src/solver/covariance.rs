@@ -104,7 +104,7 @@ pub fn covariance(
     if r.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let decomposition = svd(r, n);
+    let decomposition = svd(r, n, n);
     let largest = decomposition.values.iter().fold(0.0f64, |m, &s| m.max(s));
     let tolerance = f64::EPSILON * residuals.max(n) as f64 * largest;
     let kept: Vec<bool> = decomposition

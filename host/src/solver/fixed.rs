@@ -58,6 +58,7 @@ pub(super) fn least_squares(
 ) -> Result<LeastSquaresResult, SolveError> {
     let free_options = LmOptions {
         fixed: None,
+        bounds: options.bounds.as_ref().map(|b| b.of_free(&held)),
         ..options.clone()
     };
     let mut free = FixedObjective::new(objective, held.clone());
@@ -69,6 +70,13 @@ pub(super) fn least_squares(
         grad: held.expand_with(&result.grad, 0.0),
         factor: free.full_factor().clone(),
         fixed: options.fixed.clone(),
+        active_mask: result.active_mask.map(|free_mask| {
+            let mut whole = vec![0; x0.len()];
+            for (&i, mask) in held.free().iter().zip(free_mask) {
+                whole[i] = mask;
+            }
+            whole
+        }),
         ..result
     })
 }

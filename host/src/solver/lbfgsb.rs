@@ -26,8 +26,9 @@
 //! L-BFGS-B), and the step is the L-BFGS step of the compact form. Vectors are host vectors;
 //! the small matrices are `2k × 2k` with `k ≤ m`.
 
+use super::bounds::Bounds;
 use super::line_search::{Accepted, Line, search_in_box};
-use super::options::{Bounds, Options, check_limited_memory_start};
+use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::linalg::vector;
 use crate::objective::{EvalError, Objective};

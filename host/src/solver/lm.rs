@@ -11,6 +11,7 @@
 //! reads), and `lmpar`, `qrsolv` and every test run on it as MINPACK runs them on `J`'s
 //! (`super::minpack`), on either backend. `J`'s condition number is not squared.
 
+use super::bounds::Bounds;
 use super::covariance::{Covariance, covariance, covariance_of_free};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
@@ -50,6 +51,11 @@ pub struct LmOptions {
     /// `x` is whole, its `grad` 0 at the fixed variables, its `factor` over all of them, and
     /// its covariance that of the free ones with zero rows and columns for the fixed.
     pub fixed: Option<Vec<bool>>,
+    /// Box bounds ([`Bounds`]); with any finite bound the solve is scipy's trust-region
+    /// reflective method (`method='trf'`, what `curve_fit` runs when given bounds), with the
+    /// same tolerances, statuses and counts, from an `x0` that must lie within the box (scipy
+    /// refuses one outside). `None`, or bounds that bound nothing: Levenberg–Marquardt.
+    pub bounds: Option<Bounds>,
 }
 
 impl Default for LmOptions {
@@ -63,6 +69,7 @@ impl Default for LmOptions {
             loss: Loss::Linear,
             f_scale: 1.0,
             fixed: None,
+            bounds: None,
         }
     }
 }
@@ -99,7 +106,7 @@ impl LmOptions {
     }
 
     /// The loss with its scale.
-    fn robust_loss(&self) -> RobustLoss {
+    pub(super) fn robust_loss(&self) -> RobustLoss {
         RobustLoss {
             loss: self.loss,
             f_scale: self.f_scale,
@@ -186,6 +193,9 @@ pub struct LeastSquaresResult {
     pub message: String,
     /// The variables that were held ([`LmOptions::fixed`]); `None`: none.
     pub fixed: Option<Vec<bool>>,
+    /// With bounds, scipy's `active_mask`: −1 where `x` ends within `xtol` (relative) of its
+    /// lower bound, 1 of its upper, 0 elsewhere. `None` without bounds.
+    pub active_mask: Option<Vec<i32>>,
 }
 
 impl LeastSquaresResult {
@@ -210,6 +220,7 @@ impl LeastSquaresResult {
 /// Minimizes `Σ r_k(x)²` from `x0` by Levenberg–Marquardt: scipy's
 /// `least_squares(fun, x0, method='lm')`. Its `cost` is `½ Σ r²`, as scipy's is; the
 /// objective's value, which [`minimize`](super::minimize) would report as `fun`, is `Σ r²`.
+/// With [`LmOptions::bounds`], scipy's `least_squares(fun, x0, method='trf', bounds=…)`.
 ///
 /// With a robust [`LmOptions::loss`] the cost is scipy's `½ Σ C²ρ(r²/C²)` and the rows are
 /// rescaled as scipy's `least_squares(loss=…)` rescales them (scipy takes a loss with `trf`
@@ -265,8 +276,20 @@ pub fn least_squares_with_observer(
         return Err(SolveError::NonFiniteX0 { index, value });
     }
     options.check()?;
+    if let Some(bounds) = &options.bounds {
+        bounds.check_for_least_squares(x0, options.fixed.as_deref())?;
+    }
     if let Some(held) = super::options::held(options.fixed.as_deref(), x0)? {
         return super::fixed::least_squares(objective, x0, options, observer, held);
+    }
+    if try_zeros(3 * n * n).is_none() {
+        return Err(SolveError::OutOfMemory {
+            what: "the triangle of J and its factorizations",
+            bytes: 3 * n * n * size_of::<f64>(),
+        });
+    }
+    if let Some(bounds) = options.bounds.as_ref().filter(|b| b.any()) {
+        return super::trf::least_squares(objective, x0, options, bounds, observer);
     }
     let m = objective.residuals();
     if m < n {
@@ -276,12 +299,6 @@ pub fn least_squares_with_observer(
         });
     }
     let max_nfev = options.max_nfev.unwrap_or(n.saturating_mul(100));
-    if try_zeros(3 * n * n).is_none() {
-        return Err(SolveError::OutOfMemory {
-            what: "the triangle of J and its pivoted QR",
-            bytes: 3 * n * n * size_of::<f64>(),
-        });
-    }
     let loss = options.robust_loss();
     let mut factor = Factor::new(n);
     let mut x = x0.to_vec();
@@ -400,26 +417,52 @@ pub fn least_squares_with_observer(
         njev += 1;
         objective.factor(&x, loss, &mut factor)?
     };
-    let grad = gradient(&factor);
-    Ok(LeastSquaresResult {
-        optimality: vector::norm(&grad, f64::INFINITY),
-        cost: 0.5 * sum_of_squares,
-        grad,
-        factor,
+    let counts = [nfev, njev, nit];
+    Ok(LeastSquaresResult::at(
         x,
-        residuals: m,
-        nfev,
-        njev,
-        nit,
-        success: status.success(),
-        message: status.message().to_owned(),
+        factor,
+        0.5 * sum_of_squares,
+        m,
+        counts,
         status,
-        fixed: None,
-    })
+    ))
+}
+
+impl LeastSquaresResult {
+    /// The result of a solve that ended with `status` at `x`, where the residual pass gave
+    /// `factor` and `cost`, after `[nfev, njev, nit]` (`counts`): `grad` from the factor and
+    /// `optimality` its ∞-norm; no variable held, no active set.
+    pub(super) fn at(
+        x: Vec<f64>,
+        factor: Factor,
+        cost: f64,
+        residuals: usize,
+        counts: [usize; 3],
+        status: LmStatus,
+    ) -> Self {
+        let grad = gradient(&factor);
+        let [nfev, njev, nit] = counts;
+        LeastSquaresResult {
+            optimality: vector::norm(&grad, f64::INFINITY),
+            cost,
+            grad,
+            factor,
+            x,
+            residuals,
+            nfev,
+            njev,
+            nit,
+            success: status.success(),
+            message: status.message().to_owned(),
+            status,
+            fixed: None,
+            active_mask: None,
+        }
+    }
 }
 
 /// `Jᵀr = Rᵀ·(Qᵀr)`.
-fn gradient(factor: &Factor) -> Vec<f64> {
+pub(super) fn gradient(factor: &Factor) -> Vec<f64> {
     let n = factor.qtr.len();
     (0..n)
         .map(|j| (0..=j).map(|i| factor.r[i * n + j] * factor.qtr[i]).sum())

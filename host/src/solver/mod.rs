@@ -2,7 +2,8 @@
 //!
 //! For sums of squares, [`lm`] is Levenberg–Marquardt with MINPACK's semantics
 //! (`scipy.optimize.least_squares(method='lm')`), on the triangle `R` of the residuals'
-//! Jacobian (`minpack`), and [`covariance`] is `curve_fit`'s `pcov` from it.
+//! Jacobian (`minpack`); with bounds, `least_squares` runs scipy's trust-region-reflective
+//! method (`trf`) on the same triangle; [`covariance`] is `curve_fit`'s `pcov` from it.
 //!
 //! BFGS and L-BFGS share one driver (`quasi_newton`): scipy's loop, stopping rules and status codes, with
 //! a strong Wolfe line search (`line_search`: Moré–Thuente, then a bracketing/zoom fallback).
@@ -17,6 +18,7 @@
 //! ```
 
 pub mod bfgs;
+mod bounds;
 mod covariance;
 mod dense;
 mod fixed;
@@ -28,12 +30,14 @@ mod minpack;
 mod options;
 mod quasi_newton;
 mod result;
+mod trf;
 mod two_loop;
 mod workspace;
 
+pub use bounds::Bounds;
 pub use covariance::{Covariance, covariance, covariance_of_free};
 pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
-pub use options::{Bounds, Method, Options};
+pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 
 use crate::objective::Objective;

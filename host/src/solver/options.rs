@@ -1,6 +1,7 @@
 //! What a solve is asked to do: the method, scipy's options, and the checks made before any
 //! evaluation.
 
+use super::bounds::Bounds;
 use super::result::SolveError;
 use crate::objective::{Held, Objective};
 use ndarray::{Array2, Axis};
@@ -26,143 +27,6 @@ impl Method {
             Method::Lbfgs => "lbfgs",
             Method::LbfgsB => "lbfgsb",
         }
-    }
-}
-
-/// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bounds {
-    /// Lower bounds (`-∞`: none).
-    pub lower: Vec<f64>,
-    /// Upper bounds (`+∞`: none).
-    pub upper: Vec<f64>,
-}
-
-impl Bounds {
-    /// No bounds on `n` variables.
-    pub fn unbounded(n: usize) -> Self {
-        Bounds {
-            lower: vec![f64::NEG_INFINITY; n],
-            upper: vec![f64::INFINITY; n],
-        }
-    }
-
-    /// Refuses bounds of the wrong length, NaN, `lower > upper`, and a side that excludes
-    /// every number (`lower = +∞`, `upper = −∞`), naming the variable.
-    pub fn check(&self, n: usize) -> Result<(), SolveError> {
-        for (side, len) in [("lower", self.lower.len()), ("upper", self.upper.len())] {
-            if len != n {
-                let value = format!("{side} bounds of {len} entries");
-                return Err(invalid_option("bounds", value, "need one per variable"));
-            }
-        }
-        for (index, (&lower, &upper)) in self.lower.iter().zip(&self.upper).enumerate() {
-            let reason = if lower.is_nan() || upper.is_nan() {
-                "a bound is NaN"
-            } else if lower > upper {
-                "lower > upper"
-            } else if lower == f64::INFINITY || upper == f64::NEG_INFINITY {
-                "no finite x lies within"
-            } else {
-                continue;
-            };
-            return Err(SolveError::InvalidBounds {
-                index,
-                lower,
-                upper,
-                reason,
-            });
-        }
-        Ok(())
-    }
-
-    /// Which bound each entry of `x` is at: −1 its lower, 1 its upper, 0 neither (a variable
-    /// with equal bounds counts as at its lower); scipy's `active_mask`.
-    pub fn active_mask(&self, x: &[f64]) -> Vec<i32> {
-        (x.iter().enumerate())
-            .map(|(i, &v)| {
-                if v == self.lower[i] {
-                    -1
-                } else if v == self.upper[i] {
-                    1
-                } else {
-                    0
-                }
-            })
-            .collect()
-    }
-
-    /// `v` moved into variable `i`'s bounds.
-    pub fn clip(&self, i: usize, v: f64) -> f64 {
-        v.max(self.lower[i]).min(self.upper[i])
-    }
-
-    /// Whether any variable has a finite bound.
-    pub(super) fn any(&self) -> bool {
-        self.lower.iter().chain(&self.upper).any(|b| b.is_finite())
-    }
-
-    /// Whether every variable has both bounds finite.
-    pub(super) fn boxed(&self) -> bool {
-        self.lower.iter().chain(&self.upper).all(|b| b.is_finite())
-    }
-
-    /// When variable `i` at `x` meets its bound along `−g·t`: `∞` if never, 0 if at once.
-    pub(super) fn breakpoint(&self, i: usize, x: f64, g: f64) -> f64 {
-        if g < 0.0 && self.upper[i].is_finite() {
-            (x - self.upper[i]) / g
-        } else if g > 0.0 && self.lower[i].is_finite() {
-            (x - self.lower[i]) / g
-        } else {
-            f64::INFINITY
-        }
-    }
-
-    /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
-    pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
-        (0..x.len())
-            .map(|i| {
-                let gi = g[i];
-                let projected = if gi < 0.0 {
-                    (x[i] - self.upper[i]).max(gi)
-                } else {
-                    (x[i] - self.lower[i]).min(gi)
-                };
-                projected.abs()
-            })
-            .fold(0.0, f64::max)
-    }
-
-    /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with
-    /// any bound; after it the step at which `d` first leaves the box (capped at 10¹⁰, the
-    /// value without bounds).
-    pub(super) fn step_max(&self, x: &[f64], d: &[f64], first_iteration: bool) -> f64 {
-        const BIG: f64 = 1e10;
-        if !self.any() {
-            return BIG;
-        }
-        if first_iteration {
-            return 1.0;
-        }
-        let mut step = BIG;
-        for i in 0..x.len() {
-            let room = if d[i] < 0.0 {
-                self.lower[i] - x[i]
-            } else if d[i] > 0.0 {
-                self.upper[i] - x[i]
-            } else {
-                continue;
-            };
-            if !room.is_finite() {
-                continue;
-            }
-            if room * d[i] <= 0.0 {
-                step = 0.0;
-            } else if d[i] * step > room && d[i] > 0.0 || d[i] * step < room && d[i] < 0.0 {
-                step = room / d[i];
-            }
-        }
-        step
     }
 }
 
@@ -238,10 +102,7 @@ impl Options {
     pub(super) fn for_free(&self, held: &Held) -> Options {
         let free = held.free();
         Options {
-            bounds: self.bounds.as_ref().map(|b| Bounds {
-                lower: held.gather(&b.lower),
-                upper: held.gather(&b.upper),
-            }),
+            bounds: self.bounds.as_ref().map(|b| b.of_free(held)),
             hess_inv0: (self.hess_inv0.as_ref())
                 .map(|h| h.select(Axis(0), free).select(Axis(1), free)),
             fixed: None,

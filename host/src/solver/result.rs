@@ -158,6 +158,19 @@ pub enum SolveError {
         /// Why, e.g. "lower > upper".
         reason: &'static str,
     },
+    /// A least-squares start outside its bounds (scipy: "Initial guess is outside of provided
+    /// bounds"); L-BFGS-B moves such a start into the box instead, as scipy's does.
+    #[error("x0[{index}] = {value} lies outside its bounds [{lower}, {upper}]")]
+    InfeasibleX0 {
+        /// The variable's 0-based index.
+        index: usize,
+        /// Its starting value.
+        value: f64,
+        /// Its lower bound.
+        lower: f64,
+        /// Its upper bound.
+        upper: f64,
+    },
     /// BFGS's [`Options::hess_inv0`](super::Options::hess_inv0) was refused; with the reason.
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
     NotPositiveDefinite(String),

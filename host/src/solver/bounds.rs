@@ -1,0 +1,352 @@
+//! Box bounds, `lower ≤ x ≤ upper` (scipy's `bounds`): their checks, and the questions the
+//! bounded methods ask of them, L-BFGS-B's (breakpoints, the projected gradient, the longest
+//! step) and the trust-region-reflective method's (Coleman–Li scaling, the step to the first
+//! bound, strict feasibility, scipy's `active_mask`).
+
+use super::options::invalid_option;
+use super::result::SolveError;
+use crate::objective::Held;
+
+/// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    /// Lower bounds (`-∞`: none).
+    pub lower: Vec<f64>,
+    /// Upper bounds (`+∞`: none).
+    pub upper: Vec<f64>,
+}
+
+impl Bounds {
+    /// No bounds on `n` variables.
+    pub fn unbounded(n: usize) -> Self {
+        Bounds {
+            lower: vec![f64::NEG_INFINITY; n],
+            upper: vec![f64::INFINITY; n],
+        }
+    }
+
+    /// Refuses bounds of the wrong length, NaN, `lower > upper`, and a side that excludes
+    /// every number (`lower = +∞`, `upper = −∞`), naming the variable.
+    pub fn check(&self, n: usize) -> Result<(), SolveError> {
+        for (side, len) in [("lower", self.lower.len()), ("upper", self.upper.len())] {
+            if len != n {
+                let value = format!("{side} bounds of {len} entries");
+                return Err(invalid_option("bounds", value, "need one per variable"));
+            }
+        }
+        for (index, (&lower, &upper)) in self.lower.iter().zip(&self.upper).enumerate() {
+            let reason = if lower.is_nan() || upper.is_nan() {
+                "a bound is NaN"
+            } else if lower > upper {
+                "lower > upper"
+            } else if lower == f64::INFINITY || upper == f64::NEG_INFINITY {
+                "no finite x lies within"
+            } else {
+                continue;
+            };
+            return Err(SolveError::InvalidBounds {
+                index,
+                lower,
+                upper,
+                reason,
+            });
+        }
+        Ok(())
+    }
+
+    /// Which bound each entry of `x` is at: −1 its lower, 1 its upper, 0 neither (a variable
+    /// with equal bounds counts as at its lower); scipy's `active_mask`.
+    pub fn active_mask(&self, x: &[f64]) -> Vec<i32> {
+        (x.iter().enumerate())
+            .map(|(i, &v)| {
+                if v == self.lower[i] {
+                    -1
+                } else if v == self.upper[i] {
+                    1
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
+    /// These bounds on the free variables of `held`.
+    pub(super) fn of_free(&self, held: &Held) -> Bounds {
+        Bounds {
+            lower: held.gather(&self.lower),
+            upper: held.gather(&self.upper),
+        }
+    }
+
+    /// [`check`](Bounds::check), and what scipy's `least_squares` adds: each free variable's
+    /// lower bound strictly below its upper (a variable to pin is [`fixed`]), and `x0` within
+    /// the box (it is refused, not moved, as scipy refuses it).
+    ///
+    /// [`fixed`]: super::LmOptions::fixed
+    pub(super) fn check_for_least_squares(
+        &self,
+        x0: &[f64],
+        fixed: Option<&[bool]>,
+    ) -> Result<(), SolveError> {
+        self.check(x0.len())?;
+        for (index, &value) in x0.iter().enumerate() {
+            let (lower, upper) = (self.lower[index], self.upper[index]);
+            let held = fixed.is_some_and(|f| f[index]);
+            if lower == upper && !held {
+                let reason = "least squares needs lower < upper (hold the variable with fixed)";
+                return Err(SolveError::InvalidBounds {
+                    index,
+                    lower,
+                    upper,
+                    reason,
+                });
+            }
+            if !(lower..=upper).contains(&value) {
+                return Err(SolveError::InfeasibleX0 {
+                    index,
+                    value,
+                    lower,
+                    upper,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Coleman and Li's scaling at `x` for the gradient `g`: `v_i` the distance to the bound
+    /// that `−g_i` points to (1 where that side is unbounded or `g_i = 0`), and `dv_i` the
+    /// derivative of `v_i` (−1, 1, or 0 where `v_i` is 1).
+    pub(super) fn coleman_li(&self, x: &[f64], g: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        (0..x.len())
+            .map(|i| {
+                if g[i] > 0.0 && self.lower[i].is_finite() {
+                    (x[i] - self.lower[i], 1.0)
+                } else if g[i] < 0.0 && self.upper[i].is_finite() {
+                    (self.upper[i] - x[i], -1.0)
+                } else {
+                    (1.0, 0.0)
+                }
+            })
+            .unzip()
+    }
+
+    /// How far along `s` from `x` the first bound is met (`∞`: never), and which variables
+    /// meet a bound there.
+    pub(super) fn step_to_bound(&self, x: &[f64], s: &[f64]) -> (f64, Vec<bool>) {
+        let steps: Vec<f64> = (0..x.len())
+            .map(|i| {
+                if s[i] == 0.0 {
+                    f64::INFINITY
+                } else {
+                    ((self.lower[i] - x[i]) / s[i]).max((self.upper[i] - x[i]) / s[i])
+                }
+            })
+            .collect();
+        let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
+        let hits = steps
+            .iter()
+            .map(|&t| t == first && first.is_finite())
+            .collect();
+        (first, hits)
+    }
+
+    /// Whether every entry of `x` lies within its bounds (on a bound counts).
+    pub(super) fn contain(&self, x: &[f64]) -> bool {
+        (x.iter().enumerate()).all(|(i, &v)| self.lower[i] <= v && v <= self.upper[i])
+    }
+
+    /// scipy's `active_mask` for a method that stays inside the box: −1 where `x_i` is within
+    /// `rtol·max(1, |bound|)` of its lower bound (and no nearer its upper), 1 likewise for the
+    /// upper, 0 elsewhere.
+    pub(super) fn active_within(&self, x: &[f64], rtol: f64) -> Vec<i32> {
+        (x.iter().enumerate())
+            .map(|(i, &v)| {
+                let (lower, upper) = (self.lower[i], self.upper[i]);
+                let (to_lower, to_upper) = (v - lower, upper - v);
+                let near = |bound: f64| rtol * bound.abs().max(1.0);
+                if upper.is_finite() && to_upper <= to_lower.min(near(upper)) {
+                    1
+                } else if lower.is_finite() && to_lower <= to_upper.min(near(lower)) {
+                    -1
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
+    /// `x` moved strictly inside the box: an entry [`active_within`](Bounds::active_within)
+    /// `rstep` of a bound goes to `rstep·max(1, |bound|)` inside it (the next number inside,
+    /// when `rstep` is 0), and to the middle where that overshoots the other side.
+    pub(super) fn strictly_feasible(&self, x: &[f64], rstep: f64) -> Vec<f64> {
+        let active = if rstep == 0.0 {
+            (x.iter().enumerate())
+                .map(|(i, &v)| match (v >= self.upper[i], v <= self.lower[i]) {
+                    (true, _) => 1,
+                    (false, true) => -1,
+                    (false, false) => 0,
+                })
+                .collect()
+        } else {
+            self.active_within(x, rstep)
+        };
+        (x.iter().enumerate())
+            .map(|(i, &v)| {
+                let (lower, upper) = (self.lower[i], self.upper[i]);
+                let inside = match (active[i], rstep == 0.0) {
+                    (0, _) => v,
+                    (-1, true) => next_up(lower),
+                    (_, true) => -next_up(-upper),
+                    (-1, false) => lower + rstep * lower.abs().max(1.0),
+                    (_, false) => upper - rstep * upper.abs().max(1.0),
+                };
+                if inside < lower || inside > upper {
+                    0.5 * (lower + upper)
+                } else {
+                    inside
+                }
+            })
+            .collect()
+    }
+
+    /// `v` moved into variable `i`'s bounds.
+    pub fn clip(&self, i: usize, v: f64) -> f64 {
+        v.max(self.lower[i]).min(self.upper[i])
+    }
+
+    /// Whether any variable has a finite bound.
+    pub(super) fn any(&self) -> bool {
+        self.lower.iter().chain(&self.upper).any(|b| b.is_finite())
+    }
+
+    /// Whether every variable has both bounds finite.
+    pub(super) fn boxed(&self) -> bool {
+        self.lower.iter().chain(&self.upper).all(|b| b.is_finite())
+    }
+
+    /// When variable `i` at `x` meets its bound along `−g·t`: `∞` if never, 0 if at once.
+    pub(super) fn breakpoint(&self, i: usize, x: f64, g: f64) -> f64 {
+        if g < 0.0 && self.upper[i].is_finite() {
+            (x - self.upper[i]) / g
+        } else if g > 0.0 && self.lower[i].is_finite() {
+            (x - self.lower[i]) / g
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
+    pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
+        (0..x.len())
+            .map(|i| {
+                let gi = g[i];
+                let projected = if gi < 0.0 {
+                    (x[i] - self.upper[i]).max(gi)
+                } else {
+                    (x[i] - self.lower[i]).min(gi)
+                };
+                projected.abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with
+    /// any bound; after it the step at which `d` first leaves the box (capped at 10¹⁰, the
+    /// value without bounds).
+    pub(super) fn step_max(&self, x: &[f64], d: &[f64], first_iteration: bool) -> f64 {
+        const BIG: f64 = 1e10;
+        if !self.any() {
+            return BIG;
+        }
+        if first_iteration {
+            return 1.0;
+        }
+        let mut step = BIG;
+        for i in 0..x.len() {
+            let room = if d[i] < 0.0 {
+                self.lower[i] - x[i]
+            } else if d[i] > 0.0 {
+                self.upper[i] - x[i]
+            } else {
+                continue;
+            };
+            if !room.is_finite() {
+                continue;
+            }
+            if room * d[i] <= 0.0 {
+                step = 0.0;
+            } else if d[i] * step > room && d[i] > 0.0 || d[i] * step < room && d[i] < 0.0 {
+                step = room / d[i];
+            }
+        }
+        step
+    }
+}
+
+/// The least number above `v` (`f64::next_up`, which is newer than this crate's MSRV).
+fn next_up(v: f64) -> f64 {
+    if v.is_nan() || v == f64::INFINITY {
+        return v;
+    }
+    if v == 0.0 {
+        return f64::from_bits(1);
+    }
+    let bits = v.to_bits();
+    f64::from_bits(if v > 0.0 { bits + 1 } else { bits - 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_box() -> Bounds {
+        Bounds {
+            lower: vec![0.0, f64::NEG_INFINITY, -1.0],
+            upper: vec![1.0, 2.0, f64::INFINITY],
+        }
+    }
+
+    #[test]
+    fn next_up_is_the_next_number() {
+        assert_eq!(next_up(1.0), 1.0 + f64::EPSILON);
+        assert_eq!(next_up(0.0), f64::from_bits(1));
+        assert_eq!(-next_up(-1.0), 1.0 - f64::EPSILON / 2.0);
+    }
+
+    /// Within `rtol·max(1, |bound|)` of a bound is active; the nearer side wins.
+    #[test]
+    fn the_active_set_within_a_tolerance() {
+        let b = unit_box();
+        assert_eq!(
+            b.active_within(&[1e-11, 2.0 - 1e-11, -1.0], 1e-10),
+            [-1, 1, -1]
+        );
+        assert_eq!(b.active_within(&[0.5, 1.0, 5.0], 1e-10), [0, 0, 0]);
+    }
+
+    /// Points on or near a bound move `rstep·max(1, |bound|)` inside (the next number inside
+    /// with `rstep = 0`); points inside stay.
+    #[test]
+    fn strictly_feasible_points_move_off_the_bounds() {
+        let b = unit_box();
+        assert_eq!(
+            b.strictly_feasible(&[0.0, 2.0, 0.3], 1e-10),
+            [1e-10, 2.0 - 2e-10, 0.3]
+        );
+        let next = b.strictly_feasible(&[1.0, -5.0, -1.0], 0.0);
+        assert_eq!(
+            next,
+            [1.0 - f64::EPSILON / 2.0, -5.0, -1.0 + f64::EPSILON / 2.0]
+        );
+    }
+
+    /// From (0.5, 0, 0) along (1, 1, −1): x₀ meets its upper bound at 0.5, before x₁ (2) and
+    /// x₂ (1).
+    #[test]
+    fn the_first_bound_along_a_step() {
+        let (t, hits) = unit_box().step_to_bound(&[0.5, 0.0, 0.0], &[1.0, 1.0, -1.0]);
+        assert_eq!((t, hits), (0.5, vec![true, false, false]));
+        let (t, _) = unit_box().step_to_bound(&[0.5, 0.0, 0.0], &[0.0, -1.0, 1.0]);
+        assert_eq!(t, f64::INFINITY);
+    }
+}

@@ -1,0 +1,151 @@
+//! The trust-region-reflective method for bounded least squares: scipy's
+//! `least_squares(method='trf')` with bounds, the method `curve_fit` runs when it is given
+//! bounds (Branch, Coleman & Li 1999), with scipy's steps, tests, statuses and counts.
+//!
+//! Every iterate stays strictly inside the box. The variables are scaled by Coleman and Li's
+//! `v` (the distance to the bound the gradient points to), which shrinks steps toward a bound
+//! that attracts them; a step that would leave the box is cut at the bound or reflected off it
+//! ([`step`]). As for Levenberg–Marquardt, `J` is never stored: each accepted point's residual
+//! pass gives `R` and `Qᵀr` (`J = Q·R`), and the trust-region problem is solved on them.
+
+mod step;
+
+use super::bounds::Bounds;
+use super::lm::{LeastSquaresResult, LmOptions, LmStatus, gradient};
+use super::result::{Iterate, SolveError};
+use crate::backend::Factor;
+use crate::linalg::vector;
+use crate::objective::LeastSquaresObjective;
+use std::borrow::Cow;
+use std::ops::ControlFlow;
+use step::{ScaledModel, norm};
+
+/// scipy's `least_squares(fun, x0, method='trf', bounds=…)` from `x0` (checked to lie in the
+/// box, whose lower bounds are below its upper ones).
+pub(super) fn least_squares(
+    objective: &mut dyn LeastSquaresObjective,
+    x0: &[f64],
+    options: &LmOptions,
+    bounds: &Bounds,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<LeastSquaresResult, SolveError> {
+    let n = x0.len();
+    let m = objective.residuals();
+    let loss = options.robust_loss();
+    let max_nfev = options.max_nfev.unwrap_or(n.saturating_mul(100));
+    let mut x = bounds.strictly_feasible(x0, 1e-10);
+    let mut factor = Factor::new(n);
+    let sum_of_squares = objective.factor(&x, loss, &mut factor)?;
+    if !sum_of_squares.is_finite() {
+        return Err(SolveError::NonFiniteResiduals);
+    }
+    let (mut nfev, mut njev, mut nit) = (1, 1, 0);
+    let mut cost = 0.5 * sum_of_squares;
+    let mut g = gradient(&factor);
+    let (v, _) = bounds.coleman_li(&x, &g);
+    let mut delta = norm(
+        &(x.iter().zip(&v))
+            .map(|(x, v)| x / v.sqrt())
+            .collect::<Vec<_>>(),
+    );
+    if delta == 0.0 {
+        delta = 1.0;
+    }
+    let mut alpha = 0.0;
+    let mut ended = None;
+    let (status, optimality) = loop {
+        let (v, dv) = bounds.coleman_li(&x, &g);
+        let optimality = scaled_gradient_norm(&g, &v);
+        if optimality < options.gtol {
+            ended = Some(LmStatus::Gtol);
+        }
+        if let Some(status) = ended {
+            break (status, optimality);
+        }
+        if nfev >= max_nfev {
+            break (LmStatus::MaxNfev, optimality);
+        }
+        let model = ScaledModel::new(&factor, &g, &v, &dv, m);
+        // How far toward a bound a step may go: nearer as the scaled gradient vanishes.
+        let theta = 0.995f64.max(1.0 - optimality);
+        let mut actual_reduction = -1.0;
+        let mut trial = x.clone();
+        let mut trial_cost = cost;
+        while actual_reduction <= 0.0 && nfev < max_nfev {
+            let (scaled, damping) = model.trust_region_minimizer(delta, alpha);
+            alpha = damping;
+            let step = model.step(&x, bounds, scaled, delta, theta);
+            let moved: Vec<f64> = x.iter().zip(&step.x).map(|(x, p)| x + p).collect();
+            trial = bounds.strictly_feasible(&moved, 0.0);
+            trial_cost = 0.5 * objective.sum_of_squares(&trial, loss)?;
+            nfev += 1;
+            let scaled_norm = norm(&step.scaled);
+            if !trial_cost.is_finite() {
+                delta = 0.25 * scaled_norm;
+                continue;
+            }
+            actual_reduction = cost - trial_cost;
+            let predicted = step.predicted_reduction;
+            let ratio = if predicted > 0.0 {
+                actual_reduction / predicted
+            } else if predicted == 0.0 && actual_reduction == 0.0 {
+                1.0
+            } else {
+                0.0
+            };
+            let new_delta = if ratio < 0.25 {
+                0.25 * scaled_norm
+            } else if ratio > 0.75 && scaled_norm > 0.95 * delta {
+                2.0 * delta
+            } else {
+                delta
+            };
+            let ftol_met = actual_reduction < options.ftol * cost && ratio > 0.25;
+            let xtol_met = norm(&step.x) < options.xtol * (options.xtol + norm(&x));
+            ended = match (ftol_met, xtol_met) {
+                (true, true) => Some(LmStatus::FtolXtol),
+                (true, false) => Some(LmStatus::Ftol),
+                (false, true) => Some(LmStatus::Xtol),
+                (false, false) => None,
+            };
+            if ended.is_some() {
+                break;
+            }
+            alpha *= delta / new_delta;
+            delta = new_delta;
+        }
+        if actual_reduction > 0.0 {
+            x = trial;
+            cost = trial_cost;
+            objective.factor(&x, loss, &mut factor)?;
+            njev += 1;
+            nit += 1;
+            g = gradient(&factor);
+            let iterate = Iterate {
+                nit,
+                fun: 2.0 * cost,
+                grad_norm: 2.0 * vector::norm(&g, f64::INFINITY),
+                nfev,
+                njev,
+                x: &|| Ok(Cow::Borrowed(&x[..])),
+            };
+            if observer(&iterate).is_break() {
+                let (v, _) = bounds.coleman_li(&x, &g);
+                break (LmStatus::Stopped, scaled_gradient_norm(&g, &v));
+            }
+        }
+    };
+    let active_mask = Some(bounds.active_within(&x, options.xtol));
+    let counts = [nfev, njev, nit];
+    Ok(LeastSquaresResult {
+        optimality,
+        active_mask,
+        ..LeastSquaresResult::at(x, factor, cost, m, counts, status)
+    })
+}
+
+/// `‖v∘g‖∞`, the first-order optimality within bounds (scipy's `optimality` for `trf`): 0 at a
+/// minimum inside the box and at one on its boundary alike.
+fn scaled_gradient_norm(g: &[f64], v: &[f64]) -> f64 {
+    (g.iter().zip(v)).fold(0.0f64, |m, (g, v)| m.max((g * v).abs()))
+}
