@@ -617,14 +617,9 @@ fn a_fit_whose_minimum_is_not_unique_succeeds_and_names_what_is_not_identified()
     );
 }
 
-/// Robust losses on data with 5 % gross outliers (every 20th point moved by ±2), against
-/// scipy's `least_squares(fun, p0, jac, method='trf', loss=…, f_scale=0.1)` (`trf`, the only
-/// method where scipy takes a loss), as printed by `python tests/scipy/robust_fits.py` (scipy
-/// 1.17.1). Both run with ftol = xtol = gtol = 1e-15, so that both stop at the minimum of the
-/// same robust cost (scipy by its trust region, cudamin by MINPACK's rules on the rows rescaled
-/// as scipy rescales them); the parameters agree to 1e-6 relative, the costs to 1e-10.
-#[test]
-fn robust_fits_match_scipys() {
+/// The robust fits' data: expsin with θ = (2, 0.7, 0.5, −0.3, 0.2) at 400 points, a small
+/// noise, and every 20th point moved by ±2 (tests/scipy/robust_fits.py).
+fn outlier_data() -> FitData {
     let t: Vec<f64> = (0..400).map(|i| 8.0 * i as f64 / 399.0).collect();
     let y = t
         .iter()
@@ -641,11 +636,76 @@ fn robust_fits_match_scipys() {
             model + noise + outlier
         })
         .collect();
-    let data = FitData {
+    FitData {
         x: t,
         y,
         sigma: None,
-    };
+    }
+}
+
+/// Robust losses within bounds, against scipy's `least_squares(method='trf', loss=…,
+/// f_scale=0.1, bounds=…)` with its default tolerances (`python tests/scipy/robust_fits.py`,
+/// its second part): `θ1 ≤ 0.69` and `θ4 ≤ 0.19` cut off the robust optimum, so both end on
+/// their bounds. The same status, nfev, njev and active set; the cost to 1e-10 and the free
+/// parameters to 1e-6.
+#[test]
+fn robust_bounded_fits_match_scipys_trf() {
+    let data = outlier_data();
+    type Case = (&'static str, [f64; 5], f64, i32, usize, usize, [i32; 5]);
+    #[rustfmt::skip]
+    let scipy: [Case; 5] = [
+        ("linear", [2.017350949250309, 0.6899999999999998, 0.49721712352941777, -0.29537156814268045, 0.189999999991011], 40.00902505385285, 1, 10, 10, [0, 1, 0, 0, 1]),
+        ("soft_l1", [1.989726533444666, 0.6899999999999998, 0.5001792891388992, -0.2978258789068637, 0.18999999999999997], 3.8543702859166484, 1, 9, 9, [0, 1, 0, 0, 1]),
+        ("huber", [1.9896418955714033, 0.6899999999999998, 0.5002020005864839, -0.2978487515799978, 0.18999999999999997], 3.9500969004523205, 1, 9, 9, [0, 1, 0, 0, 1]),
+        ("cauchy", [1.9882437427607091, 0.6899999999999998, 0.5003247489423035, -0.2979494336750766, 0.18999999999999997], 0.6494959704720635, 1, 9, 9, [0, 1, 0, 0, 1]),
+        ("arctan", [1.9881311368459336, 0.6899999999998971, 0.5003582474664329, -0.29798205089157165, 0.18999999999999467], 0.20836066649244184, 1, 7, 7, [0, 1, 0, 0, 1]),
+    ];
+    let inf = f64::INFINITY;
+    for (name, popt, cost, status, nfev, njev, active) in scipy {
+        let options = LmOptions {
+            loss: Loss::from_name(name).unwrap(),
+            f_scale: 0.1,
+            bounds: Some(Bounds {
+                lower: vec![-inf; 5],
+                upper: vec![inf, 0.69, inf, inf, 0.19],
+            }),
+            ..LmOptions::default()
+        };
+        let p0 = vec![1.8, 0.6, 0.4, -0.2, 0.1];
+        let r = least_squares_fit_with("expsin", 5, &data, Some(p0), Gradient::Exact, &options);
+        assert_eq!(
+            (r.status.code(), r.nfev, r.njev, r.active_mask.as_deref()),
+            (status, nfev, njev, Some(&active[..])),
+            "{name}"
+        );
+        assert!(
+            (r.cost - cost).abs() <= 1e-10 * cost,
+            "{name}: cost {} vs scipy's {cost}",
+            r.cost
+        );
+        for (j, (&x, &theirs)) in r.x.iter().zip(&popt).enumerate() {
+            let tolerance = if active[j] == 0 {
+                1e-6 * theirs.abs()
+            } else {
+                1e-9
+            };
+            assert!(
+                (x - theirs).abs() <= tolerance,
+                "{name} θ{j}: {x} vs scipy's {theirs}"
+            );
+        }
+    }
+}
+
+/// Robust losses on data with 5 % gross outliers (every 20th point moved by ±2), against
+/// scipy's `least_squares(fun, p0, jac, method='trf', loss=…, f_scale=0.1)` (`trf`, the only
+/// method where scipy takes a loss), as printed by `python tests/scipy/robust_fits.py` (scipy
+/// 1.17.1). Both run with ftol = xtol = gtol = 1e-15, so that both stop at the minimum of the
+/// same robust cost (scipy by its trust region, cudamin by MINPACK's rules on the rows rescaled
+/// as scipy rescales them); the parameters agree to 1e-6 relative, the costs to 1e-10.
+#[test]
+fn robust_fits_match_scipys() {
+    let data = outlier_data();
     let scipy: [(&str, [f64; 5], f64); 5] = [
         (
             "linear",

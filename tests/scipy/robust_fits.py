@@ -8,6 +8,10 @@ mod 20, 5 %) moved by ±2, alternating: gross outliers. Each loss is fitted by
 takes a loss) with ftol = xtol = gtol = 1e-15, so that it stops at the minimum of the robust cost
 itself; cudamin's Levenberg–Marquardt, on the same cost, is compared at that minimum. Printed:
 θ to 17 digits, the cost ½·Σ C²ρ(r²/C²), and scipy's status.
+
+Then each loss again within bounds (θ1 ≤ 0.69, θ4 ≤ 0.19, both active at the answer), every
+option at its default: θ, the cost, status, nfev, njev and active_mask, which cudamin's own trf
+must reproduce.
 """
 
 import numpy as np
@@ -46,3 +50,14 @@ for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
         loss=loss, f_scale=F_SCALE, ftol=1e-15, xtol=1e-15, gtol=1e-15)
     print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}),'
           f"  // status {res.status}, nfev {res.nfev}")
+
+# Bounded: θ1 ≤ 0.69 and θ4 ≤ 0.19, both below the robust optimum, so both end active
+# (`robust_bounded_fits_match_scipys_trf`). Every option at its default.
+LOWER = np.full(5, -np.inf)
+UPPER = np.array([np.inf, 0.69, np.inf, np.inf, 0.19])
+for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
+    res = least_squares(
+        lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
+        loss=loss, f_scale=F_SCALE, bounds=(LOWER, UPPER))
+    print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
+          f"{res.status}, {res.nfev}, {res.njev}, &{[int(a) for a in res.active_mask]}),")
