@@ -231,9 +231,10 @@ struct Memory {
     capacity: usize,
     s: VecDeque<Vec<f64>>,
     y: VecDeque<Vec<f64>>,
-    /// `sᵢᵀsⱼ` and `sᵢᵀyⱼ`, `k × k` each, row-major in the pairs' order.
+    /// `sᵢᵀsⱼ`, `sᵢᵀyⱼ` and `yᵢᵀyⱼ`, `k × k` each, row-major in the pairs' order.
     ss: Vec<f64>,
     sy: Vec<f64>,
+    yy: Vec<f64>,
     /// `θ = yᵀy / sᵀy` of the newest pair; 1 without pairs.
     theta: f64,
 }
@@ -246,6 +247,7 @@ impl Memory {
             y: VecDeque::new(),
             ss: Vec::new(),
             sy: Vec::new(),
+            yy: Vec::new(),
             theta: 1.0,
         }
     }
@@ -258,9 +260,13 @@ impl Memory {
         *self = Memory::new(self.capacity);
     }
 
-    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity.
+    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity. The products
+    /// of the pairs kept are kept (shifted past a dropped one); only the new pair's row and
+    /// column are computed: `4k` dot products in one pass over the pairs, not `2k²`.
     fn push(&mut self, s: Vec<f64>, y: Vec<f64>, sy: f64) {
-        if self.s.len() == self.capacity {
+        let previous = self.s.len();
+        let dropped = usize::from(previous == self.capacity);
+        if dropped == 1 {
             self.s.pop_front();
             self.y.pop_front();
         }
@@ -268,13 +274,29 @@ impl Memory {
         self.s.push_back(s);
         self.y.push_back(y);
         let k = self.s.len();
-        self.ss = vec![0.0; k * k];
-        self.sy = vec![0.0; k * k];
-        for i in 0..k {
-            for j in 0..k {
-                self.ss[i * k + j] = vector::dot(&self.s[i], &self.s[j]);
-                self.sy[i * k + j] = vector::dot(&self.s[i], &self.y[j]);
+        let kept = k - 1;
+        let shifted = |products: &[f64]| {
+            let mut out = vec![0.0; k * k];
+            for i in 0..kept {
+                for j in 0..kept {
+                    out[i * k + j] = products[(i + dropped) * previous + j + dropped];
+                }
             }
+            out
+        };
+        self.ss = shifted(&self.ss);
+        self.sy = shifted(&self.sy);
+        self.yy = shifted(&self.yy);
+        // One pass: the new s and y against every s and y (each product `dot`'s bits).
+        let with: Vec<&[f64]> = self.s.iter().chain(&self.y).map(Vec::as_slice).collect();
+        let mut products = vec![0.0; 4 * k];
+        vector::dots(&[&self.s[kept], &self.y[kept]], &with, &mut products);
+        let (s_with, y_with) = products.split_at(2 * k);
+        for j in 0..k {
+            (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[j], s_with[j]);
+            (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[k + j], y_with[k + j]);
+            self.sy[kept * k + j] = s_with[k + j];
+            self.sy[j * k + kept] = y_with[j];
         }
     }
 
@@ -318,6 +340,34 @@ impl Compact<'_> {
         self.memory.theta
     }
 
+    /// `W`'s columns scaled by `coefficients` (`2k`): `(cⱼ, yⱼ)`, then `(θ·c_{k+j}, sⱼ)`, so
+    /// that `Σ cᵢ·vᵢ` over them is `W·coefficients`.
+    fn columns<'c>(&'c self, coefficients: &'c [f64]) -> impl Iterator<Item = (f64, &'c [f64])> {
+        let memory = self.memory;
+        let k = memory.s.len();
+        let ys = (memory.y.iter())
+            .zip(&coefficients[..k])
+            .map(|(y, &c)| (c, &y[..]));
+        let ss = (memory.s.iter()).zip(&coefficients[k..]);
+        ys.chain(ss.map(|(s, &c)| (self.theta() * c, &s[..])))
+    }
+
+    /// `Wᵀv` (`2k`): `[yⱼᵀv …, θ·sⱼᵀv …]`, in one pass.
+    fn w_transpose(&self, v: &[f64]) -> Vec<f64> {
+        let memory = self.memory;
+        let k = memory.s.len();
+        let columns: Vec<&[f64]> = memory
+            .y
+            .iter()
+            .chain(&memory.s)
+            .map(Vec::as_slice)
+            .collect();
+        let mut out = vec![0.0; 2 * k];
+        vector::dots(&columns, &[v], &mut out);
+        out[k..].iter_mut().for_each(|p| *p *= self.theta());
+        out
+    }
+
     /// Row `i` of `W = [Y  θS]` into `w`.
     fn w_row(&self, i: usize, w: &mut [f64]) {
         let k = self.memory.s.len();
@@ -325,6 +375,23 @@ impl Compact<'_> {
             w[j] = self.memory.y[j][i];
             w[k + j] = self.theta() * self.memory.s[j][i];
         }
+    }
+
+    /// `WᵀW = [[YᵀY, θ·YᵀS], [θ·SᵀY, θ²·SᵀS]]`, `2k × 2k`, from the kept products.
+    fn gram(&self) -> Vec<f64> {
+        let k = self.memory.s.len();
+        let (width, theta) = (2 * k, self.theta());
+        let memory = self.memory;
+        let mut gram = vec![0.0; width * width];
+        for i in 0..k {
+            for j in 0..k {
+                gram[i * width + j] = memory.yy[i * k + j];
+                gram[i * width + k + j] = theta * memory.sy[j * k + i];
+                gram[(k + i) * width + j] = theta * memory.sy[i * k + j];
+                gram[(k + i) * width + k + j] = theta * theta * memory.ss[i * k + j];
+            }
+        }
+        gram
     }
 
     /// `M·v`.
@@ -399,15 +466,7 @@ fn cauchy_point(
     }
     breaks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut w = vec![0.0; width];
-    let mut p = vec![0.0; width];
-    for (i, &di) in d.iter().enumerate() {
-        if di != 0.0 {
-            compact.w_row(i, &mut w);
-            for (pj, wj) in p.iter_mut().zip(&w) {
-                *pj += wj * di;
-            }
-        }
-    }
+    let mut p = compact.w_transpose(&d);
     let mut c = vec![0.0; width];
     let mut slope = -vector::dot(&d, &d);
     let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
@@ -487,20 +546,35 @@ fn subspace_step(
     if free.is_empty() {
         return cauchy;
     }
-    // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c), and WᵀZ·r, ZᵀW·WᵀZ.
+    // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
+    // variables: one combination pass over W's columns, then a mask.
     let mc = compact.m_times(c);
+    let is_free = free_mask(x.len(), &free);
+    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
+    terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
+    let mut r = vec![0.0; x.len()];
+    vector::combine_dot(&terms, &mut r, g);
+    vector::update_with(
+        &mut r,
+        &is_free,
+        |r, free| if free == 1.0 { r } else { 0.0 },
+    );
+    let wz_r = compact.w_transpose(&r);
+    // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
+    // as WᵀW (from the pairs' products) less the rows at a bound.
+    let direct = 2 * free.len() <= x.len();
+    let mut wz_zw = if direct {
+        vec![0.0; width * width]
+    } else {
+        compact.gram()
+    };
+    let (sign, rows) = if direct { (1.0, 1.0) } else { (-1.0, 0.0) };
     let mut w = vec![0.0; width];
-    let mut r = Vec::with_capacity(free.len());
-    let mut wz_r = vec![0.0; width];
-    let mut wz_zw = vec![0.0; width * width];
-    for &i in &free {
+    for i in (0..x.len()).filter(|&i| is_free[i] == rows) {
         compact.w_row(i, &mut w);
-        let ri = g[i] + theta * (cauchy[i] - x[i]) - vector::dot(&w, &mc);
-        r.push(ri);
         for a in 0..width {
-            wz_r[a] += w[a] * ri;
             for b in 0..width {
-                wz_zw[a * width + b] += w[a] * w[b];
+                wz_zw[a * width + b] += sign * w[a] * w[b];
             }
         }
     }
@@ -517,16 +591,13 @@ fn subspace_step(
     }
     let inverse = invert(&n_matrix, width);
     let v: Vec<f64> = (0..width)
-        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v))
+        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v) / (theta * theta))
         .collect();
-    let step: Vec<f64> = free
-        .iter()
-        .zip(&r)
-        .map(|(&i, &ri)| {
-            compact.w_row(i, &mut w);
-            -ri / theta - vector::dot(&w, &v) / (theta * theta)
-        })
-        .collect();
+    let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, &r)];
+    terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
+    let mut step = vec![0.0; x.len()];
+    vector::combine_dot(&terms, &mut step, g);
+    let step: Vec<f64> = free.iter().map(|&i| step[i]).collect();
     let mut projected = cauchy.clone();
     for (&i, &di) in free.iter().zip(&step) {
         projected[i] = bounds.clip(i, cauchy[i] + di);
@@ -612,5 +683,60 @@ impl Line for BoxRay<'_, '_> {
         self.move_to(step);
         let value = self.solver.evaluate(self.point, self.gradient)?;
         Ok((value, vector::dot(self.gradient, self.direction)))
+    }
+}
+
+/// 1.0 at the indices in `free` (ascending), 0.0 elsewhere: a vector the passes can read.
+fn free_mask(n: usize, free: &[usize]) -> Vec<f64> {
+    let mut mask = vec![0.0; n];
+    free.iter().for_each(|&i| mask[i] = 1.0);
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The products a memory keeps as pairs come and go past its capacity are, bit for bit,
+    /// those of its pairs computed afresh; and `gram` is `WᵀW`.
+    #[test]
+    fn kept_products_are_those_of_the_pairs() {
+        let n = 37;
+        let mut memory = Memory::new(4);
+        for pair in 0..9 {
+            let s: Vec<f64> = (0..n)
+                .map(|i| ((pair * n + i) as f64 * 0.37).sin())
+                .collect();
+            let y: Vec<f64> = (0..n)
+                .map(|i| ((pair * n + i) as f64 * 0.11).cos() + 2.0)
+                .collect();
+            let sy = vector::dot(&s, &y);
+            memory.push(s, y, sy);
+            let k = memory.s.len();
+            for i in 0..k {
+                for j in 0..k {
+                    let (si, sj, yi, yj) = (&memory.s[i], &memory.s[j], &memory.y[i], &memory.y[j]);
+                    assert_eq!(memory.ss[i * k + j], vector::dot(si, sj));
+                    assert_eq!(memory.sy[i * k + j], vector::dot(si, yj));
+                    assert_eq!(memory.yy[i * k + j], vector::dot(yi, yj));
+                }
+            }
+        }
+        let compact = memory.compact();
+        let (gram, width) = (compact.gram(), compact.width());
+        let (mut a, mut b) = (vec![0.0; width], vec![0.0; width]);
+        let mut from_rows = vec![0.0; width * width];
+        for i in 0..n {
+            compact.w_row(i, &mut a);
+            b.copy_from_slice(&a);
+            for p in 0..width {
+                for q in 0..width {
+                    from_rows[p * width + q] += a[p] * b[q];
+                }
+            }
+        }
+        for (x, y) in gram.iter().zip(&from_rows) {
+            assert!((x - y).abs() <= 1e-12 * x.abs().max(1.0), "{x} vs {y}");
+        }
     }
 }
