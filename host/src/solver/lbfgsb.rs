@@ -217,7 +217,8 @@ impl Solver<'_> {
         let (cauchy, c) = if self.bounds.any() || memory.is_empty() {
             cauchy_point(x, g, self.bounds, &compact)
         } else {
-            (x.to_vec(), vec![0.0; compact.width()])
+            // Every variable free: the Cauchy point is x itself, and c (empty here) zero.
+            (x.to_vec(), Vec::new())
         };
         if memory.is_empty() {
             return cauchy;
@@ -548,17 +549,20 @@ fn subspace_step(
     }
     // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
     // variables: one combination pass over W's columns, then a mask.
-    let mc = compact.m_times(c);
     let is_free = free_mask(x.len(), &free);
-    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
-    terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
-    let mut r = vec![0.0; x.len()];
-    vector::combine_dot(&terms, &mut r, g);
-    vector::update_with(
-        &mut r,
-        &is_free,
-        |r, free| if free == 1.0 { r } else { 0.0 },
-    );
+    let r = if c.is_empty() {
+        // No Cauchy step (no bounds): x_cp = x, c = 0 and every variable free, so r = g.
+        g.to_vec()
+    } else {
+        let mc = compact.m_times(c);
+        let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
+        terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
+        let mut r = vec![0.0; x.len()];
+        vector::combine_dot(&terms, &mut r, g);
+        let keep_free = |r, free| if free == 1.0 { r } else { 0.0 };
+        vector::update_with(&mut r, &is_free, keep_free);
+        r
+    };
     let wz_r = compact.w_transpose(&r);
     // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
     // as WᵀW (from the pairs' products) less the rows at a bound.
