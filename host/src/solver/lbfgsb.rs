@@ -92,6 +92,8 @@ impl Solver<'_> {
         let mut nit = 0;
         let mut trial = vec![0.0; n];
         let mut trial_g = vec![0.0; n];
+        let mut direction = vec![0.0; n];
+        let mut spare = None;
         // f before the last step, for the relative-reduction test.
         let mut previous: Option<f64> = None;
         // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
@@ -131,7 +133,7 @@ impl Solver<'_> {
             // again from the same point.
             let accepted = loop {
                 let target = self.step_target(&x, &g, &memory);
-                let direction: Vec<f64> = target.iter().zip(&x).map(|(t, x)| t - x).collect();
+                vector::fill_with(&mut direction, &target, &x, |t, x| t - x);
                 let slope = vector::dot(&g, &direction);
                 let found = if slope < 0.0 {
                     let step_max = bounds.step_max(&x, &direction, nit == 0);
@@ -153,22 +155,27 @@ impl Solver<'_> {
                     None
                 };
                 match found {
-                    Some(accepted) => break Some((accepted, direction)),
+                    Some(accepted) => break Some(accepted),
                     None if memory.is_empty() => break None,
                     None => memory.clear(),
                 }
             };
-            let Some((Accepted { step, value }, direction)) = accepted else {
+            let Some(Accepted { step, value }) = accepted else {
                 break Status::AbnormalLineSearch;
             };
-            let s: Vec<f64> = direction.iter().map(|d| step * d).collect();
-            let y: Vec<f64> = trial_g.iter().zip(&g).map(|(new, old)| new - old).collect();
+            // The pair's vectors: those the memory last let go, where it did.
+            let (mut s, mut y) = spare.take().unwrap_or_else(|| (vec![0.0; n], vec![0.0; n]));
+            vector::fill_with(&mut s, &direction, &direction, |d, _| step * d);
+            vector::fill_with(&mut y, &trial_g, &g, |new, old| new - old);
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
             let sy = vector::dot(&s, &y);
             let descent = -vector::dot(&g, &s);
-            if sy > f64::EPSILON * descent {
-                memory.push(s, y, sy);
-            }
+            spare = if sy > f64::EPSILON * descent {
+                memory.push(s, y, sy, &trial_g)
+            } else {
+                memory.pairs_dot_gradient = None;
+                Some((s, y))
+            };
             std::mem::swap(&mut x, &mut trial);
             std::mem::swap(&mut g, &mut trial_g);
             previous = Some(f);
@@ -214,12 +221,10 @@ impl Solver<'_> {
     /// and every variable free.
     fn step_target(&self, x: &[f64], g: &[f64], memory: &Memory) -> Vec<f64> {
         let compact = memory.compact();
-        let (cauchy, c) = if self.bounds.any() || memory.is_empty() {
-            cauchy_point(x, g, self.bounds, &compact)
-        } else {
-            // Every variable free: the Cauchy point is x itself, and c (empty here) zero.
-            (x.to_vec(), Vec::new())
-        };
+        if !self.bounds.any() && !memory.is_empty() {
+            return unbounded_step(x, g, &compact);
+        }
+        let (cauchy, c) = cauchy_point(x, g, self.bounds, &compact);
         if memory.is_empty() {
             return cauchy;
         }
@@ -238,6 +243,10 @@ struct Memory {
     yy: Vec<f64>,
     /// `θ = yᵀy / sᵀy` of the newest pair; 1 without pairs.
     theta: f64,
+    /// `[Yᵀg, Sᵀg]` for the gradient `g` given to the last [`push`](Memory::push), made in
+    /// the same pass as the new pair's products; `None` once that gradient is not the current
+    /// one.
+    pairs_dot_gradient: Option<Vec<f64>>,
 }
 
 impl Memory {
@@ -250,6 +259,7 @@ impl Memory {
             sy: Vec::new(),
             yy: Vec::new(),
             theta: 1.0,
+            pairs_dot_gradient: None,
         }
     }
 
@@ -261,16 +271,25 @@ impl Memory {
         *self = Memory::new(self.capacity);
     }
 
-    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity. The products
+    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity and returning
+    /// its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for the
+    /// current gradient `g` in the same pass. The products
     /// of the pairs kept are kept (shifted past a dropped one); only the new pair's row and
     /// column are computed: `4k` dot products in one pass over the pairs, not `2k²`.
-    fn push(&mut self, s: Vec<f64>, y: Vec<f64>, sy: f64) {
+    fn push(
+        &mut self,
+        s: Vec<f64>,
+        y: Vec<f64>,
+        sy: f64,
+        g: &[f64],
+    ) -> Option<(Vec<f64>, Vec<f64>)> {
         let previous = self.s.len();
         let dropped = usize::from(previous == self.capacity);
-        if dropped == 1 {
-            self.s.pop_front();
-            self.y.pop_front();
-        }
+        let evicted = if dropped == 1 {
+            self.s.pop_front().zip(self.y.pop_front())
+        } else {
+            None
+        };
         self.theta = vector::dot(&y, &y) / sy;
         self.s.push_back(s);
         self.y.push_back(y);
@@ -288,17 +307,21 @@ impl Memory {
         self.ss = shifted(&self.ss);
         self.sy = shifted(&self.sy);
         self.yy = shifted(&self.yy);
-        // One pass: the new s and y against every s and y (each product `dot`'s bits).
-        let with: Vec<&[f64]> = self.s.iter().chain(&self.y).map(Vec::as_slice).collect();
-        let mut products = vec![0.0; 4 * k];
-        vector::dots(&[&self.s[kept], &self.y[kept]], &with, &mut products);
-        let (s_with, y_with) = products.split_at(2 * k);
+        // One pass: the new s and y, and g, against every y and s (each product `dot`'s bits).
+        let with: Vec<&[f64]> = self.y.iter().chain(&self.s).map(Vec::as_slice).collect();
+        let mut products = vec![0.0; 6 * k];
+        vector::dots(&[&self.s[kept], &self.y[kept], g], &with, &mut products);
+        // `with` is [Y, S]: s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
+        let (s_with, rest) = products.split_at(2 * k);
+        let (y_with, g_with) = rest.split_at(2 * k);
+        self.pairs_dot_gradient = Some(g_with.to_vec());
         for j in 0..k {
-            (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[j], s_with[j]);
-            (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[k + j], y_with[k + j]);
-            self.sy[kept * k + j] = s_with[k + j];
-            self.sy[j * k + kept] = y_with[j];
+            (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[k + j], s_with[k + j]);
+            (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[j], y_with[j]);
+            self.sy[kept * k + j] = s_with[j];
+            self.sy[j * k + kept] = y_with[k + j];
         }
+        evicted
     }
 
     /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of
@@ -528,6 +551,47 @@ fn cauchy_point(
     (cauchy, c)
 }
 
+/// The coefficients `v` of the subspace step's correction: `d = −r/θ − W·v` over the free
+/// variables, `v = N⁻¹·M·WᵀZ·r/θ²`, `N = I − M·WᵀZ·ZᵀW/θ` (Sherman–Morrison–Woodbury on the
+/// reduced model), from `wz_r = WᵀZ·r` and `wz_zw = ZᵀW·WᵀZ`.
+fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
+    let (width, theta) = (compact.width(), compact.theta());
+    let v = compact.m_times(wz_r);
+    let mut n_matrix = vec![0.0; width * width];
+    for a in 0..width {
+        for b in 0..width {
+            let product: f64 = (0..width)
+                .map(|k| compact.m[a * width + k] * wz_zw[k * width + b])
+                .sum();
+            n_matrix[a * width + b] = f64::from(u8::from(a == b)) - product / theta;
+        }
+    }
+    let inverse = invert(&n_matrix, width);
+    (0..width)
+        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v) / (theta * theta))
+        .collect()
+}
+
+/// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
+/// subspace step is the compact form's quasi-Newton step, `x − g/θ − W·v` with `WᵀZ = Wᵀ` and
+/// `ZᵀW·WᵀZ = WᵀW`: two passes over `W`'s columns and no projection.
+fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>) -> Vec<f64> {
+    let wg = match &compact.memory.pairs_dot_gradient {
+        Some(products) => {
+            let k = products.len() / 2;
+            let scale = |(j, p): (usize, &f64)| if j < k { *p } else { compact.theta() * p };
+            products.iter().enumerate().map(scale).collect()
+        }
+        None => compact.w_transpose(g),
+    };
+    let v = correction(compact, &wg, &compact.gram());
+    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
+    terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
+    let mut target = vec![0.0; x.len()];
+    vector::combine_dot(&terms, &mut target, g);
+    target
+}
+
 /// The subspace step from the Cauchy point (the direct primal method, with version 3.0's
 /// projection): the model's minimizer over the variables free at `cauchy`, projected into the
 /// box, or truncated at the first bound where the projection is not a descent direction.
@@ -550,19 +614,13 @@ fn subspace_step(
     // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
     // variables: one combination pass over W's columns, then a mask.
     let is_free = free_mask(x.len(), &free);
-    let r = if c.is_empty() {
-        // No Cauchy step (no bounds): x_cp = x, c = 0 and every variable free, so r = g.
-        g.to_vec()
-    } else {
-        let mc = compact.m_times(c);
-        let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
-        terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
-        let mut r = vec![0.0; x.len()];
-        vector::combine_dot(&terms, &mut r, g);
-        let keep_free = |r, free| if free == 1.0 { r } else { 0.0 };
-        vector::update_with(&mut r, &is_free, keep_free);
-        r
-    };
+    let mc = compact.m_times(c);
+    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
+    terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
+    let mut r = vec![0.0; x.len()];
+    vector::combine_dot(&terms, &mut r, g);
+    let keep_free = |r, free| if free == 1.0 { r } else { 0.0 };
+    vector::update_with(&mut r, &is_free, keep_free);
     let wz_r = compact.w_transpose(&r);
     // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
     // as WᵀW (from the pairs' products) less the rows at a bound.
@@ -582,21 +640,7 @@ fn subspace_step(
             }
         }
     }
-    // d = −r/θ − ZᵀW·N⁻¹·M·WᵀZ·r/θ², N = I − M·WᵀZ·ZᵀW/θ.
-    let v = compact.m_times(&wz_r);
-    let mut n_matrix = vec![0.0; width * width];
-    for a in 0..width {
-        for b in 0..width {
-            let product: f64 = (0..width)
-                .map(|k| compact.m[a * width + k] * wz_zw[k * width + b])
-                .sum();
-            n_matrix[a * width + b] = f64::from(u8::from(a == b)) - product / theta;
-        }
-    }
-    let inverse = invert(&n_matrix, width);
-    let v: Vec<f64> = (0..width)
-        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v) / (theta * theta))
-        .collect();
+    let v = correction(compact, &wz_r, &wz_zw);
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, &r)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
     let mut step = vec![0.0; x.len()];
@@ -702,7 +746,7 @@ mod tests {
     use super::*;
 
     /// The products a memory keeps as pairs come and go past its capacity are, bit for bit,
-    /// those of its pairs computed afresh; and `gram` is `WᵀW`.
+    /// those of its pairs computed afresh, `Yᵀg` and `Sᵀg` too; and `gram` is `WᵀW`.
     #[test]
     fn kept_products_are_those_of_the_pairs() {
         let n = 37;
@@ -715,8 +759,14 @@ mod tests {
                 .map(|i| ((pair * n + i) as f64 * 0.11).cos() + 2.0)
                 .collect();
             let sy = vector::dot(&s, &y);
-            memory.push(s, y, sy);
+            let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+            memory.push(s, y, sy, &g);
             let k = memory.s.len();
+            let with_g = memory.pairs_dot_gradient.clone().unwrap();
+            for j in 0..k {
+                assert_eq!(with_g[j], vector::dot(&memory.y[j], &g));
+                assert_eq!(with_g[k + j], vector::dot(&memory.s[j], &g));
+            }
             for i in 0..k {
                 for j in 0..k {
                     let (si, sj, yi, yj) = (&memory.s[i], &memory.s[j], &memory.y[i], &memory.y[j]);
