@@ -21,7 +21,8 @@ pub struct MethodArgs {
     pub grad: GradArg,
     /// bfgs / lbfgs: stop when ‖∇f‖∞ <= gtol (scipy's default 1e-5); lbfgsb: the projected
     /// gradient's (scipy's pgtol). lm: stop when every column of the Jacobian is within gtol of
-    /// orthogonal to the residuals (scipy's default 1e-8).
+    /// orthogonal to the residuals (scipy's default 1e-8); with bounds (trf), when the gradient
+    /// scaled by the distances to the bounds it points to is below gtol.
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub gtol: Option<f64>,
     /// lbfgs / lbfgsb: stop when a step reduces f by at most ftol relative to max(|f|, 1)

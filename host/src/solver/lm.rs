@@ -22,27 +22,31 @@ use crate::objective::LeastSquaresObjective;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-/// Options, with scipy's `least_squares(method='lm')` defaults.
+/// Options, with scipy's `least_squares(method='lm')` defaults (and `method='trf'`'s, with
+/// [`bounds`](LmOptions::bounds)).
 #[derive(Clone, Debug)]
 pub struct LmOptions {
     /// Stop when both the actual and the predicted relative reductions of `Σr²` are at most
-    /// `ftol`. scipy: 1e-8. At least machine epsilon.
+    /// `ftol`; with bounds (trf), when a step's reduction is below `ftol·cost` and at least a
+    /// quarter of the predicted one. scipy: 1e-8. At least machine epsilon.
     pub ftol: f64,
-    /// Stop when the trust region is at most `xtol·‖D·x‖`. scipy: 1e-8. At least machine
-    /// epsilon.
+    /// Stop when the trust region is at most `xtol·‖D·x‖`; with bounds (trf), when a step is
+    /// below `xtol·(xtol + ‖x‖)`. Also the tolerance of trf's `active_mask`. scipy: 1e-8. At
+    /// least machine epsilon.
     pub xtol: f64,
     /// Stop when every column of `J` is within `gtol` of orthogonal to `r` (the cosine of the
-    /// angle). scipy: 1e-8. At least machine epsilon.
+    /// angle); with bounds (trf), when `‖v∘Jᵀr‖∞ < gtol`, `v` Coleman and Li's distances to
+    /// the bounds the gradient points to. scipy: 1e-8. At least machine epsilon.
     pub gtol: f64,
     /// Evaluations of `Σr²` allowed (the normal equations' passes are `njev`); `None` is scipy's
     /// `100·n`.
     pub max_nfev: Option<usize>,
     /// The first trust region is `factor·‖D·x0‖` (or `factor` when that is 0). MINPACK: 100.
+    /// Levenberg–Marquardt only (trf starts from `‖x0/√v‖`, as scipy's does).
     pub factor: f64,
     /// scipy's robust `loss`: the cost becomes `½·Σ C²·ρ(r_k²/C²)` and each point's residual
     /// and Jacobian row are rescaled as scipy rescales them, so that the steps are
     /// Gauss–Newton steps on that cost. [`Loss::Linear`] (the default) is least squares.
-    /// Robust losses need the CPU's triangle pass.
     pub loss: Loss,
     /// `C`, scipy's `f_scale`: the residual size past which a point counts as an outlier. 1.
     pub f_scale: f64,
