@@ -3,7 +3,7 @@
 //! residual sum of squares and the reduced χ².
 
 use super::job::Job;
-use super::method::{MethodArgs, Solvable};
+use super::method::MethodArgs;
 use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
@@ -11,6 +11,7 @@ use super::solve::{active_summary, fixed_indices};
 use crate::{BackendArg, MethodArg};
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
+use cudamin::problems::Solvable;
 use cudamin::problems::fit::{FitData, MODELS, Model, find_model};
 use cudamin::solver::{Covariance, covariance, covariance_of_free};
 use cudamin::{Factor, Loss, RobustLoss};

@@ -5,12 +5,10 @@ use super::parse::{Fix, Numbers};
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
-use cudamin::TermObjective;
-use cudamin::backend::LeastSquaresEvaluator;
-use cudamin::problems::Loaded;
+use cudamin::problems::Solvable;
 use cudamin::solver::Bounds;
 use cudamin::solver::{self, LmOptions};
-use cudamin::{Factor, Gradient, GradientError, LeastSquaresObjective, Objective, Options};
+use cudamin::{Factor, GradientError, Options};
 use std::ops::ControlFlow;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -106,40 +104,6 @@ pub struct Outcome {
     pub history: Vec<Step>,
 }
 
-/// A loaded problem as the solvers take it: every one is an [`Objective`]; a sum of squares
-/// loaded with its residuals is a [`LeastSquaresObjective`] too.
-pub enum Solvable {
-    Sum(TermObjective),
-    SumOfSquares(TermObjective<dyn LeastSquaresEvaluator>),
-}
-
-impl Solvable {
-    /// `loaded`, with gradients (and Jacobians) computed by `gradient`.
-    pub fn new(loaded: Loaded, gradient: Gradient) -> Self {
-        match loaded {
-            Loaded::Sum(sum) => Solvable::Sum(TermObjective::new(sum, gradient)),
-            Loaded::SumOfSquares(squares) => {
-                Solvable::SumOfSquares(TermObjective::new(squares, gradient))
-            }
-        }
-    }
-
-    fn objective(&mut self) -> &mut dyn Objective {
-        match self {
-            Solvable::Sum(sum) => sum,
-            Solvable::SumOfSquares(squares) => squares,
-        }
-    }
-
-    /// The residuals' view, for a sum of squares.
-    pub fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresObjective> {
-        match self {
-            Solvable::Sum(_) => None,
-            Solvable::SumOfSquares(squares) => Some(squares),
-        }
-    }
-}
-
 impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
@@ -184,18 +148,10 @@ impl MethodArgs {
         Ok(())
     }
 
-    /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1
-    /// inside a one-sided bound, 1 where a variable has none. `None` without bounds.
+    /// `curve_fit`'s start inside the bounds where bounds are given and no `p0`
+    /// ([`Bounds::curve_fit_start`]); `None` without bounds.
     pub fn bounded_start(&self, n: usize) -> anyhow::Result<Option<Vec<f64>>> {
-        let start = |(&lower, &upper): (&f64, &f64)| match (lower.is_finite(), upper.is_finite()) {
-            (true, true) => 0.5 * (lower + upper),
-            (true, false) => lower + 1.0,
-            (false, true) => upper - 1.0,
-            (false, false) => 1.0,
-        };
-        Ok(self
-            .bounds(n)?
-            .map(|b| b.lower.iter().zip(&b.upper).map(start).collect()))
+        Ok(self.bounds(n)?.map(|b| b.curve_fit_start()))
     }
 
     /// The box `--lower` and `--upper` give `n` variables: each a value per variable or one

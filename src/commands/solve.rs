@@ -1,11 +1,12 @@
 //! `cudamin solve PROBLEM`: minimize a built-in problem and report scipy's result fields.
 
 use super::job::Job;
-use super::method::{MethodArgs, Solvable};
+use super::method::MethodArgs;
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
 use cudamin::Gradient;
 use cudamin::backend::Share;
+use cudamin::problems::Solvable;
 use std::io::Write;
 use std::time::Instant;
 

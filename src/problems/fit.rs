@@ -21,6 +21,17 @@ pub struct FitData {
     pub sigma: Option<Vec<f64>>,
 }
 
+/// A fit's points borrowed where they lie: [`FitData`]'s columns, or a caller's arrays.
+#[derive(Clone, Copy, Debug)]
+pub struct Columns<'a> {
+    /// The independent variable, one value per point.
+    pub x: &'a [f64],
+    /// The observations, one per point.
+    pub y: &'a [f64],
+    /// One `σ > 0` per point; `None` weighs every point 1.
+    pub sigma: Option<&'a [f64]>,
+}
+
 /// Why a fit's data or parameter count was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FitError {
@@ -221,9 +232,27 @@ impl Model {
         p0: Option<Vec<f64>>,
         total_points: usize,
     ) -> Result<Instance, FitError> {
+        let columns = Columns {
+            x: &data.x,
+            y: &data.y,
+            sigma: data.sigma.as_deref(),
+        };
+        self.instantiate_columns(backend, params, columns, p0, total_points)
+    }
+
+    /// As [`instantiate_shard`](Model::instantiate_shard), from borrowed columns (a caller's
+    /// arrays, read where they lie): they are packed once into the terms' layout.
+    pub fn instantiate_columns(
+        &self,
+        backend: &Backend,
+        params: Option<usize>,
+        data: Columns<'_>,
+        p0: Option<Vec<f64>>,
+        total_points: usize,
+    ) -> Result<Instance, FitError> {
         let p = params.unwrap_or(self.default_params);
         let points = data.x.len();
-        let sigma_len = data.sigma.as_ref().map_or(points, Vec::len);
+        let sigma_len = data.sigma.map_or(points, <[f64]>::len);
         if data.y.len() != points || sigma_len != points {
             return Err(FitError::Lengths {
                 x: points,
@@ -244,9 +273,9 @@ impl Model {
                 bytes: points.checked_mul(3 * size_of::<f64>()),
             })?;
         values.clear();
-        values.extend_from_slice(&data.x);
-        values.extend_from_slice(&data.y);
-        match &data.sigma {
+        values.extend_from_slice(data.x);
+        values.extend_from_slice(data.y);
+        match data.sigma {
             None => values.resize(3 * points, 1.0),
             Some(sigma) => {
                 for (index, &value) in sigma.iter().enumerate() {

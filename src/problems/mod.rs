@@ -7,7 +7,7 @@ mod mgh;
 mod problem;
 pub mod random;
 
-pub use problem::{Instance, LoadError, Loaded, Problem};
+pub use problem::{Instance, LoadError, Loaded, Problem, Solvable};
 
 pub use builtin::{
     LSQ_EXPSIN_SEED, MATMUL_COLUMNS, MATMUL_SEED, POISSON_LAMBDA, POISSON_SEED, QUADRATIC_SEED,

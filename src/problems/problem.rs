@@ -4,6 +4,7 @@
 use cudamin_host::backend::gpu::abi::{Launch, residual_launches, term_launches};
 use cudamin_host::backend::{Backend, BackendError, Evaluator, LeastSquaresEvaluator};
 use cudamin_host::backend::{ProblemError, TermProblem};
+use cudamin_host::{Gradient, LeastSquaresObjective, Objective, TermObjective};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
 /// Why a named problem could not be set up.
@@ -111,6 +112,41 @@ impl Loaded {
         match self {
             Loaded::Sum(_) => None,
             Loaded::SumOfSquares(squares) => Some(squares.as_mut()),
+        }
+    }
+}
+
+/// A loaded problem as the solvers take it: every one is an [`Objective`]; a sum of squares
+/// loaded with its residuals is a [`LeastSquaresObjective`] too.
+pub enum Solvable {
+    Sum(TermObjective),
+    SumOfSquares(TermObjective<dyn LeastSquaresEvaluator>),
+}
+
+impl Solvable {
+    /// `loaded`, with gradients (and Jacobians) computed by `gradient`.
+    pub fn new(loaded: Loaded, gradient: Gradient) -> Self {
+        match loaded {
+            Loaded::Sum(sum) => Solvable::Sum(TermObjective::new(sum, gradient)),
+            Loaded::SumOfSquares(squares) => {
+                Solvable::SumOfSquares(TermObjective::new(squares, gradient))
+            }
+        }
+    }
+
+    /// The problem as an objective, which every problem is.
+    pub fn objective(&mut self) -> &mut dyn Objective {
+        match self {
+            Solvable::Sum(sum) => sum,
+            Solvable::SumOfSquares(squares) => squares,
+        }
+    }
+
+    /// The residuals' view, for a sum of squares.
+    pub fn least_squares(&mut self) -> Option<&mut dyn LeastSquaresObjective> {
+        match self {
+            Solvable::Sum(_) => None,
+            Solvable::SumOfSquares(squares) => Some(squares),
         }
     }
 }

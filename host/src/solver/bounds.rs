@@ -70,6 +70,21 @@ impl Bounds {
             .collect()
     }
 
+    /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1
+    /// inside a one-sided bound, 1 where a variable has none.
+    pub fn curve_fit_start(&self) -> Vec<f64> {
+        (self.lower.iter().zip(&self.upper))
+            .map(
+                |(&lower, &upper)| match (lower.is_finite(), upper.is_finite()) {
+                    (true, true) => 0.5 * (lower + upper),
+                    (true, false) => lower + 1.0,
+                    (false, true) => upper - 1.0,
+                    (false, false) => 1.0,
+                },
+            )
+            .collect()
+    }
+
     /// These bounds on the free variables of `held`.
     pub(super) fn of_free(&self, held: &Held) -> Bounds {
         Bounds {
