@@ -1,0 +1,114 @@
+//! The Python half's arguments in cudamin's types: names to kinds (each looked up in its own
+//! table: [`Gradient::ALL`], [`Loss::ALL`], [`Method`]), numpy arrays to slices, the two bound
+//! arrays to [`Bounds`].
+
+use crate::errors::Failure;
+use cudamin::solver::Bounds;
+use cudamin::{BackendChoice, Gradient, Loss, Method};
+use numpy::PyReadonlyArray1;
+
+/// A 1-D float64 array read where it lies. The Python half makes every array contiguous
+/// float64 first, so a refusal here is a bug there, reported rather than assumed away.
+pub fn slice<'a>(name: &str, array: &'a PyReadonlyArray1<'_, f64>) -> Result<&'a [f64], Failure> {
+    array
+        .as_slice()
+        .map_err(|_| Failure::Input(format!("{name} must be a contiguous float64 array")))
+}
+
+/// An optional array, copied: what outlives the GIL.
+pub fn owned(
+    name: &str,
+    array: Option<PyReadonlyArray1<'_, f64>>,
+) -> Result<Option<Vec<f64>>, Failure> {
+    array
+        .map(|a| slice(name, &a).map(<[f64]>::to_vec))
+        .transpose()
+}
+
+/// `minimize`'s method: `"bfgs"`, `"lbfgs"` or `"lbfgsb"` ([`Method::name`]).
+pub fn method(name: &str) -> Result<Method, Failure> {
+    [Method::Bfgs, Method::Lbfgs, Method::LbfgsB]
+        .into_iter()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| Failure::Input(format!("unknown method `{name}`: BFGS, L-BFGS or L-BFGS-B")))
+}
+
+/// A gradient scheme by its name in the scheme table (`"exact"`, `"forward"`, `"central"`).
+pub fn gradient(name: &str) -> Result<Gradient, Failure> {
+    Gradient::ALL
+        .into_iter()
+        .find(|g| g.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = Gradient::ALL.iter().map(|g| g.name()).collect();
+            Failure::Input(format!("unknown jac `{name}`: {}", known.join(", ")))
+        })
+}
+
+/// A robust loss by scipy's name.
+pub fn loss(name: &str) -> Result<Loss, Failure> {
+    Loss::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Loss::ALL.iter().map(|l| l.name()).collect();
+        Failure::Input(format!("unknown loss `{name}`: {}", known.join(", ")))
+    })
+}
+
+/// `"auto"`, `"cpu"`, `"cuda"` or `"sim"` (the PTX simulator), as the command line's `--backend`.
+pub fn backend(name: &str) -> Result<BackendChoice, Failure> {
+    match name {
+        "auto" => Ok(BackendChoice::Auto),
+        "cpu" => Ok(BackendChoice::Cpu),
+        "cuda" => Ok(BackendChoice::Cuda),
+        "sim" => Ok(BackendChoice::Simulated),
+        _ => Err(Failure::Input(format!(
+            "unknown backend `{name}`: auto, cpu, cuda or sim"
+        ))),
+    }
+}
+
+/// The box from two arrays of `n` values each (the Python half expands scalars and fills
+/// ±inf); `None` when neither is given. The solvers check them and name a bad variable.
+pub fn bounds(
+    lower: Option<Vec<f64>>,
+    upper: Option<Vec<f64>>,
+    n: usize,
+) -> Result<Option<Bounds>, Failure> {
+    if lower.is_none() && upper.is_none() {
+        return Ok(None);
+    }
+    let side = |name: &str, values: Option<Vec<f64>>, none: f64| match values {
+        None => Ok(vec![none; n]),
+        Some(values) if values.len() == n => Ok(values),
+        Some(values) => Err(Failure::Input(format!(
+            "{name} bounds have {} values for {n} variables",
+            values.len()
+        ))),
+    };
+    Ok(Some(Bounds {
+        lower: side("lower", lower, f64::NEG_INFINITY)?,
+        upper: side("upper", upper, f64::INFINITY)?,
+    }))
+}
+
+/// The mask of held variables from their indices, checked against `n`.
+pub fn fixed(indices: Option<Vec<usize>>, n: usize) -> Result<Option<Vec<bool>>, Failure> {
+    let Some(indices) = indices else {
+        return Ok(None);
+    };
+    let mut mask = vec![false; n];
+    for index in indices {
+        match mask.get_mut(index) {
+            None => {
+                return Err(Failure::Input(format!(
+                    "fixed index {index} is out of range: there are {n} variables"
+                )));
+            }
+            Some(true) => {
+                return Err(Failure::Input(format!(
+                    "fixed index {index} is given twice"
+                )));
+            }
+            Some(held) => *held = true,
+        }
+    }
+    Ok(Some(mask))
+}

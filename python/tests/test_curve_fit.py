@@ -1,0 +1,175 @@
+"""cudamin.curve_fit against scipy.optimize.curve_fit on the same arrays, in the same process.
+
+scipy's `pcov` (method 'lm') is MINPACK's, from the Jacobian of the last iteration that
+computed one, which can be one step before `popt`; cudamin's is from J's triangle at `popt`.
+At scipy's default tolerances the two differ by a few 1e-6 relative for that reason alone, so
+the tight comparisons (1e-6) run at tolerances where that last step is negligible."""
+
+import numpy as np
+import pytest
+from scipy.optimize import OptimizeWarning
+from scipy.optimize import curve_fit as scipy_curve_fit
+
+import cudamin
+
+TIGHT = dict(ftol=1e-12, xtol=1e-12, gtol=1e-12)
+
+
+def exp_decay(x, *theta):
+    return sum(a * np.exp(-b * x) for a, b in zip(theta[::2], theta[1::2]))
+
+
+def gauss_peaks(x, c, *peaks):
+    total = np.full_like(x, c)
+    for a, mu, s in zip(peaks[::3], peaks[1::3], peaks[2::3]):
+        total += a * np.exp(-((x - mu) ** 2) / (2 * s**2))
+    return total
+
+
+def poly(x, *theta):
+    return sum(t * x**k for k, t in enumerate(theta))
+
+
+def expsin(x, *theta):
+    return theta[0] * np.exp(-theta[1] * x) + sum(t * np.sin(k * x) for k, t in enumerate(theta) if k >= 2)
+
+
+RNG = np.random.default_rng(29)
+X = np.linspace(0.0, 4.0, 2000)
+CASES = {
+    "exp-decay": (exp_decay, X, exp_decay(X, 3.0, 0.7, 1.0, 3.0), [2.0, 1.0, 0.5, 2.0]),
+    "gauss-peaks": (gauss_peaks, X, gauss_peaks(X, 0.1, 1.0, 1.5, 0.3, 0.6, 2.6, 0.4), [0, 1, 1.4, 0.2, 0.5, 2.7, 0.5]),
+    "poly": (poly, X, poly(X, 1.0, -2.0, 0.5, 0.1), np.ones(4)),
+    "expsin": (expsin, X, expsin(X, 2.0, 0.5, 0.3, -0.2, 0.1), np.full(5, 0.5)),
+}
+
+
+def noisy(y):
+    return y + 0.01 * RNG.standard_normal(y.size)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_popt_and_pcov_are_scipys(name):
+    f, x, y, p0 = CASES[name]
+    y = noisy(y)
+    popt, pcov = cudamin.curve_fit(name, x, y, p0=p0, **TIGHT)
+    expected_popt, expected_pcov = scipy_curve_fit(f, x, y, p0=p0, **TIGHT)
+    np.testing.assert_allclose(popt, expected_popt, rtol=1e-6)
+    np.testing.assert_allclose(pcov, expected_pcov, rtol=1e-6, atol=1e-6 * np.abs(expected_pcov).max())
+    # At scipy's own tolerances: the same parameters, pcov within MINPACK's last step.
+    popt, pcov = cudamin.curve_fit(name, x, y, p0=p0)
+    expected_popt, expected_pcov = scipy_curve_fit(f, x, y, p0=p0)
+    np.testing.assert_allclose(popt, expected_popt, rtol=1e-6)
+    np.testing.assert_allclose(np.sqrt(np.diag(pcov)), np.sqrt(np.diag(expected_pcov)), rtol=1e-5)
+
+
+def test_expsin_on_a_million_points_from_numpy():
+    x = np.linspace(0.0, 10.0, 1_000_000)
+    theta = np.array([2.0, 0.5] + [0.1 * (-1) ** k for k in range(14)])
+    y = noisy(expsin(x, *theta))
+    popt, pcov = cudamin.curve_fit("expsin", x, y, p0=np.full(16, 0.5))
+    np.testing.assert_allclose(popt, theta, atol=1e-3)
+    assert pcov.shape == (16, 16) and np.all(np.diag(pcov) > 0)
+
+
+def test_sigma_and_absolute_sigma_are_scipys():
+    f, x, y, p0 = CASES["exp-decay"]
+    sigma = 0.01 * (1 + x)
+    y = y + sigma * RNG.standard_normal(x.size)
+    for absolute in (False, True):
+        popt, pcov = cudamin.curve_fit("exp-decay", x, y, p0=p0, sigma=sigma, absolute_sigma=absolute, **TIGHT)
+        expected = scipy_curve_fit(f, x, y, p0=p0, sigma=sigma, absolute_sigma=absolute, **TIGHT)
+        np.testing.assert_allclose(popt, expected[0], rtol=1e-6)
+        np.testing.assert_allclose(pcov, expected[1], rtol=1e-6, atol=1e-6 * np.abs(expected[1]).max())
+
+
+def test_bounds_make_it_scipys_trf():
+    f, x, y, _ = CASES["exp-decay"]
+    y = noisy(y)
+    bounds = ([0, 0, 0, 2.0], [10, 0.65, 10, 10])
+    popt, pcov, info, message, status = cudamin.curve_fit(
+        "exp-decay", x, y, bounds=bounds, full_output=True
+    )
+    expected_popt, expected_pcov, expected_info, _, expected_status = scipy_curve_fit(
+        f, x, y, p0=[5, 0.325, 5, 6], bounds=bounds, full_output=True
+    )
+    assert info["method"] == "trf" and status == expected_status
+    assert info["nfev"] == expected_info["nfev"]
+    assert info["active_mask"].tolist() == [0, 1, 0, 0]
+    np.testing.assert_allclose(popt, expected_popt, rtol=1e-6)
+    np.testing.assert_allclose(np.sqrt(np.diag(pcov)), np.sqrt(np.diag(expected_pcov)), rtol=1e-6)
+    np.testing.assert_allclose(info["fvec"], expected_info["fvec"], atol=1e-9)
+
+
+def test_natural_bounds_keep_a_rate_nonnegative():
+    # A rising baseline tempts an unbounded second exponential into a growing one.
+    x = np.linspace(0, 5, 500)
+    y = 2 * np.exp(-1.5 * x) + 0.05 * x
+    popt, _, info, _, _ = cudamin.curve_fit("exp-decay", x, y, p0=[1, 1, 0.1, 0.1], bounds="natural", full_output=True)
+    assert popt[1] >= 0 and popt[3] >= 0
+    assert info["method"] == "trf"
+
+
+def test_fixed_parameters_have_zero_covariance_rows():
+    f, x, y, p0 = CASES["exp-decay"]
+    y = noisy(y)
+    popt, pcov = cudamin.curve_fit("exp-decay", x, y, p0=[2.0, 0.7, 0.5, 2.0], fixed=[1])
+    assert popt[1] == 0.7
+    assert np.all(pcov[1] == 0) and np.all(pcov[:, 1] == 0)
+    expected, _ = scipy_curve_fit(lambda x, a, c, d: f(x, a, 0.7, c, d), x, y, p0=[2.0, 0.5, 2.0])
+    np.testing.assert_allclose(popt[[0, 2, 3]], expected, rtol=1e-6)
+
+
+def test_robust_loss_is_scipys():
+    f, x, y, p0 = CASES["exp-decay"]
+    y = noisy(y)
+    y[::50] += 1.0
+    bounds = ([0, 0, 0, 0], [np.inf] * 4)
+    popt, _ = cudamin.curve_fit("exp-decay", x, y, p0=p0, bounds=bounds, loss="soft_l1", f_scale=0.02, **TIGHT)
+    expected, _ = scipy_curve_fit(f, x, y, p0=p0, bounds=bounds, loss="soft_l1", f_scale=0.02, **TIGHT)
+    np.testing.assert_allclose(popt, expected, rtol=1e-6)
+
+
+def test_any_dtype_or_layout_is_converted_once():
+    f, x, y, p0 = CASES["poly"]
+    y = noisy(y)
+    expected, _ = cudamin.curve_fit("poly", x[::2], y[::2], p0=p0)
+    as_float32 = cudamin.curve_fit("poly", np.ascontiguousarray(x[::2]), list(y[::2]), p0=[1, 1, 1, 1])[0]
+    np.testing.assert_array_equal(as_float32, expected)
+    assert np.arange(5, dtype=np.int64).dtype != np.float64
+    ints, _ = cudamin.curve_fit("poly", np.arange(10), 2 * np.arange(10) + 1, p0=[0, 0])
+    np.testing.assert_allclose(ints, [1, 2], atol=1e-10)
+
+
+def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
+    # As many points as parameters: no degrees of freedom.
+    with pytest.warns(OptimizeWarning, match="Covariance"):
+        popt, pcov = cudamin.curve_fit("poly", [0.0, 1.0], [1.0, 3.0], p0=[0, 0])
+    np.testing.assert_allclose(popt, [1, 2], atol=1e-12)
+    assert np.all(np.isinf(pcov))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(f="no-such-model"), ValueError, "unknown model"),
+        (dict(xdata=np.ones((10, 2))), ValueError, "must be 1-D"),
+        (dict(ydata=np.r_[np.nan, np.ones(9)]), ValueError, r"ydata\[0\] is nan"),
+        (dict(ydata=np.ones(9)), ValueError, "x has 10 points, y 9"),
+        (dict(sigma=np.r_[0.0, np.ones(9)]), ValueError, "sigma at index 0 is 0"),
+        (dict(p0=[1.0, 1.0, 1.0]), ValueError, "p must be even"),
+        (dict(bounds=([2.0, 0.0], [1.0, 1.0])), ValueError, r"for x\[0\]: lower > upper"),
+        (dict(p0=[1.0, 1.0], bounds=([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])), ValueError, "3 values for 2"),
+        (dict(bounds=(0.0, 1.0), method="lm"), ValueError, "only works for unconstrained"),
+        (dict(p0=[5.0, 1.0], bounds=(0.0, 1.0)), ValueError, r"x0\[0\] = 5 lies outside"),
+        (dict(backend="cuda"), cudamin.BackendError, "cuda"),
+        (dict(loss="l2"), ValueError, "unknown loss"),
+        (dict(jac=lambda x: x), ValueError, "jac must be"),
+    ],
+)
+def test_bad_input_is_a_one_line_exception(kwargs, error, message):
+    call = dict(f="exp-decay", xdata=np.linspace(0, 1, 10), ydata=np.exp(-np.linspace(0, 1, 10)))
+    call.update(kwargs)
+    with pytest.raises(error, match=message) as raised:
+        cudamin.curve_fit(**call)
+    assert "\n" not in str(raised.value)

@@ -1,0 +1,163 @@
+"""cudamin.minimize and cudamin.least_squares against scipy's, run in the same process on the
+same problems: scipy's functions are written here in numpy, cudamin's are its built-in terms."""
+
+import numpy as np
+import pytest
+from scipy.optimize import least_squares as scipy_least_squares
+from scipy.optimize import minimize as scipy_minimize
+from scipy.optimize import rosen, rosen_der
+
+import cudamin
+
+X0 = np.tile([-1.2, 1.0], 5)
+FIELDS = {"x", "fun", "jac", "nit", "nfev", "njev", "status", "success", "message"}
+
+
+@pytest.mark.parametrize("method", ["BFGS", "L-BFGS-B"])
+def test_minimize_takes_scipys_path_on_rosenbrock(method):
+    ours = cudamin.minimize("rosenbrock", X0, method=method)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method=method)
+    assert FIELDS | {"backend", "backend_reason", "jac_error", "method"} <= set(ours)
+    assert ours.backend == "cpu"
+    assert (ours.status, ours.success) == (theirs.status, theirs.success)
+    assert (ours.nit, ours.nfev) == (theirs.nit, theirs.nfev)
+    np.testing.assert_allclose(ours.x, theirs.x, atol=1e-6)
+    np.testing.assert_allclose(ours.fun, theirs.fun, rtol=1e-8, atol=1e-10)
+
+
+def test_lbfgsb_within_bounds_is_scipys():
+    bounds = [(-2.0, 0.8)] * X0.size
+    ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", bounds=bounds)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", bounds=bounds)
+    assert (ours.status, ours.nit, ours.nfev) == (theirs.status, theirs.nit, theirs.nfev)
+    np.testing.assert_allclose(ours.x, theirs.x, atol=1e-10)
+    np.testing.assert_allclose(ours.fun, theirs.fun, rtol=1e-12)
+    assert ours.active_mask.tolist() == [1] + [0] * 9
+
+
+def test_large_separable_problem_reaches_its_known_minimum():
+    # seed-expsum: Σ x_i² + e^{x_i}, minimum n · 0.827184026128 at 2x + e^x = 0.
+    n = 100_000
+    result = cudamin.minimize("seed-expsum", n=n, method="L-BFGS")
+    assert result.success, result.message
+    assert result.x.shape == (n,)
+    np.testing.assert_allclose(result.fun, n * 0.827184026128, rtol=1e-10)
+    np.testing.assert_allclose(result.x, -0.351733711249, atol=1e-5)
+
+
+def test_finite_differences_report_their_error():
+    result = cudamin.minimize("rosenbrock", X0, jac="3-point")
+    assert result.success
+    assert result.jac_error["estimate"] > 0
+    assert result.jac_error["reference"] in {"exact", "central", "forward"}
+    assert cudamin.minimize("rosenbrock", X0).jac_error is None
+
+
+def test_fixed_variables_stay_at_x0():
+    result = cudamin.minimize("rosenbrock", X0, fixed=[0], method="L-BFGS-B")
+    assert result.x[0] == X0[0]
+    assert result.success
+
+
+def test_callback_sees_each_iterate_and_stops_on_stopiteration():
+    seen = []
+
+    def callback(intermediate_result):
+        seen.append((intermediate_result.nit, intermediate_result.fun, intermediate_result.x.copy()))
+        if len(seen) == 5:
+            raise StopIteration
+
+    result = cudamin.minimize("rosenbrock", X0, callback=callback)
+    assert result.status == 99 and not result.success
+    assert [nit for nit, _, _ in seen] == [1, 2, 3, 4, 5]
+    assert result.nit == 5
+    np.testing.assert_array_equal(seen[-1][2], result.x)
+    assert seen[-1][1] == result.fun
+    # scipy's older style: the callback gets x.
+    xs = []
+    cudamin.minimize("rosenbrock", X0, callback=lambda xk: xs.append(xk.copy()))
+    assert len(xs) == cudamin.minimize("rosenbrock", X0).nit
+
+
+def test_an_exception_in_the_callback_propagates():
+    def callback(intermediate_result):
+        raise ZeroDivisionError("from the callback")
+
+    with pytest.raises(ZeroDivisionError, match="from the callback"):
+        cudamin.minimize("rosenbrock", X0, callback=callback)
+
+
+def test_ctrl_c_stops_a_solve_with_keyboardinterrupt():
+    import _thread
+    import threading
+
+    # Chained Rosenbrock at n = 10⁵ with a gtol it cannot reach runs for minutes; SIGINT
+    # (as Ctrl-C sends it) arrives while the GIL is released.
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cudamin.minimize(
+                "rosenbrock", n=100_000, method="L-BFGS",
+                options={"gtol": 1e-300, "maxiter": 10**9},
+            )
+    finally:
+        timer.cancel()
+
+
+def test_least_squares_is_minpacks_and_trf_within_bounds():
+    # MGH 1 (Rosenbrock as residuals 10(x2 − x1²), 1 − x1).
+    def residuals(x):
+        return np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]])
+
+    def jacobian(x):
+        return np.array([[-20 * x[0], 10.0], [-1.0, 0.0]])
+
+    x0 = np.array([-1.2, 1.0])
+    ours = cudamin.least_squares("mgh-1", x0)
+    theirs = scipy_least_squares(residuals, x0, jac=jacobian, method="lm")
+    assert ours.method == "lm"
+    assert (ours.status, ours.nfev, ours.njev) == (theirs.status, theirs.nfev, theirs.njev)
+    np.testing.assert_allclose(ours.x, theirs.x, atol=1e-12)
+    assert ours.fun is None and ours.jac is None
+    bounds = ([-np.inf, -np.inf], [0.5, np.inf])
+    ours = cudamin.least_squares("mgh-1", x0, bounds=bounds)
+    theirs = scipy_least_squares(residuals, x0, jac=jacobian, bounds=bounds)
+    assert ours.method == "trf"
+    assert (ours.status, ours.nfev, ours.njev) == (theirs.status, theirs.nfev, theirs.njev)
+    np.testing.assert_allclose(ours.x, theirs.x, atol=1e-10)
+    np.testing.assert_allclose(ours.cost, theirs.cost, rtol=1e-10)
+    assert ours.active_mask.tolist() == theirs.active_mask.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: cudamin.minimize("no-such-problem", X0), ValueError, "unknown problem"),
+        (lambda: cudamin.minimize("rosenbrock", X0, method="Nelder-Mead"), ValueError, "unknown method"),
+        (lambda: cudamin.minimize("rosenbrock", [np.nan, 1.0]), ValueError, r"x0\[0\] is NaN"),
+        (lambda: cudamin.minimize("rosenbrock", np.ones((2, 2))), ValueError, "must be 1-D"),
+        (lambda: cudamin.minimize("rosenbrock", ["a", "b"]), ValueError, "array of numbers"),
+        (lambda: cudamin.minimize("ext-rosenbrock", np.ones(3)), ValueError, "whole windows"),
+        (
+            lambda: cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", bounds=[(1.0, 0.0)] * 10),
+            ValueError,
+            r"invalid bounds \[1, 0\] for x\[0\]: lower > upper",
+        ),
+        (lambda: cudamin.minimize("rosenbrock", X0, bounds=[(0, 1)] * 10), ValueError, "bounds"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[12]), ValueError, "fixed index 12"),
+        (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
+        (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
+        (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "give bounds"),
+        (lambda: cudamin.minimize("seed-expsum", n=10**15), MemoryError, "more memory"),
+    ],
+)
+def test_bad_input_is_a_one_line_exception(call, error, message):
+    with pytest.raises(error, match=message) as raised:
+        call()
+    assert "\n" not in str(raised.value)
+
+
+def test_the_cuda_backend_without_a_gpu_is_a_backend_error():
+    with pytest.raises(cudamin.BackendError):
+        cudamin.minimize("rosenbrock", X0, backend="cuda")
