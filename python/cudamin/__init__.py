@@ -10,6 +10,10 @@ and to PTX, and known here by name. ``cudamin.problems()`` lists the built-in pr
     y = 2.5 * np.exp(-1.3 * x) + 0.01 * np.random.default_rng(0).normal(size=x.size)
     popt, pcov = cudamin.curve_fit("exp-decay", x, y, p0=[1, 1])
 
+Your own terms, compiled into an extension module of your crate with
+``cudamin_py::python_module!``, get the same functions from ``cudamin.bind(_native.catalog)``
+(the own-crate template's ``my-py`` does so).
+
 Results are scipy's own types (``OptimizeResult``, ``(popt, pcov)``) with scipy's field names,
 plus cudamin's: ``backend`` and ``backend_reason`` (where the terms ran, and why),
 ``jac_error`` (for finite differences, the estimated error of the gradient) and ``method``.
@@ -28,11 +32,18 @@ import warnings
 import numpy as np
 from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
 
-from . import _native
-from ._native import BackendError
+
+class BackendError(RuntimeError):
+    """The backend asked for cannot run the problem (no CUDA device, a driver error, a GPU
+    failure during the solve). Every module bound by ``cudamin.bind`` raises this class."""
+
+
+# After BackendError: the extension modules raise it.
+from . import _native  # noqa: E402
 
 __all__ = [
     "BackendError",
+    "bind",
     "curve_fit",
     "least_squares",
     "minimize",
@@ -45,18 +56,6 @@ _MINIMIZE_METHODS = {"bfgs": "bfgs", "l-bfgs": "lbfgs", "l-bfgs-b": "lbfgsb"}
 # scipy's names for finite differences to cudamin's scheme names, which are accepted too.
 _JAC_NAMES = {"2-point": "forward", "3-point": "central"}
 _MINIMIZE_OPTIONS = {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "return_hess_inv", "disp"}
-
-
-def problems():
-    """The built-in problems ``minimize`` and ``least_squares`` take, as dicts (name, title,
-    the rule for ``n`` and its default, the default number of data points)."""
-    return _native.problems()
-
-
-def models():
-    """The built-in models ``curve_fit`` takes, as dicts (name, formula, the rule for the
-    number of parameters and its default)."""
-    return _native.models()
 
 
 def _array(name, values, check_finite=False):
@@ -162,70 +161,6 @@ def _observer(callback):
     return observe
 
 
-def minimize(fun, x0=None, method="BFGS", jac="exact", bounds=None, tol=None, callback=None,
-             options=None, *, n=None, points=None, fixed=None, backend="auto"):
-    """scipy's ``minimize`` on built-in problem ``fun`` (a name from ``cudamin.problems()``).
-
-    ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
-    ``'L-BFGS-B'`` (with ``bounds``). ``jac``: ``'exact'`` (the default: the term's own
-    derivatives), ``'2-point'`` or ``'3-point'``. ``x0``: the start (default the problem's;
-    its length is ``n``). ``options``: scipy's ``gtol``, ``ftol``, ``maxiter``, ``maxfun``,
-    ``maxcor``, ``return_hess_inv``. cudamin's extras: ``n`` and ``points`` (the problem's size
-    when ``x0`` is not given), ``fixed`` (indices of variables held at ``x0``) and ``backend``
-    (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
-
-    Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
-    ``jac_error`` and ``method``.
-    """
-    key = str(method).lower()
-    if key not in _MINIMIZE_METHODS:
-        raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")
-    options = dict(options or {})
-    unknown = set(options) - _MINIMIZE_OPTIONS
-    if unknown:
-        warnings.warn(f"Unknown solver options: {', '.join(sorted(unknown))}", OptimizeWarning, stacklevel=2)
-    if tol is not None:
-        options.setdefault("gtol", tol)
-    x0 = None if x0 is None else _array("x0", x0)
-    size = x0.size if x0 is not None else n
-    lower, upper = _minimize_box(bounds, size)
-    result = _native.minimize(
-        fun, x0, n=n, points=points, method=_MINIMIZE_METHODS[key], jac=_jac(jac),
-        lower=lower, upper=upper, fixed=_fixed(fixed),
-        gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=options.get("maxiter"),
-        maxfun=options.get("maxfun"), maxcor=options.get("maxcor"),
-        return_hess_inv=bool(options.get("return_hess_inv", False)),
-        backend=backend, callback=_observer(callback),
-    )
-    return OptimizeResult(result)
-
-
-def least_squares(fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,
-                  xtol=1e-8, gtol=1e-8, loss="linear", f_scale=1.0, max_nfev=None, callback=None,
-                  *, n=None, points=None, fixed=None, backend="auto"):
-    """scipy's ``least_squares`` on built-in sum-of-squares problem ``fun`` (the ``mgh-*``
-    problems of ``cudamin.problems()``).
-
-    Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds,
-    ``'trf'`` (trust-region reflective), as ``curve_fit`` chooses. ``method='trf'`` without a
-    finite bound is refused: cudamin's trf is the bounded one. ``loss`` and ``f_scale`` are
-    scipy's robust losses. The result has scipy's fields except ``fun`` and ``jac``, which are
-    ``None``: cudamin reduces the residuals and ``J`` to ``J``'s triangle as it computes them
-    and never stores them.
-    """
-    x0 = None if x0 is None else _array("x0", x0)
-    size = x0.size if x0 is not None else n
-    lower, upper = _box(bounds, size)
-    _check_method(method, lower is not None)
-    result = _native.least_squares(
-        fun, x0, n=n, points=points, jac=_jac(jac), lower=lower, upper=upper, fixed=_fixed(fixed),
-        ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
-        backend=backend, callback=_observer(callback),
-    )
-    result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
-    return OptimizeResult(result, fun=None, jac=None)
-
-
 def _check_method(method, bounded):
     """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``."""
     if method is None:
@@ -236,58 +171,6 @@ def _check_method(method, bounded):
         raise ValueError("cudamin's 'trf' is the bounded method: give bounds, or use 'lm' without them")
     if method not in ("lm", "trf"):
         raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
-
-
-def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=True,
-              bounds=(-np.inf, np.inf), method=None, jac="exact", *, full_output=False,
-              nan_policy=None, loss="linear", f_scale=1.0, ftol=1e-8, xtol=1e-8, gtol=1e-8,
-              max_nfev=None, fixed=None, backend="auto", callback=None):
-    """scipy's ``curve_fit`` with built-in model ``f`` (a name from ``cudamin.models()``).
-
-    The number of parameters is ``len(p0)`` (default: the model's, starting from ones as
-    ``curve_fit`` does, or inside the bounds). ``sigma`` is one standard deviation per point.
-    ``bounds`` as scipy's (``(lb, ub)``, scalars or arrays, or a ``scipy.optimize.Bounds``), or
-    ``'natural'`` for the model's own (decay rates and widths at least 0; cudamin's extra).
-    Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's. ``loss`` and
-    ``f_scale`` as ``least_squares``'; ``fixed``: indices of parameters held at ``p0`` (their
-    rows and columns of ``pcov`` are zero).
-
-    Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``.
-    ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
-    as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
-    """
-    if nan_policy not in (None, "raise"):
-        raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
-    xdata = _array("xdata", xdata, check_finite)
-    ydata = _array("ydata", ydata, check_finite)
-    if sigma is not None:
-        sigma = _array("sigma", sigma)
-    p0 = None if p0 is None else _array("p0", p0, True)
-    natural = isinstance(bounds, str)
-    if natural and bounds != "natural":
-        raise ValueError(f"bounds must be (lower, upper), a scipy.optimize.Bounds or 'natural', not {bounds!r}")
-    size = p0.size if p0 is not None else _bounds_size(bounds) or _default_params(f)
-    lower, upper = (None, None) if natural else _box(bounds, size)
-    _check_method(method, natural or lower is not None)
-    result = _native.curve_fit(
-        f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
-        upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,
-        xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
-        full_output=bool(full_output), backend=backend, callback=_observer(callback),
-    )
-    if not result["success"]:
-        raise RuntimeError("Optimal parameters not found: " + result["message"])
-    popt, pcov = result["x"], result["pcov"]
-    if pcov is None:
-        pcov = np.full((popt.size, popt.size), np.inf)
-        warnings.warn("Covariance of the parameters could not be estimated", OptimizeWarning, stacklevel=2)
-    if not full_output:
-        return popt, pcov
-    infodict = {k: result[k] for k in ("nfev", "njev", "fvec", "backend", "backend_reason", "method")}
-    for extra in ("active_mask", "rank", "not_identifiable"):
-        if extra in result:
-            infodict[extra] = result[extra]
-    return popt, pcov, infodict, result["message"], result["status"]
 
 
 def _bounds_size(bounds):
@@ -303,10 +186,160 @@ def _bounds_size(bounds):
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def _default_params(model):
-    """The default parameter count of built-in model ``model`` (``ValueError`` if unknown)."""
-    for entry in _native.models():
-        if entry["name"] == model:
-            return entry["default_params"]
-    known = ", ".join(entry["name"] for entry in _native.models())
-    raise ValueError(f"unknown model `{model}`; the built-in models are: {known}")
+class Solvers:
+    """scipy's ``minimize``, ``least_squares`` and ``curve_fit`` over one extension module's
+    catalog of problems and models (``cudamin.bind``). The module-level functions are those of
+    cudamin's own catalog."""
+
+    def __init__(self, catalog):
+        self._catalog = catalog
+
+    def problems(self):
+        """The problems ``minimize`` and ``least_squares`` take by name, as dicts (name, title,
+        the rule for ``n`` and its default, the default number of data points)."""
+        return self._catalog.problems()
+
+    def models(self):
+        """The models ``curve_fit`` takes by name, as dicts (name, formula, the rule for the
+        number of parameters and its default)."""
+        return self._catalog.models()
+
+    def minimize(self, fun, x0=None, method="BFGS", jac="exact", bounds=None, tol=None, callback=None,
+                 options=None, *, n=None, points=None, fixed=None, backend="auto"):
+        """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
+
+        ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
+        ``'L-BFGS-B'`` (with ``bounds``). ``jac``: ``'exact'`` (the default: the term's own
+        derivatives), ``'2-point'`` or ``'3-point'``. ``x0``: the start (default the problem's;
+        its length is ``n``). ``options``: scipy's ``gtol``, ``ftol``, ``maxiter``, ``maxfun``,
+        ``maxcor``, ``return_hess_inv``. cudamin's extras: ``n`` and ``points`` (the problem's size
+        when ``x0`` is not given), ``fixed`` (indices of variables held at ``x0``) and ``backend``
+        (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
+
+        Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
+        ``jac_error`` and ``method``.
+        """
+        key = str(method).lower()
+        if key not in _MINIMIZE_METHODS:
+            raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")
+        options = dict(options or {})
+        unknown = set(options) - _MINIMIZE_OPTIONS
+        if unknown:
+            warnings.warn(f"Unknown solver options: {', '.join(sorted(unknown))}", OptimizeWarning, stacklevel=2)
+        if tol is not None:
+            options.setdefault("gtol", tol)
+        x0 = None if x0 is None else _array("x0", x0)
+        size = x0.size if x0 is not None else n
+        lower, upper = _minimize_box(bounds, size)
+        result = self._catalog.minimize(
+            fun, x0, n=n, points=points, method=_MINIMIZE_METHODS[key], jac=_jac(jac),
+            lower=lower, upper=upper, fixed=_fixed(fixed),
+            gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=options.get("maxiter"),
+            maxfun=options.get("maxfun"), maxcor=options.get("maxcor"),
+            return_hess_inv=bool(options.get("return_hess_inv", False)),
+            backend=backend, callback=_observer(callback),
+        )
+        return OptimizeResult(result)
+
+    def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,
+                      xtol=1e-8, gtol=1e-8, loss="linear", f_scale=1.0, max_nfev=None, callback=None,
+                      *, n=None, points=None, fixed=None, backend="auto"):
+        """scipy's ``least_squares`` on sum-of-squares problem ``fun`` (cudamin's own: the
+        ``mgh-*`` problems of ``cudamin.problems()``).
+
+        Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds,
+        ``'trf'`` (trust-region reflective), as ``curve_fit`` chooses. ``method='trf'`` without a
+        finite bound is refused: cudamin's trf is the bounded one. ``loss`` and ``f_scale`` are
+        scipy's robust losses. The result has scipy's fields except ``fun`` and ``jac``, which are
+        ``None``: cudamin reduces the residuals and ``J`` to ``J``'s triangle as it computes them
+        and never stores them.
+        """
+        x0 = None if x0 is None else _array("x0", x0)
+        size = x0.size if x0 is not None else n
+        lower, upper = _box(bounds, size)
+        _check_method(method, lower is not None)
+        result = self._catalog.least_squares(
+            fun, x0, n=n, points=points, jac=_jac(jac), lower=lower, upper=upper, fixed=_fixed(fixed),
+            ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
+            backend=backend, callback=_observer(callback),
+        )
+        result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
+        return OptimizeResult(result, fun=None, jac=None)
+
+    def curve_fit(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=True,
+                  bounds=(-np.inf, np.inf), method=None, jac="exact", *, full_output=False,
+                  nan_policy=None, loss="linear", f_scale=1.0, ftol=1e-8, xtol=1e-8, gtol=1e-8,
+                  max_nfev=None, fixed=None, backend="auto", callback=None):
+        """scipy's ``curve_fit`` with model ``f``, a name from ``models()``.
+
+        The number of parameters is ``len(p0)`` (default: the model's, starting from ones as
+        ``curve_fit`` does, or inside the bounds). ``sigma`` is one standard deviation per point.
+        ``bounds`` as scipy's (``(lb, ub)``, scalars or arrays, or a ``scipy.optimize.Bounds``), or
+        ``'natural'`` for the model's own (decay rates and widths at least 0; cudamin's extra).
+        Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's. ``loss`` and
+        ``f_scale`` as ``least_squares``'; ``fixed``: indices of parameters held at ``p0`` (their
+        rows and columns of ``pcov`` are zero).
+
+        Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``.
+        ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
+        as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
+        """
+        if nan_policy not in (None, "raise"):
+            raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
+        xdata = _array("xdata", xdata, check_finite)
+        ydata = _array("ydata", ydata, check_finite)
+        if sigma is not None:
+            sigma = _array("sigma", sigma)
+        p0 = None if p0 is None else _array("p0", p0, True)
+        natural = isinstance(bounds, str)
+        if natural and bounds != "natural":
+            raise ValueError(f"bounds must be (lower, upper), a scipy.optimize.Bounds or 'natural', not {bounds!r}")
+        size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
+        lower, upper = (None, None) if natural else _box(bounds, size)
+        _check_method(method, natural or lower is not None)
+        result = self._catalog.curve_fit(
+            f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
+            upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,
+            xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
+            full_output=bool(full_output), backend=backend, callback=_observer(callback),
+        )
+        if not result["success"]:
+            raise RuntimeError("Optimal parameters not found: " + result["message"])
+        popt, pcov = result["x"], result["pcov"]
+        if pcov is None:
+            pcov = np.full((popt.size, popt.size), np.inf)
+            warnings.warn("Covariance of the parameters could not be estimated", OptimizeWarning, stacklevel=2)
+        if not full_output:
+            return popt, pcov
+        infodict = {k: result[k] for k in ("nfev", "njev", "fvec", "backend", "backend_reason", "method")}
+        for extra in ("active_mask", "rank", "not_identifiable"):
+            if extra in result:
+                infodict[extra] = result[extra]
+        return popt, pcov, infodict, result["message"], result["status"]
+
+    def _default_params(self, model):
+        """The default parameter count of model ``model`` (``ValueError`` if unknown)."""
+        for entry in self._catalog.models():
+            if entry["name"] == model:
+                return entry["default_params"]
+        known = ", ".join(entry["name"] for entry in self._catalog.models())
+        raise ValueError(f"unknown model `{model}`; this module's models are: {known}")
+
+
+def bind(catalog):
+    """The solvers over ``catalog``, an extension module's ``catalog`` attribute: how a module of
+    your own (``cudamin_py::python_module!``) gets scipy's functions::
+
+        import cudamin
+        from . import _native
+        curve_fit = cudamin.bind(_native.catalog).curve_fit
+    """
+    return Solvers(catalog)
+
+
+_builtin = bind(_native.catalog)
+minimize = _builtin.minimize
+least_squares = _builtin.least_squares
+curve_fit = _builtin.curve_fit
+problems = _builtin.problems
+models = _builtin.models

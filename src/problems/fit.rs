@@ -85,9 +85,9 @@ pub enum FitError {
 /// How a model is set up with `p` parameters on data laid out as the fit terms read it.
 type Setup = fn(&Backend, usize, Vec<f64>, usize) -> Result<Instance, LoadError>;
 
-/// A built-in model.
+/// A fit model: a residual term with its name and rules ([`Model::of`]).
 pub struct Model {
-    /// The name `cudamin fit` knows it by, e.g. `"exp-decay"`.
+    /// The name it is known by, e.g. `"exp-decay"` (`cudamin fit --model`).
     pub name: &'static str,
     /// `m(θ, x)`, in words.
     pub formula: &'static str,
@@ -144,48 +144,29 @@ fn setup<T: ResidualKernels + 'static>(
 
 /// Every built-in model, in `cudamin fit --help` order.
 pub static MODELS: &[Model] = &[
-    Model {
-        name: "expsin",
-        formula: "θ0·exp(−θ1·x) + Σ_{k=2}^{p−1} θk·sin(k·x)",
-        params_rule: "p >= 2",
-        default_params: 16,
-        natural_lower: None,
-        setup: setup::<ExpSin>,
-        launches: residual_launches::<ExpSin>,
-        predict: predict::<ExpSin>,
-    },
-    Model {
-        name: "poly",
-        formula: "Σ_{k<p} θk·x^k (degree p − 1)",
-        params_rule: "p >= 1",
-        default_params: 3,
-        natural_lower: None,
-        setup: setup::<Poly>,
-        launches: residual_launches::<Poly>,
-        predict: predict::<Poly>,
-    },
-    Model {
-        name: "exp-decay",
-        formula: "Σ_i a_i·exp(−b_i·x), θ = (a0, b0, a1, b1, ...)",
-        params_rule: "p = 2K for K exponentials",
-        default_params: 2,
-        // Decay rates: a negative one is a growing exponential, which overflows.
-        natural_lower: Some(|p| zero_below(p, |j| j % 2 == 1)),
-        setup: setup::<ExpDecay>,
-        launches: residual_launches::<ExpDecay>,
-        predict: predict::<ExpDecay>,
-    },
-    Model {
-        name: "gauss-peaks",
-        formula: "c + Σ_i a_i·exp(−(x − μ_i)²/(2·s_i²)), θ = (c, a0, μ0, s0, a1, ...)",
-        params_rule: "p = 3K + 1 for K peaks",
-        default_params: 4,
-        // Widths: the model reads s², so a negative width is its positive twin.
-        natural_lower: Some(|p| zero_below(p, |j| j > 0 && j % 3 == 0)),
-        setup: setup::<GaussPeaks>,
-        launches: residual_launches::<GaussPeaks>,
-        predict: predict::<GaussPeaks>,
-    },
+    Model::of::<ExpSin>(
+        "expsin",
+        "θ0·exp(−θ1·x) + Σ_{k=2}^{p−1} θk·sin(k·x)",
+        "p >= 2",
+        16,
+    ),
+    Model::of::<Poly>("poly", "Σ_{k<p} θk·x^k (degree p − 1)", "p >= 1", 3),
+    Model::of::<ExpDecay>(
+        "exp-decay",
+        "Σ_i a_i·exp(−b_i·x), θ = (a0, b0, a1, b1, ...)",
+        "p = 2K for K exponentials",
+        2,
+    )
+    // Decay rates: a negative one is a growing exponential, which overflows.
+    .natural_lower(|p| zero_below(p, |j| j % 2 == 1)),
+    Model::of::<GaussPeaks>(
+        "gauss-peaks",
+        "c + Σ_i a_i·exp(−(x − μ_i)²/(2·s_i²)), θ = (c, a0, μ0, s0, a1, ...)",
+        "p = 3K + 1 for K peaks",
+        4,
+    )
+    // Widths: the model reads s², so a negative width is its positive twin.
+    .natural_lower(|p| zero_below(p, |j| j > 0 && j % 3 == 0)),
 ];
 
 /// The model called `name`.
@@ -200,6 +181,37 @@ pub fn find_model(name: &str) -> Result<&'static Model, FitError> {
 }
 
 impl Model {
+    /// Residual term `T` as a model: built-in, or of your own. `T` reads the fit layout, one
+    /// row per point with the columns `x`, `y` and `w = 1/σ` (1 without `sigma`), and returns
+    /// the weighted residual `w·(y − m(θ, x))`; `name`, `formula` and `params_rule` are what
+    /// listings show, and `default_params` the parameter count when none is asked for.
+    pub const fn of<T: ResidualKernels + 'static>(
+        name: &'static str,
+        formula: &'static str,
+        params_rule: &'static str,
+        default_params: usize,
+    ) -> Model {
+        Model {
+            name,
+            formula,
+            params_rule,
+            default_params,
+            natural_lower: None,
+            setup: setup::<T>,
+            launches: residual_launches::<T>,
+            predict: predict::<T>,
+        }
+    }
+
+    /// The model with natural lower bounds: `lower(p)` gives one per parameter (`-inf` for
+    /// none).
+    pub const fn natural_lower(self, lower: fn(usize) -> Vec<f64>) -> Model {
+        Model {
+            natural_lower: Some(lower),
+            ..self
+        }
+    }
+
     /// The natural bounds of the model with `p` parameters: lower bounds where a parameter is a
     /// rate or a width, none above. `None` for a model without any.
     pub fn natural_bounds(&self, p: usize) -> Option<Bounds> {

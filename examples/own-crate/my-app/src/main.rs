@@ -137,11 +137,12 @@ fn uniforms(mut state: u64) -> impl FnMut() -> f64 {
 }
 
 /// Substrate `s` uniform on [0.1, 10), rates on the curve plus uniform noise of ±0.05, as
-/// columns `s` and `v`.
+/// columns `s`, `v` and the weights `w`.
 fn rate_data(points: usize) -> Vec<f64> {
     let mut uniform = uniforms(0x9e37_79b9_7f4a_7c15);
     let [v_max, k] = TRUE_RATES;
-    let mut columns = vec![0.0; 2 * points];
+    // Every point weighs 1: the third column, w = 1/σ, is all ones.
+    let mut columns = vec![1.0; 3 * points];
     for j in 0..points {
         let s = 0.1 + 9.9 * uniform();
         columns[j] = s;

@@ -17,7 +17,8 @@ fn rates(points: usize, vk: [f64; 2]) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn objective(s: &[f64], v: &[f64]) -> TermObjective<dyn LeastSquaresEvaluator> {
-    let columns = [s, v].concat();
+    // s, v and the weights w = 1/σ, all 1.
+    let columns = [s, v, &vec![1.0; s.len()]].concat();
     let problem =
         TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, columns, s.len()).unwrap();
     TermObjective::new(

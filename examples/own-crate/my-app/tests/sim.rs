@@ -58,7 +58,12 @@ fn rates(points: usize) -> Vec<f64> {
         .iter()
         .enumerate()
         .map(|(j, s)| 2.5 * s / (1.2 + s) + 0.01 * (j as f64).cos());
-    s.iter().copied().chain(v).collect()
+    // s, v and the weights w = 1/σ, all 1.
+    s.iter()
+        .copied()
+        .chain(v)
+        .chain(vec![1.0; points])
+        .collect()
 }
 
 /// A residual problem loaded by `load` on the simulator and on the CPU: the normal equations

@@ -1,8 +1,10 @@
 //! An enzyme's rate against substrate concentration, `v ≈ V·s / (K + s)` (Michaelis–Menten):
 //! a nonlinear least-squares fit of `V` and `K`. A residual term: `eval` returns one point's
-//! residual `v − V·s/(K + s)`, and `register_residuals!` makes the sum of their squares the
-//! objective, so Levenberg–Marquardt (cudamin's `least_squares`) can read the residuals
-//! themselves and BFGS can minimize the sum.
+//! weighted residual `w·(v − V·s/(K + s))`, and `register_residuals!` makes the sum of their
+//! squares the objective, so Levenberg–Marquardt (cudamin's `least_squares`) can read the
+//! residuals themselves and BFGS can minimize the sum. Its data rows are the fit layout
+//! (`s`, `v`, and the weight `w = 1/σ`, 1 for unweighted points), as cudamin's built-in models
+//! read theirs: so `my-py` can offer it to Python's `curve_fit` with `sigma`.
 
 use gpu_kernels::prelude::*;
 
@@ -11,14 +13,14 @@ pub struct MichaelisMenten;
 impl Term for MichaelisMenten {
     /// Every point reads both parameters.
     const WINDOW: Window = Window::Dense;
-    /// A point's data row: `s`, then `v`.
+    /// A point's data row: `s`, `v`, then its weight `w`.
     type Local<'a> = Row<'a>;
 
     fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
-        if n == 2 && data.cols() == 2 {
+        if n == 2 && data.cols() == 3 {
             Ok(())
         } else {
-            Err("MichaelisMenten fits n = 2 parameters (V, K) to data columns s and v")
+            Err("MichaelisMenten fits n = 2 parameters (V, K) to data columns s, v and w = 1/σ")
         }
     }
 
@@ -27,8 +29,8 @@ impl Term for MichaelisMenten {
     }
 
     fn eval<R: Real>(vk: Vars<'_, R>, point: &Row<'_>) -> Num<R> {
-        let (s, v) = (point.get(0), point.get(1));
-        v - vk[0] * s / (vk[1] + s)
+        let (s, v, w) = (point.get(0), point.get(1), point.get(2));
+        w * (v - vk[0] * s / (vk[1] + s))
     }
 }
 

@@ -7,15 +7,11 @@ use cudamin::problems::LoadError;
 use cudamin::problems::fit::FitError;
 use cudamin::{EvalError, SolveError};
 use pyo3::PyErr;
-use pyo3::exceptions::{PyException, PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 
-pyo3::create_exception!(
-    _native,
-    BackendError,
-    PyException,
-    "The backend asked for cannot run the problem (no CUDA device, a driver error, a GPU \
-     failure during the solve)."
-);
+// The Python package defines the class, so that every extension module bound by it (cudamin's
+// and yours) raises the same `cudamin.BackendError`.
+pyo3::import_exception!(cudamin, BackendError);
 
 /// Why a call failed, before it becomes a Python exception.
 pub enum Failure {

@@ -1,0 +1,101 @@
+//! What an extension module knows by name: its PTX, its problems and its fit models, looked up
+//! for a call and listed for `problems()` and `models()`.
+
+use crate::errors::Failure;
+use cudamin::problems::Problem;
+use cudamin::problems::fit::Model;
+use cudamin::{Backend, BackendChoice, LaunchOverride};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// One extension module's problems and models, with the PTX their kernels are in. Python sees
+/// it as `_native.catalog`, whose methods the package `cudamin` wraps in scipy's signatures.
+#[pyclass(frozen, module = "cudamin")]
+pub struct Catalog {
+    ptx: Result<&'static str, &'static str>,
+    problems: Vec<&'static Problem>,
+    models: &'static [Model],
+}
+
+impl Catalog {
+    /// A catalog of `problems` and `models` whose kernels are in `ptx` (what
+    /// `cudamin::include_ptx!` defines).
+    pub fn new(
+        ptx: Result<&'static str, &'static str>,
+        problems: impl IntoIterator<Item = &'static Problem>,
+        models: &'static [Model],
+    ) -> Self {
+        Catalog {
+            ptx,
+            problems: problems.into_iter().collect(),
+            models,
+        }
+    }
+
+    /// The problem called `name`.
+    pub(crate) fn problem(&self, name: &str) -> Result<&'static Problem, Failure> {
+        let known = || self.problems.iter().map(|p| p.name).collect::<Vec<_>>();
+        let problem = self.problems.iter().find(|p| p.name == name);
+        problem
+            .copied()
+            .ok_or_else(|| unknown("problem", name, &known()))
+    }
+
+    /// The model called `name`.
+    pub(crate) fn model(&self, name: &str) -> Result<&'static Model, Failure> {
+        let known = || self.models.iter().map(|m| m.name).collect::<Vec<_>>();
+        let model = self.models.iter().find(|m| m.name == name);
+        model.ok_or_else(|| unknown("model", name, &known()))
+    }
+
+    /// The backend asked for, with this catalog's PTX, and why it was chosen.
+    pub(crate) fn backend(&self, choice: BackendChoice) -> Result<(Backend, String), Failure> {
+        Ok(Backend::select(
+            choice,
+            self.ptx,
+            LaunchOverride::default(),
+        )?)
+    }
+
+    /// The problems, as dicts (name, title, the rule for `n` and its default, the default
+    /// number of data points).
+    pub(crate) fn list_problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        (self.problems.iter())
+            .map(|p| {
+                let entry = PyDict::new(py);
+                entry.set_item("name", p.name)?;
+                entry.set_item("title", p.title)?;
+                entry.set_item("n_rule", p.n_rule)?;
+                entry.set_item("default_n", p.default_n)?;
+                entry.set_item("default_points", p.default_points)?;
+                Ok(entry)
+            })
+            .collect()
+    }
+
+    /// The models, as dicts (name, formula, the rule for the parameter count and its default).
+    pub(crate) fn list_models<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        (self.models.iter())
+            .map(|m| {
+                let entry = PyDict::new(py);
+                entry.set_item("name", m.name)?;
+                entry.set_item("formula", m.formula)?;
+                entry.set_item("params_rule", m.params_rule)?;
+                entry.set_item("default_params", m.default_params)?;
+                Ok(entry)
+            })
+            .collect()
+    }
+}
+
+/// A name the catalog does not have, with the ones it has.
+fn unknown(kind: &str, name: &str, known: &[&str]) -> Failure {
+    let known = if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    };
+    Failure::Input(format!(
+        "unknown {kind} `{name}`; this module's {kind}s are: {known}"
+    ))
+}

@@ -1,0 +1,59 @@
+//! The Rust half of cudamin's Python face, for cudamin's own extension module
+//! (`cudamin._native`) and for yours. An extension module holds one [`Catalog`]: the PTX it
+//! embeds, the problems `minimize` and `least_squares` know by name, the models `curve_fit`
+//! knows. The Python package `cudamin` binds a catalog to scipy's signatures
+//! (`cudamin.bind(_native.catalog)`), so a module of your own needs no Python of its own
+//! beyond that line.
+//!
+//! Your terms from Python, in a crate of yours (the own-crate template's `my-py`), with a
+//! residual term `MichaelisMenten` that reads the fit layout (`x`, `y`, `w = 1/σ` per point):
+//!
+//! ```ignore
+//! use cudamin::problems::fit::Model;
+//! use my_kernels::MichaelisMenten;
+//!
+//! cudamin::include_ptx!("my_kernels");
+//! cudamin_py::python_module!(_native, PTX, [
+//!     Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2", 2),
+//! ]);
+//! ```
+//!
+//! Each call converts its arguments (args.rs), solves with the GIL released, watched by the
+//! observer that calls back into Python (observe.rs), and returns a dict (solve.rs); failures
+//! become Python exceptions (errors.rs).
+
+#![forbid(unsafe_code)]
+
+mod args;
+mod catalog;
+mod errors;
+mod observe;
+mod solve;
+
+pub use catalog::Catalog;
+pub use cudamin::problems::fit::Model;
+#[doc(hidden)]
+pub use pyo3;
+
+use pyo3::prelude::*;
+
+/// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
+pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {
+    module.add("catalog", catalog)
+}
+
+/// Defines extension module `$module` (the last part of maturin's `module-name`) holding the
+/// models listed, each a [`Model`], with the PTX `$ptx` (what `cudamin::include_ptx!` defines).
+#[macro_export]
+macro_rules! python_module {
+    ($module:ident, $ptx:expr, [$($model:expr),* $(,)?]) => {
+        #[$crate::pyo3::pymodule]
+        #[pyo3(crate = "::cudamin_py::pyo3")]
+        fn $module(
+            module: &$crate::pyo3::Bound<'_, $crate::pyo3::types::PyModule>,
+        ) -> $crate::pyo3::PyResult<()> {
+            static MODELS: &[$crate::Model] = &[$($model),*];
+            $crate::export(module, $crate::Catalog::new($ptx, [], MODELS))
+        }
+    };
+}

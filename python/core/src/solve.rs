@@ -1,0 +1,421 @@
+//! What a [`Catalog`] does for Python: one of its problems minimized (`minimize`), solved as
+//! least squares (`least_squares`), or one of its models fitted to arrays (`curve_fit`).
+//! Each converts its arguments, solves with the GIL released, and returns scipy's fields in a
+//! dict, with cudamin's extras (`backend`, `backend_reason`, `jac_error`, `method`).
+
+use crate::Catalog;
+use crate::args;
+use crate::errors::Failure;
+use crate::observe::Observer;
+use cudamin::problems::fit::Columns;
+use cudamin::problems::{Problem, Solvable};
+use cudamin::solver::Bounds;
+use cudamin::{Backend, BackendChoice, Gradient, LmOptions, Options};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// What every solve reports beside its result: where it ran and why.
+struct Ran<R> {
+    result: R,
+    backend: &'static str,
+    backend_reason: String,
+    /// With bounds, scipy's `active_mask`: the solver's own (trf's, within its tolerance), or
+    /// for `minimize` which bound each variable is at.
+    active_mask: Option<Vec<i32>>,
+}
+
+/// Runs `solve` with the GIL released, watched by `observer`; an exception the observer
+/// caught (Ctrl-C, the callback's) wins over the solve's own result.
+fn detached<R: Send>(
+    py: Python<'_>,
+    observer: &mut Observer,
+    solve: impl FnOnce(&mut Observer) -> Result<R, Failure> + Send,
+) -> Result<R, Failure> {
+    let outcome = py.detach(|| solve(observer));
+    match observer.raised.take() {
+        Some(raised) => Err(Failure::Python(raised)),
+        None => outcome,
+    }
+}
+
+/// A catalog's problem as a call names it: read under the GIL, loaded without it.
+struct Named {
+    problem: &'static Problem,
+    x0: Option<Vec<f64>>,
+    n: Option<usize>,
+    points: Option<usize>,
+    gradient: Gradient,
+    choice: BackendChoice,
+}
+
+impl Named {
+    /// The problem called `name`, its start (`n` is `x0`'s length when it is given; both given
+    /// must agree), its data size, the gradient scheme and the backend asked for.
+    fn read(
+        catalog: &Catalog,
+        name: &str,
+        x0: Option<PyReadonlyArray1<'_, f64>>,
+        n: Option<usize>,
+        points: Option<usize>,
+        jac: &str,
+        backend: &str,
+    ) -> Result<Self, Failure> {
+        let x0 = args::owned("x0", x0)?;
+        let n = match (&x0, n) {
+            (Some(x0), Some(n)) if x0.len() != n => {
+                return Err(Failure::Input(format!(
+                    "x0 has {} values but n = {n}",
+                    x0.len()
+                )));
+            }
+            (Some(x0), _) => Some(x0.len()),
+            (None, n) => n,
+        };
+        Ok(Named {
+            problem: catalog.problem(name)?,
+            x0,
+            n,
+            points,
+            gradient: args::gradient(jac)?,
+            choice: args::backend(backend)?,
+        })
+    }
+
+    /// Picks the backend and loads the problem on it: the objective, the start (the problem's
+    /// own unless `x0` was given), the backend's name and why it was chosen.
+    fn load(
+        self,
+        catalog: &Catalog,
+    ) -> Result<(Solvable, Vec<f64>, &'static str, String), Failure> {
+        let (backend, backend_reason) = catalog.backend(self.choice)?;
+        let instance = self.problem.instantiate(&backend, self.n, self.points)?;
+        let x0 = self.x0.unwrap_or(instance.x0);
+        let solvable = Solvable::new(instance.evaluator, self.gradient);
+        Ok((solvable, x0, backend.name(), backend_reason))
+    }
+}
+
+/// `values` as a 1-D numpy array.
+fn array<'py, T: numpy::Element + Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyArray1<T>> {
+    PyArray1::from_slice(py, values)
+}
+
+/// The fields every result has: where it ran, and with bounds, which are active.
+fn common<'py, R>(py: Python<'py>, ran: &Ran<R>, x: &[f64]) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("x", array(py, x))?;
+    out.set_item("backend", ran.backend)?;
+    out.set_item("backend_reason", &ran.backend_reason)?;
+    if let Some(mask) = &ran.active_mask {
+        out.set_item("active_mask", array(py, mask))?;
+    }
+    Ok(out)
+}
+
+/// The Levenberg–Marquardt options from the Python half's keywords (scipy's defaults for
+/// those not given).
+#[allow(clippy::too_many_arguments)]
+fn lm_options(
+    ftol: Option<f64>,
+    xtol: Option<f64>,
+    gtol: Option<f64>,
+    max_nfev: Option<usize>,
+    loss: &str,
+    f_scale: f64,
+    fixed: Option<Vec<bool>>,
+    bounds: Option<Bounds>,
+) -> Result<LmOptions, Failure> {
+    let defaults = LmOptions::default();
+    Ok(LmOptions {
+        ftol: ftol.unwrap_or(defaults.ftol),
+        xtol: xtol.unwrap_or(defaults.xtol),
+        gtol: gtol.unwrap_or(defaults.gtol),
+        max_nfev,
+        loss: args::loss(loss)?,
+        f_scale,
+        fixed,
+        bounds,
+        ..defaults
+    })
+}
+
+/// The fields of scipy's `least_squares` result that cudamin has (never `fun` or `jac`: the
+/// residuals and `J` are reduced to `R` as they are computed, and never stored).
+fn least_squares_fields(out: &Bound<'_, PyDict>, r: &cudamin::LeastSquaresResult) -> PyResult<()> {
+    let py = out.py();
+    out.set_item("cost", r.cost)?;
+    out.set_item("grad", array(py, &r.grad))?;
+    out.set_item("optimality", r.optimality)?;
+    out.set_item("nfev", r.nfev)?;
+    out.set_item("njev", r.njev)?;
+    out.set_item("nit", r.nit)?;
+    out.set_item("status", r.status.code())?;
+    out.set_item("success", r.success)?;
+    out.set_item("message", &r.message)?;
+    out.set_item("method", if r.active_mask.is_some() { "trf" } else { "lm" })?;
+    Ok(())
+}
+
+#[pymethods]
+impl Catalog {
+    /// The problems, as dicts (name, title, the rule for `n` and its default, the default
+    /// number of data points).
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.list_problems(py)
+    }
+
+    /// The models, as dicts (name, formula, the rule for the parameter count and its default).
+    fn models<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.list_models(py)
+    }
+
+    /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
+    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, method="bfgs", jac="exact",
+    lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
+    maxcor=None, return_hess_inv=false, backend="auto", callback=None))]
+    #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
+    fn minimize<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &str,
+        x0: Option<PyReadonlyArray1<'py, f64>>,
+        n: Option<usize>,
+        points: Option<usize>,
+        method: &str,
+        jac: &str,
+        lower: Option<PyReadonlyArray1<'py, f64>>,
+        upper: Option<PyReadonlyArray1<'py, f64>>,
+        fixed: Option<Vec<usize>>,
+        gtol: Option<f64>,
+        ftol: Option<f64>,
+        maxiter: Option<usize>,
+        maxfun: Option<usize>,
+        maxcor: Option<usize>,
+        return_hess_inv: bool,
+        backend: &str,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let method = args::method(method)?;
+        let named = Named::read(self, problem, x0, n, points, jac, backend)?;
+        let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
+        let mut observer = Observer::new(callback);
+        let ran = detached(py, &mut observer, |observer| {
+            let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
+            let defaults = Options::default();
+            let options = Options {
+                gtol: gtol.unwrap_or(defaults.gtol),
+                ftol: ftol.unwrap_or(defaults.ftol),
+                maxiter,
+                maxfun,
+                memory: maxcor.unwrap_or(defaults.memory),
+                return_hess_inv,
+                bounds: args::bounds(lower, upper, x0.len())?,
+                fixed: args::fixed(fixed, x0.len())?,
+                ..defaults
+            };
+            let result = cudamin::minimize_with_observer(
+                solvable.objective(),
+                &x0,
+                method,
+                &options,
+                &mut |iterate| observer.see(iterate),
+            )?;
+            Ok(Ran {
+                backend,
+                backend_reason,
+                active_mask: options.bounds.map(|b| b.active_mask(&result.x)),
+                result,
+            })
+        })?;
+        let r = &ran.result;
+        let out = common(py, &ran, &r.x)?;
+        out.set_item("fun", r.fun)?;
+        out.set_item("jac", array(py, &r.jac))?;
+        out.set_item("nit", r.nit)?;
+        out.set_item("nfev", r.nfev)?;
+        out.set_item("njev", r.njev)?;
+        out.set_item("status", r.status.code())?;
+        out.set_item("success", r.success)?;
+        out.set_item("message", &r.message)?;
+        out.set_item("method", method.name())?;
+        let jac_error = match &r.jac_error {
+            Some(e) => {
+                let error = PyDict::new(py);
+                error.set_item("estimate", e.estimate)?;
+                error.set_item("reference", e.reference.name())?;
+                Some(error)
+            }
+            None => None,
+        };
+        out.set_item("jac_error", jac_error)?;
+        if let Some(h) = &r.hess_inv {
+            let flat: Vec<f64> = h.iter().copied().collect();
+            out.set_item(
+                "hess_inv",
+                array(py, &flat).reshape([h.nrows(), h.ncols()])?,
+            )?;
+        }
+        Ok(out)
+    }
+
+    /// Solves sum-of-squares problem `problem` (the built-in `mgh-*` problems) by
+    /// Levenberg–Marquardt, or trust-region reflective within bounds: scipy's `least_squares`.
+    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, jac="exact", lower=None,
+    upper=None, fixed=None, ftol=None, xtol=None, gtol=None, max_nfev=None, loss="linear",
+    f_scale=1.0, backend="auto", callback=None))]
+    #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
+    fn least_squares<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &str,
+        x0: Option<PyReadonlyArray1<'py, f64>>,
+        n: Option<usize>,
+        points: Option<usize>,
+        jac: &str,
+        lower: Option<PyReadonlyArray1<'py, f64>>,
+        upper: Option<PyReadonlyArray1<'py, f64>>,
+        fixed: Option<Vec<usize>>,
+        ftol: Option<f64>,
+        xtol: Option<f64>,
+        gtol: Option<f64>,
+        max_nfev: Option<usize>,
+        loss: &str,
+        f_scale: f64,
+        backend: &str,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let named = Named::read(self, problem, x0, n, points, jac, backend)?;
+        let name = named.problem.name;
+        let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
+        let mut observer = Observer::new(callback);
+        let ran = detached(py, &mut observer, |observer| {
+            let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
+            let bounds = args::bounds(lower, upper, x0.len())?;
+            let fixed = args::fixed(fixed, x0.len())?;
+            let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
+            let Some(residuals) = solvable.least_squares() else {
+                return Err(Failure::Input(format!(
+                    "{name} is not a sum of squares loaded with its residuals: least_squares takes the mgh-* problems (minimize takes every problem)"
+                )));
+            };
+            let result =
+                cudamin::least_squares_with_observer(residuals, &x0, &options, &mut |iterate| {
+                    observer.see(iterate)
+                })?;
+            Ok(Ran {
+                backend,
+                backend_reason,
+                active_mask: result.active_mask.clone(),
+                result,
+            })
+        })?;
+        let out = common(py, &ran, &ran.result.x)?;
+        least_squares_fields(&out, &ran.result)?;
+        Ok(out)
+    }
+
+    /// Fits model `model` to `ydata` at `xdata`: scipy's `curve_fit`, with the fields of
+    /// its `full_output` and the covariance `pcov` (`None` where it cannot be estimated).
+    #[pyo3(signature = (model, xdata, ydata, *, p0=None, sigma=None, absolute_sigma=false,
+    lower=None, upper=None, natural_bounds=false, jac="exact", fixed=None, ftol=None, xtol=None,
+    gtol=None, max_nfev=None, loss="linear", f_scale=1.0, full_output=false, backend="auto",
+    callback=None))]
+    #[allow(clippy::too_many_arguments)] // curve_fit's signature, keyword-only
+    fn curve_fit<'py>(
+        &self,
+        py: Python<'py>,
+        model: &str,
+        xdata: PyReadonlyArray1<'py, f64>,
+        ydata: PyReadonlyArray1<'py, f64>,
+        p0: Option<PyReadonlyArray1<'py, f64>>,
+        sigma: Option<PyReadonlyArray1<'py, f64>>,
+        absolute_sigma: bool,
+        lower: Option<PyReadonlyArray1<'py, f64>>,
+        upper: Option<PyReadonlyArray1<'py, f64>>,
+        natural_bounds: bool,
+        jac: &str,
+        fixed: Option<Vec<usize>>,
+        ftol: Option<f64>,
+        xtol: Option<f64>,
+        gtol: Option<f64>,
+        max_nfev: Option<usize>,
+        loss: &str,
+        f_scale: f64,
+        full_output: bool,
+        backend: &str,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let model = self.model(model)?;
+        let gradient = args::gradient(jac)?;
+        let choice = args::backend(backend)?;
+        let columns = Columns {
+            x: args::slice("xdata", &xdata)?,
+            y: args::slice("ydata", &ydata)?,
+            sigma: sigma
+                .as_ref()
+                .map(|s| args::slice("sigma", s))
+                .transpose()?,
+        };
+        let p0 = args::owned("p0", p0)?;
+        let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
+        // The parameter count: p0's, else the bounds' (as scipy infers it), else the model's.
+        let p = [&p0, &lower, &upper]
+            .into_iter()
+            .find_map(|given| given.as_ref().map(Vec::len))
+            .unwrap_or(model.default_params);
+        let mut bounds = args::bounds(lower, upper, p)?;
+        if bounds.is_none() && natural_bounds {
+            bounds = model.natural_bounds(p);
+        }
+        let fixed = args::fixed(fixed, p)?;
+        let mut observer = Observer::new(callback);
+        let ran = detached(py, &mut observer, |observer| {
+            let (backend, backend_reason): (Backend, String) = self.backend(choice)?;
+            // curve_fit's start: ones, or inside the bounds when there are some.
+            let p0 = p0.or_else(|| bounds.as_ref().map(Bounds::curve_fit_start));
+            let instance =
+                model.instantiate_columns(&backend, Some(p), columns, p0, columns.x.len())?;
+            let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
+            let mut solvable = Solvable::new(instance.evaluator, gradient);
+            let Some(residuals) = solvable.least_squares() else {
+                return Err(Failure::Solve(
+                    "a fit model loaded without its residuals".into(),
+                ));
+            };
+            let result = cudamin::least_squares_with_observer(
+                residuals,
+                &instance.x0,
+                &options,
+                &mut |iterate| observer.see(iterate),
+            )?;
+            Ok(Ran {
+                backend: backend.name(),
+                backend_reason,
+                active_mask: result.active_mask.clone(),
+                result,
+            })
+        })?;
+        let r = &ran.result;
+        let out = common(py, &ran, &r.x)?;
+        least_squares_fields(&out, r)?;
+        let covariance = r.covariance(absolute_sigma);
+        match &covariance {
+            Some(c) => {
+                out.set_item("pcov", array(py, &c.matrix).reshape([p, p])?)?;
+                out.set_item("rank", c.rank)?;
+                out.set_item("not_identifiable", c.not_identifiable.clone())?;
+            }
+            None => out.set_item("pcov", py.None())?,
+        }
+        if full_output {
+            // curve_fit's fvec: the weighted residuals (m(θ, x) − y)/σ at the solution.
+            let model_values = model.predict(&r.x, columns.x);
+            let fvec: Vec<f64> = (model_values.iter().zip(columns.y).enumerate())
+                .map(|(i, (m, y))| (m - y) / columns.sigma.map_or(1.0, |s| s[i]))
+                .collect();
+            out.set_item("fvec", array(py, &fvec))?;
+        }
+        Ok(out)
+    }
+}
