@@ -130,6 +130,16 @@ def _minimize_box(bounds, n):
     return _array("lower", lower), _array("upper", upper)
 
 
+def _data(data):
+    """The caller's data columns for a problem on data: a sequence of 1-D arrays (``(t, y)``),
+    each checked finite and converted once where it is not contiguous float64."""
+    if data is None:
+        return None
+    if isinstance(data, np.ndarray) and data.ndim != 1:
+        raise ValueError("data must be a sequence of 1-D columns, e.g. (t, y), not a 2-D array")
+    return [_array(f"data[{i}]", column, check_finite=True) for i, column in enumerate(data)]
+
+
 def _fixed(fixed):
     """The indices of held variables (cudamin's extra: lmfit's ``vary=False``)."""
     if fixed is None:
@@ -205,7 +215,7 @@ class Solvers:
         return self._catalog.models()
 
     def minimize(self, fun, x0=None, method="BFGS", jac="exact", bounds=None, tol=None, callback=None,
-                 options=None, *, n=None, points=None, fixed=None, backend="auto"):
+                 options=None, *, n=None, points=None, data=None, fixed=None, backend="auto"):
         """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
 
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
@@ -213,7 +223,8 @@ class Solvers:
         derivatives), ``'2-point'`` or ``'3-point'``. ``x0``: the start (default the problem's;
         its length is ``n``). ``options``: scipy's ``gtol``, ``ftol``, ``maxiter``, ``maxfun``,
         ``maxcor``, ``return_hess_inv``. cudamin's extras: ``n`` and ``points`` (the problem's size
-        when ``x0`` is not given), ``fixed`` (indices of variables held at ``x0``) and ``backend``
+        when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
+        ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
 
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
@@ -232,7 +243,7 @@ class Solvers:
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)
         result = self._catalog.minimize(
-            fun, x0, n=n, points=points, method=_MINIMIZE_METHODS[key], jac=_jac(jac),
+            fun, x0, n=n, points=points, data=_data(data), method=_MINIMIZE_METHODS[key], jac=_jac(jac),
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=options.get("maxiter"),
             maxfun=options.get("maxfun"), maxcor=options.get("maxcor"),
@@ -243,7 +254,7 @@ class Solvers:
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,
                       xtol=1e-8, gtol=1e-8, loss="linear", f_scale=1.0, max_nfev=None, callback=None,
-                      *, n=None, points=None, fixed=None, backend="auto"):
+                      *, n=None, points=None, data=None, fixed=None, backend="auto"):
         """scipy's ``least_squares`` on sum-of-squares problem ``fun`` (cudamin's own: the
         ``mgh-*`` problems of ``cudamin.problems()``).
 
@@ -259,7 +270,8 @@ class Solvers:
         lower, upper = _box(bounds, size)
         _check_method(method, lower is not None)
         result = self._catalog.least_squares(
-            fun, x0, n=n, points=points, jac=_jac(jac), lower=lower, upper=upper, fixed=_fixed(fixed),
+            fun, x0, n=n, points=points, data=_data(data), jac=_jac(jac), lower=lower, upper=upper,
+            fixed=_fixed(fixed),
             ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
             backend=backend, callback=_observer(callback),
         )

@@ -12,6 +12,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let catalog = cudamin_py::Catalog::new(
         cudamin::PTX,
         cudamin::problems::all(),
+        &[],
         cudamin::problems::fit::MODELS,
     );
     cudamin_py::export(m, catalog)

@@ -128,6 +128,10 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
     np.testing.assert_allclose(ours.x, theirs.x, atol=1e-10)
     np.testing.assert_allclose(ours.cost, theirs.cost, rtol=1e-10)
     assert ours.active_mask.tolist() == theirs.active_mask.tolist() == [1, 0]
+    # A scalar bound is every variable's, here around the problem's own start (-1.2, 1).
+    ours = cudamin.least_squares("mgh-1", bounds=(-1.5, 1.5))
+    assert ours.method == "trf" and ours.success
+    np.testing.assert_allclose(ours.x, [1.0, 1.0], atol=1e-6)
 
 
 @pytest.mark.parametrize(

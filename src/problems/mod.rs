@@ -4,9 +4,11 @@
 mod builtin;
 pub mod fit;
 mod mgh;
+mod on_data;
 mod problem;
 pub mod random;
 
+pub use on_data::OnData;
 pub use problem::{Instance, LoadError, Loaded, Problem, Solvable};
 
 pub use builtin::{

@@ -45,6 +45,12 @@ pub enum LoadError {
         /// What the refused allocation asked for; `None` past `usize::MAX`.
         bytes: Option<usize>,
     },
+    /// The caller's data columns differ in length.
+    #[error("the data columns differ in length ({lengths}); give one value per row in each")]
+    Columns {
+        /// Their lengths, comma-separated.
+        lengths: String,
+    },
     /// The term refused the instance (its `n` or its data).
     #[error(transparent)]
     Problem(#[from] ProblemError),

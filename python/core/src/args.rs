@@ -65,8 +65,9 @@ pub fn backend(name: &str) -> Result<BackendChoice, Failure> {
     }
 }
 
-/// The box from two arrays of `n` values each (the Python half expands scalars and fills
-/// ±inf); `None` when neither is given. The solvers check them and name a bad variable.
+/// The box from two arrays of `n` values each, or of one value for all `n` (a scalar bound,
+/// when the Python half did not know `n`); `None` when neither is given. The solvers check
+/// them and name a bad variable.
 pub fn bounds(
     lower: Option<Vec<f64>>,
     upper: Option<Vec<f64>>,
@@ -78,6 +79,7 @@ pub fn bounds(
     let side = |name: &str, values: Option<Vec<f64>>, none: f64| match values {
         None => Ok(vec![none; n]),
         Some(values) if values.len() == n => Ok(values),
+        Some(values) if values.len() == 1 => Ok(vec![values[0]; n]),
         Some(values) => Err(Failure::Input(format!(
             "{name} bounds have {} values for {n} variables",
             values.len()

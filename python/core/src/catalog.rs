@@ -1,9 +1,10 @@
-//! What an extension module knows by name: its PTX, its problems and its fit models, looked up
-//! for a call and listed for `problems()` and `models()`.
+//! What an extension module knows by name: its PTX, its problems (generating their own data,
+//! or on the caller's) and its fit models, looked up for a call and listed for `problems()` and
+//! `models()`.
 
 use crate::errors::Failure;
-use cudamin::problems::Problem;
 use cudamin::problems::fit::Model;
+use cudamin::problems::{OnData, Problem};
 use cudamin::{Backend, BackendChoice, LaunchOverride};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,31 +15,49 @@ use pyo3::types::PyDict;
 pub struct Catalog {
     ptx: Result<&'static str, &'static str>,
     problems: Vec<&'static Problem>,
+    on_data: &'static [OnData],
     models: &'static [Model],
 }
 
+/// A problem as a catalog holds it.
+#[derive(Clone, Copy)]
+pub(crate) enum Source {
+    /// One that makes its own data (cudamin's built-ins).
+    Generated(&'static Problem),
+    /// One on the caller's data.
+    OnData(&'static OnData),
+}
+
 impl Catalog {
-    /// A catalog of `problems` and `models` whose kernels are in `ptx` (what
-    /// `cudamin::include_ptx!` defines).
+    /// A catalog of `problems` (with their own data), problems `on_data` (the caller's) and
+    /// `models`, whose kernels are in `ptx` (what `cudamin::include_ptx!` defines).
     pub fn new(
         ptx: Result<&'static str, &'static str>,
         problems: impl IntoIterator<Item = &'static Problem>,
+        on_data: &'static [OnData],
         models: &'static [Model],
     ) -> Self {
         Catalog {
             ptx,
             problems: problems.into_iter().collect(),
+            on_data,
             models,
         }
     }
 
     /// The problem called `name`.
-    pub(crate) fn problem(&self, name: &str) -> Result<&'static Problem, Failure> {
-        let known = || self.problems.iter().map(|p| p.name).collect::<Vec<_>>();
-        let problem = self.problems.iter().find(|p| p.name == name);
-        problem
-            .copied()
-            .ok_or_else(|| unknown("problem", name, &known()))
+    pub(crate) fn problem(&self, name: &str) -> Result<Source, Failure> {
+        let generated = self.problems.iter().find(|p| p.name == name);
+        let on_data = self.on_data.iter().find(|p| p.name == name);
+        match (generated, on_data) {
+            (Some(&problem), _) => Ok(Source::Generated(problem)),
+            (None, Some(problem)) => Ok(Source::OnData(problem)),
+            (None, None) => {
+                let generated = self.problems.iter().map(|p| p.name);
+                let names = generated.chain(self.on_data.iter().map(|p| p.name));
+                Err(unknown("problem", name, &names.collect::<Vec<_>>()))
+            }
+        }
     }
 
     /// The model called `name`.
@@ -57,20 +76,28 @@ impl Catalog {
         )?)
     }
 
-    /// The problems, as dicts (name, title, the rule for `n` and its default, the default
-    /// number of data points).
+    /// The problems, as dicts: name, title, whether it takes the caller's `data`, and for
+    /// those with their own data the rule for `n` and its default and the default number of
+    /// data points.
     pub(crate) fn list_problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        (self.problems.iter())
-            .map(|p| {
-                let entry = PyDict::new(py);
-                entry.set_item("name", p.name)?;
-                entry.set_item("title", p.title)?;
-                entry.set_item("n_rule", p.n_rule)?;
-                entry.set_item("default_n", p.default_n)?;
-                entry.set_item("default_points", p.default_points)?;
-                Ok(entry)
-            })
-            .collect()
+        let generated = self.problems.iter().map(|p| {
+            let entry = PyDict::new(py);
+            entry.set_item("name", p.name)?;
+            entry.set_item("title", p.title)?;
+            entry.set_item("data", false)?;
+            entry.set_item("n_rule", p.n_rule)?;
+            entry.set_item("default_n", p.default_n)?;
+            entry.set_item("default_points", p.default_points)?;
+            Ok(entry)
+        });
+        let on_data = self.on_data.iter().map(|p| {
+            let entry = PyDict::new(py);
+            entry.set_item("name", p.name)?;
+            entry.set_item("title", p.title)?;
+            entry.set_item("data", true)?;
+            Ok(entry)
+        });
+        generated.chain(on_data).collect()
     }
 
     /// The models, as dicts (name, formula, the rule for the parameter count and its default).

@@ -5,17 +5,19 @@
 //! (`cudamin.bind(_native.catalog)`), so a module of your own needs no Python of its own
 //! beyond that line.
 //!
-//! Your terms from Python, in a crate of yours (the own-crate template's `my-py`), with a
-//! residual term `MichaelisMenten` that reads the fit layout (`x`, `y`, `w = 1/σ` per point):
+//! Your terms from Python, in a crate of yours (the own-crate template's `my-py`): a residual
+//! term that reads the fit layout (`x`, `y`, `w = 1/σ` per point) as a `curve_fit` model, and
+//! a term of a sum as a `minimize` problem on the caller's data columns:
 //!
 //! ```ignore
-//! use cudamin::problems::fit::Model;
-//! use my_kernels::MichaelisMenten;
+//! use cudamin_py::{Model, OnData};
+//! use my_kernels::{MichaelisMenten, RobustLine};
 //!
 //! cudamin::include_ptx!("my_kernels");
-//! cudamin_py::python_module!(_native, PTX, [
-//!     Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2", 2),
-//! ]);
+//! cudamin_py::python_module!(_native, PTX,
+//!     models: [Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2", 2)],
+//!     problems: [OnData::sum::<RobustLine>("robust-line", "a soft_l1 line through (t, y)")],
+//! );
 //! ```
 //!
 //! Each call converts its arguments (args.rs), solves with the GIL released, watched by the
@@ -31,6 +33,7 @@ mod observe;
 mod solve;
 
 pub use catalog::Catalog;
+pub use cudamin::problems::OnData;
 pub use cudamin::problems::fit::Model;
 #[doc(hidden)]
 pub use pyo3;
@@ -42,18 +45,26 @@ pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {
     module.add("catalog", catalog)
 }
 
-/// Defines extension module `$module` (the last part of maturin's `module-name`) holding the
-/// models listed, each a [`Model`], with the PTX `$ptx` (what `cudamin::include_ptx!` defines).
+/// Defines extension module `$module` (the last part of maturin's `module-name`) with the PTX
+/// `$ptx` (what `cudamin::include_ptx!` defines) and its catalog: `models` for `curve_fit`, each
+/// a [`Model`], and `problems` for `minimize` and `least_squares` on the caller's `data`, each an
+/// [`OnData`]. Either list may be left out.
 #[macro_export]
 macro_rules! python_module {
-    ($module:ident, $ptx:expr, [$($model:expr),* $(,)?]) => {
+    (
+        $module:ident, $ptx:expr
+        $(, models: [$($model:expr),* $(,)?])?
+        $(, problems: [$($problem:expr),* $(,)?])?
+        $(,)?
+    ) => {
         #[$crate::pyo3::pymodule]
         #[pyo3(crate = "::cudamin_py::pyo3")]
         fn $module(
             module: &$crate::pyo3::Bound<'_, $crate::pyo3::types::PyModule>,
         ) -> $crate::pyo3::PyResult<()> {
-            static MODELS: &[$crate::Model] = &[$($model),*];
-            $crate::export(module, $crate::Catalog::new($ptx, [], MODELS))
+            static MODELS: &[$crate::Model] = &[$($($model),*)?];
+            static PROBLEMS: &[$crate::OnData] = &[$($($problem),*)?];
+            $crate::export(module, $crate::Catalog::new($ptx, [], PROBLEMS, MODELS))
         }
     };
 }

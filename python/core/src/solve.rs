@@ -5,12 +5,13 @@
 
 use crate::Catalog;
 use crate::args;
+use crate::catalog::Source;
 use crate::errors::Failure;
 use crate::observe::Observer;
+use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
-use cudamin::problems::{Problem, Solvable};
 use cudamin::solver::Bounds;
-use cudamin::{Backend, BackendChoice, Gradient, LmOptions, Options};
+use cudamin::{BackendChoice, Gradient, LmOptions, Options};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -39,25 +40,31 @@ fn detached<R: Send>(
     }
 }
 
-/// A catalog's problem as a call names it: read under the GIL, loaded without it.
-struct Named {
-    problem: &'static Problem,
+/// A catalog's problem as a call names it: read under the GIL, loaded without it. `data` are
+/// the caller's columns, read where they lie.
+struct Named<'a> {
+    source: Source,
+    name: &'static str,
     x0: Option<Vec<f64>>,
     n: Option<usize>,
     points: Option<usize>,
+    data: Vec<&'a [f64]>,
     gradient: Gradient,
     choice: BackendChoice,
 }
 
-impl Named {
+impl<'a> Named<'a> {
     /// The problem called `name`, its start (`n` is `x0`'s length when it is given; both given
-    /// must agree), its data size, the gradient scheme and the backend asked for.
+    /// must agree), its data (generated: `points` of them; the caller's: `data`), the
+    /// gradient scheme and the backend asked for.
+    #[allow(clippy::too_many_arguments)]
     fn read(
         catalog: &Catalog,
         name: &str,
         x0: Option<PyReadonlyArray1<'_, f64>>,
         n: Option<usize>,
         points: Option<usize>,
+        data: &'a [PyReadonlyArray1<'_, f64>],
         jac: &str,
         backend: &str,
     ) -> Result<Self, Failure> {
@@ -72,11 +79,39 @@ impl Named {
             (Some(x0), _) => Some(x0.len()),
             (None, n) => n,
         };
+        let source = catalog.problem(name)?;
+        let name = match source {
+            Source::Generated(problem) if !data.is_empty() => {
+                return Err(Failure::Input(format!(
+                    "{} makes its own data: drop data= (points= sizes it)",
+                    problem.name
+                )));
+            }
+            Source::Generated(problem) => problem.name,
+            Source::OnData(problem) if points.is_some() => {
+                return Err(Failure::Input(format!(
+                    "{} runs on the data given: drop points=",
+                    problem.name
+                )));
+            }
+            Source::OnData(problem) if x0.is_none() => {
+                return Err(Failure::Input(format!(
+                    "{} needs x0: its number of variables is x0's length",
+                    problem.name
+                )));
+            }
+            Source::OnData(problem) => problem.name,
+        };
+        let data = (data.iter().enumerate())
+            .map(|(i, column)| args::slice(&format!("data[{i}]"), column))
+            .collect::<Result<_, _>>()?;
         Ok(Named {
-            problem: catalog.problem(name)?,
+            source,
+            name,
             x0,
             n,
             points,
+            data,
             gradient: args::gradient(jac)?,
             choice: args::backend(backend)?,
         })
@@ -89,9 +124,19 @@ impl Named {
         catalog: &Catalog,
     ) -> Result<(Solvable, Vec<f64>, &'static str, String), Failure> {
         let (backend, backend_reason) = catalog.backend(self.choice)?;
-        let instance = self.problem.instantiate(&backend, self.n, self.points)?;
-        let x0 = self.x0.unwrap_or(instance.x0);
-        let solvable = Solvable::new(instance.evaluator, self.gradient);
+        let (loaded, x0) = match (self.source, self.x0) {
+            (Source::Generated(problem), x0) => {
+                let instance = problem.instantiate(&backend, self.n, self.points)?;
+                (instance.evaluator, x0.unwrap_or(instance.x0))
+            }
+            (Source::OnData(problem), Some(x0)) => {
+                (problem.load(&backend, x0.len(), &self.data)?, x0)
+            }
+            (Source::OnData(problem), None) => {
+                return Err(Failure::Input(format!("{} needs x0", problem.name)));
+            }
+        };
+        let solvable = Solvable::new(loaded, self.gradient);
         Ok((solvable, x0, backend.name(), backend_reason))
     }
 }
@@ -171,7 +216,7 @@ impl Catalog {
     }
 
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
-    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, method="bfgs", jac="exact",
+    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
     maxcor=None, return_hess_inv=false, backend="auto", callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
@@ -182,6 +227,7 @@ impl Catalog {
         x0: Option<PyReadonlyArray1<'py, f64>>,
         n: Option<usize>,
         points: Option<usize>,
+        data: Option<Vec<PyReadonlyArray1<'py, f64>>>,
         method: &str,
         jac: &str,
         lower: Option<PyReadonlyArray1<'py, f64>>,
@@ -197,7 +243,16 @@ impl Catalog {
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = args::method(method)?;
-        let named = Named::read(self, problem, x0, n, points, jac, backend)?;
+        let named = Named::read(
+            self,
+            problem,
+            x0,
+            n,
+            points,
+            data.as_deref().unwrap_or(&[]),
+            jac,
+            backend,
+        )?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
@@ -261,7 +316,7 @@ impl Catalog {
 
     /// Solves sum-of-squares problem `problem` (the built-in `mgh-*` problems) by
     /// Levenberg–Marquardt, or trust-region reflective within bounds: scipy's `least_squares`.
-    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, jac="exact", lower=None,
+    #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, jac="exact", lower=None,
     upper=None, fixed=None, ftol=None, xtol=None, gtol=None, max_nfev=None, loss="linear",
     f_scale=1.0, backend="auto", callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
@@ -272,6 +327,7 @@ impl Catalog {
         x0: Option<PyReadonlyArray1<'py, f64>>,
         n: Option<usize>,
         points: Option<usize>,
+        data: Option<Vec<PyReadonlyArray1<'py, f64>>>,
         jac: &str,
         lower: Option<PyReadonlyArray1<'py, f64>>,
         upper: Option<PyReadonlyArray1<'py, f64>>,
@@ -285,8 +341,17 @@ impl Catalog {
         backend: &str,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let named = Named::read(self, problem, x0, n, points, jac, backend)?;
-        let name = named.problem.name;
+        let named = Named::read(
+            self,
+            problem,
+            x0,
+            n,
+            points,
+            data.as_deref().unwrap_or(&[]),
+            jac,
+            backend,
+        )?;
+        let name = named.name;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
@@ -296,7 +361,7 @@ impl Catalog {
             let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
             let Some(residuals) = solvable.least_squares() else {
                 return Err(Failure::Input(format!(
-                    "{name} is not a sum of squares loaded with its residuals: least_squares takes the mgh-* problems (minimize takes every problem)"
+                    "{name} is not a sum of squares loaded with its residuals: least_squares takes those (cudamin's mgh-* problems, a module's OnData::squares), minimize every problem"
                 )));
             };
             let result =
@@ -371,7 +436,7 @@ impl Catalog {
         let fixed = args::fixed(fixed, p)?;
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
-            let (backend, backend_reason): (Backend, String) = self.backend(choice)?;
+            let (backend, backend_reason) = self.backend(choice)?;
             // curve_fit's start: ones, or inside the bounds when there are some.
             let p0 = p0.or_else(|| bounds.as_ref().map(Bounds::curve_fit_start));
             let instance =

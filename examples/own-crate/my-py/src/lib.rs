@@ -1,21 +1,20 @@
 //! Your terms from Python: the extension module `my_kernels._native`, which the package
-//! `my_kernels` (my_kernels/__init__.py) binds to scipy's `curve_fit`. One line per model: a
-//! residual term reading the fit layout (`x`, `y`, `w = 1/σ` per point), with its name, its
-//! formula, its rule for the parameter count, and that count.
+//! `my_kernels` (my_kernels/__init__.py) binds to scipy's signatures. One line per term:
+//! - `models`: residual terms reading the fit layout (`x`, `y`, `w = 1/σ` per point) for
+//!   `curve_fit`, with a name, the formula, the rule for the parameter count and that count;
+//! - `problems`: terms for `minimize` (a sum) or `least_squares` (a sum of squares) on the
+//!   columns the caller passes as `data=`, with a name and a title.
 #![forbid(unsafe_code)]
 
-use cudamin_py::Model;
-use my_kernels::MichaelisMenten;
+use cudamin_py::{Model, OnData};
+use my_kernels::{MichaelisMenten, RobustLine};
 
 cudamin::include_ptx!("my_kernels");
 
-cudamin_py::python_module!(
-    _native,
-    PTX,
-    [Model::of::<MichaelisMenten>(
-        "michaelis-menten",
-        "V·s/(K + s)",
-        "p = 2: (V, K)",
-        2
-    ),]
+cudamin_py::python_module!(_native, PTX,
+    models: [Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2: (V, K)", 2)],
+    problems: [
+        OnData::sum::<RobustLine>("robust-line", "y ≈ a + b·t under scipy's soft_l1 loss; data (t, y)"),
+        OnData::squares::<MichaelisMenten>("michaelis-menten", "v ≈ V·s/(K + s); data (s, v, w = 1/σ)"),
+    ],
 );
