@@ -15,8 +15,6 @@ pub struct Observer {
     callback: Option<Py<PyAny>>,
     /// The exception that stopped the solve, raised after it.
     pub raised: Option<PyErr>,
-    /// Whether the callback asked to stop.
-    pub stopped: bool,
 }
 
 impl Observer {
@@ -25,7 +23,6 @@ impl Observer {
         Observer {
             callback,
             raised: None,
-            stopped: false,
         }
     }
 
@@ -57,10 +54,8 @@ impl Observer {
             );
             match callback.call1(py, args).and_then(|stop| stop.is_truthy(py)) {
                 Ok(false) => ControlFlow::Continue(()),
-                Ok(true) => {
-                    self.stopped = true;
-                    ControlFlow::Break(())
-                }
+                // The solver reports the stop in its status (99, or −2 for LM).
+                Ok(true) => ControlFlow::Break(()),
                 Err(error) => {
                     self.raised = Some(error);
                     ControlFlow::Break(())
