@@ -10,8 +10,8 @@
 # --bundle / --prebuilt serve a GPU machine without a Rust toolchain: build here, carry DIR.
 # --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side).
 #
-# The steps: the device and `cudamin info` with the PTX's JIT time (cold, then from the
-# driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
+# The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
+# from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
 # CPU, launch sizes, raw kernels, drop order, JIT log, solver vectors on the device);
 # seed-expsum at n = 10⁸ with L-BFGS and BFGS; compute-sanitizer (memcheck, racecheck,
 # synccheck) on evaluations, a solve and the raw kernels; and
@@ -93,11 +93,15 @@ check() { step "$@" || failures+=("$1"); }
 } >>"$report"
 check "device" nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
   --format=csv
-# The first load compiles the PTX (an empty cache forces it); the second hits the driver's
-# compute cache, as every later run on this machine does.
+check "cudamin info" "$cudamin" info
+# A device compiles each kernel on its first launch: the first eval (an empty cache forces
+# it) times the JIT of the kernels it launches; the second hits the driver's compute cache, as
+# every later run on this machine does.
 cold_cache=$(mktemp -d)
-check "cudamin info (JIT from an empty cache)" env CUDA_CACHE_PATH="$cold_cache" "$cudamin" info
-check "cudamin info (driver's JIT cache warm)" env CUDA_CACHE_PATH="$cold_cache" "$cudamin" info
+for run in "empty cache" "cache warm"; do
+  check "kernel load, lsq-expsin exact ($run)" env CUDA_CACHE_PATH="$cold_cache" \
+    "$cudamin" eval lsq-expsin --backend cuda --repeat 1
+done
 rm -rf "$cold_cache"
 
 check "tests/gpu.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --include-ignored --test-threads=1 --nocapture

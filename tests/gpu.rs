@@ -12,6 +12,7 @@ use common::relative_error;
 use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::backend::gpu::{ptx, simulated_entries};
 use cudamin::kernels::Window;
+use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::objective::VectorSpace;
 use cudamin::problems::fit::{FitData, MODELS};
@@ -453,16 +454,30 @@ fn evaluators_drop_cleanly_on_other_threads() {
     assert_eq!(again.evaluator.as_sum().value(&again.x0).unwrap(), f);
 }
 
-/// PTX that cannot be loaded is refused with the loader's reason: the JIT compiler's own log
-/// on a device, the line and the text on the simulator.
+/// PTX that cannot be loaded is refused with the loader's reason: on a device, at the
+/// kernel's first launch (a device compiles each kernel then), with the JIT compiler's own
+/// log; on the simulator, which parses the whole PTX, when it opens, with the line and text.
 #[test]
 fn rejected_ptx_says_why() {
     const BROKEN: &str = ".version 7.0\n.target sm_70\n.address_size 64\n\
                           .visible .entry broken()\n{\n\tnot_an_instruction;\n\tret;\n}\n";
+    const BROKEN_KERNEL: RawKernel = RawKernel {
+        name: "broken",
+        params: &[],
+        cpu: None,
+    };
     let choice = sized(BackendChoice::Cuda, BackendChoice::Simulated);
-    let err = Backend::select(choice, Ok(BROKEN), LaunchOverride::default())
-        .err()
-        .expect("the loader should refuse this PTX");
+    let one_thread = LaunchConfig {
+        blocks: 1,
+        threads: 1,
+    };
+    let err = match Backend::select(choice, Ok(BROKEN), LaunchOverride::default()) {
+        Ok((backend, _)) => backend
+            .launch_raw(&BROKEN_KERNEL, one_thread, &mut [])
+            .err(),
+        Err(err) => Some(err),
+    }
+    .expect("the loader should refuse this PTX");
     let text = err.to_string();
     say(&format!("rejected PTX: {text}"));
     assert!(matches!(err, BackendError::PtxRejected(_)), "{err:?}");

@@ -1,5 +1,5 @@
-//! GPU correctness without a GPU: the embedded PTX is self-contained, ptxas assembles it for
-//! sm_70, sm_80 and sm_90 with no spills, and every launch the host makes matches the `.entry`
+//! GPU correctness without a GPU: the embedded PTX is self-contained, ptxas assembles each
+//! entry's module (what a device loads) for sm_70, sm_80 and sm_90 with no spills, and every launch the host makes matches the `.entry`
 //! it launches in count, width and pointer-ness of every parameter.
 //!
 //! ptxas comes from NVIDIA's PyPI wheel (`.ci/install` puts it in `target/ptxas-venv`), or from
@@ -13,6 +13,8 @@ use cudamin::{Backend, problems};
 use cudamin_builder::ptxas;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn embedded_ptx() -> &'static str {
     match cudamin::PTX {
@@ -107,24 +109,57 @@ fn launches_derived_from_the_entry_names_explain_every_term_kernel() {
     assert_eq!(derived.len() + abi::raw_launches().len(), host.len());
 }
 
+/// ptxas assembles each entry's module, as the cust driver loads them (the entry, the
+/// functions it calls, the module's variables; see [`ptx::modules`]), for every architecture,
+/// with no spills: so each module is self-contained, and together they are every entry.
 #[test]
 fn ptxas_assembles_every_arch_without_spills() {
     let Some(ptxas_path) = ptxas_or_skip() else {
         return;
     };
-    let entries = ptx::entries(embedded_ptx()).unwrap();
-    let ptx = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernels.ptx");
-    std::fs::write(&ptx, embedded_ptx()).unwrap();
+    let ptx = embedded_ptx();
+    let modules = ptx::modules(ptx).unwrap();
+    let names: Vec<String> = ptx::entries(ptx)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(modules.entries().collect::<Vec<_>>(), names);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("entry-modules");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<(&str, PathBuf)> = modules
+        .entries()
+        .map(|entry| {
+            let path = dir.join(format!("{entry}.ptx"));
+            std::fs::write(&path, modules.module(entry).unwrap()).unwrap();
+            (entry, path)
+        })
+        .collect();
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let mut report = String::new();
     for arch in ptxas::ARCHS {
-        let kernels =
-            ptxas::assemble(&ptxas_path, &ptx, arch).unwrap_or_else(|log| panic!("{log}"));
+        let next = AtomicUsize::new(0);
+        let kernels = Mutex::new(BTreeMap::new());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    while let Some((entry, path)) = files.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let found = ptxas::assemble(&ptxas_path, path, arch)
+                            .unwrap_or_else(|log| panic!("the module of `{entry}`: {log}"));
+                        assert_eq!(
+                            found.keys().collect::<Vec<_>>(),
+                            [entry],
+                            "{arch}: the module of `{entry}` has other entries"
+                        );
+                        kernels.lock().unwrap().extend(found);
+                    }
+                });
+            }
+        });
+        let kernels = kernels.into_inner().unwrap();
         report += &ptxas::table(arch, &kernels);
-        assert_eq!(
-            kernels.len(),
-            entries.len(),
-            "{arch}: ptxas compiled a different set of entries"
-        );
+        assert_eq!(kernels.len(), names.len(), "{arch}: an entry is missing");
         for (name, k) in &kernels {
             assert_eq!(
                 (k.spill_stores, k.spill_loads),

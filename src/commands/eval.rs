@@ -34,6 +34,9 @@ struct EvalReport<'a> {
     grad_s: f64,
     value_and_grad_s: f64,
     repeat: usize,
+    /// On a GPU: seconds the driver spent loading the kernels these evaluations launched (their
+    /// JIT compilation on a first run, the driver's compute cache after that).
+    kernel_load_s: Option<f64>,
 }
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
@@ -62,6 +65,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         grad_s,
         value_and_grad_s,
         repeat: args.repeat,
+        kernel_load_s: setup.backend.module_load_seconds(),
     };
     if args.json {
         return print_json(&report);
@@ -95,6 +99,13 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         report.value_and_grad_s,
         report.value_and_grad_s / report.value_s
     )?;
+    if let Some(seconds) = report.kernel_load_s {
+        writeln!(
+            out,
+            "kernels   loaded in {seconds:.3} s (a GPU compiles each on its first launch, or \
+             reads it from the driver's cache)"
+        )?;
+    }
     Ok(())
 }
 

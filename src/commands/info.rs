@@ -20,9 +20,6 @@ struct Info {
     gpu_reason: String,
     /// What `--backend sim` runs on, or why it cannot (no PTX embedded).
     simulator: String,
-    /// Seconds the driver took to load the PTX: its JIT compilation, or a hit in the driver's
-    /// compute cache (`~/.nv/ComputeCache`) on later runs.
-    module_load_s: Option<f64>,
     cpu_threads: usize,
 }
 
@@ -39,9 +36,9 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         ),
         Err(_) => (Vec::new(), None),
     };
-    let (gpu, gpu_reason, module_load_s) = match cudamin::backend(BackendChoice::Cuda) {
-        Ok((backend, why)) => (true, why, backend.module_load_seconds()),
-        Err(err) => (false, err.to_string(), None),
+    let (gpu, gpu_reason) = match cudamin::backend(BackendChoice::Cuda) {
+        Ok((_, why)) => (true, why),
+        Err(err) => (false, err.to_string()),
     };
     let simulator = match cudamin::backend(BackendChoice::Simulated) {
         Ok((backend, _)) => format!(
@@ -60,7 +57,6 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         gpu,
         gpu_reason,
         simulator,
-        module_load_s,
         cpu_threads: cudamin::backend::cpu::threads(),
     };
     if json {
@@ -88,10 +84,11 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         info.gpu_reason
     )?;
     writeln!(out, "simulator  {}", info.simulator)?;
-    if let Some(seconds) = info.module_load_s {
+    if info.gpu {
         writeln!(
             out,
-            "PTX load   {seconds:.3} s (JIT compilation, or the driver's compute cache)"
+            "kernels    each compiled for the device on its first launch (`eval` times it), \
+             then held in the driver's compute cache"
         )?;
     }
     writeln!(out, "CPU        {} threads", info.cpu_threads)?;

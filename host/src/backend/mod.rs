@@ -134,8 +134,8 @@ impl Backend {
         self.launcher().map(|launcher| launcher.device_summary())
     }
 
-    /// Seconds the GPU backend's driver took to load the kernels (the PTX's JIT compilation,
-    /// unless its compute cache held them); `None` on the CPU.
+    /// Seconds the GPU backend's driver has spent loading kernels so far: a device compiles
+    /// each kernel on its first launch (unless its compute cache holds it); `None` on the CPU.
     pub fn module_load_seconds(&self) -> Option<f64> {
         self.launcher()
             .map(|launcher| launcher.module_load_seconds())

@@ -1,20 +1,23 @@
-//! The cust driver: the [`Driver`] of a real CUDA device. One context, the module loaded from
-//! the embedded PTX, one non-blocking stream. Every cust call and every `unsafe` block of the
-//! GPU path is in this file, and nothing else is.
+//! The cust driver: the [`Driver`] of a real CUDA device. One context, one non-blocking
+//! stream, and each entry's module of the embedded PTX ([`EntryModules`]) loaded, that is
+//! JIT-compiled, on the entry's first use. Every cust call and every `unsafe` block of the GPU
+//! path is in this file, and nothing else is.
 
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits};
+use super::ptx::{self, EntryModules};
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use cust::CudaFlags;
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
-use cust::function::{BlockSize, FunctionAttribute, GridSize};
+use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
 use cust::memory::{AsyncCopyDestination, DeviceBuffer, DevicePointer, DeviceSlice, LockedBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
+use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 /// The driver's message and code, e.g. "no CUDA-capable device is detected (CUDA error 100)".
@@ -52,8 +55,8 @@ const STAGED_MAX: usize = 1 << 24;
 /// `NON_BLOCKING`, so nothing may use the legacy default stream (cust's synchronous copies and
 /// `DeviceBuffer::zeroed` do): it would not be ordered with the launches.
 pub(crate) struct CustDriver {
-    // Field order is drop order: module and stream go before the context that owns them.
-    module: Module,
+    // Field order is drop order: modules and stream go before the context that owns them.
+    loaded: Mutex<Loaded>,
     stream: Stream,
     /// Page-locked host memory for copies; held for a whole write or read, so that two threads
     /// sharing the driver never stage through it at once.
@@ -61,7 +64,15 @@ pub(crate) struct CustDriver {
     context: Context,
     multiprocessors: u32,
     summary: String,
-    module_load_seconds: f64,
+    /// The PTX, cut into one module per entry.
+    modules: EntryModules,
+}
+
+/// The entries' modules loaded so far, and the seconds their loads took.
+#[derive(Default)]
+struct Loaded {
+    modules: HashMap<String, Module>,
+    seconds: f64,
 }
 
 // SAFETY: cust leaves its handles !Send and !Sync because they are raw driver pointers. The CUDA
@@ -74,9 +85,11 @@ unsafe impl Sync for CustDriver {}
 
 impl CustDriver {
     /// Initializes the driver on this process's device (`ordinal.rs`: one per local rank of
-    /// an MPI job, or `CUDAMIN_DEVICE`) and loads `ptx`. With no device this is
-    /// [`BackendError::NoDevice`] carrying the driver's reason.
+    /// an MPI job, or `CUDAMIN_DEVICE`) with the kernels of `ptx`, each loaded on its first
+    /// use. With no device this is [`BackendError::NoDevice`] carrying the driver's reason;
+    /// PTX that cannot be cut into entries is [`BackendError::PtxRejected`].
     pub(crate) fn open(ptx: &str) -> Result<Self, BackendError> {
+        let modules = ptx::modules(ptx).map_err(BackendError::PtxRejected)?;
         let no_device = |err| BackendError::NoDevice(describe(err));
         cust::init(CudaFlags::empty()).map_err(no_device)?;
         let devices = Device::num_devices().map_err(no_device)?;
@@ -84,10 +97,6 @@ impl CustDriver {
             .map_err(BackendError::NoDevice)?;
         let device = Device::get_device(ordinal).map_err(no_device)?;
         let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        let load_start = Instant::now();
-        let module = Module::from_ptx(ptx, &[])
-            .map_err(|e| BackendError::PtxRejected(format!("{}: {}", describe(e), jit_log(ptx))))?;
-        let module_load_seconds = load_start.elapsed().as_secs_f64();
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
         let attribute = |attr| {
@@ -108,14 +117,37 @@ impl CustDriver {
         );
         let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;
         Ok(Self {
-            module,
+            loaded: Mutex::default(),
             stream,
             staging: Mutex::new(staging),
             context,
             multiprocessors,
             summary,
-            module_load_seconds,
+            modules,
         })
+    }
+
+    /// The loaded modules, with `kernel`'s among them: loaded now if this is its first use
+    /// (the driver JIT-compiles it, or finds it in its compute cache). The lock is held while
+    /// the caller uses the kernel's function, which borrows the module.
+    fn with_kernel(&self, kernel: &str) -> Result<MutexGuard<'_, Loaded>, BackendError> {
+        self.make_current()?;
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if !loaded.modules.contains_key(kernel) {
+            let text = (self.modules.module(kernel))
+                .ok_or_else(|| BackendError::KernelMissing(kernel.to_owned()))?;
+            let start = Instant::now();
+            let module = Module::from_ptx(&text, &[]).map_err(|e| {
+                BackendError::PtxRejected(format!(
+                    "kernel `{kernel}`: {}: {}",
+                    describe(e),
+                    jit_log(&text)
+                ))
+            })?;
+            loaded.seconds += start.elapsed().as_secs_f64();
+            loaded.modules.insert(kernel.to_owned(), module);
+        }
+        Ok(loaded)
     }
 
     /// Makes this driver's context current on the calling thread (contexts are per thread).
@@ -153,7 +185,10 @@ impl Driver for CustDriver {
     }
 
     fn module_load_seconds(&self) -> f64 {
-        self.module_load_seconds
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .seconds
     }
 
     fn multiprocessors(&self) -> u32 {
@@ -161,11 +196,8 @@ impl Driver for CustDriver {
     }
 
     fn limits(&self, kernel: &str) -> Result<KernelLimits, BackendError> {
-        self.make_current()?;
-        let function = self
-            .module
-            .get_function(kernel)
-            .map_err(|_| BackendError::KernelMissing(kernel.to_owned()))?;
+        let loaded = self.with_kernel(kernel)?;
+        let function = function(&loaded, kernel)?;
         let attribute = |attr| {
             function
                 .get_attribute(attr)
@@ -294,11 +326,8 @@ impl Driver for CustDriver {
         config: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), BackendError> {
-        self.make_current()?;
-        let function = self
-            .module
-            .get_function(kernel)
-            .map_err(|_| BackendError::KernelMissing(kernel.to_owned()))?;
+        let loaded = self.with_kernel(kernel)?;
+        let function = function(&loaded, kernel)?;
         let values: Vec<[u64; 2]> = args.iter().map(|arg| arg.words()).collect();
         let params: Vec<*mut c_void> = values.iter().map(|v| v.as_ptr() as *mut c_void).collect();
         // SAFETY: `abi` built `args` for this kernel's signature (the PTX signature test checks
@@ -328,6 +357,13 @@ impl Drop for CustDriver {
         // them with.
         let _ = CurrentContext::set_current(&self.context);
     }
+}
+
+/// `kernel`'s function in its loaded module.
+fn function<'a>(loaded: &'a Loaded, kernel: &str) -> Result<Function<'a>, BackendError> {
+    (loaded.modules.get(kernel))
+        .and_then(|module| module.get_function(kernel).ok())
+        .ok_or_else(|| BackendError::KernelMissing(kernel.to_owned()))
 }
 
 /// The JIT compiler's error log for `ptx`, which `Module::from_ptx` does not return: a second

@@ -33,14 +33,17 @@ pub(crate) struct KernelLimits {
     pub resident_blocks: u32,
 }
 
-/// A loaded module of kernels on one device, and that device's memory.
+/// The kernels of one PTX module on one device (loaded when the implementation chooses: the
+/// cust driver loads each on its first use), and that device's memory.
 ///
 /// Crate-private: its memory operations take addresses that only [`alloc`](Driver::alloc)
 /// made, through [`Buffer`]s whose lengths the [`Launcher`](super::Launcher) checks.
 pub(crate) trait Driver: Send + Sync {
     /// The device, in words, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
     fn summary(&self) -> &str;
-    /// Seconds the module took to load (the JIT compilation of the PTX, on a real device).
+    /// Seconds spent loading kernels so far: on a real device, the JIT compilation of each
+    /// kernel launched so far (or its lookup in the driver's compute cache); on the simulator,
+    /// the parse of the whole PTX.
     fn module_load_seconds(&self) -> f64;
     /// The device's multiprocessors.
     fn multiprocessors(&self) -> u32;

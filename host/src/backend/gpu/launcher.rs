@@ -27,8 +27,8 @@ impl Launcher {
         Self { driver, launch }
     }
 
-    /// Seconds the driver took to load the kernels (the PTX's JIT compilation, unless the
-    /// driver's compute cache held them).
+    /// Seconds the driver has spent loading kernels so far (the JIT compilation of each one
+    /// launched, unless the driver's compute cache held it).
     pub fn module_load_seconds(&self) -> f64 {
         self.driver.module_load_seconds()
     }

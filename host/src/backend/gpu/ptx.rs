@@ -1,5 +1,6 @@
-//! Reading PTX text: the `.entry` signatures, the target, stray `.extern`s. Used by
-//! `cudamin info` and by the test that checks every launch against the PTX.
+//! Reading PTX text: the `.entry` signatures, the target, stray `.extern`s, and the module of
+//! each entry. Used by `cudamin info`, by the test that checks every launch against the PTX,
+//! and by the cust driver, which loads one entry's module at a time.
 
 /// The type of one kernel parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +95,208 @@ pub fn externs(ptx: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A PTX module cut into top-level items, from which [`module`](EntryModules::module) builds
+/// one self-contained module per `.entry`.
+///
+/// Why: a device JIT-compiles a whole module when it loads it, and the embedded PTX holds
+/// every kernel of every built-in problem and model (on an H100, 78 s for all 248 entries with
+/// an empty driver cache). A solve launches a handful of them; loading each entry's module on
+/// its first launch costs that handful.
+///
+/// An entry's module is everything outside the functions and entries (the header, the
+/// module-scope `.global`, `.const` and `.shared` variables, in their order), the `.func`s it
+/// calls directly or through each other (and any a variable's initializer names), and the
+/// entry itself. The variables are read-only tables and per-block scratch, so a copy of them
+/// per module behaves as the one copy did.
+#[derive(Clone, Debug)]
+pub struct EntryModules {
+    text: String,
+    items: Vec<Item>,
+}
+
+#[derive(Clone, Debug)]
+struct Item {
+    kind: ItemKind,
+    /// Byte range in `text`, whole lines.
+    range: std::ops::Range<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ItemKind {
+    /// Header and variables: in every module.
+    Shared,
+    /// A `.func`'s declaration or definition: in the modules that name it.
+    Function(String),
+    /// An `.entry`: in its own module.
+    Entry(String),
+}
+
+/// Cuts `ptx` into its items; an error names what does not parse (unbalanced braces, an item
+/// without a name, no entries).
+pub fn modules(ptx: &str) -> Result<EntryModules, String> {
+    let mut items: Vec<Item> = Vec::new();
+    let mut open: Option<(ItemKind, usize, bool)> = None; // kind, start, body seen
+    let mut depth = 0usize;
+    let mut at = 0;
+    for line in ptx.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let code = line.split("//").next().unwrap_or_default();
+        if open.is_none() {
+            let kind = item_kind(code.trim_start());
+            match kind {
+                Some(Ok(kind)) => open = Some((kind, start, false)),
+                Some(Err(why)) => return Err(why),
+                None => {
+                    push_shared(&mut items, start..at);
+                    continue;
+                }
+            }
+        }
+        let (kind, item_start, body) = open.as_mut().expect("an item is open");
+        for c in code.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    *body = true;
+                }
+                '}' => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| format!("an unmatched `}}` at byte {start}"))?;
+                }
+                _ => {}
+            }
+        }
+        let declaration_ends = !*body && code.trim_end().ends_with(';');
+        if depth == 0 && (*body || declaration_ends) {
+            let kind = std::mem::replace(kind, ItemKind::Shared);
+            items.push(Item {
+                kind,
+                range: *item_start..at,
+            });
+            open = None;
+        }
+    }
+    if let Some((kind, ..)) = open {
+        return Err(format!("{kind:?} is not closed at the end of the PTX"));
+    }
+    if !items.iter().any(|i| matches!(i.kind, ItemKind::Entry(_))) {
+        return Err("the PTX has no `.entry`".to_owned());
+    }
+    Ok(EntryModules {
+        text: ptx.to_owned(),
+        items,
+    })
+}
+
+/// Appends `range` to the shared item before it, or starts one.
+fn push_shared(items: &mut Vec<Item>, range: std::ops::Range<usize>) {
+    match items.last_mut() {
+        Some(last) if last.kind == ItemKind::Shared && last.range.end == range.start => {
+            last.range.end = range.end;
+        }
+        _ => items.push(Item {
+            kind: ItemKind::Shared,
+            range,
+        }),
+    }
+}
+
+/// The kind of the item a top-level line starts: `None` for a line of the shared text.
+fn item_kind(line: &str) -> Option<Result<ItemKind, String>> {
+    let mut words = line.split_whitespace().peekable();
+    while words
+        .peek()
+        .is_some_and(|w| matches!(*w, ".visible" | ".weak" | ".extern"))
+    {
+        words.next();
+    }
+    let directive = *words.peek()?;
+    let rest = line[line.find(directive)? + directive.len()..].trim_start();
+    let name = |rest: &str| {
+        // A `.func` may declare its return value first: `.func (.param .b64 r) name(`.
+        let rest = match rest.strip_prefix('(') {
+            Some(after) => after
+                .split_once(')')
+                .map_or("", |(_, tail)| tail)
+                .trim_start(),
+            None => rest,
+        };
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '(' || c == ';')
+            .unwrap_or(rest.len());
+        match &rest[..end] {
+            "" => Err(format!("a `{directive}` without a name: `{}`", line.trim())),
+            name => Ok(name.to_owned()),
+        }
+    };
+    match directive {
+        ".entry" => Some(name(rest).map(ItemKind::Entry)),
+        ".func" => Some(name(rest).map(ItemKind::Function)),
+        _ => None,
+    }
+}
+
+/// Whether `name` occurs in `text` as a whole identifier.
+fn names(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.');
+    text.match_indices(name)
+        .any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
+}
+
+impl EntryModules {
+    /// The entries' names, in file order.
+    pub fn entries(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().filter_map(|item| match &item.kind {
+            ItemKind::Entry(name) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The self-contained module of `entry`, or `None` if the PTX has no such entry.
+    pub fn module(&self, entry: &str) -> Option<String> {
+        let text = |item: &Item| &self.text[item.range.clone()];
+        let this = (self.items.iter()).find(|i| i.kind == ItemKind::Entry(entry.to_owned()))?;
+        // The functions it needs: named by the entry or the shared text, or by a function
+        // needed already, until no more are found.
+        let mut roots: Vec<&str> = vec![text(this)];
+        roots.extend(
+            (self.items.iter())
+                .filter(|i| i.kind == ItemKind::Shared)
+                .map(text),
+        );
+        let mut needed: Vec<&str> = Vec::new();
+        while let Some(root) = roots.pop() {
+            for item in &self.items {
+                if let ItemKind::Function(name) = &item.kind
+                    && !needed.contains(&name.as_str())
+                    && names(root, name)
+                {
+                    needed.push(name);
+                    roots.extend(
+                        (self.items.iter())
+                            .filter(|i| i.kind == item.kind)
+                            .map(text),
+                    );
+                }
+            }
+        }
+        let mut module = String::new();
+        for item in &self.items {
+            let keep = match &item.kind {
+                ItemKind::Shared => true,
+                ItemKind::Function(name) => needed.contains(&name.as_str()),
+                ItemKind::Entry(_) => std::ptr::eq(item, this),
+            };
+            if keep {
+                module += text(item);
+            }
+        }
+        Some(module)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +339,58 @@ mod tests {
         assert!(e[1].params.is_empty());
         assert_eq!(target(SAMPLE), Some("sm_70"));
         assert!(externs(SAMPLE).is_empty());
+    }
+
+    /// Two entries, a function one of them calls through another, a function with a return
+    /// value, a forward declaration, variables and a comment with a brace.
+    const TWO_ENTRIES: &str = ".version 7.0\n.target sm_70\n.address_size 64\n\n\
+        .shared .align 8 .f64 scratch[32];\n\
+        .func inner\n(\n\t.param .b64 inner_param_0\n)\n;\n\
+        .global .align 8 .b8 table[8] = {0, 0, 0, 0, 0, 0, 248, 127};\n\
+        .func (.param .b64 func_retval0) outer(\n\t.param .b64 outer_param_0\n)\n{\n\
+        \tcall.uni inner, (outer_param_0); // a brace: {\n\tret;\n}\n\
+        .func inner(\n\t.param .b64 inner_param_0\n)\n{\n\tret;\n}\n\
+        .func unused()\n{\n\tret;\n}\n\
+        .visible .entry calls(\n\t.param .u64 calls_param_0\n)\n.maxntid 256, 1, 1\n{\n\
+        \tcall.uni (r), outer, (calls_param_0);\n\tret;\n}\n\
+        .visible .entry alone()\n{\n\t{\n\tret;\n\t}\n}\n";
+
+    #[test]
+    fn each_entry_gets_the_functions_it_calls_and_the_shared_text() {
+        let modules = modules(TWO_ENTRIES).unwrap();
+        assert_eq!(modules.entries().collect::<Vec<_>>(), ["calls", "alone"]);
+        let calls = modules.module("calls").unwrap();
+        for part in [
+            "scratch[32]",
+            "table[8]",
+            "func inner\n(",
+            "outer(",
+            "inner(",
+            "entry calls(",
+        ] {
+            assert!(calls.contains(part), "{part} missing from:\n{calls}");
+        }
+        assert!(
+            !calls.contains("unused") && !calls.contains("alone"),
+            "{calls}"
+        );
+        let alone = modules.module("alone").unwrap();
+        assert!(alone.contains("scratch[32]") && alone.contains("entry alone()"));
+        assert!(!alone.contains(".func"), "{alone}");
+        // Each module reads as a module with one entry, and the entries split out are the
+        // signatures of the whole.
+        assert_eq!(entries(&calls).unwrap(), entries(TWO_ENTRIES).unwrap()[..1]);
+        assert_eq!(modules.module("missing"), None);
+    }
+
+    #[test]
+    fn unreadable_ptx_is_refused() {
+        assert!(
+            modules(".version 7.0\n")
+                .unwrap_err()
+                .contains("no `.entry`")
+        );
+        let open = ".visible .entry k()\n{\n\tret;\n";
+        assert!(modules(open).unwrap_err().contains("not closed"));
     }
 }
