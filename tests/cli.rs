@@ -189,25 +189,27 @@ fn bad_input_is_a_one_line_error() {
     }
 }
 
-/// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =
-/// (−1.2, 1, …)) in [−2, 0.8]: scipy's L-BFGS-B (tests/scipy/lbfgsb_cases.py,
-/// rosenbrock-10-box) ends at f = 6.001016394619248 after 32 iterations and 37 evaluations,
-/// x₀ at its upper bound; `active_mask` says so.
-#[test]
-fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
-    let v = json(&[
+/// `cudamin solve rosenbrock --n 10 --method lbfgsb --json` with `extra`, as JSON.
+fn rosenbrock_10_lbfgsb(extra: &[&str]) -> serde_json::Value {
+    let args = [
         "solve",
         "rosenbrock",
         "--n",
         "10",
         "--method",
         "lbfgsb",
-        "--lower",
-        "-2",
-        "--upper",
-        "0.8",
         "--json",
-    ]);
+    ];
+    json(&[&args[..], extra].concat())
+}
+
+/// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =
+/// (−1.2, 1, …)) in [−2, 0.8]: scipy's L-BFGS-B (tests/scipy/lbfgsb_cases.py,
+/// rosenbrock-10-box) ends at f = 6.001016394619248 after 32 iterations and 37 evaluations,
+/// x₀ at its upper bound; `active_mask` says so.
+#[test]
+fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
+    let v = rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8"]);
     assert_eq!(v["method"], "lbfgsb");
     assert_eq!(v["status"], 0);
     let fun = v["fun"].as_f64().unwrap();
@@ -230,6 +232,36 @@ fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
         "--json",
     ]);
     assert!(unbounded.get("active_mask").is_none());
+}
+
+/// A list or bound that starts with a minus sign is a value, not a flag: `--lower -inf` is no
+/// lower bound (the same solve as none), `--lower -2,-2,…` the same as `--lower -2`, and
+/// `--p0 -1,…` the same start as `--p0=-1,…`.
+#[test]
+fn values_that_start_with_a_minus_sign_are_values() {
+    let same = |a: &serde_json::Value, b: &serde_json::Value| {
+        assert_eq!(
+            (&a["status"], &a["nit"], &a["fun"], &a["x"]),
+            (&b["status"], &b["nit"], &b["fun"], &b["x"])
+        );
+    };
+    same(
+        &rosenbrock_10_lbfgsb(&["--lower", "-inf", "--upper", "0.8"]),
+        &rosenbrock_10_lbfgsb(&["--upper", "0.8"]),
+    );
+    let twos = ["-2"; 10].join(",");
+    same(
+        &rosenbrock_10_lbfgsb(&["--lower", &twos, "--upper", "0.8"]),
+        &rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8"]),
+    );
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/expsin.csv");
+    let fit = |p0: &[&str]| {
+        let args = ["fit", data, "--model", "poly", "--params", "3", "--json"];
+        json(&[&args[..], p0].concat())
+    };
+    let spaced = fit(&["--p0", "-1,0.5,-0.25"]);
+    assert_eq!(spaced["success"], true, "{spaced}");
+    same(&spaced, &fit(&["--p0=-1,0.5,-0.25"]));
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub struct FitArgs {
     pub absolute_sigma: bool,
     /// Starting parameters, comma-separated (default, as curve_fit: all ones; with bounds, the
     /// middle of each finite box, 1 inside a one-sided bound).
-    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::numbers)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse::numbers)]
     pub p0: Option<Numbers>,
     /// lm (Levenberg–Marquardt; with --lower/--upper, trust-region reflective, as curve_fit),
     /// bfgs, lbfgs or lbfgsb.

@@ -42,10 +42,10 @@ pub struct MethodArgs {
     /// none). lbfgsb moves a start outside them into them, as scipy's minimize does; lm refuses
     /// it, as scipy's least_squares does. With bounds, lm is scipy's trust-region-reflective
     /// method (trf), as curve_fit is with bounds.
-    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse::bounds)]
     pub lower: Option<Numbers>,
     /// lbfgsb and lm: upper bounds, as --lower (inf for none).
-    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::bounds)]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse::bounds)]
     pub upper: Option<Numbers>,
     /// Every method: hold variable INDEX (0-based) at VALUE, e.g. --fix 2=0.5 (repeatable). The
     /// solve is in the others; a fit's dof counts the free parameters and its pcov has zero
