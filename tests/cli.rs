@@ -234,6 +234,36 @@ fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
     assert!(unbounded.get("active_mask").is_none());
 }
 
+/// Bounded ext-rosenbrock at n = 10⁵ (past the length where the vector passes go parallel),
+/// x ≤ 0.9: scipy 1.17.1's L-BFGS-B with an analytic gradient (`benches/lbfgsb_peers.py --n
+/// 100000`) takes 30 iterations and 45 evaluations to f = 500 with 50 000 variables at the
+/// bound; so does cudamin's.
+#[test]
+fn lbfgsb_at_scale_reports_scipys_minimum_and_the_active_set() {
+    let v = json(&[
+        "solve",
+        "ext-rosenbrock",
+        "--n",
+        "100000",
+        "--method",
+        "lbfgsb",
+        "--upper",
+        "0.9",
+        "--json",
+    ]);
+    assert_eq!(v["status"], 0, "{}", v["message"]);
+    assert_eq!(
+        (v["nit"].as_u64(), v["nfev"].as_u64()),
+        (Some(30), Some(45))
+    );
+    let fun = v["fun"].as_f64().unwrap();
+    assert!((fun - 500.0).abs() <= 1e-8 * 500.0, "{fun}");
+    let active = (v["active_mask"].as_array().unwrap().iter())
+        .filter(|m| m.as_i64() != Some(0))
+        .count();
+    assert_eq!(active, 50_000);
+}
+
 /// A list or bound that starts with a minus sign is a value, not a flag: `--lower -inf` is no
 /// lower bound (the same solve as none), `--lower -2,-2,…` the same as `--lower -2`, and
 /// `--p0 -1,…` the same start as `--p0=-1,…`.

@@ -153,29 +153,40 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
     if out.is_empty() {
         return;
     }
+    let block_products =
+        |r: Range<usize>| serial_dots(&blocks_of(vectors, r.clone()), &blocks_of(with, r));
+    out.copy_from_slice(&blockwise(0..n, block_products, sum_blocks));
+}
+
+/// `dots` of one block: `vectors[i]ᵀ with[j]` at `i·k + j`.
+fn serial_dots(vectors: &[&[f64]], with: &[&[f64]]) -> Vec<f64> {
     let k = with.len();
-    let block_products = |r: Range<usize>| {
-        let mut products = vec![0.0; vectors.len() * k];
-        for (j, w) in with.iter().enumerate() {
-            let w = &w[r.clone()];
-            // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.
-            let mut pairs = vectors.chunks_exact(2);
-            for (i, pair) in (&mut pairs).enumerate() {
-                let (a, b) = (&pair[0][r.clone()], &pair[1][r.clone()]);
-                [products[2 * i * k + j], products[(2 * i + 1) * k + j]] = serial_dot_pair(a, b, w);
-            }
-            if let [last] = pairs.remainder() {
-                products[(vectors.len() - 1) * k + j] = serial_dot(&last[r.clone()], w);
-            }
+    let mut products = vec![0.0; vectors.len() * k];
+    for (j, w) in with.iter().enumerate() {
+        // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.
+        let mut pairs = vectors.chunks_exact(2);
+        for (i, pair) in (&mut pairs).enumerate() {
+            [products[2 * i * k + j], products[(2 * i + 1) * k + j]] =
+                serial_dot_pair(pair[0], pair[1], w);
         }
-        products
-    };
-    // Each product's block sums, in block order.
-    let combine = |blocks: Vec<Vec<f64>>| {
-        let products = (0..out.len()).map(|q| blocks.iter().map(|b| b[q]).sum());
-        products.collect()
-    };
-    out.copy_from_slice(&blockwise(0..n, block_products, combine));
+        if let [last] = pairs.remainder() {
+            products[(vectors.len() - 1) * k + j] = serial_dot(last, w);
+        }
+    }
+    products
+}
+
+/// The `range` of each of `vectors`.
+fn blocks_of<'v>(vectors: &[&'v [f64]], range: Range<usize>) -> Vec<&'v [f64]> {
+    vectors.iter().map(|v| &v[range.clone()]).collect()
+}
+
+/// Each entry's block sums, in block order.
+fn sum_blocks(blocks: Vec<Vec<f64>>) -> Vec<f64> {
+    let len = blocks.first().map_or(0, Vec::len);
+    (0..len)
+        .map(|q| blocks.iter().map(|b| b[q]).sum())
+        .collect()
 }
 
 /// `out ← Σ cᵢ·vᵢ` over `terms = [(c₀, v₀), (c₁, v₁), …]`, then `zᵀout`, in one pass: each
@@ -188,32 +199,63 @@ pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -
     debug_assert_eq!(z.len(), out.len());
     let len = out.len();
     let kernel = |(out, range): (&mut [f64], Range<usize>)| -> f64 {
-        let (start, end) = (range.start, range.end);
-        let Some(((c0, v0), rest)) = terms.split_first() else {
-            out.fill(0.0);
-            return serial_dot(&z[start..end], out);
-        };
-        for (o, &v) in out.iter_mut().zip(&v0[start..end]) {
-            *o = c0 * v;
-        }
-        // Four terms per sweep over `out`, the partial sums in registers: the additions happen
-        // in the same order, with a quarter of the loads and stores of `out`.
-        let mut quads = rest.chunks_exact(4);
-        for quad in &mut quads {
-            let [(c1, v1), (c2, v2), (c3, v3), (c4, v4)] = [0, 1, 2, 3].map(|t| quad[t]);
-            let [v1, v2, v3, v4] = [v1, v2, v3, v4].map(|v| &v[start..end]);
-            for ((((o, v1), v2), v3), v4) in out.iter_mut().zip(v1).zip(v2).zip(v3).zip(v4) {
-                *o = (((*o + c1 * v1) + c2 * v2) + c3 * v3) + c4 * v4;
-            }
-        }
-        for (c, v) in quads.remainder() {
-            for (o, &v) in out.iter_mut().zip(&v[start..end]) {
-                *o += c * v;
-            }
-        }
-        serial_dot(&z[start..end], out)
+        combine_block(terms, out, range.clone());
+        serial_dot(&z[range], out)
     };
     blockwise((out, 0..len), kernel, sum_of)
+}
+
+/// `out ← mask ⊙ Σ cᵢ·vᵢ` (0 where `mask[i] != keep`), then `columns[j]ᵀout` into
+/// `products[j]`, in one pass: each block is combined, masked and multiplied by the columns'
+/// blocks while in cache. Each entry and product is exactly what [`combine_dot`], a mask, then
+/// [`dots`] give.
+pub(crate) fn combine_masked_dots(
+    terms: &[(f64, &[f64])],
+    (mask, keep): (&[f64], f64),
+    out: &mut [f64],
+    columns: &[&[f64]],
+    products: &mut [f64],
+) {
+    debug_assert_eq!(mask.len(), out.len());
+    debug_assert_eq!(products.len(), columns.len());
+    let len = out.len();
+    let kernel = |(out, range): (&mut [f64], Range<usize>)| -> Vec<f64> {
+        combine_block(terms, out, range.clone());
+        for (o, &m) in out.iter_mut().zip(&mask[range.clone()]) {
+            if m != keep {
+                *o = 0.0;
+            }
+        }
+        serial_dots(&blocks_of(columns, range), &[out])
+    };
+    products.copy_from_slice(&blockwise((out, 0..len), kernel, sum_blocks));
+}
+
+/// `out ← Σ cᵢ·vᵢ[range]` for [`combine_dot`] (zeros without terms).
+fn combine_block(terms: &[(f64, &[f64])], out: &mut [f64], range: Range<usize>) {
+    let (start, end) = (range.start, range.end);
+    let Some(((c0, v0), rest)) = terms.split_first() else {
+        out.fill(0.0);
+        return;
+    };
+    for (o, &v) in out.iter_mut().zip(&v0[start..end]) {
+        *o = c0 * v;
+    }
+    // Four terms per sweep over `out`, the partial sums in registers: the additions happen
+    // in the same order, with a quarter of the loads and stores of `out`.
+    let mut quads = rest.chunks_exact(4);
+    for quad in &mut quads {
+        let [(c1, v1), (c2, v2), (c3, v3), (c4, v4)] = [0, 1, 2, 3].map(|t| quad[t]);
+        let [v1, v2, v3, v4] = [v1, v2, v3, v4].map(|v| &v[start..end]);
+        for ((((o, v1), v2), v3), v4) in out.iter_mut().zip(v1).zip(v2).zip(v3).zip(v4) {
+            *o = (((*o + c1 * v1) + c2 * v2) + c3 * v3) + c4 * v4;
+        }
+    }
+    for (c, v) in quads.remainder() {
+        for (o, &v) in out.iter_mut().zip(&v[start..end]) {
+            *o += c * v;
+        }
+    }
 }
 
 /// What the end of a quasi-Newton step needs of its vectors, from [`finish_step`].
@@ -337,6 +379,74 @@ pub(crate) fn update_with(out: &mut [f64], a: &[f64], f: impl Fn(f64, f64) -> f6
         }
     };
     blockwise((out, a), kernel, |_| ());
+}
+
+/// `out[i] ← f(i, out[i])`: for updates that read other vectors, or bounds, at `i`.
+pub(crate) fn update_indexed(out: &mut [f64], f: impl Fn(usize, f64) -> f64 + Sync) {
+    let len = out.len();
+    let kernel = |(o, range): (&mut [f64], Range<usize>)| {
+        for (o, i) in o.iter_mut().zip(range) {
+            *o = f(i, *o);
+        }
+    };
+    blockwise((out, 0..len), kernel, |_| ());
+}
+
+/// `out ← out + sign·Σᵢ wᵢ·wᵢᵀ` over the rows `i` where `mask[i] == keep`, with
+/// `wᵢ = [c₀·v₀[i], c₁·v₁[i], …]` for `columns = [(c₀, v₀), …]` (`out` is `w × w`, row-major,
+/// `w = columns.len()`): a Gram matrix over a subset of rows, symmetric, its upper triangle
+/// summed and mirrored. Short vectors add the rows into `out` one by one, in order; long ones
+/// sum each of [`REDUCTION_BLOCKS`] fixed blocks on every core and add the block sums in order,
+/// so the result does not depend on the thread count.
+pub(crate) fn masked_outer_sum(
+    columns: &[(f64, &[f64])],
+    mask: &[f64],
+    keep: f64,
+    sign: f64,
+    out: &mut [f64],
+) {
+    let width = columns.len();
+    debug_assert_eq!(out.len(), width * width);
+    debug_assert!(columns.iter().all(|(_, v)| v.len() == mask.len()));
+    // Adds sign·wᵢwᵢᵀ's upper triangle for each kept row of `rows` into `sums`.
+    let add_rows = |rows: Range<usize>, sign: f64, sums: &mut [f64]| {
+        let mut w = vec![0.0; width];
+        for i in rows.filter(|&i| mask[i] == keep) {
+            for (wa, (c, v)) in w.iter_mut().zip(columns) {
+                *wa = c * v[i];
+            }
+            for a in 0..width {
+                for b in a..width {
+                    sums[a * width + b] += sign * w[a] * w[b];
+                }
+            }
+        }
+    };
+    let len = mask.len();
+    if len < PARALLEL_MIN_LEN {
+        add_rows(0..len, sign, out);
+    } else {
+        let block = len.div_ceil(REDUCTION_BLOCKS);
+        let blocks: Vec<Vec<f64>> = (0..len.div_ceil(block))
+            .into_par_iter()
+            .map(|b| {
+                let mut sums = vec![0.0; width * width];
+                add_rows(b * block..((b + 1) * block).min(len), 1.0, &mut sums);
+                sums
+            })
+            .collect();
+        for a in 0..width {
+            for b in a..width {
+                let q = a * width + b;
+                out[q] += sign * blocks.iter().map(|sums| sums[q]).sum::<f64>();
+            }
+        }
+    }
+    for a in 0..width {
+        for b in 0..a {
+            out[a * width + b] = out[b * width + a];
+        }
+    }
 }
 
 /// `v[i] ← f(v[i])`.
@@ -476,8 +586,66 @@ mod tests {
             }
             assert_eq!(combined, separate);
             assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
+            // Masked, and multiplied by `with` in the same pass: as the separate passes.
+            let mask: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 4 != 2))).collect();
+            let mut masked = vec![f64::NAN; n];
+            let mut masked_products = [f64::NAN; 2];
+            combine_masked_dots(
+                &terms,
+                (&mask, 1.0),
+                &mut masked,
+                &with,
+                &mut masked_products,
+            );
+            update_with(&mut separate, &mask, |v, m| if m == 1.0 { v } else { 0.0 });
+            assert_eq!(masked, separate);
+            let mut separate_products = [0.0; 2];
+            dots(&with, &[&separate], &mut separate_products);
+            assert_eq!(
+                masked_products.map(f64::to_bits),
+                separate_products.map(f64::to_bits)
+            );
             assert_eq!(combine_dot(&[], &mut combined, &z), 0.0);
             assert!(combined.iter().all(|&v| v == 0.0));
+        }
+    }
+
+    /// `masked_outer_sum` adds `±Σ wᵢwᵢᵀ` over the kept rows to what `out` held, symmetric:
+    /// against the sum written out row by row, exactly for short vectors (the same order) and
+    /// to rounding for long ones (block sums).
+    #[test]
+    fn masked_outer_sum_is_the_gram_of_the_kept_rows() {
+        for n in [13, PARALLEL_MIN_LEN * 2 + 11] {
+            let vectors: Vec<Vec<f64>> = (0..3).map(|i| ramp(n, 0.4 + i as f64)).collect();
+            let columns: Vec<(f64, &[f64])> = [1.0, 2.5, -0.5]
+                .into_iter()
+                .zip(vectors.iter().map(Vec::as_slice))
+                .collect();
+            let mask: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 3 != 1))).collect();
+            let start: Vec<f64> = (0..9).map(|q| f64::from(q as u8 % 4)).collect();
+            for (keep, sign) in [(1.0, 1.0), (0.0, -1.0)] {
+                let mut out = start.clone();
+                masked_outer_sum(&columns, &mask, keep, sign, &mut out);
+                let mut expected = start.clone();
+                for i in (0..n).filter(|&i| mask[i] == keep) {
+                    let w: Vec<f64> = columns.iter().map(|(c, v)| c * v[i]).collect();
+                    for a in 0..3 {
+                        for b in a..3 {
+                            expected[a * 3 + b] += sign * w[a] * w[b];
+                        }
+                    }
+                }
+                for a in 0..3 {
+                    for b in 0..3 {
+                        let (got, want) = (out[a * 3 + b], expected[a.min(b) * 3 + a.max(b)]);
+                        if n < PARALLEL_MIN_LEN {
+                            assert_eq!(got.to_bits(), want.to_bits(), "({a}, {b})");
+                        } else {
+                            assert!((got - want).abs() <= 1e-12 * want.abs(), "({a}, {b})");
+                        }
+                    }
+                }
+            }
         }
     }
 

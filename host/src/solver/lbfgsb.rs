@@ -33,7 +33,8 @@ use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::linalg::vector;
 use crate::objective::{EvalError, Objective};
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::ops::ControlFlow;
 
 /// scipy's `maxfun` and `maxiter` defaults for L-BFGS-B.
@@ -378,18 +379,24 @@ impl Compact<'_> {
 
     /// `Wᵀv` (`2k`): `[yⱼᵀv …, θ·sⱼᵀv …]`, in one pass.
     fn w_transpose(&self, v: &[f64]) -> Vec<f64> {
-        let memory = self.memory;
-        let k = memory.s.len();
-        let columns: Vec<&[f64]> = memory
-            .y
-            .iter()
-            .chain(&memory.s)
-            .map(Vec::as_slice)
-            .collect();
-        let mut out = vec![0.0; 2 * k];
-        vector::dots(&columns, &[v], &mut out);
-        out[k..].iter_mut().for_each(|p| *p *= self.theta());
+        let mut out = vec![0.0; self.width()];
+        vector::dots(&self.w_columns(), &[v], &mut out);
+        self.scale_s_products(&mut out);
         out
+    }
+
+    /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.
+    fn w_columns(&self) -> Vec<&[f64]> {
+        let memory = self.memory;
+        (memory.y.iter().chain(&memory.s))
+            .map(Vec::as_slice)
+            .collect()
+    }
+
+    /// Products with [`w_columns`](Self::w_columns) made `W`'s: the `s` half times `θ`.
+    fn scale_s_products(&self, products: &mut [f64]) {
+        let k = self.memory.s.len();
+        products[k..].iter_mut().for_each(|p| *p *= self.theta());
     }
 
     /// Row `i` of `W = [Y  θS]` into `w`.
@@ -476,19 +483,23 @@ fn cauchy_point(
     let width = compact.width();
     let theta = compact.theta();
     let mut cauchy = x.to_vec();
-    // Breakpoints: when each variable meets its bound along −g.
+    // Breakpoints: when each variable meets its bound along −g. The path usually stops after
+    // a few of them: a heap (built in O(n)) hands them over in order, as far as they are
+    // needed, where sorting all of them cost n·log n per iteration.
     let mut d = vec![0.0; n];
-    let mut breaks: Vec<(f64, usize)> = Vec::new();
-    for i in 0..n {
-        let t = bounds.breakpoint(i, x[i], g[i]);
-        if t > 0.0 {
-            d[i] = -g[i];
-            if t.is_finite() {
-                breaks.push((t, i));
-            }
+    vector::update_indexed(&mut d, |i, _| {
+        if bounds.breakpoint(i, x[i], g[i]) > 0.0 {
+            -g[i]
+        } else {
+            0.0
         }
-    }
-    breaks.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    });
+    let mut breaks: BinaryHeap<Reverse<Breakpoint>> = (0..n)
+        .filter(|&i| d[i] != 0.0)
+        .map(|i| Breakpoint(bounds.breakpoint(i, x[i], g[i]), i))
+        .filter(|b| b.0.is_finite())
+        .map(Reverse)
+        .collect();
     let mut w = vec![0.0; width];
     let mut p = compact.w_transpose(&d);
     let mut c = vec![0.0; width];
@@ -500,7 +511,7 @@ fn cauchy_point(
     }
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
-    for &(t, b) in &breaks {
+    while let Some(Reverse(Breakpoint(t, b))) = breaks.pop() {
         let dt = t - t_old;
         if step_to_minimum < dt {
             break;
@@ -540,15 +551,33 @@ fn cauchy_point(
         step_to_minimum.max(0.0)
     };
     let t = t_old + step_to_minimum;
-    for i in 0..n {
-        if d[i] != 0.0 {
-            cauchy[i] = x[i] + t * d[i];
-        }
-    }
+    vector::update_indexed(
+        &mut cauchy,
+        |i, at| if d[i] != 0.0 { x[i] + t * d[i] } else { at },
+    );
     for (cj, pj) in c.iter_mut().zip(&p) {
         *cj += step_to_minimum * pj;
     }
     (cauchy, c)
+}
+
+/// A variable's breakpoint `t` and its index, ordered by `t`, then by index (`total_cmp`: the
+/// breakpoints are never NaN).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Breakpoint(f64, usize);
+
+impl Eq for Breakpoint {}
+
+impl PartialOrd for Breakpoint {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Breakpoint {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
 }
 
 /// The coefficients `v` of the subspace step's correction: `d = −r/θ − W·v` over the free
@@ -605,51 +634,54 @@ fn subspace_step(
 ) -> Vec<f64> {
     let width = compact.width();
     let theta = compact.theta();
-    let free: Vec<usize> = (0..x.len())
-        .filter(|&i| bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i])
-        .collect();
-    if free.is_empty() {
+    // The variables strictly inside their bounds at the Cauchy point, as a mask of 1.0 and
+    // 0.0 that the vector passes read.
+    let mut is_free = vec![0.0; x.len()];
+    vector::update_indexed(&mut is_free, |i, _| {
+        f64::from(u8::from(
+            bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i],
+        ))
+    });
+    let free = is_free.iter().filter(|&&f| f == 1.0).count();
+    if free == 0 {
         return cauchy;
     }
     // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
-    // variables: one combination pass over W's columns, then a mask.
-    let is_free = free_mask(x.len(), &free);
+    // variables: one combination pass over W's columns, masked.
     let mc = compact.m_times(c);
     let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
     terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
+    // …and WᵀZ·r = Wᵀr in the same pass, while r's blocks are in cache.
     let mut r = vec![0.0; x.len()];
-    vector::combine_dot(&terms, &mut r, g);
-    let keep_free = |r, free| if free == 1.0 { r } else { 0.0 };
-    vector::update_with(&mut r, &is_free, keep_free);
-    let wz_r = compact.w_transpose(&r);
+    let mut wz_r = vec![0.0; width];
+    let w_columns = compact.w_columns();
+    vector::combine_masked_dots(&terms, (&is_free, 1.0), &mut r, &w_columns, &mut wz_r);
+    compact.scale_s_products(&mut wz_r);
     // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
     // as WᵀW (from the pairs' products) less the rows at a bound.
-    let direct = 2 * free.len() <= x.len();
+    let direct = 2 * free <= x.len();
     let mut wz_zw = if direct {
         vec![0.0; width * width]
     } else {
         compact.gram()
     };
     let (sign, rows) = if direct { (1.0, 1.0) } else { (-1.0, 0.0) };
-    let mut w = vec![0.0; width];
-    for i in (0..x.len()).filter(|&i| is_free[i] == rows) {
-        compact.w_row(i, &mut w);
-        for a in 0..width {
-            for b in 0..width {
-                wz_zw[a * width + b] += sign * w[a] * w[b];
-            }
-        }
-    }
+    let ones = vec![1.0; width];
+    let columns: Vec<(f64, &[f64])> = compact.columns(&ones).collect();
+    vector::masked_outer_sum(&columns, &is_free, rows, sign, &mut wz_zw);
     let v = correction(compact, &wz_r, &wz_zw);
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, &r)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
     let mut step = vec![0.0; x.len()];
     vector::combine_dot(&terms, &mut step, g);
-    let step: Vec<f64> = free.iter().map(|&i| step[i]).collect();
     let mut projected = cauchy.clone();
-    for (&i, &di) in free.iter().zip(&step) {
-        projected[i] = bounds.clip(i, cauchy[i] + di);
-    }
+    vector::update_indexed(&mut projected, |i, at| {
+        if is_free[i] == 1.0 {
+            bounds.clip(i, cauchy[i] + step[i])
+        } else {
+            at
+        }
+    });
     let descent: f64 = (0..x.len()).map(|i| (projected[i] - x[i]) * g[i]).sum();
     if descent <= 0.0 {
         return projected;
@@ -657,7 +689,8 @@ fn subspace_step(
     // Truncate at the first bound the step meets.
     let mut alpha = 1.0f64;
     let mut first = None;
-    for (a, (&i, &di)) in free.iter().zip(&step).enumerate() {
+    for i in (0..x.len()).filter(|&i| is_free[i] == 1.0) {
+        let di = step[i];
         let room = if di < 0.0 {
             bounds.lower[i] - cauchy[i]
         } else {
@@ -672,21 +705,23 @@ fn subspace_step(
         };
         if reach < alpha {
             alpha = reach;
-            first = Some(a);
+            first = Some(i);
         }
     }
     let mut target = cauchy;
-    for (a, (&i, &di)) in free.iter().zip(&step).enumerate() {
-        target[i] = if first == Some(a) {
-            if di > 0.0 {
+    vector::update_indexed(&mut target, |i, at| {
+        if is_free[i] != 1.0 {
+            at
+        } else if first == Some(i) {
+            if step[i] > 0.0 {
                 bounds.upper[i]
             } else {
                 bounds.lower[i]
             }
         } else {
-            target[i] + alpha * di
-        };
-    }
+            at + alpha * step[i]
+        }
+    });
     target
 }
 
@@ -704,12 +739,13 @@ struct BoxRay<'r, 's> {
 impl BoxRay<'_, '_> {
     fn move_to(&mut self, step: f64) {
         let bounds = self.solver.bounds;
-        for (i, p) in self.point.iter_mut().enumerate() {
-            *p = if step == 1.0 {
-                self.target[i]
-            } else {
-                bounds.clip(i, self.origin[i] + step * self.direction[i])
-            };
+        let (origin, direction) = (self.origin, self.direction);
+        if step == 1.0 {
+            self.point.copy_from_slice(self.target);
+        } else {
+            vector::update_indexed(self.point, |i, _| {
+                bounds.clip(i, origin[i] + step * direction[i])
+            });
         }
     }
 }
@@ -732,13 +768,6 @@ impl Line for BoxRay<'_, '_> {
         let value = self.solver.evaluate(self.point, self.gradient)?;
         Ok((value, vector::dot(self.gradient, self.direction)))
     }
-}
-
-/// 1.0 at the indices in `free` (ascending), 0.0 elsewhere: a vector the passes can read.
-fn free_mask(n: usize, free: &[usize]) -> Vec<f64> {
-    let mut mask = vec![0.0; n];
-    free.iter().for_each(|&i| mask[i] = 1.0);
-    mask
 }
 
 #[cfg(test)]
