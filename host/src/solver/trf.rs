@@ -18,7 +18,7 @@ use crate::linalg::vector;
 use crate::objective::LeastSquaresObjective;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
-use step::{ScaledModel, norm};
+use step::ScaledModel;
 
 /// scipy's `least_squares(fun, x0, method='trf', bounds=…)` from `x0` (checked to lie in the
 /// box, whose lower bounds are below its upper ones).
@@ -43,7 +43,7 @@ pub(super) fn least_squares(
     let mut cost = 0.5 * sum_of_squares;
     let mut g = gradient(&factor);
     let (v, _) = bounds.coleman_li(&x, &g);
-    let mut delta = norm(
+    let mut delta = vector::norm2(
         &(x.iter().zip(&v))
             .map(|(x, v)| x / v.sqrt())
             .collect::<Vec<_>>(),
@@ -69,8 +69,8 @@ pub(super) fn least_squares(
         // How far toward a bound a step may go: nearer as the scaled gradient vanishes.
         let theta = 0.995f64.max(1.0 - optimality);
         let mut actual_reduction = -1.0;
-        let mut trial = x.clone();
-        let mut trial_cost = cost;
+        // The last trial point and its cost: read only once one has reduced the cost.
+        let (mut trial, mut trial_cost) = (Vec::new(), cost);
         while actual_reduction <= 0.0 && nfev < max_nfev {
             let (scaled, damping) = model.trust_region_minimizer(delta, alpha);
             alpha = damping;
@@ -79,7 +79,7 @@ pub(super) fn least_squares(
             trial = bounds.strictly_feasible(&moved, 0.0);
             trial_cost = 0.5 * objective.sum_of_squares(&trial, loss)?;
             nfev += 1;
-            let scaled_norm = norm(&step.scaled);
+            let scaled_norm = vector::norm2(&step.scaled);
             if !trial_cost.is_finite() {
                 delta = 0.25 * scaled_norm;
                 continue;
@@ -101,7 +101,8 @@ pub(super) fn least_squares(
                 delta
             };
             let ftol_met = actual_reduction < options.ftol * cost && ratio > 0.25;
-            let xtol_met = norm(&step.x) < options.xtol * (options.xtol + norm(&x));
+            let xtol_met =
+                vector::norm2(&step.x) < options.xtol * (options.xtol + vector::norm2(&x));
             ended = match (ftol_met, xtol_met) {
                 (true, true) => Some(LmStatus::FtolXtol),
                 (true, false) => Some(LmStatus::Ftol),

@@ -10,6 +10,7 @@
 
 use crate::backend::Factor;
 use crate::linalg::svd::svd;
+use crate::linalg::vector::{dot, norm2 as norm};
 use crate::solver::bounds::Bounds;
 
 /// The quadratic model of the cost in the scaled variables `p̂` (a step `p = d∘p̂`): its value
@@ -305,17 +306,9 @@ fn minimize_quadratic(a: f64, b: f64, c: f64, lower: f64, upper: f64) -> (f64, f
         })
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(a, b)| a * b).sum()
-}
-
 /// `Σ w_i·a_i·b_i`.
 fn weighted_dot(w: &[f64], a: &[f64], b: &[f64]) -> f64 {
     (w.iter().zip(a).zip(b)).map(|((w, a), b)| w * a * b).sum()
-}
-
-pub(super) fn norm(v: &[f64]) -> f64 {
-    dot(v, v).sqrt()
 }
 
 #[cfg(test)]
