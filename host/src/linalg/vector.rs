@@ -205,13 +205,25 @@ pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -
     blockwise((out, 0..len), kernel, sum_of)
 }
 
-/// `out ← mask ⊙ Σ cᵢ·vᵢ` (0 where `mask[i] != keep`), then `columns[j]ᵀout` into
+/// `out ← Σ cᵢ·vᵢ` in order (no fused multiply-adds), as [`combine_dot`] forms it. No terms:
+/// zeros.
+pub(crate) fn combine(terms: &[(f64, &[f64])], out: &mut [f64]) {
+    debug_assert!(terms.iter().all(|(_, v)| v.len() == out.len()));
+    let len = out.len();
+    blockwise(
+        (out, 0..len),
+        |(out, range)| combine_block(terms, out, range),
+        drop,
+    );
+}
+
+/// `out ← Σ cᵢ·vᵢ` where `mask[i]` is 1.0, 0 elsewhere, then `columns[j]ᵀout` into
 /// `products[j]`, in one pass: each block is combined, masked and multiplied by the columns'
-/// blocks while in cache. Each entry and product is exactly what [`combine_dot`], a mask, then
+/// blocks while in cache. Each entry and product is exactly what [`combine`], a mask, then
 /// [`dots`] give.
 pub(crate) fn combine_masked_dots(
     terms: &[(f64, &[f64])],
-    (mask, keep): (&[f64], f64),
+    mask: &[f64],
     out: &mut [f64],
     columns: &[&[f64]],
     products: &mut [f64],
@@ -222,7 +234,7 @@ pub(crate) fn combine_masked_dots(
     let kernel = |(out, range): (&mut [f64], Range<usize>)| -> Vec<f64> {
         combine_block(terms, out, range.clone());
         for (o, &m) in out.iter_mut().zip(&mask[range.clone()]) {
-            if m != keep {
+            if m != 1.0 {
                 *o = 0.0;
             }
         }
@@ -586,17 +598,14 @@ mod tests {
             }
             assert_eq!(combined, separate);
             assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
+            let mut plain = vec![f64::NAN; n];
+            combine(&terms, &mut plain);
+            assert_eq!(plain, separate);
             // Masked, and multiplied by `with` in the same pass: as the separate passes.
             let mask: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 4 != 2))).collect();
             let mut masked = vec![f64::NAN; n];
             let mut masked_products = [f64::NAN; 2];
-            combine_masked_dots(
-                &terms,
-                (&mask, 1.0),
-                &mut masked,
-                &with,
-                &mut masked_products,
-            );
+            combine_masked_dots(&terms, &mask, &mut masked, &with, &mut masked_products);
             update_with(&mut separate, &mask, |v, m| if m == 1.0 { v } else { 0.0 });
             assert_eq!(masked, separate);
             let mut separate_products = [0.0; 2];

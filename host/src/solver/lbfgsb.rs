@@ -617,7 +617,7 @@ fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>) -> Vec<f64> {
     let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
     let mut target = vec![0.0; x.len()];
-    vector::combine_dot(&terms, &mut target, g);
+    vector::combine(&terms, &mut target);
     target
 }
 
@@ -655,7 +655,7 @@ fn subspace_step(
     let mut r = vec![0.0; x.len()];
     let mut wz_r = vec![0.0; width];
     let w_columns = compact.w_columns();
-    vector::combine_masked_dots(&terms, (&is_free, 1.0), &mut r, &w_columns, &mut wz_r);
+    vector::combine_masked_dots(&terms, &is_free, &mut r, &w_columns, &mut wz_r);
     compact.scale_s_products(&mut wz_r);
     // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
     // as WᵀW (from the pairs' products) less the rows at a bound.
@@ -673,7 +673,7 @@ fn subspace_step(
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, &r)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
     let mut step = vec![0.0; x.len()];
-    vector::combine_dot(&terms, &mut step, g);
+    vector::combine(&terms, &mut step);
     let mut projected = cauchy.clone();
     vector::update_indexed(&mut projected, |i, at| {
         if is_free[i] == 1.0 {
