@@ -331,32 +331,38 @@ def torch_lbfgs_tool(ctx, prob):
         sync = torch.cuda.synchronize if ctx.dev == "cuda" else (lambda: None)
 
         def run():
-            x, calls = x0.clone().requires_grad_(True), [0]
-            # tolerance_grad is tested on max|g|, as scipy's gtol; tolerance_change is tiny so
-            # that otherwise only a stalled search (f exactly unchanged) ends it.
-            opt = torch.optim.LBFGS([x], lr=1, max_iter=ITER_CAP, max_eval=ITER_CAP * 5 // 4,
-                                    tolerance_grad=GTOL, tolerance_change=1e-30, history_size=10,
-                                    line_search_fn="strong_wolfe")
-
-            def closure():
-                calls[0] += 1
-                opt.zero_grad()
-                loss = f(x)
-                loss.backward()
-                return loss
             sync()
             t0 = time.perf_counter()
-            opt.step(closure)
+            x, nit, calls = torch_lbfgs(torch, f, x0, ITER_CAP)
             sync()
             dt = time.perf_counter() - t0
             with torch.no_grad():
                 fun = float(f(x))
-            nit = opt.state[x]["n_iter"]
-            capped = nit >= ITER_CAP or calls[0] >= ITER_CAP * 5 // 4
-            return dict(solve_s=dt, fun=fun, x=x.detach().cpu().numpy(), nit=nit, nfev=calls[0],
-                        njev=calls[0], message="max_iter or max_eval reached" if capped else "")
+            capped = nit >= ITER_CAP or calls >= ITER_CAP * 5 // 4
+            return dict(solve_s=dt, fun=fun, x=x.detach().cpu().numpy(), nit=nit, nfev=calls,
+                        njev=calls, message="max_iter or max_eval reached" if capped else "")
         return run, {"device": ctx.dev}
     return dict(tool="torch.optim.LBFGS", method="L-BFGS (autograd, strong Wolfe, m=10)", factory=factory)
+
+
+def torch_lbfgs(torch, f, x0, max_iter):
+    """torch.optim.LBFGS (m = 10, strong Wolfe) on `f` from a copy of the tensor `x0`:
+    (x, iterations, calls of f). Its tolerance_grad is tested on max|g|, as scipy's gtol; its
+    tolerance_change is tiny, so that otherwise only a stalled search (f exactly unchanged)
+    ends it."""
+    x, calls = x0.clone().requires_grad_(True), [0]
+    opt = torch.optim.LBFGS([x], lr=1, max_iter=max_iter, max_eval=max_iter * 5 // 4,
+                            tolerance_grad=GTOL, tolerance_change=1e-30, history_size=10,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        calls[0] += 1
+        opt.zero_grad()
+        loss = f(x)
+        loss.backward()
+        return loss
+    opt.step(closure)
+    return x, opt.state[x]["n_iter"], calls[0]
 
 
 def scipy_torch_tool(ctx, prob, method, options=None):

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """L-BFGS-B at n = 10⁶, side by side: scipy's `minimize(method='L-BFGS-B')` with an analytic
-numpy gradient against `cudamin solve PROBLEM --method lbfgsb`, bounded and not.
+numpy gradient and jaxopt's `LBFGSB` (jit-compiled, autodiff gradient) against `cudamin solve
+PROBLEM --method lbfgsb`, bounded and not; and, unbounded, torch's `optim.LBFGS` (autograd, strong
+Wolfe) against `cudamin solve PROBLEM --method lbfgs`.
 
-The problems are the CLI's own, written again in numpy for scipy (float64 both):
+The problems are the CLI's own, written again for each peer (float64 everywhere):
 - seed-expsum: f = Σ x² + eˣ, x0 = 0.5; bounded: every x ≤ −0.4 (the minimum, −0.3517 per
   variable, lies outside, so every bound is active at the answer);
 - ext-rosenbrock: f = Σ 100(x₂ₖ₊₁ − x₂ₖ²)² + (1 − x₂ₖ)², x0 = (−1.2, 1, …); bounded: every
   x ≤ 0.9 (the answer has x₂ₖ = 0.9 at its bound and x₂ₖ₊₁ = 0.81 free: half active).
-Every option at scipy's defaults (maxcor 10, pgtol 1e-5, factr 1e7) on both sides. cudamin's time
-is its report's `elapsed_s` (the solve alone); scipy's is the `minimize` call's wall time, its
-objective returning (f, g) in one vectorized call, its bounds a `Bounds` of arrays. The tools alternate within each repetition;
-times are medians. jaxopt's LBFGSB, which the issue also names, is not installed here (it needs
-jax); add it to the venv to add its row.
+Options at scipy's defaults (maxcor/history 10, pgtol 1e-5, factr 1e7): jaxopt's `tol` is the
+same projected-gradient ∞-norm as scipy's pgtol (it has no factr rule); torch's
+`tolerance_grad` is max|g| ≤ 1e-5, its `tolerance_change` 1e-30 so that only a stalled search
+ends it otherwise. cudamin's time is its report's `elapsed_s` (the solve alone, a fresh
+process); a peer's is its solve call's wall time, after one untimed warm-up solve (jaxopt's
+compilation, torch's allocator). The tools alternate within each repetition; times are medians.
+"× cudamin" divides by the cudamin row of the same method family (L-BFGS-B or L-BFGS).
 
     target/poisson-peers-venv/bin/python benches/lbfgsb_peers.py [--n N] [--repeat R]
 """
@@ -24,6 +28,9 @@ import time
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
+
+GTOL = 1e-5
+MAXITER = 15000
 
 
 def seed_expsum(x):
@@ -40,6 +47,13 @@ def ext_rosenbrock(x):
     return float(np.sum(100.0 * t * t + (1.0 - a) ** 2)), g
 
 
+def value_only(name, xp):
+    """The problem's f alone, in the array module `xp` (jax.numpy or torch), for autodiff."""
+    if name == "seed-expsum":
+        return lambda x: xp.sum(x * x + xp.exp(x))
+    return lambda x: xp.sum(100.0 * (x[1::2] - x[0::2] ** 2) ** 2 + (1.0 - x[0::2]) ** 2)
+
+
 CASES = [
     ("seed-expsum", seed_expsum, lambda n: np.full(n, 0.5), None),
     ("seed-expsum", seed_expsum, lambda n: np.full(n, 0.5), -0.4),
@@ -48,36 +62,108 @@ CASES = [
 ]
 
 
+def active(x, upper):
+    return 0 if upper is None else int(np.sum(np.asarray(x) >= upper))
+
+
+def scipy_tool(name, fun, x0, upper):
+    bounds = None if upper is None else Bounds(-np.inf, np.full(x0.size, upper))
+
+    def run():
+        clock = time.perf_counter()
+        r = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds)
+        return time.perf_counter() - clock, (r.nit, r.nfev, r.fun, active(r.x, upper))
+    return run
+
+
+def jaxopt_tool(name, fun, x0, upper):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import jaxopt
+    solver = jaxopt.LBFGSB(fun=value_only(name, jnp), maxiter=MAXITER, tol=GTOL, history_size=10)
+    bounds = (jnp.full(x0.size, -jnp.inf), jnp.full(x0.size, jnp.inf if upper is None else upper))
+    start = jnp.asarray(x0)
+    # One compiled program for the whole solve: `run` alone traces it again at every call.
+    compiled = jax.jit(lambda x, lower, upper: solver.run(x, bounds=(lower, upper)))
+
+    def solve():
+        params, state = compiled(start, *bounds)
+        params.block_until_ready()
+        return params, state
+    solve()  # compiles
+
+    def run():
+        clock = time.perf_counter()
+        params, state = solve()
+        elapsed = time.perf_counter() - clock
+        return elapsed, (int(state.iter_num), int(state.num_fun_eval), float(state.value),
+                         active(params, upper))
+    return run
+
+
+def torch_tool(name, fun, x0, upper):
+    import torch
+    from gpu_peers import torch_lbfgs
+    f = value_only(name, torch)
+    start = torch.from_numpy(x0)
+    torch_lbfgs(torch, f, start, MAXITER)  # warms the allocator
+
+    def run():
+        clock = time.perf_counter()
+        x, nit, nfev = torch_lbfgs(torch, f, start, MAXITER)
+        elapsed = time.perf_counter() - clock
+        with torch.no_grad():
+            return elapsed, (nit, nfev, float(f(x)), 0)
+    return run
+
+
+def cudamin_tool(binary, method):
+    def make(name, fun, x0, upper):
+        command = [binary, "solve", name, "--n", str(x0.size), "--method", method, "--json"]
+        command += [] if upper is None else ["--upper", repr(upper)]
+
+        def run():
+            report = json.loads(subprocess.run(command, check=True, capture_output=True,
+                                               text=True).stdout)
+            mask = report.get("active_mask") or []
+            return report["elapsed_s"], (report["nit"], report["nfev"], report["fun"],
+                                         sum(1 for m in mask if m))
+        return run
+    return make
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cudamin", default="target/release/cudamin")
     args = ap.parse_args()
-    print(f"| problem | upper bound | tool | time (s) | × cudamin | nit | nfev | f | active |")
+    # (tool, method family, factory); the unbounded-only ones last.
+    bounded_tools = [("scipy L-BFGS-B", "lbfgsb", scipy_tool),
+                     ("jaxopt LBFGSB", "lbfgsb", jaxopt_tool),
+                     ("cudamin lbfgsb", "lbfgsb", cudamin_tool(args.cudamin, "lbfgsb"))]
+    unbounded_tools = [("torch LBFGS", "lbfgs", torch_tool),
+                       ("cudamin lbfgs", "lbfgs", cudamin_tool(args.cudamin, "lbfgs"))]
+    print("| problem | upper bound | tool | time (s) | × cudamin | nit | nfev | f | active |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, fun, start, upper in CASES:
-        times = {"scipy": [], "cudamin": []}
+        x0 = start(args.n)
+        tools = bounded_tools + (unbounded_tools if upper is None else [])
+        runs = [(tool, family, factory(name, fun, x0, upper)) for tool, family, factory in tools]
+        times = {tool: [] for tool, _, _ in runs}
+        rows = {}
         for _ in range(args.repeat):
-            x0 = start(args.n)
-            bounds = None if upper is None else Bounds(-np.inf, np.full(args.n, upper))
-            clock = time.perf_counter()
-            r = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds)
-            times["scipy"].append(time.perf_counter() - clock)
-            scipy_row = (r.nit, r.nfev, r.fun, 0 if upper is None else int(np.sum(r.x >= upper)))
-            command = [args.cudamin, "solve", name, "--n", str(args.n), "--method", "lbfgsb",
-                       "--json"] + ([] if upper is None else ["--upper", repr(upper)])
-            report = json.loads(subprocess.run(command, check=True, capture_output=True,
-                                               text=True).stdout)
-            times["cudamin"].append(report["elapsed_s"])
-            mask = report.get("active_mask") or []
-            cudamin_row = (report["nit"], report["nfev"], report["fun"], sum(1 for m in mask if m))
-        ours = statistics.median(times["cudamin"])
-        for tool, row in [("scipy", scipy_row), ("cudamin", cudamin_row)]:
+            for tool, _, run in runs:
+                elapsed, rows[tool] = run()
+                times[tool].append(elapsed)
+        ours = {family: statistics.median(times[tool]) for tool, family, _ in runs
+                if tool.startswith("cudamin")}
+        for tool, family, _ in runs:
             t = statistics.median(times[tool])
-            nit, nfev, f, active = row
-            print(f"| {name} | {upper} | {tool} | {t:.3f} | {t / ours:.2f} | {nit} | {nfev} | "
-                  f"{f:.10g} | {active} |")
+            nit, nfev, f, hits = rows[tool]
+            print(f"| {name} | {upper} | {tool} | {t:.3f} | {t / ours[family]:.2f} | {nit} | "
+                  f"{nfev} | {f:.10g} | {hits} |", flush=True)
 
 
 if __name__ == "__main__":
