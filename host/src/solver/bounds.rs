@@ -5,6 +5,7 @@
 
 use super::options::invalid_option;
 use super::result::SolveError;
+use crate::linalg::vector;
 use crate::objective::Held;
 
 /// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
@@ -252,17 +253,15 @@ impl Bounds {
 
     /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
     pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
-        (0..x.len())
-            .map(|i| {
-                let gi = g[i];
-                let projected = if gi < 0.0 {
-                    (x[i] - self.upper[i]).max(gi)
-                } else {
-                    (x[i] - self.lower[i]).min(gi)
-                };
-                projected.abs()
-            })
-            .fold(0.0, f64::max)
+        vector::max_indexed(x.len(), |i| {
+            let gi = g[i];
+            let projected = if gi < 0.0 {
+                (x[i] - self.upper[i]).max(gi)
+            } else {
+                (x[i] - self.lower[i]).min(gi)
+            };
+            projected.abs()
+        })
     }
 
     /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with

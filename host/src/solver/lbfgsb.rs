@@ -94,12 +94,14 @@ impl Solver<'_> {
         let mut trial = vec![0.0; n];
         let mut trial_g = vec![0.0; n];
         let mut direction = vec![0.0; n];
+        let mut target = vec![0.0; n];
+        let mut buffers = StepBuffers::default();
         let mut spare = None;
         // f before the last step, for the relative-reduction test.
         let mut previous: Option<f64> = None;
         // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
         let status = loop {
-            if !(f.is_finite() && g.iter().all(|v| v.is_finite())) {
+            if !f.is_finite() || vector::first_non_finite(&g).is_some() {
                 break Status::NanEncountered;
             }
             let projected = bounds.projected_gradient_norm(&x, &g);
@@ -133,7 +135,7 @@ impl Solver<'_> {
             // One iteration; a failed line search with pairs in memory empties it and tries
             // again from the same point.
             let accepted = loop {
-                let target = self.step_target(&x, &g, &memory);
+                self.step_target(&x, &g, &memory, &mut buffers, &mut target);
                 vector::fill_with(&mut direction, &target, &x, |t, x| t - x);
                 let slope = vector::dot(&g, &direction);
                 let found = if slope < 0.0 {
@@ -217,20 +219,55 @@ impl Solver<'_> {
         self.objective.value_and_gradient(x, g)
     }
 
-    /// Where the iteration's step aims, `x̄`: the generalized Cauchy point, then the subspace
-    /// step from it. Without bounds and with pairs in memory, the Cauchy point is `x` itself
-    /// and every variable free.
-    fn step_target(&self, x: &[f64], g: &[f64], memory: &Memory) -> Vec<f64> {
+    /// Writes where the iteration's step aims, `x̄`, to `target`: the generalized Cauchy point,
+    /// then the subspace step from it. Without bounds and with pairs in memory, the Cauchy
+    /// point is `x` itself and every variable free.
+    fn step_target(
+        &self,
+        x: &[f64],
+        g: &[f64],
+        memory: &Memory,
+        buffers: &mut StepBuffers,
+        target: &mut Vec<f64>,
+    ) {
         let compact = memory.compact();
         if !self.bounds.any() && !memory.is_empty() {
-            return unbounded_step(x, g, &compact);
+            return unbounded_step(x, g, &compact, target);
         }
-        let (cauchy, c) = cauchy_point(x, g, self.bounds, &compact);
+        let c = cauchy_point(x, g, self.bounds, &compact, buffers);
         if memory.is_empty() {
-            return cauchy;
+            return std::mem::swap(target, &mut buffers.cauchy);
         }
-        subspace_step(x, g, self.bounds, &compact, cauchy, &c)
+        subspace_step(x, g, self.bounds, &compact, buffers, &c, target)
     }
+}
+
+/// The `n`-vectors of the bounded step, kept from one iteration to the next: made afresh at
+/// each, their pages faulted in again every time (12 700 faults per iteration at n = 10⁶,
+/// about a quarter of the step's time).
+#[derive(Default)]
+struct StepBuffers {
+    /// The Cauchy point.
+    cauchy: Vec<f64>,
+    /// When each variable meets its bound along `−g` (0 for one that cannot move, ∞ for one
+    /// that never meets one).
+    times: Vec<f64>,
+    /// The projected steepest-descent path's direction: `−g`, 0 where a variable cannot move.
+    path: Vec<f64>,
+    /// 1.0 where a variable is free at the Cauchy point, else 0.0.
+    is_free: Vec<f64>,
+    /// The reduced gradient, 0 off the free variables.
+    reduced: Vec<f64>,
+    /// The subspace step.
+    step: Vec<f64>,
+    /// The breakpoints, as the storage of a heap.
+    breaks: Vec<Reverse<Breakpoint>>,
+}
+
+/// `buffer` as `n` values (zeros the first time), for a pass that writes every one of them.
+fn sized(buffer: &mut Vec<f64>, n: usize) -> &mut Vec<f64> {
+    buffer.resize(n, 0.0);
+    buffer
 }
 
 /// The curvature pairs, oldest first, with the products the compact form needs.
@@ -472,42 +509,44 @@ fn invert(a: &[f64], n: usize) -> Vec<f64> {
     inverse
 }
 
-/// The generalized Cauchy point (Byrd et al., Algorithm CP) and `c = Wᵀ(x_cp − x)`.
+/// The generalized Cauchy point (Byrd et al., Algorithm CP), written to `buffers.cauchy`, and
+/// `c = Wᵀ(x_cp − x)`.
 fn cauchy_point(
     x: &[f64],
     g: &[f64],
     bounds: &Bounds,
     compact: &Compact<'_>,
-) -> (Vec<f64>, Vec<f64>) {
+    buffers: &mut StepBuffers,
+) -> Vec<f64> {
     let n = x.len();
     let width = compact.width();
     let theta = compact.theta();
-    let mut cauchy = x.to_vec();
+    let cauchy = sized(&mut buffers.cauchy, n);
+    vector::update_indexed(cauchy, |i, _| x[i]);
     // Breakpoints: when each variable meets its bound along −g. The path usually stops after
     // a few of them: a heap (built in O(n)) hands them over in order, as far as they are
     // needed, where sorting all of them cost n·log n per iteration.
-    let mut d = vec![0.0; n];
-    vector::update_indexed(&mut d, |i, _| {
-        if bounds.breakpoint(i, x[i], g[i]) > 0.0 {
-            -g[i]
-        } else {
-            0.0
-        }
-    });
-    let mut breaks: BinaryHeap<Reverse<Breakpoint>> = (0..n)
-        .filter(|&i| d[i] != 0.0)
-        .map(|i| Breakpoint(bounds.breakpoint(i, x[i], g[i]), i))
-        .filter(|b| b.0.is_finite())
-        .map(Reverse)
-        .collect();
+    let times = sized(&mut buffers.times, n);
+    vector::update_indexed(times, |i, _| bounds.breakpoint(i, x[i], g[i]));
+    let d = sized(&mut buffers.path, n);
+    vector::update_indexed(d, |i, _| if times[i] > 0.0 { -g[i] } else { 0.0 });
+    let mut candidates = std::mem::take(&mut buffers.breaks);
+    candidates.clear();
+    candidates.extend(
+        (times.iter().enumerate())
+            .filter(|&(_, &t)| t > 0.0 && t.is_finite())
+            .map(|(i, &t)| Reverse(Breakpoint(t, i))),
+    );
+    let mut breaks = BinaryHeap::from(candidates);
     let mut w = vec![0.0; width];
-    let mut p = compact.w_transpose(&d);
+    let mut p = compact.w_transpose(d);
     let mut c = vec![0.0; width];
-    let mut slope = -vector::dot(&d, &d);
+    let mut slope = -vector::dot(d, d);
     let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
     let curvature_floor = f64::EPSILON * curvature;
     if slope == 0.0 || curvature <= 0.0 {
-        return (cauchy, c);
+        buffers.breaks = breaks.into_vec();
+        return c;
     }
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
@@ -552,13 +591,14 @@ fn cauchy_point(
     };
     let t = t_old + step_to_minimum;
     vector::update_indexed(
-        &mut cauchy,
+        cauchy,
         |i, at| if d[i] != 0.0 { x[i] + t * d[i] } else { at },
     );
     for (cj, pj) in c.iter_mut().zip(&p) {
         *cj += step_to_minimum * pj;
     }
-    (cauchy, c)
+    buffers.breaks = breaks.into_vec();
+    c
 }
 
 /// A variable's breakpoint `t` and its index, ordered by `t`, then by index (`total_cmp`: the
@@ -604,7 +644,7 @@ fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
 /// subspace step is the compact form's quasi-Newton step, `x − g/θ − W·v` with `WᵀZ = Wᵀ` and
 /// `ZᵀW·WᵀZ = WᵀW`: two passes over `W`'s columns and no projection.
-fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>) -> Vec<f64> {
+fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>, target: &mut [f64]) {
     let wg = match &compact.memory.pairs_dot_gradient {
         Some(products) => {
             let k = products.len() / 2;
@@ -616,50 +656,50 @@ fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>) -> Vec<f64> {
     let v = correction(compact, &wg, &compact.gram());
     let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
-    let mut target = vec![0.0; x.len()];
-    vector::combine(&terms, &mut target);
-    target
+    vector::combine(&terms, target);
 }
 
-/// The subspace step from the Cauchy point (the direct primal method, with version 3.0's
-/// projection): the model's minimizer over the variables free at `cauchy`, projected into the
-/// box, or truncated at the first bound where the projection is not a descent direction.
+/// The subspace step from the Cauchy point `buffers.cauchy` (the direct primal method, with
+/// version 3.0's projection), written to `target`: the model's minimizer over the variables
+/// free at the Cauchy point, projected into the box, or truncated at the first bound where the
+/// projection is not a descent direction.
 fn subspace_step(
     x: &[f64],
     g: &[f64],
     bounds: &Bounds,
     compact: &Compact<'_>,
-    cauchy: Vec<f64>,
+    buffers: &mut StepBuffers,
     c: &[f64],
-) -> Vec<f64> {
-    let width = compact.width();
-    let theta = compact.theta();
+    target: &mut [f64],
+) {
+    let (n, width, theta) = (x.len(), compact.width(), compact.theta());
+    let cauchy = &buffers.cauchy;
     // The variables strictly inside their bounds at the Cauchy point, as a mask of 1.0 and
     // 0.0 that the vector passes read.
-    let mut is_free = vec![0.0; x.len()];
-    vector::update_indexed(&mut is_free, |i, _| {
+    let is_free = sized(&mut buffers.is_free, n);
+    vector::update_indexed(is_free, |i, _| {
         f64::from(u8::from(
             bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i],
         ))
     });
-    let free = is_free.iter().filter(|&&f| f == 1.0).count();
+    let free = vector::sum_indexed(n, |i| is_free[i]) as usize;
     if free == 0 {
-        return cauchy;
+        return target.copy_from_slice(cauchy);
     }
     // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
     // variables: one combination pass over W's columns, masked.
     let mc = compact.m_times(c);
-    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, &cauchy), (-theta, x)];
+    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, cauchy), (-theta, x)];
     terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
     // …and WᵀZ·r = Wᵀr in the same pass, while r's blocks are in cache.
-    let mut r = vec![0.0; x.len()];
+    let r = sized(&mut buffers.reduced, n);
     let mut wz_r = vec![0.0; width];
     let w_columns = compact.w_columns();
-    vector::combine_masked_dots(&terms, &is_free, &mut r, &w_columns, &mut wz_r);
+    vector::combine_masked_dots(&terms, is_free, r, &w_columns, &mut wz_r);
     compact.scale_s_products(&mut wz_r);
     // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
     // as WᵀW (from the pairs' products) less the rows at a bound.
-    let direct = 2 * free <= x.len();
+    let direct = 2 * free <= n;
     let mut wz_zw = if direct {
         vec![0.0; width * width]
     } else {
@@ -668,28 +708,28 @@ fn subspace_step(
     let (sign, rows) = if direct { (1.0, 1.0) } else { (-1.0, 0.0) };
     let ones = vec![1.0; width];
     let columns: Vec<(f64, &[f64])> = compact.columns(&ones).collect();
-    vector::masked_outer_sum(&columns, &is_free, rows, sign, &mut wz_zw);
+    vector::masked_outer_sum(&columns, is_free, rows, sign, &mut wz_zw);
     let v = correction(compact, &wz_r, &wz_zw);
-    let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, &r)];
+    let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, r)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
-    let mut step = vec![0.0; x.len()];
-    vector::combine(&terms, &mut step);
-    let mut projected = cauchy.clone();
-    vector::update_indexed(&mut projected, |i, at| {
+    let step = sized(&mut buffers.step, n);
+    vector::combine(&terms, step);
+    let projected = target;
+    vector::update_indexed(projected, |i, _| {
         if is_free[i] == 1.0 {
             bounds.clip(i, cauchy[i] + step[i])
         } else {
-            at
+            cauchy[i]
         }
     });
-    let descent: f64 = (0..x.len()).map(|i| (projected[i] - x[i]) * g[i]).sum();
+    let descent = vector::sum_indexed(n, |i| (projected[i] - x[i]) * g[i]);
     if descent <= 0.0 {
-        return projected;
+        return;
     }
     // Truncate at the first bound the step meets.
     let mut alpha = 1.0f64;
     let mut first = None;
-    for i in (0..x.len()).filter(|&i| is_free[i] == 1.0) {
+    for i in (0..n).filter(|&i| is_free[i] == 1.0) {
         let di = step[i];
         let room = if di < 0.0 {
             bounds.lower[i] - cauchy[i]
@@ -708,10 +748,9 @@ fn subspace_step(
             first = Some(i);
         }
     }
-    let mut target = cauchy;
-    vector::update_indexed(&mut target, |i, at| {
+    vector::update_indexed(projected, |i, _| {
         if is_free[i] != 1.0 {
-            at
+            cauchy[i]
         } else if first == Some(i) {
             if step[i] > 0.0 {
                 bounds.upper[i]
@@ -719,10 +758,9 @@ fn subspace_step(
                 bounds.lower[i]
             }
         } else {
-            at + alpha * step[i]
+            cauchy[i] + alpha * step[i]
         }
     });
-    target
 }
 
 /// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
