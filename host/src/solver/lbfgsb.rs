@@ -174,9 +174,15 @@ impl Solver<'_> {
             let sy = vector::dot(&s, &y);
             let descent = -vector::dot(&g, &s);
             spare = if sy > f64::EPSILON * descent {
-                memory.push(s, y, sy, &trial_g)
+                // The next Cauchy point's path, from the new point, so that the new pair's
+                // pass also takes `Wᵀd` (without bounds the next step needs no path).
+                let path = bounds.any().then(|| {
+                    steepest_path(&trial, &trial_g, bounds, &mut buffers);
+                    buffers.path.as_slice()
+                });
+                memory.push(s, y, sy, &trial_g, path)
             } else {
-                memory.pairs_dot_gradient = None;
+                memory.forget_point();
                 Some((s, y))
             };
             std::mem::swap(&mut x, &mut trial);
@@ -285,6 +291,10 @@ struct Memory {
     /// the same pass as the new pair's products; `None` once that gradient is not the current
     /// one.
     pairs_dot_gradient: Option<Vec<f64>>,
+    /// `[Yᵀd, Sᵀd]` for the projected steepest-descent path `d` that was given to the last
+    /// [`push`](Memory::push) (the one [`StepBuffers`] then held), made in the same pass;
+    /// `None` where none was given, or once that point is not the current one.
+    pairs_dot_path: Option<Vec<f64>>,
 }
 
 impl Memory {
@@ -298,6 +308,7 @@ impl Memory {
             yy: Vec::new(),
             theta: 1.0,
             pairs_dot_gradient: None,
+            pairs_dot_path: None,
         }
     }
 
@@ -309,17 +320,25 @@ impl Memory {
         *self = Memory::new(self.capacity);
     }
 
+    /// The products with the last pushed point's vectors no longer describe the current one.
+    fn forget_point(&mut self) {
+        self.pairs_dot_gradient = None;
+        self.pairs_dot_path = None;
+    }
+
     /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity and returning
     /// its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for the
-    /// current gradient `g` in the same pass. The products
-    /// of the pairs kept are kept (shifted past a dropped one); only the new pair's row and
-    /// column are computed: `4k` dot products in one pass over the pairs, not `2k²`.
+    /// current gradient `g`, and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one
+    /// is given, in the same pass. The products of the pairs kept are kept (shifted past a
+    /// dropped one); only the new pair's row and column are computed: `4k` dot products in one
+    /// pass over the pairs, not `2k²`.
     fn push(
         &mut self,
         s: Vec<f64>,
         y: Vec<f64>,
         sy: f64,
         g: &[f64],
+        path: Option<&[f64]>,
     ) -> Option<(Vec<f64>, Vec<f64>)> {
         let previous = self.s.len();
         let dropped = usize::from(previous == self.capacity);
@@ -347,12 +366,18 @@ impl Memory {
         self.yy = shifted(&self.yy);
         // One pass: the new s and y, and g, against every y and s (each product `dot`'s bits).
         let with: Vec<&[f64]> = self.y.iter().chain(&self.s).map(Vec::as_slice).collect();
-        let mut products = vec![0.0; 6 * k];
-        vector::dots(&[&self.s[kept], &self.y[kept], g], &with, &mut products);
+        let vectors: Vec<&[f64]> = [&self.s[kept][..], &self.y[kept][..], g]
+            .into_iter()
+            .chain(path)
+            .collect();
+        let mut products = vec![0.0; vectors.len() * 2 * k];
+        vector::dots(&vectors, &with, &mut products);
         // `with` is [Y, S]: s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
         let (s_with, rest) = products.split_at(2 * k);
-        let (y_with, g_with) = rest.split_at(2 * k);
+        let (y_with, rest) = rest.split_at(2 * k);
+        let (g_with, path_with) = rest.split_at(2 * k);
         self.pairs_dot_gradient = Some(g_with.to_vec());
+        self.pairs_dot_path = path.map(|_| path_with.to_vec());
         for j in 0..k {
             (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[k + j], s_with[k + j]);
             (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[j], y_with[j]);
@@ -428,6 +453,13 @@ impl Compact<'_> {
         (memory.y.iter().chain(&memory.s))
             .map(Vec::as_slice)
             .collect()
+    }
+
+    /// `Wᵀv` from `[Yᵀv, Sᵀv]` as a pair's pass made them (`2k`).
+    fn w_products(&self, products: &[f64]) -> Vec<f64> {
+        let mut out = products.to_vec();
+        self.scale_s_products(&mut out);
+        out
     }
 
     /// Products with [`w_columns`](Self::w_columns) made `W`'s: the `s` half times `θ`.
@@ -509,8 +541,20 @@ fn invert(a: &[f64], n: usize) -> Vec<f64> {
     inverse
 }
 
+/// Breakpoints and the projected steepest-descent path at `(x, g)`, into `buffers.times` (when
+/// each variable meets its bound along `−g`) and `buffers.path` (`−g`, 0 where a variable
+/// cannot move).
+fn steepest_path(x: &[f64], g: &[f64], bounds: &Bounds, buffers: &mut StepBuffers) {
+    let n = x.len();
+    let times = sized(&mut buffers.times, n);
+    vector::update_indexed(times, |i, _| bounds.breakpoint(i, x[i], g[i]));
+    let d = sized(&mut buffers.path, n);
+    vector::update_indexed(d, |i, _| if times[i] > 0.0 { -g[i] } else { 0.0 });
+}
+
 /// The generalized Cauchy point (Byrd et al., Algorithm CP), written to `buffers.cauchy`, and
-/// `c = Wᵀ(x_cp − x)`.
+/// `c = Wᵀ(x_cp − x)`. The path is `buffers.path` where the memory took its products for this
+/// point, else made here.
 fn cauchy_point(
     x: &[f64],
     g: &[f64],
@@ -521,15 +565,21 @@ fn cauchy_point(
     let n = x.len();
     let width = compact.width();
     let theta = compact.theta();
+    // The path and `Wᵀd`: from the pass that took in the newest pair, where it took them for
+    // this point.
+    let mut p = match &compact.memory.pairs_dot_path {
+        Some(products) => compact.w_products(products),
+        None => {
+            steepest_path(x, g, bounds, buffers);
+            compact.w_transpose(&buffers.path)
+        }
+    };
     let cauchy = sized(&mut buffers.cauchy, n);
     vector::update_indexed(cauchy, |i, _| x[i]);
-    // Breakpoints: when each variable meets its bound along −g. The path usually stops after
-    // a few of them: a heap (built in O(n)) hands them over in order, as far as they are
-    // needed, where sorting all of them cost n·log n per iteration.
-    let times = sized(&mut buffers.times, n);
-    vector::update_indexed(times, |i, _| bounds.breakpoint(i, x[i], g[i]));
-    let d = sized(&mut buffers.path, n);
-    vector::update_indexed(d, |i, _| if times[i] > 0.0 { -g[i] } else { 0.0 });
+    let (times, d) = (&buffers.times, &mut buffers.path);
+    // The path usually stops after a few breakpoints: a heap (built in O(n)) hands them over
+    // in order, as far as they are needed, where sorting all of them cost n·log n per
+    // iteration.
     let mut candidates = std::mem::take(&mut buffers.breaks);
     candidates.clear();
     candidates.extend(
@@ -539,7 +589,6 @@ fn cauchy_point(
     );
     let mut breaks = BinaryHeap::from(candidates);
     let mut w = vec![0.0; width];
-    let mut p = compact.w_transpose(d);
     let mut c = vec![0.0; width];
     let mut slope = -vector::dot(d, d);
     let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
@@ -646,11 +695,7 @@ fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
 /// `ZᵀW·WᵀZ = WᵀW`: two passes over `W`'s columns and no projection.
 fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>, target: &mut [f64]) {
     let wg = match &compact.memory.pairs_dot_gradient {
-        Some(products) => {
-            let k = products.len() / 2;
-            let scale = |(j, p): (usize, &f64)| if j < k { *p } else { compact.theta() * p };
-            products.iter().enumerate().map(scale).collect()
-        }
+        Some(products) => compact.w_products(products),
         None => compact.w_transpose(g),
     };
     let v = correction(compact, &wg, &compact.gram());
@@ -827,12 +872,19 @@ mod tests {
                 .collect();
             let sy = vector::dot(&s, &y);
             let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
-            memory.push(s, y, sy, &g);
+            let d: Vec<f64> = g.iter().map(|v| -v * (pair % 3) as f64).collect();
+            memory.push(s, y, sy, &g, (pair % 2 == 0).then_some(&d[..]));
             let k = memory.s.len();
             let with_g = memory.pairs_dot_gradient.clone().unwrap();
+            let with_d = memory.pairs_dot_path.clone();
+            assert_eq!(with_d.is_some(), pair % 2 == 0);
             for j in 0..k {
                 assert_eq!(with_g[j], vector::dot(&memory.y[j], &g));
                 assert_eq!(with_g[k + j], vector::dot(&memory.s[j], &g));
+                if let Some(with_d) = &with_d {
+                    assert_eq!(with_d[j], vector::dot(&memory.y[j], &d));
+                    assert_eq!(with_d[k + j], vector::dot(&memory.s[j], &d));
+                }
             }
             for i in 0..k {
                 for j in 0..k {
