@@ -94,40 +94,36 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
-    // Four independent running sums, so that consecutive additions need not wait on each other.
-    let mut sums = [0.0; 4];
-    let (a4, b4) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = a4
-        .remainder()
-        .iter()
-        .zip(b4.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a4.zip(b4) {
-        for ((sum, x), y) in sums.iter_mut().zip(x).zip(y) {
-            *sum += x * y;
-        }
-    }
-    (sums[0] + sums[1]) + (sums[2] + sums[3]) + tail
+    let [product] = serial_dots_of([a], b);
+    product
 }
 
-/// `[aᵀw, bᵀw]`, each summed exactly as [`serial_dot`] sums it, in one sweep.
-fn serial_dot_pair(a: &[f64], b: &[f64], w: &[f64]) -> [f64; 2] {
-    let (mut sums_a, mut sums_b) = ([0.0; 4], [0.0; 4]);
-    let (a4, b4, w4) = (a.chunks_exact(4), b.chunks_exact(4), w.chunks_exact(4));
-    let tail = |v4: &std::slice::ChunksExact<'_, f64>| -> f64 {
-        let rest = v4.remainder().iter().zip(w4.remainder());
-        rest.map(|(x, y)| x * y).sum()
-    };
-    let (tail_a, tail_b) = (tail(&a4), tail(&b4));
-    for ((a, b), w) in a4.zip(b4).zip(w4) {
-        for lane in 0..4 {
-            sums_a[lane] += a[lane] * w[lane];
-            sums_b[lane] += b[lane] * w[lane];
+/// `[vᵀw for v in vectors]` in one sweep, each summed the same way: four running sums (so that
+/// consecutive additions need not wait on each other), added pairwise, then the tail. Each
+/// sweep reads `w` once for all `V` vectors and keeps `4·V` additions in flight: the products
+/// of a pass over many vectors are bound by these chains, not by memory (`perf`, L-BFGS-B).
+#[inline(always)]
+fn serial_dots_of<const V: usize>(vectors: [&[f64]; V], w: &[f64]) -> [f64; V] {
+    let mut w4 = w.chunks_exact(4);
+    let mut v4 = vectors.map(|v| v.chunks_exact(4));
+    let mut sums = [[0.0; 4]; V];
+    for wq in &mut w4 {
+        for (sum, v) in sums.iter_mut().zip(&mut v4) {
+            if let Some(vq) = v.next() {
+                for lane in 0..4 {
+                    sum[lane] += vq[lane] * wq[lane];
+                }
+            }
         }
     }
-    let total = |s: [f64; 4], tail: f64| (s[0] + s[1]) + (s[2] + s[3]) + tail;
-    [total(sums_a, tail_a), total(sums_b, tail_b)]
+    let mut products = [0.0; V];
+    for ((product, sum), v) in products.iter_mut().zip(&sums).zip(&v4) {
+        let tail: f64 = (v.remainder().iter().zip(w4.remainder()))
+            .map(|(x, y)| x * y)
+            .sum();
+        *product = (sum[0] + sum[1]) + (sum[2] + sum[3]) + tail;
+    }
+    products
 }
 
 /// `y ← y + alpha·x`, then `zᵀy`: each block is updated and then read again while it is in
@@ -163,14 +159,26 @@ fn serial_dots(vectors: &[&[f64]], with: &[&[f64]]) -> Vec<f64> {
     let k = with.len();
     let mut products = vec![0.0; vectors.len() * k];
     for (j, w) in with.iter().enumerate() {
-        // Two vectors per sweep: `w` loaded once for both, twice the additions in flight.
-        let mut pairs = vectors.chunks_exact(2);
+        // Four vectors per sweep, then two, then one.
+        let mut store = |first: usize, values: &[f64]| {
+            for (i, &value) in values.iter().enumerate() {
+                products[(first + i) * k + j] = value;
+            }
+        };
+        let mut quads = vectors.chunks_exact(4);
+        for (i, quad) in (&mut quads).enumerate() {
+            store(
+                4 * i,
+                &serial_dots_of([quad[0], quad[1], quad[2], quad[3]], w),
+            );
+        }
+        let first = vectors.len() - quads.remainder().len();
+        let mut pairs = quads.remainder().chunks_exact(2);
         for (i, pair) in (&mut pairs).enumerate() {
-            [products[2 * i * k + j], products[(2 * i + 1) * k + j]] =
-                serial_dot_pair(pair[0], pair[1], w);
+            store(first + 2 * i, &serial_dots_of([pair[0], pair[1]], w));
         }
         if let [last] = pairs.remainder() {
-            products[(vectors.len() - 1) * k + j] = serial_dot(last, w);
+            store(vectors.len() - 1, &serial_dots_of([*last], w));
         }
     }
     products
