@@ -100,8 +100,8 @@ fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// `[vᵀw for v in vectors]` in one sweep, each summed the same way: four running sums (so that
 /// consecutive additions need not wait on each other), added pairwise, then the tail. Each
-/// sweep reads `w` once for all `V` vectors and keeps `4·V` additions in flight: the products
-/// of a pass over many vectors are bound by these chains, not by memory (`perf`, L-BFGS-B).
+/// sweep reads `w` once for all `V` vectors and keeps `4·V` additions in flight (four vectors
+/// a sweep instead of two: about 5 % less CPU time on a bounded L-BFGS-B solve at n = 10⁶).
 #[inline(always)]
 fn serial_dots_of<const V: usize>(vectors: [&[f64]; V], w: &[f64]) -> [f64; V] {
     let mut w4 = w.chunks_exact(4);
