@@ -17,6 +17,10 @@ process); a peer's is its solve call's wall time, after one untimed warm-up solv
 compilation, torch's allocator). The tools alternate within each repetition; times are medians.
 "× cudamin" divides by the cudamin row of the same method family (L-BFGS-B or L-BFGS).
 
+The venv needs numpy, scipy, torch, jax and jaxopt (the run that BENCHMARKS.md records had
+jax/jaxlib 0.10.2 and jaxopt 0.8.5 added to poisson_peers.py's venv):
+
+    target/poisson-peers-venv/bin/pip install jax jaxopt
     target/poisson-peers-venv/bin/python benches/lbfgsb_peers.py [--n N] [--repeat R]
 """
 

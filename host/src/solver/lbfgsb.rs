@@ -577,6 +577,14 @@ fn cauchy_point(
     let cauchy = sized(&mut buffers.cauchy, n);
     vector::update_indexed(cauchy, |i, _| x[i]);
     let (times, d) = (&buffers.times, &mut buffers.path);
+    let mut w = vec![0.0; width];
+    let mut c = vec![0.0; width];
+    let mut slope = -vector::dot(d, d);
+    let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
+    let curvature_floor = f64::EPSILON * curvature;
+    if slope == 0.0 || curvature <= 0.0 {
+        return c;
+    }
     // The path usually stops after a few breakpoints: a heap (built in O(n)) hands them over
     // in order, as far as they are needed, where sorting all of them cost n·log n per
     // iteration.
@@ -588,15 +596,6 @@ fn cauchy_point(
             .map(|(i, &t)| Reverse(Breakpoint(t, i))),
     );
     let mut breaks = BinaryHeap::from(candidates);
-    let mut w = vec![0.0; width];
-    let mut c = vec![0.0; width];
-    let mut slope = -vector::dot(d, d);
-    let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
-    let curvature_floor = f64::EPSILON * curvature;
-    if slope == 0.0 || curvature <= 0.0 {
-        buffers.breaks = breaks.into_vec();
-        return c;
-    }
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
     while let Some(Reverse(Breakpoint(t, b))) = breaks.pop() {
