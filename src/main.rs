@@ -81,60 +81,44 @@ impl From<BackendArg> for BackendChoice {
     }
 }
 
-/// How the gradient is computed (`--grad`): the library's scheme table, one value per row.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GradArg(pub Gradient);
+/// A command-line value for one of the library's kind tables: `$arg` wraps `$kind` and
+/// offers every row of `$kind::ALL` by its `name()`, with its `help()` as the value's help, so
+/// that a row added to the table is a new value here without an edit.
+macro_rules! table_arg {
+    ($(#[$doc:meta])* $arg:ident($kind:ty)) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $arg(pub $kind);
 
-/// Every scheme, as `--grad` offers them.
-const GRAD_ARGS: [GradArg; Gradient::ALL.len()] = {
-    let mut all = [GradArg(Gradient::ALL[0]); Gradient::ALL.len()];
-    let mut i = 0;
-    while i < all.len() {
-        all[i] = GradArg(Gradient::ALL[i]);
-        i += 1;
-    }
-    all
-};
+        impl ValueEnum for $arg {
+            fn value_variants<'a>() -> &'a [Self] {
+                const ALL: [$arg; <$kind>::ALL.len()] = {
+                    let mut all = [$arg(<$kind>::ALL[0]); <$kind>::ALL.len()];
+                    let mut i = 0;
+                    while i < all.len() {
+                        all[i] = $arg(<$kind>::ALL[i]);
+                        i += 1;
+                    }
+                    all
+                };
+                &ALL
+            }
 
-impl ValueEnum for GradArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        &GRAD_ARGS
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.0.name()).help(self.0.help()))
-    }
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(PossibleValue::new(self.0.name()).help(self.0.help()))
+            }
+        }
+    };
 }
 
-impl From<GradArg> for Gradient {
-    fn from(arg: GradArg) -> Self {
-        arg.0
-    }
+table_arg! {
+    /// How the gradient is computed (`--grad`): the library's scheme table, one value per row.
+    GradArg(Gradient)
 }
 
-/// A robust loss (`--loss`): the library's table of losses, scipy's names.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LossArg(pub Loss);
-
-/// Every loss, as `--loss` offers them.
-const LOSS_ARGS: [LossArg; Loss::ALL.len()] = {
-    let mut all = [LossArg(Loss::ALL[0]); Loss::ALL.len()];
-    let mut i = 0;
-    while i < all.len() {
-        all[i] = LossArg(Loss::ALL[i]);
-        i += 1;
-    }
-    all
-};
-
-impl ValueEnum for LossArg {
-    fn value_variants<'a>() -> &'a [Self] {
-        &LOSS_ARGS
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(PossibleValue::new(self.0.name()).help(self.0.help()))
-    }
+table_arg! {
+    /// A robust loss (`--loss`): the library's table of losses, scipy's names.
+    LossArg(Loss)
 }
 
 /// The solver (`--method`).

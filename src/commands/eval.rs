@@ -4,7 +4,6 @@
 
 use super::{ProblemArgs, print_json};
 use crate::GradArg;
-use cudamin::Gradient;
 use std::io::Write;
 use std::time::Instant;
 
@@ -44,7 +43,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
     let setup = args.problem.setup()?;
     let mut evaluator = setup.instance.evaluator.into_sum();
     let x = setup.instance.x0;
-    let fd = Gradient::from(args.grad);
+    let fd = args.grad.0;
     let mut g = vec![0.0; x.len()];
 
     let fun = evaluator.value(&x)?;

@@ -4,7 +4,6 @@ use super::job::Job;
 use super::method::MethodArgs;
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
-use cudamin::Gradient;
 use cudamin::backend::Share;
 use cudamin::problems::Solvable;
 use std::io::Write;
@@ -63,7 +62,7 @@ struct JacErrorReport {
 pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     let mut out = super::stdout();
     let setup = job.agree(args.problem.setup())?;
-    let fd = Gradient::from(args.options.grad);
+    let fd = args.options.grad.0;
     let Setup {
         instance,
         backend,
