@@ -57,24 +57,7 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         jacobian: Gradient,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        let n = x.len();
-        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
-        chunk_partials(
-            sum,
-            x,
-            share,
-            Layout::sums(n * n + n),
-            n * n + n,
-            |rows, vector| {
-                rows_chunk(
-                    rows,
-                    x,
-                    sum.problem.data(),
-                    vector,
-                    RowsInto::NormalEquations,
-                )
-            },
-        )
+        rows_partials(sum, x, jacobian, share, RowsInto::NormalEquations)
     }
 
     fn factor_partials(
@@ -85,18 +68,7 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         loss: RobustLoss,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        let n = x.len();
-        let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
-        let layout = Layout::Triangles { n };
-        chunk_partials(sum, x, share, layout, triangle_len(n), |rows, vector| {
-            rows_chunk(
-                rows,
-                x,
-                sum.problem.data(),
-                vector,
-                RowsInto::Triangle(loss),
-            )
-        })
+        rows_partials(sum, x, jacobian, share, RowsInto::Triangle(loss))
     }
 
     /// The residuals alone, each point's `C²ρ(r²/C²)` summed as a value pass sums.
@@ -116,6 +88,27 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
             cost.value()
         })
     }
+}
+
+/// The residual rows of `jacobian`'s scheme, chunk by chunk, reduced as `into` says: the
+/// normal equations' `n² + n` sums, or a triangle and `Qᵀr`.
+fn rows_partials<T: Term>(
+    sum: &CpuEvaluator<SumOfSquares<T>>,
+    x: &[f64],
+    jacobian: Gradient,
+    share: Share,
+    into: RowsInto,
+) -> Result<Partials, BackendError> {
+    let n = x.len();
+    let (layout, len) = match into {
+        RowsInto::NormalEquations => (Layout::sums(n * n + n), n * n + n),
+        RowsInto::Triangle(_) => (Layout::Triangles { n }, triangle_len(n)),
+    };
+    let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
+    let data = sum.problem.data();
+    chunk_partials(sum, x, share, layout, len, |rows, vector| {
+        rows_chunk(rows, x, data, vector, into)
+    })
 }
 
 /// The residuals in chunks of [`row_block`] terms, fixed by the problem alone (never the thread
