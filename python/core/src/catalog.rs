@@ -28,6 +28,16 @@ pub(crate) enum Source {
     OnData(&'static OnData),
 }
 
+impl Source {
+    /// The problem's name, as the catalog lists it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Generated(problem) => problem.name,
+            Source::OnData(problem) => problem.name,
+        }
+    }
+}
+
 impl Catalog {
     /// A catalog of `problems` (with their own data), problems `on_data` (the caller's) and
     /// `models`, whose kernels are in `ptx` (what `cudamin::include_ptx!` defines).

@@ -44,7 +44,6 @@ fn detached<R: Send>(
 /// the caller's columns, read where they lie.
 struct Named<'a> {
     source: Source,
-    name: &'static str,
     x0: Option<Vec<f64>>,
     n: Option<usize>,
     points: Option<usize>,
@@ -80,14 +79,13 @@ impl<'a> Named<'a> {
             (None, n) => n,
         };
         let source = catalog.problem(name)?;
-        let name = match source {
+        match source {
             Source::Generated(problem) if !data.is_empty() => {
                 return Err(Failure::Input(format!(
                     "{} makes its own data: drop data= (points= sizes it)",
                     problem.name
                 )));
             }
-            Source::Generated(problem) => problem.name,
             Source::OnData(problem) if points.is_some() => {
                 return Err(Failure::Input(format!(
                     "{} runs on the data given: drop points=",
@@ -100,14 +98,13 @@ impl<'a> Named<'a> {
                     problem.name
                 )));
             }
-            Source::OnData(problem) => problem.name,
-        };
+            Source::Generated(_) | Source::OnData(_) => {}
+        }
         let data = (data.iter().enumerate())
             .map(|(i, column)| args::slice(&format!("data[{i}]"), column))
             .collect::<Result<_, _>>()?;
         Ok(Named {
             source,
-            name,
             x0,
             n,
             points,
@@ -351,7 +348,7 @@ impl Catalog {
             jac,
             backend,
         )?;
-        let name = named.name;
+        let name = named.source.name();
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
