@@ -9,9 +9,10 @@
 mod common;
 
 use common::relative_error;
-use cudamin::backend::LeastSquaresEvaluator;
 use cudamin::backend::gpu::{ptx, simulated_entries};
+use cudamin::backend::{LeastSquaresEvaluator, StepBounds};
 use cudamin::kernels::Window;
+use cudamin::kernels::fd::SQRT_EPS;
 use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::objective::VectorSpace;
@@ -671,6 +672,94 @@ fn robust_fits_on_the_gpu_match_the_cpu() {
             "{loss:?}: {:?} vs {:?}",
             r_gpu.x,
             r_cpu.x
+        );
+    }
+}
+
+/// A box for finite differences around `x`: every third variable at its upper bound, every
+/// third at its lower bound, the rest in a gap whose upper side is shorter than a forward step
+/// and both sides than a central one.
+fn box_around(x: &[f64]) -> StepBounds {
+    let inf = f64::INFINITY;
+    let (lower, upper): (Vec<f64>, Vec<f64>) = (x.iter().enumerate())
+        .map(|(i, &v)| match i % 3 {
+            0 => (-inf, v),
+            1 => (v, inf),
+            _ => {
+                let scale = v.abs().max(1.0);
+                (v - 2e-8 * scale, v + 1e-8 * scale)
+            }
+        })
+        .unzip();
+    StepBounds::new(&lower, &upper)
+}
+
+/// Finite differences within a box, on the GPU as on the CPU: with variables at either bound
+/// and in gaps narrower than a step, the banded kernels (seed-expsum's disjoint windows,
+/// rosenbrock's overlapping ones), the dense kernels with their finishing stage (lsq-expsin)
+/// and a residual term's triangle rows (expsin) give the CPU's results, which the box changed.
+#[test]
+fn boxed_differences_match_the_cpu() {
+    let gpu = gpu();
+    for name in ["seed-expsum", "rosenbrock", "lsq-expsin"] {
+        let (n, points) = size_of(name);
+        let problem = problems::find(name).unwrap();
+        let mut on_gpu = problem.instantiate(&gpu, n, points).unwrap();
+        let mut on_cpu = problem.instantiate(&Backend::Cpu, n, points).unwrap();
+        let x = on_cpu.x0.clone();
+        let bounds = box_around(&x);
+        let f = on_cpu.evaluator.as_sum().value(&x).unwrap();
+        for fd in [Gradient::Forward, Gradient::Central] {
+            let gradient = |instance: &mut Instance, bounds: &StepBounds| {
+                let evaluator = instance.evaluator.as_sum();
+                evaluator.confine_steps(bounds).unwrap();
+                let mut g = vec![0.0; x.len()];
+                evaluator.gradient(&x, fd, &mut g).unwrap();
+                g
+            };
+            let open = gradient(&mut on_cpu, &StepBounds::default());
+            let (g_gpu, g_cpu) = (
+                gradient(&mut on_gpu, &bounds),
+                gradient(&mut on_cpu, &bounds),
+            );
+            // As `compare` allows: the blocks' and chunks' sums of differences round apart.
+            let scale = common::gradient_scale(&g_cpu);
+            let allowed = (4.0 * f64::EPSILON * f.abs() / SQRT_EPS / scale).max(1e-10);
+            let error = relative_error(&g_gpu, &g_cpu);
+            assert!(error <= allowed, "{name} {fd:?}: {error:e} > {allowed:e}");
+            assert_ne!(g_cpu, open, "{name} {fd:?}: the box changed no step");
+        }
+    }
+    let data = fit_data(sized(20_000, 400));
+    let model = MODELS.iter().find(|m| m.name == "expsin").unwrap();
+    let on = |backend: &Backend| {
+        let instance = model.instantiate(backend, Some(5), &data, None).unwrap();
+        (
+            instance.evaluator.into_least_squares().unwrap(),
+            instance.x0,
+        )
+    };
+    let ((mut gpu, x0), (mut cpu, _)) = (on(&gpu), on(&Backend::Cpu));
+    let n = x0.len();
+    let bounds = box_around(&x0);
+    for scheme in [Gradient::Forward, Gradient::Central] {
+        let normal = |residuals: &mut Box<dyn LeastSquaresEvaluator>, bounds: &StepBounds| {
+            residuals.confine_steps(bounds).unwrap();
+            let mut factor = cudamin::Factor::new(n);
+            let robust = cudamin::RobustLoss::default();
+            residuals.factor(&x0, scheme, robust, &mut factor).unwrap();
+            let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
+            factor.normal_equations_into(&mut jtj, &mut jtr);
+            jtj.extend(jtr);
+            jtj
+        };
+        let open = normal(&mut cpu, &StepBounds::default());
+        let (on_gpu, on_cpu) = (normal(&mut gpu, &bounds), normal(&mut cpu, &bounds));
+        let error = relative_error(&on_gpu, &on_cpu);
+        assert!(error <= 1e-8, "{scheme:?}: RᵀR and Rᵀ(Qᵀr) {error:e} apart");
+        assert!(
+            relative_error(&on_cpu, &open) > 1e-10,
+            "{scheme:?}: the box changed no row"
         );
     }
 }

@@ -505,3 +505,59 @@ fn bounded_mgh_minima_match_scipys() {
     }
     assert!(failures.is_empty(), "differ from scipy: {failures:?}");
 }
+
+/// Finite-difference gradients stay in the box, by scipy's rule: `(1 − x)^{5/2} − 2x` is NaN
+/// past x = 1, where the answer sits (every partial is −2.5·(1 − x)^{3/2} − 2 < 0). At the
+/// bound a forward step turns back and a central stencil becomes one-sided, so both solve to
+/// the exact gradient's answer, partials −2 to their truncation error; once the solve is over
+/// the objective steps as it was given again, past the bound (a NaN there).
+#[test]
+fn finite_differences_stay_in_the_box() {
+    use cudamin::kernels::prelude::*;
+    use cudamin::{Backend, Gradient, TermObjective, TermProblem};
+
+    struct RootWall;
+    impl Term for RootWall {
+        const WINDOW: Window = Window::Separable;
+        type Local<'a> = ();
+        fn prepare(_k: usize, _n: usize, _data: Data<'_>) {}
+        fn eval<R: Real>(x: Vars<'_, R>, _local: &()) -> Num<R> {
+            (1.0 - x[0]).powf(2.5) - 2.0 * x[0]
+        }
+    }
+    cudamin::kernels::register_term!(RootWall, root_wall);
+
+    let n = 1000;
+    let bounds = Bounds {
+        lower: vec![f64::NEG_INFINITY; n],
+        upper: vec![1.0; n],
+    };
+    let options = Options {
+        bounds: Some(bounds),
+        ..Options::default()
+    };
+    // Forward: −2 − h^{3/2} (h = √ε); one-sided central: within 0.9·h^{3/2} (h = ∛ε).
+    for (gradient, allowed) in [
+        (Gradient::Exact, 0.0),
+        (Gradient::Forward, 1e-11),
+        (Gradient::Central, 2e-8),
+    ] {
+        let problem = TermProblem::<RootWall>::new(n).unwrap();
+        let mut objective = TermObjective::new(Backend::Cpu.load(problem).unwrap(), gradient);
+        let result = solve(&mut objective, &vec![0.0; n], Method::LbfgsB, &options).unwrap();
+        assert!(result.success, "{gradient:?}: {}", result.message);
+        assert!(result.x.iter().all(|&v| v == 1.0), "{gradient:?}");
+        assert_eq!(result.fun, -2.0 * n as f64, "{gradient:?}");
+        let worst = result
+            .jac
+            .iter()
+            .map(|g| (g + 2.0).abs())
+            .fold(0.0, f64::max);
+        assert!(worst <= allowed, "{gradient:?}: partials {worst:e} from −2");
+        if gradient == Gradient::Forward {
+            let mut g = vec![0.0; n];
+            objective.gradient(&result.x, &mut g).unwrap();
+            assert!(g.iter().all(|v| v.is_nan()), "the box outlived the solve");
+        }
+    }
+}

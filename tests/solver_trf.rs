@@ -192,3 +192,75 @@ fn a_fixed_variable_and_bounds_on_the_others() {
     );
     assert!(result.cost > unbounded.cost);
 }
+
+/// A bounded fit whose residual is NaN past its bound, with finite-difference rows: trf's
+/// iterates stay strictly inside the box, but end within a forward step of the bound (4.6e-9),
+/// where an unconfined step crosses it and the rows at the answer, so its `Jᵀr`, are NaN. By
+/// scipy's rule the rows step inward, and every scheme ends at the exact rows' answer, the first
+/// variable on its bound, with their `Jᵀr`.
+#[test]
+fn finite_difference_rows_stay_in_the_box() {
+    use cudamin::kernels::LeastSquares;
+    use cudamin::kernels::least_squares::Residuals;
+    use cudamin::kernels::prelude::*;
+    use cudamin::{LmOptions, TermProblem};
+
+    /// `r₀ = 3 − 2x₀ + (1 − x₀)^{5/2}` (falling in x₀, 1 at x₀ = 1, NaN past it) and
+    /// `r₁ = x₁ − ½`.
+    struct Wall;
+    impl Residuals for Wall {
+        fn count(_n: usize) -> usize {
+            2
+        }
+        fn check(n: usize) -> Result<(), &'static str> {
+            cudamin::kernels::least_squares::exactly(n, 2)
+        }
+        fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
+            match i {
+                0 => 3.0 - 2.0 * x[0] + (1.0 - x[0]).powf(2.5),
+                _ => x[1] - 0.5,
+            }
+        }
+    }
+    cudamin::kernels::register_residuals!(by_index Wall, wall);
+
+    let options = LmOptions {
+        bounds: Some(Bounds {
+            lower: vec![f64::NEG_INFINITY; 2],
+            upper: vec![1.0, f64::INFINITY],
+        }),
+        ..LmOptions::default()
+    };
+    let mut answers = Vec::new();
+    for gradient in Gradient::ALL {
+        let problem = TermProblem::<LeastSquares<Wall>>::new(2).unwrap();
+        let residuals = Backend::Cpu.load_least_squares(problem).unwrap();
+        let mut objective = TermObjective::new(residuals, gradient);
+        let result = solver::least_squares(&mut objective, &[0.0, 0.0], &options).unwrap();
+        assert!(result.success, "{gradient:?}: {}", result.message);
+        assert_eq!(
+            result.active_mask.as_deref(),
+            Some(&[1, 0][..]),
+            "{gradient:?}"
+        );
+        assert!(
+            (result.cost - 0.5).abs() <= 1e-7,
+            "{gradient:?}: cost {}",
+            result.cost
+        );
+        // Jᵀr at the answer: ∂r₀/∂x₀ = −2 there, r₀ = 1.
+        assert!(
+            (result.grad[0] + 2.0).abs() <= 1e-6 && result.grad[1].abs() <= 1e-8,
+            "{gradient:?}: Jᵀr = {:?}",
+            result.grad
+        );
+        answers.push(result.x);
+    }
+    for x in &answers[1..] {
+        assert!(
+            (x[0] - answers[0][0]).abs() <= 1e-7 && (x[1] - 0.5).abs() <= 1e-8,
+            "{x:?} vs the exact rows' {:?}",
+            answers[0]
+        );
+    }
+}

@@ -108,7 +108,9 @@ fn a_sum_evaluated_part_by_part_is_its_partials_finished() {
             },
         );
         let mut g_finished = vec![0.0; n];
-        let f_finished = partials.gradient_into(&x, &mut g_finished).unwrap();
+        let f_finished = partials
+            .gradient_into(&x, cudamin::kernels::StepBox::OPEN, &mut g_finished)
+            .unwrap();
         assert_eq!(f_too.to_bits(), f_finished.to_bits(), "{gradient:?}");
         assert!(
             g.iter()

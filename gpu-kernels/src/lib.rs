@@ -90,7 +90,7 @@ pub mod terms;
 #[doc(hidden)]
 pub use dual::Dual;
 #[doc(hidden)]
-pub use fd::{Central, FdScheme, Forward};
+pub use fd::{Central, FdScheme, Forward, Interval, StepBox};
 pub use kernel::{Kernels, ResidualKernels};
 #[doc(hidden)]
 pub use lanes::Lanes;

@@ -9,7 +9,7 @@
 //! arrays the host launches by. Adding a finite-difference scheme is one `FdScheme`
 //! implementation (its stencil, in `fd`) and one row.
 
-use crate::fd::FdScheme;
+use crate::fd::{FdScheme, Interval};
 use core::marker::PhantomData;
 
 /// Finite differences of each term with step rule `S` (see `fd`).
@@ -20,21 +20,22 @@ pub struct Exact;
 
 /// What a scheme's dense gradient divides its summed partials by.
 pub trait Scheme: 'static {
-    /// The divisor of variable `i`'s summed partials at `x_i`: the spacing of the finite
-    /// difference (the step actually taken), or 1 for exact derivatives.
-    fn divisor(x_i: f64) -> f64;
+    /// The divisor of variable `i`'s summed partials at `x_i` in `interval` (where there is
+    /// one): the spacing of the finite difference (the step actually taken), or 1 for exact
+    /// derivatives.
+    fn divisor(x_i: f64, interval: Option<Interval>) -> f64;
 }
 
 impl<S: FdScheme + 'static> Scheme for Differences<S> {
     #[inline(always)]
-    fn divisor(x_i: f64) -> f64 {
-        S::steps(x_i).spacing
+    fn divisor(x_i: f64, interval: Option<Interval>) -> f64 {
+        S::steps(x_i, interval).spacing
     }
 }
 
 impl Scheme for Exact {
     #[inline(always)]
-    fn divisor(_: f64) -> f64 {
+    fn divisor(_: f64, _: Option<Interval>) -> f64 {
         1.0
     }
 }
@@ -99,12 +100,19 @@ macro_rules! __schemes {
                 unsafe extern "ptx-kernel" fn entry(
                     x: *const f64,
                     n: usize,
+                    lower: *const f64,
+                    upper: *const f64,
                     partials: *const f64,
                     blocks: usize,
                     g: *mut f64,
                 ) {
-                    // SAFETY: the launcher passes `n` variables and `blocks · n` partials.
-                    unsafe { $crate::device::entry::dense_finish::<$ty>(x, n, partials, blocks, g) }
+                    // SAFETY: the launcher passes `n` variables, a box of `n` each or none,
+                    // and `blocks · n` partials.
+                    unsafe {
+                        $crate::device::entry::dense_finish::<$ty>(
+                            x, n, lower, upper, partials, blocks, g,
+                        )
+                    }
                 }
             };
         )*
@@ -153,12 +161,12 @@ macro_rules! gradient_kinds {
                 }
             }
 
-            /// The divisor of a dense gradient's summed partials at `x_i` (see
+            /// The divisor of a dense gradient's summed partials at `x_i` in `interval` (see
             /// [`Scheme::divisor`]).
             #[inline(always)]
-            pub fn divisor(self, x_i: f64) -> f64 {
+            pub fn divisor(self, x_i: f64, interval: Option<Interval>) -> f64 {
                 match self {
-                    $(Gradient::$variant => <$ty as Scheme>::divisor(x_i),)*
+                    $(Gradient::$variant => <$ty as Scheme>::divisor(x_i, interval),)*
                 }
             }
         }

@@ -3,14 +3,16 @@
 //! [`register_term!`](crate::register_term); the finishing kernels are exported here once.
 //!
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
-//! - term value / gradient: `(x: *const f64, n: u64, data: *const f64, data_len: u64,
-//!   data_rows: u64, out: *mut f64, values: *mut f64)`: the gradient (or its dense partials)
-//!   in `out`, the value's per-block partials in `values`;
+//! - term value / gradient: `(x: *const f64, n: u64, lower: *const f64, upper: *const f64,
+//!   data: *const f64, data_len: u64, data_rows: u64, out: *mut f64, values: *mut f64)`: the
+//!   gradient (or its dense partials) in `out`, the value's per-block partials in `values`;
+//!   `lower` and `upper` (`n` each, or both null for none) the box finite-difference points
+//!   stay in;
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
 //! - a residual term's triangle and cost kernels: the term kernels' list with `loss: u64,
 //!   f_scale: f64` before `out` (see `ResidualKernels`);
 //! - the dense finishing kernels (one per gradient scheme): `(x: *const f64, n: u64,
-//!   partials: *const f64, blocks: u64, g: *mut f64)`;
+//!   lower: *const f64, upper: *const f64, partials: *const f64, blocks: u64, g: *mut f64)`;
 //! - the vector kernels of a solver that keeps its vectors on the device
 //!   ([`AXPY`](crate::kernel::AXPY) and its neighbours): `n` first, then scalars and vectors in
 //!   the order of their formulas.
@@ -23,7 +25,7 @@ mod nvptx {
         grid_dim, grid_stride, slice, slice_mut, sync_threads, thread_idx,
     };
     use crate::dual::Dual;
-    use crate::fd::FdScheme;
+    use crate::fd::{FdScheme, StepBox};
     use crate::kernel::exact::{
         EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
         fill_constants,
@@ -40,22 +42,41 @@ mod nvptx {
     };
     use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
-    use core::marker::PhantomData;
 
-    /// `x` and the data as the term kernels' raw arguments describe them.
+    /// The box `lower`, `upper` describe: `n` f64 each, or none where both are null.
     ///
     /// # Safety
-    /// `x` holds `n` f64 and `data` holds `data_len`, neither written during the kernel.
+    /// `lower` and `upper` are both null or both hold `n` f64, not written during the kernel.
+    #[inline(always)]
+    unsafe fn step_box<'a>(lower: *const f64, upper: *const f64, n: usize) -> StepBox<'a> {
+        if lower.is_null() || upper.is_null() {
+            StepBox::OPEN
+        } else {
+            unsafe { StepBox::new(slice(lower, n), slice(upper, n)) }
+        }
+    }
+
+    /// `x`, the box and the data as the term kernels' raw arguments describe them.
+    ///
+    /// # Safety
+    /// `x` holds `n` f64, the box is as [`step_box`] needs, and `data` holds `data_len`, none
+    /// written during the kernel.
     #[inline(always)]
     unsafe fn term_inputs<'a>(
         x: *const f64,
         n: usize,
+        (lower, upper): (*const f64, *const f64),
         data: *const f64,
         data_len: usize,
         data_rows: usize,
-    ) -> (&'a [f64], Data<'a>) {
+    ) -> (&'a [f64], StepBox<'a>, Data<'a>) {
         let x = unsafe { slice(x, n) };
-        (x, Data::new(unsafe { slice(data, data_len) }, data_rows))
+        let bounds = unsafe { step_box(lower, upper, n) };
+        (
+            x,
+            bounds,
+            Data::new(unsafe { slice(data, data_len) }, data_rows),
+        )
     }
 
     /// Writes the block's sum of the threads' `value` partials to `values[block]`, when the
@@ -74,21 +95,24 @@ mod nvptx {
     }
 
     /// Value kernel: `values[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
-    /// `out` is unused.
+    /// `out` and the box are unused.
     ///
     /// # Safety
     /// `x` holds `n` f64, `data` holds `data_len`, `values` has one slot per block.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn value<T: Term>(
         x: *const f64,
         n: usize,
+        lower: *const f64,
+        upper: *const f64,
         data: *const f64,
         data_len: usize,
         data_rows: usize,
         _out: *mut f64,
         values: *mut f64,
     ) {
-        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let (x, _, data) = unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
         let sum = value_partial::<T, CompensatedSum>(grid_stride(T::terms(n, data)), x, data);
         let block_sum = block_reduce_sum(sum);
         if thread_idx() == 0 {
@@ -99,11 +123,13 @@ mod nvptx {
     /// How a scheme's kernels differentiate each term: by finite differences with step rule
     /// `S` ([`Differences`]), or exactly, on duals ([`Exact`]).
     pub trait GradientScheme {
-        /// A banded group's part of `∇f` into `g`; with `value`, the value of the term it owns.
+        /// A banded group's part of `∇f` into `g`, difference points within `bounds`; with
+        /// `value`, the value of the term it owns.
         fn group<T: Term>(
             group: usize,
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             g: &mut [f64],
             value: bool,
         ) -> f64;
@@ -114,6 +140,7 @@ mod nvptx {
         unsafe fn dense_partials<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             partials: *mut f64,
             value: Option<&mut CompensatedSum>,
         );
@@ -126,11 +153,12 @@ mod nvptx {
         unsafe fn run<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             loss: RobustLoss,
             out: *mut f64,
             values: *mut f64,
         ) {
-            let rows = &mut DifferenceRow::<S>(PhantomData);
+            let rows = &mut DifferenceRow::<S>::new(bounds);
             unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
         }
     }
@@ -141,20 +169,22 @@ mod nvptx {
             group: usize,
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             g: &mut [f64],
             value: bool,
         ) -> f64 {
-            banded_group_gradient::<T, S>(group, x, data, g, value)
+            banded_group_gradient::<T, S>(group, x, data, bounds, g, value)
         }
 
         #[inline(always)]
         unsafe fn dense_partials<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             partials: *mut f64,
             value: Option<&mut CompensatedSum>,
         ) {
-            unsafe { dense_partials::<T, S>(x, data, partials, value) }
+            unsafe { dense_partials::<T, S>(x, data, bounds, partials, value) }
         }
     }
 
@@ -166,6 +196,7 @@ mod nvptx {
         unsafe fn run<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            _: StepBox<'_>,
             loss: RobustLoss,
             out: *mut f64,
             values: *mut f64,
@@ -188,6 +219,7 @@ mod nvptx {
             group: usize,
             x: &[f64],
             data: Data<'_>,
+            _: StepBox<'_>,
             g: &mut [f64],
             value: bool,
         ) -> f64 {
@@ -198,6 +230,7 @@ mod nvptx {
         unsafe fn dense_partials<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            _: StepBox<'_>,
             partials: *mut f64,
             value: Option<&mut CompensatedSum>,
         ) {
@@ -222,21 +255,25 @@ mod nvptx {
     /// or has one slot per block; for [`Exact`], a dense window has at most
     /// `EXACT_DENSE_WIDTH_MAX_GPU` variables.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn gradient<T: Term, D: GradientScheme>(
         x: *const f64,
         n: usize,
+        lower: *const f64,
+        upper: *const f64,
         data: *const f64,
         data_len: usize,
         data_rows: usize,
         out: *mut f64,
         values: *mut f64,
     ) {
-        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let (x, bounds, data) =
+            unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
         let with_value = !values.is_null();
         let mut value = CompensatedSum::default();
         match GradientWork::of::<T>(n, data) {
             GradientWork::Terms(_) => unsafe {
-                D::dense_partials::<T>(x, data, out, with_value.then_some(&mut value))
+                D::dense_partials::<T>(x, data, bounds, out, with_value.then_some(&mut value))
             },
             GradientWork::Groups { groups, stride } => {
                 for group in grid_stride(groups) {
@@ -244,7 +281,7 @@ mod nvptx {
                     let len = stride.min(n - first);
                     // SAFETY: groups are disjoint and each belongs to one thread.
                     let g = unsafe { slice_mut(out.add(first), len) };
-                    value.add(D::group::<T>(group, x, data, g, with_value));
+                    value.add(D::group::<T>(group, x, data, bounds, g, with_value));
                 }
             }
         }
@@ -289,6 +326,7 @@ mod nvptx {
     unsafe fn dense_partials<T: Term, S: FdScheme>(
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         partials: *mut f64,
         mut value: Option<&mut CompensatedSum>,
     ) {
@@ -304,7 +342,9 @@ mod nvptx {
                 value.add(term.value::<S>(x));
             }
             for i in 0..n {
-                let d = term.as_ref().map_or(0.0, |t| t.difference::<S>(x, i));
+                let d = term
+                    .as_ref()
+                    .map_or(0.0, |t| t.difference::<S>(x, i, bounds));
                 unsafe { add_block_sum(mine, i, d) };
             }
             tile += grid_dim();
@@ -522,6 +562,7 @@ mod nvptx {
         unsafe fn run<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            bounds: StepBox<'_>,
             loss: RobustLoss,
             out: *mut f64,
             values: *mut f64,
@@ -537,6 +578,7 @@ mod nvptx {
         unsafe fn run<T: Term>(
             x: &[f64],
             data: Data<'_>,
+            _: StepBox<'_>,
             loss: RobustLoss,
             _out: *mut f64,
             values: *mut f64,
@@ -560,6 +602,8 @@ mod nvptx {
     pub unsafe fn least_squares<T: Term, P: LeastSquaresPass>(
         x: *const f64,
         n: usize,
+        lower: *const f64,
+        upper: *const f64,
         data: *const f64,
         data_len: usize,
         data_rows: usize,
@@ -568,32 +612,38 @@ mod nvptx {
         out: *mut f64,
         values: *mut f64,
     ) {
-        let (x, data) = unsafe { term_inputs(x, n, data, data_len, data_rows) };
+        let (x, bounds, data) =
+            unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
         let loss = RobustLoss {
             loss: Loss::from_index(loss),
             f_scale,
         };
-        unsafe { P::run::<T>(x, data, loss, out, values) }
+        unsafe { P::run::<T>(x, data, bounds, loss, out, values) }
     }
 
     /// Second stage of the dense gradient of scheme `S`: `g_i = Σ_b partials[b·n + i] /
-    /// S::divisor(x_i)`. Exported once per scheme as `cudamin_dense_finish_<name>`.
+    /// S::divisor(x_i)`, in the box `lower`, `upper`. Exported once per scheme as
+    /// `cudamin_dense_finish_<name>`.
     ///
     /// # Safety
-    /// `x` holds `n` f64, `partials` `blocks · n`, `g` `n`.
+    /// `x` holds `n` f64, the box is as [`step_box`] needs, `partials` holds `blocks · n`, `g`
+    /// `n`.
     #[inline(always)]
     pub unsafe fn dense_finish<S: Scheme>(
         x: *const f64,
         n: usize,
+        lower: *const f64,
+        upper: *const f64,
         partials: *const f64,
         blocks: usize,
         g: *mut f64,
     ) {
         let x = unsafe { slice(x, n) };
+        let bounds = unsafe { step_box(lower, upper, n) };
         let partials = unsafe { slice(partials, n * blocks) };
         for i in grid_stride(n) {
             let parts = (0..blocks).map(|b| partials[b * n + i]);
-            let gi = dense_gradient_component(S::divisor(x[i]), parts);
+            let gi = dense_gradient_component(S::divisor(x[i], bounds.interval(i)), parts);
             unsafe { g.add(i).write(gi) };
         }
     }

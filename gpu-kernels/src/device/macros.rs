@@ -26,6 +26,8 @@ macro_rules! __term_entry {
             unsafe extern "ptx-kernel" fn entry(
                 x: *const f64,
                 n: usize,
+                lower: *const f64,
+                upper: *const f64,
                 data: *const f64,
                 data_len: usize,
                 data_rows: usize,
@@ -35,7 +37,9 @@ macro_rules! __term_entry {
             ) {
                 // SAFETY: the host launcher passes buffers of the lengths given (a test checks
                 // every launch against this signature).
-                unsafe { $($body)+(x, n, data, data_len, data_rows, $($extra,)* out, values) }
+                unsafe {
+                    $($body)+(x, n, lower, upper, data, data_len, data_rows, $($extra,)* out, values)
+                }
             }
         };
     };

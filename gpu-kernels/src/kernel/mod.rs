@@ -26,7 +26,7 @@ pub use sums::{
     CompensatedLanes, CompensatedRun, CompensatedSum, RunningSum, SUM_LANES, sum_in_order,
 };
 
-use crate::fd::FdScheme;
+use crate::fd::{FdScheme, StepBox};
 use crate::lanes::{LANES, Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
@@ -154,7 +154,8 @@ pub(crate) fn terms_meeting(
 }
 
 /// The gradient over one group of variables, `[group·stride, group·stride + g.len())`, for a
-/// banded or separable window. `g` is the group's slice of the gradient.
+/// banded or separable window, its difference points within `bounds`. `g` is the group's slice
+/// of the gradient.
 ///
 /// Group `g` owns term `g` (the one whose window starts in it), when there is one: with
 /// `value`, the return is that term's `φ_g(x)`, so that a value taken in the same pass sums
@@ -164,6 +165,7 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
     group: usize,
     x: &[f64],
     data: Data<'_>,
+    bounds: StepBox<'_>,
     g: &mut [f64],
     value: bool,
 ) -> f64 {
@@ -178,7 +180,7 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
         let base = S::base::<T>(win, &local);
         for (j, gj) in g.iter_mut().enumerate() {
             *gj = if j < width {
-                let steps = S::steps(win[j]);
+                let steps = S::steps(win[j], bounds.interval(first + j));
                 S::difference::<T>(win, j, &local, base, steps) / steps.spacing
             } else {
                 0.0
@@ -201,7 +203,7 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
         let win = &x[offset..offset + width];
         let base = S::base::<T>(win, &local);
         for i in first.max(offset)..end.min(offset + width) {
-            let steps = S::steps(x[i]);
+            let steps = S::steps(x[i], bounds.interval(i));
             g[i - first] += S::difference::<T>(win, i - offset, &local, base, steps);
         }
         if value && k == group {
@@ -209,7 +211,7 @@ pub fn banded_group_gradient<T: Term, S: FdScheme>(
         }
     }
     for (i, gi) in (first..end).zip(g.iter_mut()) {
-        *gi /= S::steps(x[i]).spacing;
+        *gi /= S::steps(x[i], bounds.interval(i)).spacing;
     }
     owned
 }
@@ -232,21 +234,23 @@ impl<'a, T: Term> DenseTerm<'a, T> {
         }
     }
 
-    /// The term's differences in variables `first .. first + LANES` (see
+    /// The term's differences in variables `first .. first + LANES` within `bounds` (see
     /// [`FdScheme::differences_in_lanes`]); `lanes` holds `x`, splatted.
     #[inline(always)]
     pub fn differences_in_lanes<S: FdScheme>(
         &self,
         lanes: &mut [Lanes],
         first: usize,
+        bounds: StepBox<'_>,
     ) -> [f64; LANES] {
-        S::differences_in_lanes::<T>(lanes, first, &self.local, self.base)
+        S::differences_in_lanes::<T>(lanes, first, bounds, &self.local, self.base)
     }
 
-    /// The term's difference in variable `i`, not yet divided by the spacing.
+    /// The term's difference in variable `i` within `bounds`, not yet divided by the spacing.
     #[inline(always)]
-    pub fn difference<S: FdScheme>(&self, x: &[f64], i: usize) -> f64 {
-        S::difference::<T>(x, i, &self.local, self.base, S::steps(x[i]))
+    pub fn difference<S: FdScheme>(&self, x: &[f64], i: usize, bounds: StepBox<'_>) -> f64 {
+        let steps = S::steps(x[i], bounds.interval(i));
+        S::difference::<T>(x, i, &self.local, self.base, steps)
     }
 
     /// `φ_k(x)`, for a value taken in the same pass (see [`FdScheme::value`]).

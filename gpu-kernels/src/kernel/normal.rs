@@ -11,7 +11,7 @@
 use super::exact::{eval_seeded, fill_constants};
 use super::{CompensatedLanes, CompensatedSum, SUM_LANES, window};
 use crate::dual::Dual;
-use crate::fd::FdScheme;
+use crate::fd::{FdScheme, StepBox};
 use crate::term::{Data, Term, Window};
 use core::marker::PhantomData;
 
@@ -215,17 +215,32 @@ impl<const L: usize> JacobianRow for ExactRow<'_, L> {
 }
 
 /// Finite-difference rows with scheme `S`: the residual's difference in each variable of its
-/// window, over the spacing, the residual's own evaluations alone.
-pub struct DifferenceRow<S>(pub PhantomData<S>);
+/// window, over the spacing, the residual's own evaluations alone, the points within `bounds`.
+pub struct DifferenceRow<'b, S> {
+    bounds: StepBox<'b>,
+    scheme: PhantomData<S>,
+}
 
-impl<S: FdScheme> JacobianRow for DifferenceRow<S> {
+impl<'b, S> DifferenceRow<'b, S> {
+    /// Rows whose difference points stay within `bounds`.
+    #[inline(always)]
+    pub fn new(bounds: StepBox<'b>) -> Self {
+        DifferenceRow {
+            bounds,
+            scheme: PhantomData,
+        }
+    }
+}
+
+impl<S: FdScheme> JacobianRow for DifferenceRow<'_, S> {
     #[inline(always)]
     fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
         let local = T::prepare(k, x.len(), data);
         let win = window::<T>(x, k);
+        let offset = T::WINDOW.offset(k, x.len());
         let base = S::base::<T>(win, &local);
         for (j, entry) in row.iter_mut().enumerate() {
-            let steps = S::steps(win[j]);
+            let steps = S::steps(win[j], self.bounds.interval(offset + j));
             *entry = S::difference::<T>(win, j, &local, base, steps) / steps.spacing;
         }
         S::value::<T>(win, &local, base)

@@ -45,6 +45,7 @@ impl LaunchOverride {
 }
 
 pub use gpu_kernels::Gradient;
+use gpu_kernels::StepBox;
 pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
 
 /// A gradient of kind `gradient` checked against a more accurate one: `compute` is called with
@@ -147,6 +148,14 @@ pub enum BackendError {
     /// the normal equations of an objective that is not a sum of squares.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// A finite-difference box ([`StepBounds`]) whose length is not the problem's.
+    #[error("a box of {got} bounds for {n} variables")]
+    BoxLength {
+        /// The box's length.
+        got: usize,
+        /// The number of variables.
+        n: usize,
+    },
     /// Another process of a sharded evaluation failed: its rank and its error. Every rank
     /// returns the same error, so that all of them stop together.
     #[error("rank {rank}: {message}")]
@@ -161,6 +170,60 @@ pub enum BackendError {
 /// Why a pass over the normal equations was refused by an evaluator of a plain sum of terms.
 const NOT_A_SUM_OF_SQUARES: &str = "the normal equations need a sum of squares (a residual term)";
 
+/// The box every finite-difference point stays in (what scipy's `approx_derivative` takes as
+/// `bounds`): each variable's `[lower, upper]`, or none (the default). Near a bound a step
+/// turns inward or a central stencil becomes one-sided (`gpu_kernels::fd`); exact derivatives
+/// take no points and are unaffected.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepBounds {
+    lower: Vec<f64>,
+    upper: Vec<f64>,
+}
+
+impl StepBounds {
+    /// The box `[lower[i], upper[i]]` (`±∞` for an open side).
+    pub fn new(lower: &[f64], upper: &[f64]) -> Self {
+        Self {
+            lower: lower.to_vec(),
+            upper: upper.to_vec(),
+        }
+    }
+
+    /// Whether there is no box.
+    pub fn is_open(&self) -> bool {
+        self.lower.is_empty()
+    }
+
+    /// The lower ends (empty without a box).
+    pub fn lower(&self) -> &[f64] {
+        &self.lower
+    }
+
+    /// The upper ends (empty without a box).
+    pub fn upper(&self) -> &[f64] {
+        &self.upper
+    }
+
+    /// As the kernels take it.
+    pub fn view(&self) -> StepBox<'_> {
+        if self.is_open() {
+            StepBox::OPEN
+        } else {
+            StepBox::new(&self.lower, &self.upper)
+        }
+    }
+
+    /// `self`, refused unless it is open or bounds `n` variables.
+    pub fn checked(&self, n: usize) -> Result<&Self, BackendError> {
+        let got = self.lower.len();
+        if self.is_open() || (got == n && self.upper.len() == n) {
+            Ok(self)
+        } else {
+            Err(BackendError::BoxLength { got, n })
+        }
+    }
+}
+
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
 /// implementation holds the problem's data (uploaded once, for the GPU).
 ///
@@ -173,6 +236,10 @@ pub trait Evaluator: Send {
     /// One pass over the terms at `x`: writes what `evaluation` asks for and returns its value
     /// (`f(x)`, or `Σ r²` for the normal equations; 0 for a gradient taken without it).
     fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError>;
+
+    /// Keeps the finite-difference points of every later pass within `bounds`, until called
+    /// again ([`StepBounds::default`] lifts the box). A box of another length is refused.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError>;
 
     /// `f(x)`, the sum of the terms.
     fn value(&mut self, x: &[f64]) -> Result<f64, BackendError> {
@@ -335,12 +402,17 @@ impl Evaluation<'_> {
         }
     }
 
-    /// This evaluation's outputs from the partials of its [`pass`](Self::pass) at `x`, and its
-    /// value.
-    pub fn finish(self, x: &[f64], partials: &Partials) -> Result<f64, BackendError> {
+    /// This evaluation's outputs from the partials of its [`pass`](Self::pass) at `x`, its
+    /// differences taken within `bounds`, and its value.
+    pub fn finish(
+        self,
+        x: &[f64],
+        bounds: StepBox<'_>,
+        partials: &Partials,
+    ) -> Result<f64, BackendError> {
         match self {
             Evaluation::Value | Evaluation::Cost { .. } => Ok(partials.value()),
-            Evaluation::Gradient { g, .. } => partials.gradient_into(x, g),
+            Evaluation::Gradient { g, .. } => partials.gradient_into(x, bounds, g),
             Evaluation::Normal { jtj, jtr, .. } => partials.normal_into(jtj, jtr),
             Evaluation::Factor { factor, .. } => partials.factor_into(factor),
         }
@@ -447,6 +519,11 @@ pub struct WithResiduals<E, P> {
 impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P> {
     fn dim(&self) -> usize {
         self.sum.dim()
+    }
+
+    /// The sum's evaluator keeps the box; the residual passes read it there.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
+        self.sum.confine_steps(bounds)
     }
 
     fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {

@@ -15,7 +15,7 @@ pub mod sum;
 
 pub use evaluator::{
     BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig, LaunchOverride, Layout,
-    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, RawArg, RobustLoss, Share,
+    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, RawArg, RobustLoss, Share, StepBounds,
     WithResiduals, checked_against,
 };
 pub use problem::{ProblemError, TermProblem};

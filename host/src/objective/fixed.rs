@@ -4,7 +4,7 @@
 //! inner objective's, one for one.
 
 use super::{EvalError, GradientError, LeastSquaresObjective, Objective};
-use crate::backend::{Factor, RobustLoss};
+use crate::backend::{Factor, RobustLoss, StepBounds};
 use gpu_kernels::kernel::normal::NormalSum;
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};
 
@@ -55,6 +55,17 @@ impl Held {
         scatter(&self.free, free_values, full);
     }
 
+    /// A box over the free variables as a box over all of them, the fixed ones unbounded (no
+    /// solver asks for their partials).
+    fn expand_bounds(&self, bounds: &StepBounds) -> StepBounds {
+        if bounds.is_open() {
+            return StepBounds::default();
+        }
+        let lower = self.expand_with(bounds.lower(), f64::NEG_INFINITY);
+        let upper = self.expand_with(bounds.upper(), f64::INFINITY);
+        StepBounds::new(&lower, &upper)
+    }
+
     /// Writes `free_values` into the held point and returns it.
     fn point(&mut self, free_values: &[f64]) -> Result<&[f64], EvalError> {
         if free_values.len() != self.free.len() {
@@ -102,6 +113,11 @@ impl<'o, O: ?Sized> FixedObjective<'o, O> {
     pub fn full_factor(&self) -> &Factor {
         &self.factor
     }
+
+    /// Refuses a box that does not bound exactly the free variables.
+    fn check_free_len(&self, bounds: &StepBounds) -> Result<(), EvalError> {
+        Ok(bounds.checked(self.held.free.len()).map(drop)?)
+    }
 }
 
 impl Objective for FixedObjective<'_, dyn Objective + '_> {
@@ -143,6 +159,11 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
         self.held.scatter_into(g, &mut full_g);
         self.inner.gradient_error(&full, &full_g, ord)
     }
+
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        self.check_free_len(bounds)?;
+        self.inner.confine_steps(&self.held.expand_bounds(bounds))
+    }
 }
 
 impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_> {
@@ -170,6 +191,11 @@ impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_
         let sum_of_squares = self.inner.factor(full, loss, &mut self.factor)?;
         *factor = free_factor(&self.factor, &self.held.free);
         Ok(sum_of_squares)
+    }
+
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        self.check_free_len(bounds)?;
+        self.inner.confine_steps(&self.held.expand_bounds(bounds))
     }
 }
 

@@ -1,7 +1,7 @@
 //! A sum of squares seen through its residuals: what Levenberg–Marquardt asks of an objective.
 
 use super::{EvalError, TermObjective};
-use crate::backend::{Evaluation, Factor, LeastSquaresEvaluator, RobustLoss};
+use crate::backend::{Evaluation, Factor, LeastSquaresEvaluator, RobustLoss, StepBounds};
 
 /// `f(x) = Σ_k r_k(x)²` with its residual rows reduced to a triangle (`J = Q·R`).
 ///
@@ -40,6 +40,12 @@ pub trait LeastSquaresObjective {
         loss: RobustLoss,
         factor: &mut Factor,
     ) -> Result<f64, EvalError>;
+    /// Keeps the points of finite-difference Jacobian rows within `bounds` until called again
+    /// (trf sets its box for the solve, then lifts it). The default does nothing.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        let _ = bounds;
+        Ok(())
+    }
 }
 
 /// A term objective loaded as a sum of squares (`Backend::load_least_squares`): its Jacobian
@@ -73,5 +79,9 @@ impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
         self.check_len(factor.qtr.len())?;
         let jacobian = self.gradient;
         Ok(self.evaluator.factor(x, jacobian, loss, factor)?)
+    }
+
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        Ok(self.evaluator.confine_steps(bounds)?)
     }
 }

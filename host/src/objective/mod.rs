@@ -16,7 +16,7 @@ pub use fixed::{FixedObjective, Held, free_factor};
 pub use least_squares::LeastSquaresObjective;
 pub use space::{HostVectors, StepEnd, VectorSpace};
 
-use crate::backend::{BackendError, Evaluator, Gradient};
+use crate::backend::{BackendError, Evaluator, Gradient, StepBounds};
 use crate::linalg::vector;
 
 /// A function to minimize, with its gradient.
@@ -56,6 +56,14 @@ pub trait Objective {
     /// default for your own objectives.
     fn device(&mut self) -> Option<OnDevice<'_>> {
         None
+    }
+
+    /// Keeps the points of finite-difference gradients within `bounds` until called again
+    /// (L-BFGS-B sets its box for the solve, then lifts it). The default does nothing: an
+    /// objective whose gradient takes no points outside `x` has nothing to confine.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        let _ = bounds;
+        Ok(())
     }
 }
 
@@ -191,5 +199,10 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
         let gradient = self.gradient;
         let evaluator = self.evaluator.device()?;
         Some(OnDevice::new(evaluator, gradient))
+    }
+
+    /// The evaluator keeps the box for its finite-difference passes.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        Ok(self.evaluator.confine_steps(bounds)?)
     }
 }

@@ -5,6 +5,7 @@
 
 use super::options::invalid_option;
 use super::result::SolveError;
+use crate::backend::StepBounds;
 use crate::linalg::vector;
 use crate::objective::Held;
 
@@ -18,6 +19,11 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// The box as the backends keep it for their finite-difference points.
+    pub fn step_bounds(&self) -> StepBounds {
+        StepBounds::new(&self.lower, &self.upper)
+    }
+
     /// No bounds on `n` variables.
     pub fn unbounded(n: usize) -> Self {
         Bounds {

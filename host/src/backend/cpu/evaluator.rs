@@ -4,7 +4,7 @@
 use super::plan::{GROUP_CHUNK, VALUE_CHUNK, dense_chunk, each_chunk};
 use super::schemes::SchemePasses;
 use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, Gradient, Layout, Partials, Pass, Share,
+    BackendError, Evaluation, Evaluator, Gradient, Layout, Partials, Pass, Share, StepBounds,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{exact_supported, terms_in_lanes};
@@ -19,12 +19,17 @@ use std::ops::Range;
 /// A term problem evaluated on the CPU.
 pub struct CpuEvaluator<T> {
     pub(super) problem: TermProblem<T>,
+    /// The box finite-difference points stay in ([`Evaluator::confine_steps`]).
+    pub(super) bounds: StepBounds,
 }
 
 impl<T: Term> CpuEvaluator<T> {
     /// Holds `problem`: on the CPU there is nothing to upload.
     pub fn new(problem: TermProblem<T>) -> Self {
-        Self { problem }
+        Self {
+            problem,
+            bounds: StepBounds::default(),
+        }
     }
 
     /// The rows the chunks of a dense problem are sized for: the whole problem's.
@@ -81,7 +86,7 @@ impl<T: Term> CpuEvaluator<T> {
             }
             _ => self
                 .gradient_partials(x, gradient, value, Share::Whole)
-                .gradient_into(x, g),
+                .gradient_into(x, self.bounds.view(), g),
         }
     }
 
@@ -122,6 +127,7 @@ impl<T: Term> CpuEvaluator<T> {
         let values = (SchemePasses::<T>::of(gradient).group_chunks)(
             self.problem.data(),
             x,
+            self.bounds.view(),
             first,
             stride,
             out,
@@ -137,7 +143,8 @@ impl<T: Term> CpuEvaluator<T> {
         let chunks = share.range(self.problem.terms().div_ceil(chunk));
         let (data, terms) = (self.problem.data(), self.problem.terms());
         let dense_chunks = SchemePasses::<T>::of(gradient).dense_chunks;
-        let (values, vectors) = dense_chunks(data, terms, x, chunk, chunks, value);
+        let bounds = self.bounds.view();
+        let (values, vectors) = dense_chunks(data, terms, x, bounds, chunk, chunks, value);
         let layout = Layout::Sums {
             len: x.len(),
             divided_by: Some(gradient),
@@ -218,6 +225,11 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
             }
         }
     }
+
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
+        self.bounds = bounds.checked(self.problem.n())?.clone();
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -274,7 +286,9 @@ mod tests {
     }
 
     /// The dense gradient on lanes (four variables per `eval`) against differencing one
-    /// variable at a time; n = 7 leaves a partial group of lanes at the end.
+    /// variable at a time, without a box and within one that holds variables at either bound
+    /// and in a gap narrower than a step (one-sided and narrowed stencils in the same lanes);
+    /// n = 7 leaves a partial group of lanes at the end.
     #[test]
     fn lanes_agree_with_one_variable_at_a_time() {
         let n = 7;
@@ -287,9 +301,10 @@ mod tests {
         }
         let problem = TermProblem::<LsqExpSin>::with_data(n, values, rows).unwrap();
         let x = [1.9, 0.65, 0.4, -0.3, 0.3, -0.2, 0.1];
-        let evaluator = CpuEvaluator::new(problem);
+        let mut evaluator = CpuEvaluator::new(problem);
         fn check<S: FdScheme>(kind: Gradient, evaluator: &CpuEvaluator<LsqExpSin>, x: &[f64]) {
             let n = x.len();
+            let bounds = evaluator.bounds.view();
             let data = evaluator.problem.data();
             let terms = evaluator.problem.terms();
             let mut g = vec![0.0; n];
@@ -298,7 +313,7 @@ mod tests {
             for k in 0..terms {
                 let term = DenseTerm::<LsqExpSin>::prepare::<S>(k, x, data);
                 for (i, r) in reference.iter_mut().enumerate() {
-                    *r += term.difference::<S>(x, i);
+                    *r += term.difference::<S>(x, i, bounds);
                 }
             }
             // Both are finite differences of the same terms; they may differ only by rounding in
@@ -307,7 +322,7 @@ mod tests {
                 .map(|k| term_value::<LsqExpSin>(k, x, data).abs())
                 .sum();
             for (i, (gi, r)) in g.iter().zip(&reference).enumerate() {
-                let spacing = S::steps(x[i]).spacing;
+                let spacing = S::steps(x[i], bounds.interval(i)).spacing;
                 let expected = r / spacing;
                 let rounding = 8.0 * f64::EPSILON * sum_abs / spacing.abs();
                 assert!(
@@ -316,6 +331,13 @@ mod tests {
                 );
             }
         }
+        check::<Forward>(Gradient::Forward, &evaluator, &x);
+        check::<Central>(Gradient::Central, &evaluator, &x);
+        let inf = f64::INFINITY;
+        let lower = [-inf, 0.65, -inf, -1.0, 0.3 - 1e-9, -inf, 0.1];
+        let upper = [inf, inf, 1.0, -0.3, 0.3 + 4e-9, inf, 0.1];
+        let bounds = StepBounds::new(&lower, &upper);
+        evaluator.confine_steps(&bounds).unwrap();
         check::<Forward>(Gradient::Forward, &evaluator, &x);
         check::<Central>(Gradient::Central, &evaluator, &x);
     }

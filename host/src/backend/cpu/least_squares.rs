@@ -105,9 +105,9 @@ fn rows_partials<T: Term>(
         RowsInto::Triangle(_) => (Layout::Triangles { n }, triangle_len(n)),
     };
     let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
-    let data = sum.problem.data();
+    let (data, bounds) = (sum.problem.data(), sum.bounds.view());
     chunk_partials(sum, x, share, layout, len, |rows, vector| {
-        rows_chunk(rows, x, data, vector, into)
+        rows_chunk(rows, x, data, bounds, vector, into)
     })
 }
 

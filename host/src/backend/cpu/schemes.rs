@@ -19,7 +19,7 @@ use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len};
 use gpu_kernels::kernel::{CompensatedLanes, CompensatedRun, DenseTerm, banded_group_gradient};
 use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::scheme::{Differences, Exact};
-use gpu_kernels::{Data, Dual, FdScheme, Term, Window};
+use gpu_kernels::{Data, Dual, FdScheme, StepBox, Term, Window};
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -28,10 +28,18 @@ use std::ops::Range;
 /// (banded windows), or a run of dense terms adding to a chunk's partials (which
 /// [`Partials::gradient_into`] finishes).
 pub(super) trait CpuScheme<T: Term> {
-    /// A group's part of `∇f` into `g`; with `value`, the value of the term it owns.
-    /// Implementations are `#[inline(always)]`: called once per variable from the chunk loops,
-    /// a call per group had cost seed-expsum's value-and-gradient pass a quarter of its time.
-    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64;
+    /// A group's part of `∇f` into `g`, difference points within `bounds`; with `value`, the
+    /// value of the term it owns. Implementations are `#[inline(always)]`: called once per
+    /// variable from the chunk loops, a call per group had cost seed-expsum's
+    /// value-and-gradient pass a quarter of its time.
+    fn group(
+        group: usize,
+        x: &[f64],
+        data: Data<'_>,
+        bounds: StepBox<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> f64;
     /// [`group`](CpuScheme::group) for groups `first .. first + TERM_LANES` (their slices of
     /// `∇f` end to end in `g`), with the same results: one group at a time unless the scheme
     /// can take their terms side by side.
@@ -40,16 +48,18 @@ pub(super) trait CpuScheme<T: Term> {
         first: usize,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         g: &mut [f64],
         value: bool,
     ) -> [f64; TERM_LANES] {
-        one_group_at_a_time::<T, Self>(first, x, data, g, value)
+        one_group_at_a_time::<T, Self>(first, x, data, bounds, g, value)
     }
     /// Adds `terms`' contributions to `acc`; with `value`, returns their values' sum.
     fn dense_terms(
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         acc: &mut [f64],
         value: bool,
     ) -> f64;
@@ -59,6 +69,7 @@ pub(super) trait CpuScheme<T: Term> {
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         vector: &mut [f64],
         into: RowsInto,
     ) -> f64;
@@ -77,11 +88,12 @@ pub(super) struct SchemePasses<T: Term> {
 }
 
 /// [`CpuScheme::rows_chunk`] of one scheme: a chunk's `Σ r²`.
-type RowsChunk = fn(Range<usize>, &[f64], Data<'_>, &mut [f64], RowsInto) -> f64;
+type RowsChunk = fn(Range<usize>, &[f64], Data<'_>, StepBox<'_>, &mut [f64], RowsInto) -> f64;
 /// [`group_chunks`] of one scheme: the chunks' value sums.
-type GroupChunks = fn(Data<'_>, &[f64], usize, usize, &mut [f64], bool) -> Vec<f64>;
+type GroupChunks = fn(Data<'_>, &[f64], StepBox<'_>, usize, usize, &mut [f64], bool) -> Vec<f64>;
 /// [`dense_chunks`] of one scheme: the chunks' value sums and vectors.
-type DenseChunks = fn(Data<'_>, usize, &[f64], usize, Range<usize>, bool) -> (Vec<f64>, Vec<f64>);
+type DenseChunks =
+    fn(Data<'_>, usize, &[f64], StepBox<'_>, usize, Range<usize>, bool) -> (Vec<f64>, Vec<f64>);
 
 impl<T: Term> SchemePasses<T> {
     fn with<S: CpuScheme<T>>() -> Self {
@@ -116,27 +128,36 @@ fn one_group_at_a_time<T: Term, S: CpuScheme<T> + ?Sized>(
     first: usize,
     x: &[f64],
     data: Data<'_>,
+    bounds: StepBox<'_>,
     g: &mut [f64],
     value: bool,
 ) -> [f64; TERM_LANES] {
     let mut values = [0.0; TERM_LANES];
     let groups = g.chunks_exact_mut(g.len() / TERM_LANES).zip(first..);
     for (v, (group_g, group)) in values.iter_mut().zip(groups) {
-        *v = S::group(group, x, data, group_g, value);
+        *v = S::group(group, x, data, bounds, group_g, value);
     }
     values
 }
 
 impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
     #[inline(always)]
-    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
-        banded_group_gradient::<T, S>(group, x, data, g, value)
+    fn group(
+        group: usize,
+        x: &[f64],
+        data: Data<'_>,
+        bounds: StepBox<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> f64 {
+        banded_group_gradient::<T, S>(group, x, data, bounds, g, value)
     }
 
     fn dense_terms(
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
@@ -144,7 +165,7 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
         let mut lanes = DenseLanes::<T>::new(x);
         for k in terms {
             let term = DenseTerm::<T>::prepare::<S>(k, x, data);
-            lanes.accumulate::<S>(&term, x, acc);
+            lanes.accumulate::<S>(&term, x, bounds, acc);
             if value {
                 sum.add(term.value::<S>(x));
             }
@@ -156,10 +177,11 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         vector: &mut [f64],
         into: RowsInto,
     ) -> f64 {
-        let rows = &mut DifferenceRow::<S>(PhantomData);
+        let rows = &mut DifferenceRow::<S>::new(bounds);
         chunk_partial::<T, _>(terms, x, data, rows, vector, into)
     }
 }
@@ -172,7 +194,14 @@ const DENSE_LANES: usize = 16;
 
 impl<T: Term> CpuScheme<T> for Exact {
     #[inline(always)]
-    fn group(group: usize, x: &[f64], data: Data<'_>, g: &mut [f64], value: bool) -> f64 {
+    fn group(
+        group: usize,
+        x: &[f64],
+        data: Data<'_>,
+        _: StepBox<'_>,
+        g: &mut [f64],
+        value: bool,
+    ) -> f64 {
         banded_group_gradient_exact::<T>(group, x, data, g, value)
     }
 
@@ -184,13 +213,14 @@ impl<T: Term> CpuScheme<T> for Exact {
         first: usize,
         x: &[f64],
         data: Data<'_>,
+        bounds: StepBox<'_>,
         g: &mut [f64],
         value: bool,
     ) -> [f64; TERM_LANES] {
         if terms_in_lanes::<T>() {
             disjoint_exact_in_lanes::<T>(first, x, data, g)
         } else {
-            one_group_at_a_time::<T, Self>(first, x, data, g, value)
+            one_group_at_a_time::<T, Self>(first, x, data, bounds, g, value)
         }
     }
 
@@ -198,6 +228,7 @@ impl<T: Term> CpuScheme<T> for Exact {
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        _: StepBox<'_>,
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
@@ -247,6 +278,7 @@ impl<T: Term> CpuScheme<T> for Exact {
         terms: Range<usize>,
         x: &[f64],
         data: Data<'_>,
+        _: StepBox<'_>,
         vector: &mut [f64],
         into: RowsInto,
     ) -> f64 {
@@ -362,18 +394,24 @@ impl<T: Term> DenseLanes<T> {
         }
     }
 
-    /// `acc[i] += term's difference in variable i`, for every i.
-    fn accumulate<S: FdScheme>(&mut self, term: &DenseTerm<'_, T>, x: &[f64], acc: &mut [f64]) {
+    /// `acc[i] += term's difference in variable i` within `bounds`, for every i.
+    fn accumulate<S: FdScheme>(
+        &mut self,
+        term: &DenseTerm<'_, T>,
+        x: &[f64],
+        bounds: StepBox<'_>,
+        acc: &mut [f64],
+    ) {
         if T::EVAL_IN_LANES {
             for (first, acc) in (0..x.len()).step_by(LANES).zip(acc.chunks_mut(LANES)) {
-                let differences = term.differences_in_lanes::<S>(&mut self.lanes, first);
+                let differences = term.differences_in_lanes::<S>(&mut self.lanes, first, bounds);
                 for (a, d) in acc.iter_mut().zip(differences) {
                     *a += d;
                 }
             }
         } else {
             for (i, a) in acc.iter_mut().enumerate() {
-                *a += term.difference::<S>(x, i);
+                *a += term.difference::<S>(x, i, bounds);
             }
         }
     }
@@ -385,6 +423,7 @@ impl<T: Term> DenseLanes<T> {
 fn group_chunks<T: Term, S: CpuScheme<T>>(
     data: Data<'_>,
     x: &[f64],
+    bounds: StepBox<'_>,
     first: usize,
     stride: usize,
     out: &mut [f64],
@@ -406,10 +445,10 @@ fn group_chunks<T: Term, S: CpuScheme<T>>(
             // A gradient alone: no sum to carry. Its serial chain of additions is a
             // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
             for (group, block_g) in blocks {
-                S::groups(group, x, data, block_g, false);
+                S::groups(group, x, data, bounds, block_g, false);
             }
             for (group, group_g) in groups {
-                S::group(group, x, data, group_g, false);
+                S::group(group, x, data, bounds, group_g, false);
             }
             return 0.0;
         }
@@ -417,10 +456,10 @@ fn group_chunks<T: Term, S: CpuScheme<T>>(
         // value pass: a block's eight at once, then the rest (at most eight) one each.
         let mut sum = CompensatedLanes::default();
         for (group, block_g) in blocks {
-            sum.add_lanes(S::groups(group, x, data, block_g, true));
+            sum.add_lanes(S::groups(group, x, data, bounds, block_g, true));
         }
         for (lane, (group, group_g)) in groups.enumerate() {
-            sum.add_to(lane, S::group(group, x, data, group_g, true));
+            sum.add_to(lane, S::group(group, x, data, bounds, group_g, true));
         }
         sum.value()
     })
@@ -432,6 +471,7 @@ fn dense_chunks<T: Term, S: CpuScheme<T>>(
     data: Data<'_>,
     terms: usize,
     x: &[f64],
+    bounds: StepBox<'_>,
     chunk: usize,
     chunks: Range<usize>,
     value: bool,
@@ -439,7 +479,14 @@ fn dense_chunks<T: Term, S: CpuScheme<T>>(
     let n = x.len();
     let mut vectors = vec![0.0; chunks.len() * n];
     let values = each_chunk(vectors.chunks_mut(n).zip(chunks).collect(), |(acc, c)| {
-        S::dense_terms(c * chunk..((c + 1) * chunk).min(terms), x, data, acc, value)
+        S::dense_terms(
+            c * chunk..((c + 1) * chunk).min(terms),
+            x,
+            data,
+            bounds,
+            acc,
+            value,
+        )
     });
     (values, vectors)
 }

@@ -85,6 +85,10 @@ pub struct TermBuffers {
     pub x: u64,
     /// The number of variables.
     pub n: usize,
+    /// The box finite-difference points stay in: `n` lower ends, or 0 for no box.
+    pub lower: u64,
+    /// Its `n` upper ends, or 0 for no box.
+    pub upper: u64,
     /// The problem's data, column-major, `data_len` f64.
     pub data: u64,
     /// The number of data values.
@@ -94,11 +98,14 @@ pub struct TermBuffers {
 }
 
 impl TermBuffers {
-    /// `(x, n, data, data_len, data_rows, out, values)`: the signature of a term's kernels.
+    /// `(x, n, lower, upper, data, data_len, data_rows, out, values)`: the signature of a
+    /// term's kernels.
     fn args(self, out: u64, values: u64) -> Vec<KernelArg> {
         vec![
             KernelArg::Ptr(self.x),
             count(self.n),
+            KernelArg::Ptr(self.lower),
+            KernelArg::Ptr(self.upper),
             KernelArg::Ptr(self.data),
             count(self.data_len),
             count(self.data_rows),
@@ -107,12 +114,12 @@ impl TermBuffers {
         ]
     }
 
-    /// `(x, n, data, data_len, data_rows, loss, f_scale, out, values)`: the signature of a
-    /// residual term's least-squares kernels.
+    /// `(x, n, lower, upper, data, data_len, data_rows, loss, f_scale, out, values)`: the
+    /// signature of a residual term's least-squares kernels.
     fn loss_args(self, loss: RobustLoss, out: u64, values: u64) -> Vec<KernelArg> {
         let mut args = self.args(out, values);
         args.splice(
-            5..5,
+            7..7,
             [count(loss.loss.index()), KernelArg::F64(loss.f_scale)],
         );
         args
@@ -145,7 +152,7 @@ impl Launch {
     }
 
     /// Any of a term's kernels, by entry name: the value and gradient
-    /// kernels all take `(x, n, data, data_len, data_rows, out, values)`.
+    /// kernels all take `(x, n, lower, upper, data, data_len, data_rows, out, values)`.
     fn term_entry(
         kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
@@ -160,30 +167,34 @@ impl Launch {
         Launch::of(SUM_PARTIALS, vec![Ptr(partials), count(blocks), Ptr(out)])
     }
 
-    /// A term's gradient kernel of scheme `kind`: the gradient (banded) or per-block partials
-    /// (dense) into `out`. With `values` not 0, the same pass writes the value's per-block
-    /// partials there.
-    pub fn gradient<T: Kernels>(
-        kind: Gradient,
-        buffers: TermBuffers,
-        out: u64,
-        values: u64,
-    ) -> Launch {
-        Launch::term_entry(T::GRADIENTS[kind as usize], buffers, out, values)
+    /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient (banded)
+    /// or per-block partials (dense) into `out`. With `values` not 0, the same pass writes the
+    /// value's per-block partials there.
+    pub fn gradient(kernel: &'static str, buffers: TermBuffers, out: u64, values: u64) -> Launch {
+        Launch::term_entry(kernel, buffers, out, values)
     }
 
-    /// The dense gradient's second stage, for scheme `kind`.
+    /// The dense gradient's second stage, for scheme `kind`, at the term buffers' `x` in
+    /// their box.
     pub fn dense_finish(
         kind: Gradient,
-        x: u64,
-        n: usize,
+        buffers: TermBuffers,
         partials: u64,
         blocks: usize,
         g: u64,
     ) -> Launch {
+        let b = buffers;
         Launch::of(
             DENSE_FINISH[kind as usize],
-            vec![Ptr(x), count(n), Ptr(partials), count(blocks), Ptr(g)],
+            vec![
+                Ptr(b.x),
+                count(b.n),
+                Ptr(b.lower),
+                Ptr(b.upper),
+                Ptr(partials),
+                count(blocks),
+                Ptr(g),
+            ],
         )
     }
 }
@@ -348,6 +359,8 @@ pub fn raw_launches() -> Vec<Launch> {
 const PLACEHOLDER_BUFFERS: TermBuffers = TermBuffers {
     x: 1,
     n: 1,
+    lower: 6,
+    upper: 7,
     data: 2,
     data_len: 1,
     data_rows: 1,
@@ -436,7 +449,7 @@ impl TermEntries {
         for kind in Gradient::ALL {
             let gradient = self.gradients[kind as usize].clone();
             launches.push(Launch::term_entry(gradient, b, 3, 5));
-            launches.push(Launch::dense_finish(kind, 1, 1, 3, 1, 4));
+            launches.push(Launch::dense_finish(kind, b, 3, 1, 4));
         }
         if let Some(entries) = &self.least_squares {
             let loss = RobustLoss::default();
@@ -475,7 +488,8 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 /// kernel: add its [`Launch::raw`]).
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
-    launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, 1, 1, 3, 1, 4)));
+    let b = PLACEHOLDER_BUFFERS;
+    launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, b, 3, 1, 4)));
     for term in registered_terms(ptx)? {
         launches.extend(term.launches());
     }

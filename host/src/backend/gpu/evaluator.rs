@@ -6,15 +6,22 @@ use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors};
-use crate::backend::evaluator::{BackendError, Evaluation, Evaluator, Gradient, LaunchConfig};
+use crate::backend::evaluator::{
+    BackendError, Evaluation, Evaluator, Gradient, LaunchConfig, StepBounds,
+};
 use crate::backend::problem::TermProblem;
 use gpu_kernels::Kernels;
 use gpu_kernels::kernel::GradientWork;
 use gpu_kernels::kernel::exact::exact_supported;
+use gpu_kernels::scheme::SCHEMES;
 use std::sync::Arc;
 
-/// Where a term problem's gradient kernels write.
+/// A term problem's gradient kernels, one per scheme, and where they write.
 struct GradientTargets {
+    /// The kernels, in scheme-table order (`Kernels::GRADIENTS`).
+    entries: [&'static str; SCHEMES],
+    /// Each scheme's launch configuration, or why it cannot run.
+    configs: Vec<Result<LaunchConfig, BackendError>>,
     buffers: TermBuffers,
     g: u64,
     /// Dense windows: the per-block partial sums, finished into `g` by a second kernel.
@@ -26,7 +33,17 @@ struct GradientTargets {
 }
 
 impl GradientTargets {
-    fn plan<T: Kernels>(
+    /// Every scheme's launches, at the buffers' current addresses.
+    fn plans(&self, launcher: &Launcher) -> Vec<Result<GradientPlan, BackendError>> {
+        (Gradient::ALL.iter().zip(&self.configs))
+            .map(|(&kind, config)| {
+                let config = config.as_ref().map_err(Clone::clone)?;
+                self.plan(kind, launcher, *config)
+            })
+            .collect()
+    }
+
+    fn plan(
         &self,
         kind: Gradient,
         launcher: &Launcher,
@@ -38,14 +55,15 @@ impl GradientTargets {
             None => None,
             Some(partials) => {
                 let blocks = config.blocks as usize;
-                let finish = Launch::dense_finish(kind, b.x, b.n, partials, blocks, self.g);
+                let finish = Launch::dense_finish(kind, b, partials, blocks, self.g);
                 let config = launcher.config(&finish.kernel, b.n)?;
                 Some((finish, config))
             }
         };
+        let kernel = self.entries[kind as usize];
         Ok(GradientPlan {
-            kernel: Launch::gradient::<T>(kind, b, out, 0),
-            with_value: Launch::gradient::<T>(kind, b, out, self.values),
+            kernel: Launch::gradient(kernel, b, out, 0),
+            with_value: Launch::gradient(kernel, b, out, self.values),
             value_sum: Launch::sum_partials(self.values, config.blocks as usize, self.f),
             config,
             finish,
@@ -75,8 +93,12 @@ pub struct GpuEvaluator {
     /// Per scheme, in the table's order; or why the scheme cannot take this problem (the exact
     /// kernels past their window limit, or a launch size its kernels refuse).
     gradients: Vec<Result<GradientPlan, BackendError>>,
+    /// What the gradient launches are planned from, to plan them again for a new box.
+    targets: GradientTargets,
     // Device buffers; the launches above hold their addresses.
     x: Buffer,
+    /// The box finite-difference points stay in (lower, upper), while one is set.
+    bounds: Option<(Buffer, Buffer)>,
     g: Buffer,
     pub(super) f: Buffer,
     _data: Buffer,
@@ -103,6 +125,8 @@ impl GpuEvaluator {
         let buffers = TermBuffers {
             x: x.address(),
             n,
+            lower: 0,
+            upper: 0,
             data: data_buffer.address(),
             data_len: data.values().len(),
             data_rows: data.rows(),
@@ -149,15 +173,15 @@ impl GpuEvaluator {
         )?;
         let gradient_value_partials = l.alloc("value partial sums", partial_blocks)?;
         let targets = GradientTargets {
+            entries: T::GRADIENTS,
+            configs,
             buffers,
             g: g.address(),
             partials: dense.then(|| gradient_partials.address()),
             values: gradient_value_partials.address(),
             f: f.address(),
         };
-        let gradients = (Gradient::ALL.iter().zip(configs))
-            .map(|(&kind, config)| config.and_then(|config| targets.plan::<T>(kind, l, config)))
-            .collect();
+        let gradients = targets.plans(l);
 
         Ok(Self {
             n,
@@ -165,7 +189,9 @@ impl GpuEvaluator {
             value,
             sum,
             gradients,
+            targets,
             x,
+            bounds: None,
             g,
             f,
             _data: data_buffer,
@@ -258,6 +284,29 @@ impl Evaluator for GpuEvaluator {
 
     fn device(&mut self) -> Option<&mut dyn DeviceEvaluator> {
         Some(self)
+    }
+
+    /// Uploads the box (or lets it go) and plans the gradient launches again with its
+    /// addresses; the residual passes take them from `buffers` at each launch.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
+        let bounds = bounds.checked(self.n)?;
+        self.bounds = if bounds.is_open() {
+            None
+        } else {
+            let l = &self.launcher;
+            let lower = l.upload("the finite-difference box", bounds.lower())?;
+            let upper = l.upload("the finite-difference box", bounds.upper())?;
+            Some((lower, upper))
+        };
+        let (lower, upper) = match &self.bounds {
+            Some((lower, upper)) => (lower.address(), upper.address()),
+            None => (0, 0),
+        };
+        self.buffers.lower = lower;
+        self.buffers.upper = upper;
+        self.targets.buffers = self.buffers;
+        self.gradients = self.targets.plans(&self.launcher);
+        Ok(())
     }
 }
 

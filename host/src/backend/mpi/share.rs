@@ -4,6 +4,7 @@
 //! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
 
 use crate::backend::evaluator::{BackendError, Gradient};
+use gpu_kernels::StepBox;
 use gpu_kernels::kernel::normal::mirror_upper;
 use gpu_kernels::kernel::triangle::{
     fold_scratch_len, fold_triangle, packed_len, packed_row, triangle_len,
@@ -193,16 +194,26 @@ impl Partials {
 
     /// The gradient at `x`, written to `g`; returns [`value`](Self::value). A sum's further
     /// parts are each finished into a vector of their own and added to `g` in order.
-    pub fn gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
-        self.own_gradient_into(x, g)?;
+    pub fn gradient_into(
+        &self,
+        x: &[f64],
+        bounds: StepBox<'_>,
+        g: &mut [f64],
+    ) -> Result<f64, BackendError> {
+        self.own_gradient_into(x, bounds, g)?;
         add_in_order(&self.further, &mut Vec::new(), &mut [g], |part, out| {
-            part.gradient_into(x, out)
+            part.gradient_into(x, bounds, out)
         })?;
         Ok(self.value())
     }
 
     /// This part's own gradient, without its further parts.
-    fn own_gradient_into(&self, x: &[f64], g: &mut [f64]) -> Result<(), BackendError> {
+    fn own_gradient_into(
+        &self,
+        x: &[f64],
+        bounds: StepBox<'_>,
+        g: &mut [f64],
+    ) -> Result<(), BackendError> {
         match self.layout {
             Layout::Slices => {
                 self.check(self.vectors.len() == g.len(), g.len())?;
@@ -212,7 +223,8 @@ impl Partials {
                 self.check(len == g.len() && self.vectors.len() % len.max(1) == 0, len)?;
                 for (i, gi) in g.iter_mut().enumerate() {
                     let parts = self.vectors.iter().skip(i).step_by(len).copied();
-                    let divisor = divided_by.map_or(1.0, |kind| kind.divisor(x[i]));
+                    let interval = bounds.interval(i);
+                    let divisor = divided_by.map_or(1.0, |kind| kind.divisor(x[i], interval));
                     *gi = dense_gradient_component(divisor, parts);
                 }
             }

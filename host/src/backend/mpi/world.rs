@@ -18,7 +18,9 @@
 //! command line prints it once, from rank 0.
 
 use super::share::{Partials, Share};
-use crate::backend::evaluator::{BackendError, Evaluation, Evaluator, LeastSquaresEvaluator, Pass};
+use crate::backend::evaluator::{
+    BackendError, Evaluation, Evaluator, LeastSquaresEvaluator, Pass, StepBounds,
+};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
@@ -217,6 +219,8 @@ pub struct Sharded<E: Evaluator + ?Sized = dyn Evaluator> {
     share: Share,
     /// The residuals of all ranks (0 for a sum that is not a sum of squares).
     residuals: usize,
+    /// The box the shard keeps too: finishing a dense gradient's partials needs its spacings.
+    bounds: StepBounds,
 }
 
 /// [`Share::Whole`] is taken as [`World::terms_share`]: a problem every rank holds whole; a
@@ -241,6 +245,7 @@ impl Sharded {
             shard,
             share: rank_share(world, share),
             residuals: 0,
+            bounds: StepBounds::default(),
         }
     }
 }
@@ -262,6 +267,7 @@ impl Sharded<dyn LeastSquaresEvaluator> {
             shard,
             share,
             residuals,
+            bounds: StepBounds::default(),
         })
     }
 }
@@ -304,7 +310,14 @@ impl<E: Evaluator + ?Sized> Evaluator for Sharded<E> {
 
     fn evaluate(&mut self, x: &[f64], evaluation: Evaluation<'_>) -> Result<f64, BackendError> {
         let partials = self.gather(x, evaluation.pass())?;
-        evaluation.finish(x, &partials)
+        evaluation.finish(x, self.bounds.view(), &partials)
+    }
+
+    /// Every rank's shard keeps the box, as every rank's solver sets the same one.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
+        self.shard.confine_steps(bounds)?;
+        self.bounds = bounds.clone();
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::backend::evaluator::{
     BackendError, Evaluation, Evaluator, Gradient, LeastSquaresEvaluator, Partials, Pass, Share,
-    add_in_order,
+    StepBounds, add_in_order,
 };
 use crate::backend::gpu::{DeviceEvaluator, DeviceVector, DeviceVectors};
 use gpu_kernels::kernel::sum_in_order;
@@ -52,6 +52,13 @@ fn on_device<E: Evaluator + ?Sized>(
 impl<E: Evaluator + ?Sized> Evaluator for SumEvaluator<E> {
     fn dim(&self) -> usize {
         self.parts[0].dim()
+    }
+
+    /// Every part keeps the box: each takes its differences over the same variables.
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
+        self.parts
+            .iter_mut()
+            .try_for_each(|part| part.confine_steps(bounds))
     }
 
     /// Part by part: the first writes the outputs, each further one writes `scratch` (kept
