@@ -22,7 +22,6 @@ struct GradientTargets {
     entries: [&'static str; SCHEMES],
     /// Each scheme's launch configuration, or why it cannot run.
     configs: Vec<Result<LaunchConfig, BackendError>>,
-    buffers: TermBuffers,
     g: u64,
     /// Dense windows: the per-block partial sums, finished into `g` by a second kernel.
     partials: Option<u64>,
@@ -33,12 +32,16 @@ struct GradientTargets {
 }
 
 impl GradientTargets {
-    /// Every scheme's launches, at the buffers' current addresses.
-    fn plans(&self, launcher: &Launcher) -> Vec<Result<GradientPlan, BackendError>> {
+    /// Every scheme's launches on the term buffers `b`.
+    fn plans(
+        &self,
+        b: TermBuffers,
+        launcher: &Launcher,
+    ) -> Vec<Result<GradientPlan, BackendError>> {
         (Gradient::ALL.iter().zip(&self.configs))
             .map(|(&kind, config)| {
                 let config = config.as_ref().map_err(Clone::clone)?;
-                self.plan(kind, launcher, *config)
+                self.plan(kind, b, launcher, *config)
             })
             .collect()
     }
@@ -46,10 +49,10 @@ impl GradientTargets {
     fn plan(
         &self,
         kind: Gradient,
+        b: TermBuffers,
         launcher: &Launcher,
         config: LaunchConfig,
     ) -> Result<GradientPlan, BackendError> {
-        let b = self.buffers;
         let out = self.partials.unwrap_or(self.g);
         let finish = match self.partials {
             None => None,
@@ -175,13 +178,12 @@ impl GpuEvaluator {
         let targets = GradientTargets {
             entries: T::GRADIENTS,
             configs,
-            buffers,
             g: g.address(),
             partials: dense.then(|| gradient_partials.address()),
             values: gradient_value_partials.address(),
             f: f.address(),
         };
-        let gradients = targets.plans(l);
+        let gradients = targets.plans(buffers, l);
 
         Ok(Self {
             n,
@@ -304,8 +306,7 @@ impl Evaluator for GpuEvaluator {
         };
         self.buffers.lower = lower;
         self.buffers.upper = upper;
-        self.targets.buffers = self.buffers;
-        self.gradients = self.targets.plans(&self.launcher);
+        self.gradients = self.targets.plans(self.buffers, &self.launcher);
         Ok(())
     }
 }
