@@ -264,3 +264,55 @@ fn finite_difference_rows_stay_in_the_box() {
         );
     }
 }
+
+/// A point with finite residuals and a NaN Jacobian row: `r₀ = x₀ − 2 + ½·√(x₁²)`, `r₁ = x₁`,
+/// whose exact derivative in `x₁` is 0/0 at `x₁ = 0`. From `(0, 1)` the first Gauss–Newton step
+/// lands on `(2, 0)` exactly (Levenberg–Marquardt's first step is undamped there), and `(0, 0)`
+/// is a start on the kink. Both methods refuse such a point by name rather than test a NaN
+/// gradient (trf once passed a NaN `Jᵀr` as converged: `f64::max` skips a NaN).
+#[test]
+fn a_jacobian_that_breaks_down_is_a_named_error() {
+    use cudamin::kernels::LeastSquares;
+    use cudamin::kernels::least_squares::Residuals;
+    use cudamin::kernels::prelude::*;
+    use cudamin::{LmOptions, TermProblem};
+
+    struct Kink;
+    impl Residuals for Kink {
+        fn count(_n: usize) -> usize {
+            2
+        }
+        fn check(n: usize) -> Result<(), &'static str> {
+            cudamin::kernels::least_squares::exactly(n, 2)
+        }
+        fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
+            match i {
+                0 => x[0] - 2.0 + 0.5 * (x[1] * x[1]).sqrt(),
+                _ => x[1] + 0.0,
+            }
+        }
+    }
+    cudamin::kernels::register_residuals!(by_index Kink, kink);
+
+    let bounded = LmOptions {
+        bounds: Some(Bounds {
+            lower: vec![-10.0; 2],
+            upper: vec![10.0; 2],
+        }),
+        ..LmOptions::default()
+    };
+    let lm = LmOptions::default();
+    for (method, options, x0, at) in [
+        ("lm", &lm, [0.0, 1.0], 1),
+        ("lm", &lm, [0.0, 0.0], 0),
+        ("trf", &bounded, [0.0, 0.0], 0),
+    ] {
+        let problem = TermProblem::<LeastSquares<Kink>>::new(2).unwrap();
+        let residuals = Backend::Cpu.load_least_squares(problem).unwrap();
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        match solver::least_squares(&mut objective, &x0, options) {
+            Err(SolveError::NonFiniteJacobian { nit }) if nit == at => {}
+            other => panic!("{method} from {x0:?}: {other:?}"),
+        }
+    }
+}

@@ -319,6 +319,7 @@ pub fn least_squares_with_observer(
     if !sum_of_squares.is_finite() {
         return Err(SolveError::NonFiniteResiduals);
     }
+    finite_jacobian(&factor, nit)?;
     let mut fnorm = sum_of_squares.sqrt();
     let mut diag = vec![0.0; n];
     let (mut delta, mut xnorm, mut par) = (0.0, 0.0, 0.0);
@@ -410,6 +411,7 @@ pub fn least_squares_with_observer(
         objective.factor(&x, loss, &mut factor)?;
         njev += 1;
         factor_at_x = true;
+        finite_jacobian(&factor, nit)?;
         let grad = gradient(&factor);
         let iterate = Iterate {
             nit,
@@ -470,6 +472,16 @@ impl LeastSquaresResult {
             fixed: None,
             active_mask: None,
         }
+    }
+}
+
+/// Refuses the factor of the point reached at iteration `nit` when its Jacobian rows were not
+/// finite: a step from it would be NaN, and a test on its gradient would pass or fail at random.
+pub(super) fn finite_jacobian(factor: &Factor, nit: usize) -> Result<(), SolveError> {
+    if factor.is_finite() {
+        Ok(())
+    } else {
+        Err(SolveError::NonFiniteJacobian { nit })
     }
 }
 

@@ -146,6 +146,16 @@ pub enum SolveError {
     /// Levenberg–Marquardt's first pass at `x0` gave a sum of squares that is not finite.
     #[error("the residuals are not finite at x0")]
     NonFiniteResiduals,
+    /// Least squares reached a point whose residuals are finite but whose Jacobian rows are not
+    /// (NaN or ±∞ in their `R` or `Qᵀr`): no step can be taken from it. scipy's `trf` fails
+    /// there too (its SVD does not converge).
+    #[error(
+        "the Jacobian is not finite at the point of iteration {nit}, where the residuals are: the model's derivatives break down there"
+    )]
+    NonFiniteJacobian {
+        /// The iteration that reached the point (0: `x0`).
+        nit: usize,
+    },
     /// A variable's bounds were refused.
     #[error("invalid bounds [{lower}, {upper}] for x[{index}]: {reason}")]
     InvalidBounds {

@@ -11,7 +11,7 @@
 mod step;
 
 use super::bounds::Bounds;
-use super::lm::{LeastSquaresResult, LmOptions, LmStatus, gradient};
+use super::lm::{LeastSquaresResult, LmOptions, LmStatus, finite_jacobian, gradient};
 use super::result::{Iterate, SolveError};
 use crate::backend::Factor;
 use crate::linalg::vector;
@@ -39,6 +39,7 @@ pub(super) fn least_squares(
     if !sum_of_squares.is_finite() {
         return Err(SolveError::NonFiniteResiduals);
     }
+    finite_jacobian(&factor, 0)?;
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     let mut cost = 0.5 * sum_of_squares;
     let mut g = gradient(&factor);
@@ -121,6 +122,7 @@ pub(super) fn least_squares(
             objective.factor(&x, loss, &mut factor)?;
             njev += 1;
             nit += 1;
+            finite_jacobian(&factor, nit)?;
             g = gradient(&factor);
             let iterate = Iterate {
                 nit,

@@ -339,6 +339,12 @@ impl Factor {
         }
     }
 
+    /// Whether every entry of `R` and `Qᵀr` is finite: Jacobian rows with a NaN or an
+    /// infinity leave one that is not.
+    pub fn is_finite(&self) -> bool {
+        self.r.iter().chain(&self.qtr).all(|v| v.is_finite())
+    }
+
     /// The normal equations the factor stands for: `JᵀJ = RᵀR` (`n × n`, row-major) into
     /// `jtj`, `Jᵀr = Rᵀ(Qᵀr)` into `jtr`.
     pub fn normal_equations_into(&self, jtj: &mut [f64], jtr: &mut [f64]) {
