@@ -561,3 +561,41 @@ fn finite_differences_stay_in_the_box() {
         }
     }
 }
+
+/// L-BFGS-B measures its gradient's error on the projected gradient, as its `gtol` test reads
+/// it: a disagreement in a partial that both gradients push against an active bound is no
+/// error (success, estimate 0), one in a free variable's partial is (scipy's status 2 when it
+/// is above gtol). [`Claimed`] under `x₀ ≤ 1` ends at `(1, 2)`, `x₀` on its bound.
+#[test]
+fn the_gradient_error_is_that_of_the_projected_gradient() {
+    let options = Options {
+        bounds: Some(Bounds {
+            lower: vec![f64::NEG_INFINITY; 2],
+            upper: vec![1.0, f64::INFINITY],
+        }),
+        ..Options::default()
+    };
+    for (offset, estimate, status) in [
+        ([-3.0, 0.0], 0.0, Status::ProjectedGradient),
+        ([0.0, 1e-3], 1e-3, Status::PrecisionLoss),
+        // The reference pulls x₀ off its bound: the projected partials are 0 and 1.
+        ([3.0, 0.0], 1.0, Status::PrecisionLoss),
+    ] {
+        let mut objective = Claimed {
+            offset: offset.to_vec(),
+        };
+        let result = solve(&mut objective, &[0.0, 0.0], Method::LbfgsB, &options).unwrap();
+        assert!(
+            result.x[0] == 1.0 && (result.x[1] - 2.0).abs() < 1e-8,
+            "{:?}",
+            result.x
+        );
+        let reported = result.jac_error.unwrap().estimate;
+        assert!(
+            (reported - estimate).abs() <= 1e-9,
+            "offset {offset:?}: estimate {reported}"
+        );
+        assert_eq!(result.status, status, "offset {offset:?}");
+        assert_eq!(result.success, status == Status::ProjectedGradient);
+    }
+}

@@ -426,3 +426,32 @@ fn a_negative_or_nan_ftol_is_refused() {
         );
     }
 }
+
+/// The same converged run is a success only while the gradient's claimed error is at most
+/// gtol; above it, or NaN, it is scipy's status 2, with the estimate reported.
+#[test]
+fn success_needs_a_gradient_error_within_gtol() {
+    let options = Options::default();
+    for method in METHODS {
+        for (claimed_error, status) in [
+            (0.0, Status::Success),
+            (0.5 * options.gtol, Status::Success),
+            (2.0 * options.gtol, Status::PrecisionLoss),
+            (f64::NAN, Status::PrecisionLoss),
+        ] {
+            let mut objective = Claimed {
+                offset: vec![claimed_error, 0.0, 0.0],
+            };
+            let result = solve(&mut objective, &[0.0, 3.0, -2.0], method, &options).unwrap();
+            assert!(result.x.iter().all(|v| (v - 2.0).abs() < 1e-6));
+            assert_eq!(result.status, status, "{method:?}, error {claimed_error}");
+            assert_eq!(result.success, status.success());
+            assert_eq!(result.message, status.message());
+            let reported = result.jac_error.unwrap().estimate;
+            assert!(
+                (reported - claimed_error).abs() <= 1e-12
+                    || reported.is_nan() && claimed_error.is_nan()
+            );
+        }
+    }
+}

@@ -241,3 +241,38 @@ impl Objective for Quadratic {
         Ok(())
     }
 }
+
+/// `Σ (xᵢ − 2)²`, whose reference gradient (`Objective::reference_gradient`) is the true one
+/// plus `offset`: a gradient whose claimed error the tests choose.
+pub struct Claimed {
+    pub offset: Vec<f64>,
+}
+
+impl Objective for Claimed {
+    fn dim(&self) -> usize {
+        self.offset.len()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Ok(x.iter().map(|v| (v - 2.0).powi(2)).sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for (g, v) in g.iter_mut().zip(x) {
+            *g = 2.0 * (v - 2.0);
+        }
+        Ok(())
+    }
+
+    fn reference_gradient(
+        &mut self,
+        x: &[f64],
+        into: &mut [f64],
+    ) -> Result<Option<cudamin::Gradient>, EvalError> {
+        self.gradient(x, into)?;
+        for (r, offset) in into.iter_mut().zip(&self.offset) {
+            *r += offset;
+        }
+        Ok(Some(cudamin::Gradient::Exact))
+    }
+}

@@ -3,8 +3,8 @@
 //! into the full point, whose fixed entries never change. The counts of evaluations are the
 //! inner objective's, one for one.
 
-use super::{EvalError, GradientError, LeastSquaresObjective, Objective};
-use crate::backend::{Factor, RobustLoss, StepBounds};
+use super::{EvalError, LeastSquaresObjective, Objective};
+use crate::backend::{Factor, Gradient, RobustLoss, StepBounds};
 use gpu_kernels::kernel::normal::NormalSum;
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};
 
@@ -144,20 +144,19 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
         Ok(f)
     }
 
-    /// The inner objective's estimate, with the free variables' partials `g` and the fixed
-    /// ones' its own at `x`: their error counts too, so the estimate is never smaller than the
-    /// free ones' alone.
-    fn gradient_error(
+    /// The inner objective's reference gradient at the full point, at the free variables: the
+    /// fixed ones' partials are not the solver's, and their error does not count.
+    fn reference_gradient(
         &mut self,
         x: &[f64],
-        g: &[f64],
-        ord: f64,
-    ) -> Result<Option<GradientError>, EvalError> {
-        let full = self.held.point(x)?.to_vec();
-        let mut full_g = vec![0.0; full.len()];
-        self.inner.gradient(&full, &mut full_g)?;
-        self.held.scatter_into(g, &mut full_g);
-        self.inner.gradient_error(&full, &full_g, ord)
+        into: &mut [f64],
+    ) -> Result<Option<Gradient>, EvalError> {
+        let full = self.held.point(x)?;
+        let kind = self.inner.reference_gradient(full, &mut self.gradient)?;
+        if kind.is_some() {
+            into.copy_from_slice(&self.held.gather(&self.gradient));
+        }
+        Ok(kind)
     }
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {

@@ -17,7 +17,6 @@ pub use least_squares::LeastSquaresObjective;
 pub use space::{HostVectors, StepEnd, VectorSpace};
 
 use crate::backend::{BackendError, Evaluator, Gradient, StepBounds};
-use crate::linalg::vector;
 
 /// A function to minimize, with its gradient.
 pub trait Objective {
@@ -37,17 +36,17 @@ pub trait Objective {
         Ok(f)
     }
 
-    /// An estimate of the error in the gradient `g` this objective gave at `x`, as
-    /// `‖g − ∇f(x)‖` in scipy's `vecnorm(·, ord)`, or `None` when `g` is exact. The solver asks
-    /// once, at the solution, and reports success only when the estimate is at most `gtol`.
-    /// The default says exact: implement it when your gradient is approximate.
-    fn gradient_error(
+    /// A more accurate gradient at `x` than [`gradient`](Objective::gradient) gives, written
+    /// to `into`, and which one it is; `None` (and `into` as it was) when the gradient is
+    /// exact. The solver asks once, at the solution, measures its gradient's distance from
+    /// this one in its own norm ([`GradientError`]) and reports success only when that is at
+    /// most `gtol`. The default says exact: implement it when your gradient is approximate.
+    fn reference_gradient(
         &mut self,
         x: &[f64],
-        g: &[f64],
-        ord: f64,
-    ) -> Result<Option<GradientError>, EvalError> {
-        let _ = (x, g, ord);
+        into: &mut [f64],
+    ) -> Result<Option<Gradient>, EvalError> {
+        let _ = (x, into);
         Ok(None)
     }
 
@@ -96,13 +95,23 @@ pub enum EvalError {
 }
 
 /// How far an approximate gradient is from the true one, measured against a more accurate
-/// gradient at the same point.
+/// gradient at the same point ([`Objective::reference_gradient`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GradientError {
-    /// `‖g − g_reference‖` in the solver's norm.
+    /// `‖g − g_reference‖` in the solver's norm; for L-BFGS-B, the distance between the two
+    /// projected gradients, the quantity its `gtol` test reads.
     pub estimate: f64,
     /// The gradient measured against (see `backend::checked_against`).
     pub reference: Gradient,
+}
+
+/// Room for [`Objective::reference_gradient`]'s `n` values, or the error that says there is
+/// none.
+pub(crate) fn reference_buffer(n: usize) -> Result<Vec<f64>, EvalError> {
+    crate::linalg::try_zeros(n).ok_or(EvalError::OutOfMemory {
+        what: "the reference gradient that checks a finite-difference one",
+        bytes: n.saturating_mul(size_of::<f64>()),
+    })
 }
 
 /// A term objective on a backend: value and gradient each one pass of the kernels.
@@ -167,32 +176,18 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
 
     /// Finite-difference gradients are checked against the exact one (or another scheme, see
     /// `backend::checked_against`): one more gradient pass.
-    fn gradient_error(
+    fn reference_gradient(
         &mut self,
         x: &[f64],
-        g: &[f64],
-        ord: f64,
-    ) -> Result<Option<GradientError>, EvalError> {
+        into: &mut [f64],
+    ) -> Result<Option<Gradient>, EvalError> {
         self.check_len(x.len())?;
-        self.check_len(g.len())?;
-        if self.gradient == Gradient::Exact {
-            return Ok(None);
-        }
-        let mut reference = crate::linalg::try_zeros(g.len()).ok_or(EvalError::OutOfMemory {
-            what: "the reference gradient that checks a finite-difference one",
-            bytes: g.len().saturating_mul(size_of::<f64>()),
-        })?;
+        self.check_len(into.len())?;
         let evaluator = &mut self.evaluator;
         let checked = crate::backend::checked_against(self.gradient, |kind| {
-            evaluator.gradient(x, kind, &mut reference)
+            evaluator.gradient(x, kind, into)
         })?;
-        Ok(checked.map(|(kind, ())| {
-            vector::update_with(&mut reference, g, |r, g| g - r);
-            GradientError {
-                estimate: vector::norm(&reference, ord),
-                reference: kind,
-            }
-        }))
+        Ok(checked.map(|(kind, ())| kind))
     }
 
     fn device(&mut self) -> Option<OnDevice<'_>> {

@@ -259,15 +259,28 @@ impl Bounds {
 
     /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
     pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
+        vector::max_indexed(x.len(), |i| self.projected(i, x[i], g[i]).abs())
+    }
+
+    /// `‖P(x − g) − P(x − r)‖∞`: how far the projected gradient of `g` is from that of a
+    /// reference `r`. A variable on a bound that both push it against counts 0, as it does in
+    /// the `gtol` test. NaN where `r` has a NaN (`g` is finite when this is asked).
+    pub(super) fn projected_gradient_difference(&self, x: &[f64], g: &[f64], r: &[f64]) -> f64 {
+        if vector::first_non_finite(r).is_some() {
+            return f64::NAN;
+        }
         vector::max_indexed(x.len(), |i| {
-            let gi = g[i];
-            let projected = if gi < 0.0 {
-                (x[i] - self.upper[i]).max(gi)
-            } else {
-                (x[i] - self.lower[i]).min(gi)
-            };
-            projected.abs()
+            (self.projected(i, x[i], g[i]) - self.projected(i, x[i], r[i])).abs()
         })
+    }
+
+    /// Entry `i` of the projected gradient `x − P(x − g)` (sign aside).
+    fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
+        if g < 0.0 {
+            (x - self.upper[i]).max(g)
+        } else {
+            (x - self.lower[i]).min(g)
+        }
     }
 
     /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with

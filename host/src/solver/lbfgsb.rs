@@ -32,7 +32,7 @@ use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::backend::StepBounds;
 use crate::linalg::vector;
-use crate::objective::{EvalError, Objective};
+use crate::objective::{EvalError, GradientError, Objective, reference_buffer};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -209,7 +209,7 @@ impl Solver<'_> {
         let jac_error = if status == Status::NanEncountered {
             None
         } else {
-            self.objective.gradient_error(&x, &g, f64::INFINITY)?
+            self.projected_gradient_error(&x, &g)?
         };
         let status = if status.success()
             && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
@@ -231,6 +231,24 @@ impl Solver<'_> {
             success: status.success(),
             message: status.message().to_owned(),
         })
+    }
+
+    /// The error in the projected gradient at `x` (of `g`), against the objective's reference
+    /// gradient projected the same way: what `gtol` was tested on. A variable held on its bound
+    /// by both gradients counts 0, however far apart their partials there.
+    fn projected_gradient_error(
+        &mut self,
+        x: &[f64],
+        g: &[f64],
+    ) -> Result<Option<GradientError>, EvalError> {
+        let mut reference = reference_buffer(g.len())?;
+        let Some(kind) = self.objective.reference_gradient(x, &mut reference)? else {
+            return Ok(None);
+        };
+        Ok(Some(GradientError {
+            estimate: self.bounds.projected_gradient_difference(x, g, &reference),
+            reference: kind,
+        }))
     }
 
     /// `f(x)` and `∇f(x)` into `g`, counted once each as scipy counts them.

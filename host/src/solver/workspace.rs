@@ -5,9 +5,10 @@
 //! that space's vectors. The solver's logic is written once, over the trait: its arithmetic goes
 //! through [`Workspace::space_mut`], its evaluations through the workspace itself.
 
+use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, HostVectors, Objective, OnDevice,
-    VectorSpace,
+    VectorSpace, reference_buffer,
 };
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
@@ -39,7 +40,8 @@ pub(super) trait Workspace {
         x: &Self::Vector,
         g: &mut Self::Vector,
     ) -> Result<f64, EvalError>;
-    /// An estimate of the error in the gradient `g` at `x` (see `Objective::gradient_error`).
+    /// An estimate of the error in the gradient `g` at `x`, against the objective's reference
+    /// gradient (`Objective::reference_gradient`), in the norm `ord`.
     fn gradient_error(
         &mut self,
         x: &Self::Vector,
@@ -91,7 +93,15 @@ impl Workspace for HostWorkspace<'_> {
         g: &Vec<f64>,
         ord: f64,
     ) -> Result<Option<GradientError>, EvalError> {
-        self.objective.gradient_error(x, g, ord)
+        let mut reference = reference_buffer(g.len())?;
+        let Some(kind) = self.objective.reference_gradient(x, &mut reference)? else {
+            return Ok(None);
+        };
+        vector::update_with(&mut reference, g, |r, g| g - r);
+        Ok(Some(GradientError {
+            estimate: vector::norm(&reference, ord),
+            reference: kind,
+        }))
     }
 }
 
