@@ -502,6 +502,39 @@ pub(crate) fn sum_indexed(len: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
     blockwise(0..len, |range| range.map(&f).sum(), sum_of)
 }
 
+/// The `count` smallest of the keys `key(i)` over `0..len` (indices whose key is `None` take
+/// no part), in increasing order, and how many keys there were: one pass on every core, each
+/// block keeping its own `count` smallest. The keys are totally ordered, so the answer does not
+/// depend on the blocks.
+pub(crate) fn smallest_indexed<K: Ord + Send>(
+    len: usize,
+    count: usize,
+    key: impl Fn(usize) -> Option<K> + Sync,
+) -> (Vec<K>, usize) {
+    let kernel = |range: Range<usize>| {
+        // A max-heap of the block's smallest so far: a key joins only below its top.
+        let mut kept = std::collections::BinaryHeap::with_capacity(count + 1);
+        let mut keys = 0;
+        for k in range.filter_map(&key) {
+            keys += 1;
+            if kept.len() < count {
+                kept.push(k);
+            } else if kept.peek().is_some_and(|top| k < *top) {
+                kept.pop();
+                kept.push(k);
+            }
+        }
+        (kept.into_sorted_vec(), keys)
+    };
+    blockwise(0..len, kernel, |blocks| {
+        let keys = blocks.iter().map(|(_, keys)| keys).sum();
+        let mut all: Vec<K> = blocks.into_iter().flat_map(|(kept, _)| kept).collect();
+        all.sort_unstable();
+        all.truncate(count);
+        (all, keys)
+    })
+}
+
 /// `max f(i)` over `0..len` (0 when empty), on every core; NaN values are skipped, as
 /// `f64::max` skips them.
 pub(crate) fn max_indexed(len: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
@@ -655,6 +688,27 @@ mod tests {
             assert_eq!(max_indexed(n, term), peak);
         }
         assert_eq!(max_indexed(3, |i| [1.0, f64::NAN, 2.0][i]), 2.0);
+    }
+
+    /// `smallest_indexed` picks the same keys, in order, as a sort of all of them.
+    #[test]
+    fn smallest_indexed_is_a_sorted_prefix_whatever_the_blocks() {
+        for n in [13, PARALLEL_MIN_LEN * 2 + 11] {
+            // Keys that repeat, and indices without one.
+            let key = |i: usize| (i % 5 != 2).then_some(((i * 7919) % 1013, i));
+            let mut expected: Vec<_> = (0..n).filter_map(key).collect();
+            let keys = expected.len();
+            expected.sort_unstable();
+            for count in [0, 1, 40] {
+                let (smallest, total) = smallest_indexed(n, count, key);
+                assert_eq!(total, keys);
+                assert_eq!(
+                    smallest,
+                    expected[..count.min(keys)],
+                    "n {n}, count {count}"
+                );
+            }
+        }
     }
 
     /// `masked_outer_sum` adds `±Σ wᵢwᵢᵀ` over the kept rows to what `out` held, symmetric:

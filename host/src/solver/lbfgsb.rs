@@ -618,22 +618,15 @@ fn cauchy_point(
     if slope == 0.0 || curvature <= 0.0 {
         return c;
     }
-    // The path usually stops after a few breakpoints: a heap (built in O(n)) hands them over
-    // in order, as far as they are needed, where sorting all of them cost n·log n per
-    // iteration.
-    let mut candidates = std::mem::take(&mut buffers.breaks);
-    candidates.clear();
-    candidates.extend(
-        (times.iter().enumerate())
-            .filter(|&(_, &t)| t > 0.0 && t.is_finite())
-            .map(|(i, &t)| Reverse(Breakpoint(t, i))),
-    );
-    let mut breaks = BinaryHeap::from(candidates);
+    let mut breaks = Breakpoints::new(times, std::mem::take(&mut buffers.breaks));
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
-    while let Some(Reverse(Breakpoint(t, b))) = breaks.pop() {
+    // Whether the path passed every breakpoint: only then may it have no direction left.
+    let mut passed_all = true;
+    while let Some(Breakpoint(t, b)) = breaks.pop() {
         let dt = t - t_old;
         if step_to_minimum < dt {
+            passed_all = false;
             break;
         }
         let bound = if d[b] > 0.0 {
@@ -665,7 +658,7 @@ fn cauchy_point(
         }
     }
     // Every variable at a bound: the path ends there (the model's minimum along it is moot).
-    let step_to_minimum = if d.iter().all(|&v| v == 0.0) {
+    let step_to_minimum = if passed_all && vector::max_abs(d) == 0.0 {
         0.0
     } else {
         step_to_minimum.max(0.0)
@@ -678,11 +671,85 @@ fn cauchy_point(
     for (cj, pj) in c.iter_mut().zip(&p) {
         *cj += step_to_minimum * pj;
     }
-    buffers.breaks = breaks.into_vec();
+    buffers.breaks = breaks.into_storage();
     c
 }
 
-/// A variable's breakpoint `t` and its index, ordered by `t`, then by index (`total_cmp`: the
+/// How many of the earliest breakpoints one parallel pass picks out: the path usually stops
+/// after a few, at the model's minimum along it.
+const EARLY_BREAKPOINTS: usize = 64;
+
+/// The breakpoints in the order the path meets them: the earliest [`EARLY_BREAKPOINTS`] from one
+/// pass on every core, then, only where the path goes on past them, a heap of the rest (built
+/// in O(n), in storage kept from one iteration to the next). Sorting them all cost n·log n an
+/// iteration; a heap of them all, built every iteration, was the step's largest serial part.
+struct Breakpoints<'t> {
+    times: &'t [f64],
+    /// The earliest, the latest of them first (taken from the end).
+    early: Vec<Breakpoint>,
+    /// The latest of the earliest: the rest come after it.
+    last_early: Option<Breakpoint>,
+    /// Whether there are more than `early` held.
+    more: bool,
+    /// The rest, once the path has passed the earliest.
+    rest: Option<BinaryHeap<Reverse<Breakpoint>>>,
+    storage: Vec<Reverse<Breakpoint>>,
+}
+
+impl<'t> Breakpoints<'t> {
+    /// The breakpoints of `times`: each variable's finite positive time to its bound.
+    fn new(times: &'t [f64], storage: Vec<Reverse<Breakpoint>>) -> Self {
+        let (mut early, total) =
+            vector::smallest_indexed(times.len(), EARLY_BREAKPOINTS, |i| breakpoint(times, i));
+        let more = total > early.len();
+        let last_early = early.last().copied();
+        early.reverse();
+        Breakpoints {
+            times,
+            early,
+            last_early,
+            more,
+            rest: None,
+            storage,
+        }
+    }
+
+    /// The next breakpoint the path meets.
+    fn pop(&mut self) -> Option<Breakpoint> {
+        if self.rest.is_none() {
+            let next = self.early.pop();
+            if next.is_some() || !self.more {
+                return next;
+            }
+            // Past the earliest: the breakpoints after the last of them.
+            let mut storage = std::mem::take(&mut self.storage);
+            storage.clear();
+            let last = self.last_early;
+            storage.extend(
+                (0..self.times.len())
+                    .filter_map(|i| breakpoint(self.times, i))
+                    .filter(|&b| Some(b) > last)
+                    .map(Reverse),
+            );
+            self.rest = Some(BinaryHeap::from(storage));
+        }
+        self.rest.as_mut()?.pop().map(|Reverse(b)| b)
+    }
+
+    /// The storage, for the next iteration's heap.
+    fn into_storage(self) -> Vec<Reverse<Breakpoint>> {
+        self.rest.map_or(self.storage, BinaryHeap::into_vec)
+    }
+}
+
+/// Variable `i`'s breakpoint, where it meets one along the path (a finite positive time).
+fn breakpoint(times: &[f64], i: usize) -> Option<Breakpoint> {
+    let t = times[i];
+    (t > 0.0 && t.is_finite()).then_some(Breakpoint(t, i))
+}
+
+/// A variable's breakpoint `t` (along the Cauchy path, or the fraction of the subspace step
+/// that meets its bound) and its index, ordered by `t`, then by index (`total_cmp`: the
 /// breakpoints are never NaN).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Breakpoint(f64, usize);
@@ -803,28 +870,28 @@ fn subspace_step(
     if descent <= 0.0 {
         return;
     }
-    // Truncate at the first bound the step meets.
-    let mut alpha = 1.0f64;
-    let mut first = None;
-    for i in (0..n).filter(|&i| is_free[i] == 1.0) {
+    // Truncate at the first bound the step meets: the smallest reach below 1 (the lowest
+    // index among equals), from one pass on every core.
+    let reach = |i: usize| {
         let di = step[i];
         let room = if di < 0.0 {
             bounds.lower[i] - cauchy[i]
         } else {
             bounds.upper[i] - cauchy[i]
         };
-        let reach = if di == 0.0 || !room.is_finite() {
+        let reach = if is_free[i] != 1.0 || di == 0.0 || !room.is_finite() {
             1.0
         } else if room * di.signum() <= 0.0 {
             0.0
         } else {
             (room / di).min(1.0)
         };
-        if reach < alpha {
-            alpha = reach;
-            first = Some(i);
-        }
-    }
+        (reach < 1.0).then_some(Breakpoint(reach, i))
+    };
+    let (met, _) = vector::smallest_indexed(n, 1, reach);
+    let (alpha, first) = met
+        .first()
+        .map_or((1.0, None), |&Breakpoint(reach, i)| (reach, Some(i)));
     vector::update_indexed(projected, |i, _| {
         if is_free[i] != 1.0 {
             cauchy[i]
@@ -888,6 +955,30 @@ impl Line for BoxRay<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The breakpoints come out in order of time, then index, past the earliest few too, and
+    /// without the variables that never meet a bound (time 0 or ∞); ties and all. Long enough
+    /// to be picked out on every core.
+    #[test]
+    fn breakpoints_come_in_the_order_the_path_meets_them() {
+        let n = 3 * vector::PARALLEL_MIN_LEN + 5;
+        let times: Vec<f64> = (0..n)
+            .map(|i| match i % 7 {
+                0 => 0.0,
+                1 => f64::INFINITY,
+                _ => ((i * 7919) % 4099) as f64 * 0.25,
+            })
+            .collect();
+        let mut expected: Vec<Breakpoint> = (0..n).filter_map(|i| breakpoint(&times, i)).collect();
+        expected.sort();
+        for storage in [Vec::new(), vec![Reverse(Breakpoint(1.0, 3)); 5]] {
+            let mut breaks = Breakpoints::new(&times, storage);
+            let met: Vec<Breakpoint> = std::iter::from_fn(|| breaks.pop()).collect();
+            assert_eq!(met.len(), expected.len());
+            assert!(met == expected, "out of order");
+            assert!(met.len() > EARLY_BREAKPOINTS && met[0].0 > 0.0);
+        }
+    }
 
     /// The products a memory keeps as pairs come and go past its capacity are, bit for bit,
     /// those of its pairs computed afresh, `Yᵀg` and `Sᵀg` too; and `gram` is `WᵀW`.
