@@ -7,7 +7,7 @@ use super::options::invalid_option;
 use super::result::SolveError;
 use crate::backend::StepBounds;
 use crate::linalg::vector;
-use crate::objective::Held;
+use crate::objective::{EvalError, Held};
 
 /// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +22,23 @@ impl Bounds {
     /// The box as the backends keep it for their finite-difference points.
     pub fn step_bounds(&self) -> StepBounds {
         StepBounds::new(&self.lower, &self.upper)
+    }
+
+    /// `solve(objective)` with the objective's finite-difference points kept in this box
+    /// (scipy's rule) by `confine` (its `confine_steps`), and the box lifted after, however the
+    /// solve ends; the solve's own error, where it failed, comes before the lifting's.
+    pub(super) fn confining<O: ?Sized, T>(
+        &self,
+        objective: &mut O,
+        confine: impl Fn(&mut O, &StepBounds) -> Result<(), EvalError>,
+        solve: impl FnOnce(&mut O) -> Result<T, SolveError>,
+    ) -> Result<T, SolveError> {
+        confine(objective, &self.step_bounds())?;
+        let result = solve(objective);
+        let lifted = confine(objective, &StepBounds::default());
+        let result = result?;
+        lifted?;
+        Ok(result)
     }
 
     /// No bounds on `n` variables.

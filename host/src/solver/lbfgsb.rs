@@ -30,7 +30,6 @@ use super::bounds::Bounds;
 use super::line_search::{Accepted, Line, search_in_box};
 use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use crate::backend::StepBounds;
 use crate::linalg::vector;
 use crate::objective::{EvalError, GradientError, Objective, reference_buffer};
 use std::borrow::Cow;
@@ -55,27 +54,20 @@ pub fn minimize(
     let unbounded = Bounds::unbounded(n);
     let bounds = options.bounds.as_ref().unwrap_or(&unbounded);
     bounds.check(n)?;
-    // Finite-difference points stay in the box for this solve (scipy's rule), then the
-    // objective is as it was given.
-    let confined = bounds.any();
-    if confined {
-        objective.confine_steps(&bounds.step_bounds())?;
-    }
     let mut solver = Solver {
         objective,
         bounds,
         nfev: 0,
         njev: 0,
     };
-    let result = solver.run(x0, options, observer);
-    if confined {
-        // The solve's own error, where it failed, before the lifting's.
-        let lifted = solver.objective.confine_steps(&StepBounds::default());
-        let result = result?;
-        lifted?;
-        return Ok(result);
+    if !bounds.any() {
+        return solver.run(x0, options, observer);
     }
-    result
+    bounds.confining(
+        &mut solver,
+        |solver, box_| solver.objective.confine_steps(box_),
+        |solver| solver.run(x0, options, observer),
+    )
 }
 
 /// The objective, the box and the evaluation counts.

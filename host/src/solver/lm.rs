@@ -16,7 +16,7 @@ use super::covariance::{Covariance, covariance, covariance_of_free};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
 use super::result::{Iterate, SolveError};
-use crate::backend::{Factor, Loss, RobustLoss, StepBounds};
+use crate::backend::{Factor, Loss, RobustLoss};
 use crate::linalg::{try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
 use std::borrow::Cow;
@@ -293,15 +293,11 @@ pub fn least_squares_with_observer(
         });
     }
     if let Some(bounds) = options.bounds.as_ref().filter(|b| b.any()) {
-        // Finite-difference rows stay in the box for this solve (scipy's rule), then the
-        // objective is as it was given.
-        objective.confine_steps(&bounds.step_bounds())?;
-        let result = super::trf::least_squares(objective, x0, options, bounds, observer);
-        // The solve's own error, where it failed, before the lifting's.
-        let lifted = objective.confine_steps(&StepBounds::default());
-        let result = result?;
-        lifted?;
-        return Ok(result);
+        return bounds.confining(
+            objective,
+            |o, box_| o.confine_steps(box_),
+            |o| super::trf::least_squares(o, x0, options, bounds, observer),
+        );
     }
     let m = objective.residuals();
     if m < n {
