@@ -94,7 +94,8 @@ pub struct Steps {
     /// `near − far` (central), `far − x` (one-sided three-point); 1 where the variable cannot
     /// move (its difference is then 0).
     pub spacing: f64,
-    /// Whether a central scheme takes the one-sided three-point stencil.
+    /// Whether the central scheme takes the one-sided three-point stencil instead of the
+    /// centred one. Always false for forward differences, which read `near` alone.
     pub one_sided: bool,
 }
 
@@ -220,7 +221,7 @@ impl FdScheme for Forward {
             near,
             far: xi,
             spacing: near - xi,
-            one_sided: true,
+            one_sided: false,
         }
     }
 

@@ -204,13 +204,9 @@ impl StepBounds {
         &self.upper
     }
 
-    /// As the kernels take it.
+    /// As the kernels take it (empty sides: `StepBox::OPEN`).
     pub fn view(&self) -> StepBox<'_> {
-        if self.is_open() {
-            StepBox::OPEN
-        } else {
-            StepBox::new(&self.lower, &self.upper)
-        }
+        StepBox::new(&self.lower, &self.upper)
     }
 
     /// `self`, refused unless it is open or bounds `n` variables.
