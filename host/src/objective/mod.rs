@@ -105,13 +105,24 @@ pub struct GradientError {
     pub reference: Gradient,
 }
 
-/// Room for [`Objective::reference_gradient`]'s `n` values, or the error that says there is
-/// none.
-pub(crate) fn reference_buffer(n: usize) -> Result<Vec<f64>, EvalError> {
-    crate::linalg::try_zeros(n).ok_or(EvalError::OutOfMemory {
+/// How far a gradient at `x` is from `objective`'s reference gradient there, as `distance`
+/// measures it given the reference (in the solver's own terms); `None` where the gradient is
+/// exact.
+pub(crate) fn gradient_error(
+    objective: &mut (dyn Objective + '_),
+    x: &[f64],
+    distance: impl FnOnce(&mut [f64]) -> f64,
+) -> Result<Option<GradientError>, EvalError> {
+    let n = x.len();
+    let mut reference = crate::linalg::try_zeros(n).ok_or(EvalError::OutOfMemory {
         what: "the reference gradient that checks a finite-difference one",
         bytes: n.saturating_mul(size_of::<f64>()),
-    })
+    })?;
+    let kind = objective.reference_gradient(x, &mut reference)?;
+    Ok(kind.map(|reference_kind| GradientError {
+        estimate: distance(&mut reference),
+        reference: reference_kind,
+    }))
 }
 
 /// A term objective on a backend: value and gradient each one pass of the kernels.

@@ -31,7 +31,7 @@ use super::line_search::{Accepted, Line, search_in_box};
 use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::linalg::vector;
-use crate::objective::{EvalError, GradientError, Objective, reference_buffer};
+use crate::objective::{EvalError, GradientError, Objective, gradient_error};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -233,14 +233,10 @@ impl Solver<'_> {
         x: &[f64],
         g: &[f64],
     ) -> Result<Option<GradientError>, EvalError> {
-        let mut reference = reference_buffer(g.len())?;
-        let Some(kind) = self.objective.reference_gradient(x, &mut reference)? else {
-            return Ok(None);
-        };
-        Ok(Some(GradientError {
-            estimate: self.bounds.projected_gradient_difference(x, g, &reference),
-            reference: kind,
-        }))
+        let bounds = self.bounds;
+        gradient_error(self.objective, x, |reference| {
+            bounds.projected_gradient_difference(x, g, reference)
+        })
     }
 
     /// `f(x)` and `∇f(x)` into `g`, counted once each as scipy counts them.

@@ -8,7 +8,7 @@
 use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, HostVectors, Objective, OnDevice,
-    VectorSpace, reference_buffer,
+    VectorSpace, gradient_error,
 };
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
@@ -93,15 +93,10 @@ impl Workspace for HostWorkspace<'_> {
         g: &Vec<f64>,
         ord: f64,
     ) -> Result<Option<GradientError>, EvalError> {
-        let mut reference = reference_buffer(g.len())?;
-        let Some(kind) = self.objective.reference_gradient(x, &mut reference)? else {
-            return Ok(None);
-        };
-        vector::update_with(&mut reference, g, |r, g| g - r);
-        Ok(Some(GradientError {
-            estimate: vector::norm(&reference, ord),
-            reference: kind,
-        }))
+        gradient_error(self.objective, x, |reference| {
+            vector::update_with(reference, g, |r, g| g - r);
+            vector::norm(reference, ord)
+        })
     }
 }
 
