@@ -12,28 +12,28 @@ pub(crate) const PARALLEL_MIN_LEN: usize = 1 << 15;
 /// the work balances).
 const REDUCTION_BLOCKS: usize = 64;
 
-/// What a pass cuts into blocks: a vector (`&[f64]`, `&mut [f64]`), the index range of one
-/// (`Range<usize>`, for kernels that need to know where their block starts), or a pair of
-/// these, cut alike.
-trait Blocks: Sized + Send {
+/// What a pass cuts into blocks: a vector (`&[T]`, `&mut [T]`: values, or a mask of bytes), the
+/// index range of one (`Range<usize>`, for kernels that need to know where their block
+/// starts), or a pair of these, cut alike.
+pub(crate) trait Blocks: Sized + Send {
     /// The entries of each vector.
     fn len(&self) -> usize;
     /// The consecutive blocks of `block` entries (the last one shorter), in order.
     fn split(self, block: usize) -> Vec<Self>;
 }
 
-impl Blocks for &[f64] {
+impl<T: Sync> Blocks for &[T] {
     fn len(&self) -> usize {
-        <[f64]>::len(self)
+        <[T]>::len(self)
     }
     fn split(self, block: usize) -> Vec<Self> {
         self.chunks(block).collect()
     }
 }
 
-impl Blocks for &mut [f64] {
+impl<T: Send> Blocks for &mut [T] {
     fn len(&self) -> usize {
-        <[f64]>::len(self)
+        <[T]>::len(self)
     }
     fn split(self, block: usize) -> Vec<Self> {
         self.chunks_mut(block).collect()
@@ -69,8 +69,10 @@ impl<A: Blocks, B: Blocks> Blocks for (A, B) {
 /// `kernel` on the whole of `parts` when they are short; else on [`REDUCTION_BLOCKS`] fixed
 /// blocks of them, on every core, with `combine` given the blocks' results in block order.
 /// The blocks depend on the length alone, so a reduction is the same bits for any number of
-/// threads.
-fn blockwise<P: Blocks, T: Send>(
+/// threads. Passes that fuse several steps (a solver's) are written on it, with the serial
+/// kernels below ([`serial_dot`], [`serial_dots_of`]) giving their sums the bits of the
+/// separate passes'.
+pub(crate) fn blockwise<P: Blocks, T: Send>(
     parts: P,
     kernel: impl Fn(P) -> T + Sync + Send,
     combine: impl FnOnce(Vec<T>) -> T,
@@ -84,7 +86,7 @@ fn blockwise<P: Blocks, T: Send>(
 }
 
 /// The sum of the blocks' sums, in block order.
-fn sum_of(sums: Vec<f64>) -> f64 {
+pub(crate) fn sum_of(sums: Vec<f64>) -> f64 {
     sums.iter().sum()
 }
 
@@ -93,7 +95,8 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     blockwise((a, b), |(a, b)| serial_dot(a, b), sum_of)
 }
 
-fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
+/// [`dot`] of one block.
+pub(crate) fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
     let [product] = serial_dots_of([a], b);
     product
 }
@@ -103,7 +106,7 @@ fn serial_dot(a: &[f64], b: &[f64]) -> f64 {
 /// sweep reads `w` once for all `V` vectors and keeps `4·V` additions in flight (four vectors
 /// a sweep instead of two: about 5 % less CPU time on a bounded L-BFGS-B solve at n = 10⁶).
 #[inline(always)]
-fn serial_dots_of<const V: usize>(vectors: [&[f64]; V], w: &[f64]) -> [f64; V] {
+pub(crate) fn serial_dots_of<const V: usize>(vectors: [&[f64]; V], w: &[f64]) -> [f64; V] {
     let mut w4 = w.chunks_exact(4);
     let mut v4 = vectors.map(|v| v.chunks_exact(4));
     let mut sums = [[0.0; 4]; V];
@@ -225,13 +228,13 @@ pub(crate) fn combine(terms: &[(f64, &[f64])], out: &mut [f64]) {
     );
 }
 
-/// `out ← Σ cᵢ·vᵢ` where `mask[i]` is 1.0, 0 elsewhere, then `columns[j]ᵀout` into
+/// `out ← Σ cᵢ·vᵢ` where `mask[i]` holds, 0 elsewhere, then `columns[j]ᵀout` into
 /// `products[j]`, in one pass: each block is combined, masked and multiplied by the columns'
 /// blocks while in cache. Each entry and product is exactly what [`combine`], a mask, then
 /// [`dots`] give.
 pub(crate) fn combine_masked_dots(
     terms: &[(f64, &[f64])],
-    mask: &[f64],
+    mask: &[bool],
     out: &mut [f64],
     columns: &[&[f64]],
     products: &mut [f64],
@@ -242,7 +245,7 @@ pub(crate) fn combine_masked_dots(
     let kernel = |(out, range): (&mut [f64], Range<usize>)| -> Vec<f64> {
         combine_block(terms, out, range.clone());
         for (o, &m) in out.iter_mut().zip(&mask[range.clone()]) {
-            if m != 1.0 {
+            if !m {
                 *o = 0.0;
             }
         }
@@ -251,8 +254,8 @@ pub(crate) fn combine_masked_dots(
     products.copy_from_slice(&blockwise((out, 0..len), kernel, sum_blocks));
 }
 
-/// `out ← Σ cᵢ·vᵢ[range]` for [`combine_dot`] (zeros without terms).
-fn combine_block(terms: &[(f64, &[f64])], out: &mut [f64], range: Range<usize>) {
+/// `out ← Σ cᵢ·vᵢ[range]`, as [`combine`] forms each block (zeros without terms).
+pub(crate) fn combine_block(terms: &[(f64, &[f64])], out: &mut [f64], range: Range<usize>) {
     let (start, end) = (range.start, range.end);
     let Some(((c0, v0), rest)) = terms.split_first() else {
         out.fill(0.0);
@@ -420,8 +423,8 @@ pub(crate) fn update_indexed(out: &mut [f64], f: impl Fn(usize, f64) -> f64 + Sy
 /// so the result does not depend on the thread count.
 pub(crate) fn masked_outer_sum(
     columns: &[(f64, &[f64])],
-    mask: &[f64],
-    keep: f64,
+    mask: &[bool],
+    keep: bool,
     sign: f64,
     out: &mut [f64],
 ) {
@@ -493,13 +496,6 @@ pub(crate) fn first_non_finite(v: &[f64]) -> Option<usize> {
     blockwise((v, 0..v.len()), kernel, |found| {
         found.into_iter().flatten().next()
     })
-}
-
-/// `Σ f(i)` over `0..len`: each of [`REDUCTION_BLOCKS`] fixed blocks summed in order, on
-/// every core, the block sums added in order (below [`PARALLEL_MIN_LEN`], one sum in order), so
-/// the result does not depend on the thread count.
-pub(crate) fn sum_indexed(len: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
-    blockwise(0..len, |range| range.map(&f).sum(), sum_of)
 }
 
 /// The `count` smallest of the keys `key(i)` over `0..len` (indices whose key is `None` take
@@ -659,11 +655,11 @@ mod tests {
             combine(&terms, &mut plain);
             assert_eq!(plain, separate);
             // Masked, and multiplied by `with` in the same pass: as the separate passes.
-            let mask: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 4 != 2))).collect();
+            let mask: Vec<bool> = (0..n).map(|i| i % 4 != 2).collect();
             let mut masked = vec![f64::NAN; n];
             let mut masked_products = [f64::NAN; 2];
             combine_masked_dots(&terms, &mask, &mut masked, &with, &mut masked_products);
-            update_with(&mut separate, &mask, |v, m| if m == 1.0 { v } else { 0.0 });
+            update_indexed(&mut separate, |i, v| if mask[i] { v } else { 0.0 });
             assert_eq!(masked, separate);
             let mut separate_products = [0.0; 2];
             dots(&with, &[&separate], &mut separate_products);
@@ -676,14 +672,12 @@ mod tests {
         }
     }
 
-    /// The indexed sum and maximum: the serial fold below the parallel length, and the same
-    /// value from fixed blocks above it.
+    /// The indexed maximum: the serial fold below the parallel length, and the same value from
+    /// fixed blocks above it.
     #[test]
-    fn indexed_sums_and_maxima() {
+    fn indexed_maxima() {
         for n in [0, 9, PARALLEL_MIN_LEN * 2 + 11] {
             let term = |i: usize| ((i % 7) as f64 - 3.0) * 0.25;
-            let serial: f64 = (0..n).map(term).sum();
-            assert_eq!(sum_indexed(n, term), serial);
             let peak = (0..n).map(term).fold(0.0, f64::max);
             assert_eq!(max_indexed(n, term), peak);
         }
@@ -722,9 +716,9 @@ mod tests {
                 .into_iter()
                 .zip(vectors.iter().map(Vec::as_slice))
                 .collect();
-            let mask: Vec<f64> = (0..n).map(|i| f64::from(u8::from(i % 3 != 1))).collect();
+            let mask: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
             let start: Vec<f64> = (0..9).map(|q| f64::from(q as u8 % 4)).collect();
-            for (keep, sign) in [(1.0, 1.0), (0.0, -1.0)] {
+            for (keep, sign) in [(true, 1.0), (false, -1.0)] {
                 let mut out = start.clone();
                 masked_outer_sum(&columns, &mask, keep, sign, &mut out);
                 let mut expected = start.clone();

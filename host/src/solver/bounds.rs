@@ -300,36 +300,24 @@ impl Bounds {
         }
     }
 
-    /// L-BFGS-B's largest line-search step along `d` from `x`: at the first iteration 1 with
-    /// any bound; after it the step at which `d` first leaves the box (capped at 10¹⁰, the
-    /// value without bounds).
-    pub(super) fn step_max(&self, x: &[f64], d: &[f64], first_iteration: bool) -> f64 {
-        const BIG: f64 = 1e10;
-        if !self.any() {
-            return BIG;
+    /// How far along `d` variable `i` may go from `x` within its bounds, as a multiple of `d`:
+    /// `∞` where it never meets one (`d = 0`, or that side unbounded), 0 where it is already
+    /// on (or past) the bound it moves toward.
+    pub(super) fn room(&self, i: usize, x: f64, d: f64) -> f64 {
+        let room = if d < 0.0 {
+            self.lower[i] - x
+        } else if d > 0.0 {
+            self.upper[i] - x
+        } else {
+            return f64::INFINITY;
+        };
+        if !room.is_finite() {
+            f64::INFINITY
+        } else if room * d <= 0.0 {
+            0.0
+        } else {
+            room / d
         }
-        if first_iteration {
-            return 1.0;
-        }
-        let mut step = BIG;
-        for i in 0..x.len() {
-            let room = if d[i] < 0.0 {
-                self.lower[i] - x[i]
-            } else if d[i] > 0.0 {
-                self.upper[i] - x[i]
-            } else {
-                continue;
-            };
-            if !room.is_finite() {
-                continue;
-            }
-            if room * d[i] <= 0.0 {
-                step = 0.0;
-            } else if d[i] * step > room && d[i] > 0.0 || d[i] * step < room && d[i] < 0.0 {
-                step = room / d[i];
-            }
-        }
-        step
     }
 }
 

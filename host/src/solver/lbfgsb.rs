@@ -35,11 +35,13 @@ use crate::objective::{EvalError, GradientError, Objective, gradient_error};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 /// scipy's `maxfun` and `maxiter` defaults for L-BFGS-B.
 const MAXFUN_DEFAULT: usize = 15_000;
 const MAXITER_DEFAULT: usize = 15_000;
+/// L-BFGS-B's longest line-search step where the box does not limit it.
+const STEP_MAX_FREE: f64 = 1e10;
 
 /// Minimizes `objective` from `x0` within `options.bounds` (none: unbounded) by L-BFGS-B with
 /// `options.memory` pairs. See [`super::minimize`].
@@ -57,10 +59,11 @@ pub fn minimize(
     let mut solver = Solver {
         objective,
         bounds,
+        bounded: bounds.any(),
         nfev: 0,
         njev: 0,
     };
-    if !bounds.any() {
+    if !solver.bounded {
         return solver.run(x0, options, observer);
     }
     bounds.confining(
@@ -74,6 +77,8 @@ pub fn minimize(
 struct Solver<'a> {
     objective: &'a mut dyn Objective,
     bounds: &'a Bounds,
+    /// Whether any variable has a finite bound (asked once: the answer reads the whole box).
+    bounded: bool,
     nfev: usize,
     njev: usize,
 }
@@ -143,10 +148,14 @@ impl Solver<'_> {
             // again from the same point.
             let accepted = loop {
                 self.step_target(&x, &g, &memory, &mut buffers, &mut target);
-                vector::fill_with(&mut direction, &target, &x, |t, x| t - x);
-                let slope = vector::dot(&g, &direction);
+                let box_ = self.bounded.then_some(bounds);
+                let (slope, room) = aim(&x, &g, &target, &mut direction, box_);
                 let found = if slope < 0.0 {
-                    let step_max = bounds.step_max(&x, &direction, nit == 0);
+                    // With bounds: 1 at the first iteration, then where the line leaves the box.
+                    let step_max = match box_ {
+                        Some(_) if nit == 0 => 1.0,
+                        _ => room.min(STEP_MAX_FREE),
+                    };
                     let initial = if nit == 0 && !bounds.boxed() {
                         (1.0 / vector::norm(&direction, 2.0)).min(step_max)
                     } else {
@@ -175,19 +184,16 @@ impl Solver<'_> {
             };
             // The pair's vectors: those the memory last let go, where it did.
             let (mut s, mut y) = spare.take().unwrap_or_else(|| (vec![0.0; n], vec![0.0; n]));
-            vector::fill_with(&mut s, &direction, &direction, |d, _| step * d);
-            vector::fill_with(&mut y, &trial_g, &g, |new, old| new - old);
+            let [sy, gs, yy] = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
-            let sy = vector::dot(&s, &y);
-            let descent = -vector::dot(&g, &s);
-            spare = if sy > f64::EPSILON * descent {
+            spare = if sy > f64::EPSILON * -gs {
                 // The next Cauchy point's path, from the new point, so that the new pair's
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
-                let path = bounds.any().then(|| {
+                let path = self.bounded.then(|| {
                     steepest_path(&trial, &trial_g, bounds, &mut buffers);
                     buffers.path.as_slice()
                 });
-                memory.push(s, y, sy, &trial_g, path)
+                memory.push(s, y, [sy, yy], &trial_g, path)
             } else {
                 memory.forget_point();
                 Some((s, y))
@@ -258,7 +264,7 @@ impl Solver<'_> {
         target: &mut Vec<f64>,
     ) {
         let compact = memory.compact();
-        if !self.bounds.any() && !memory.is_empty() {
+        if !self.bounded && !memory.is_empty() {
             return unbounded_step(x, g, &compact, target);
         }
         let c = cauchy_point(x, g, self.bounds, &compact, buffers);
@@ -281,8 +287,8 @@ struct StepBuffers {
     times: Vec<f64>,
     /// The projected steepest-descent path's direction: `−g`, 0 where a variable cannot move.
     path: Vec<f64>,
-    /// 1.0 where a variable is free at the Cauchy point, else 0.0.
-    is_free: Vec<f64>,
+    /// Whether each variable is free at the Cauchy point.
+    is_free: Vec<bool>,
     /// The reduced gradient, 0 off the free variables.
     reduced: Vec<f64>,
     /// The subspace step.
@@ -291,9 +297,9 @@ struct StepBuffers {
     breaks: Vec<Reverse<Breakpoint>>,
 }
 
-/// `buffer` as `n` values (zeros the first time), for a pass that writes every one of them.
-fn sized(buffer: &mut Vec<f64>, n: usize) -> &mut Vec<f64> {
-    buffer.resize(n, 0.0);
+/// `buffer` as `n` values (defaults the first time), for a pass that writes every one of them.
+fn sized<T: Clone + Default>(buffer: &mut Vec<T>, n: usize) -> &mut Vec<T> {
+    buffer.resize(n, T::default());
     buffer
 }
 
@@ -347,7 +353,7 @@ impl Memory {
         self.pairs_dot_path = None;
     }
 
-    /// Adds the pair `(s, y)` with `sᵀy = sy`, dropping the oldest at capacity and returning
+    /// Adds the pair `(s, y)` with `[sᵀy, yᵀy] = sy_yy`, dropping the oldest at capacity and returning
     /// its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for the
     /// current gradient `g`, and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one
     /// is given, in the same pass. The products of the pairs kept are kept (shifted past a
@@ -357,7 +363,7 @@ impl Memory {
         &mut self,
         s: Vec<f64>,
         y: Vec<f64>,
-        sy: f64,
+        [sy, yy]: [f64; 2],
         g: &[f64],
         path: Option<&[f64]>,
     ) -> Option<(Vec<f64>, Vec<f64>)> {
@@ -368,7 +374,7 @@ impl Memory {
         } else {
             None
         };
-        self.theta = vector::dot(&y, &y) / sy;
+        self.theta = yy / sy;
         self.s.push_back(s);
         self.y.push_back(y);
         let k = self.s.len();
@@ -568,9 +574,14 @@ fn invert(a: &[f64], n: usize) -> Vec<f64> {
 fn steepest_path(x: &[f64], g: &[f64], bounds: &Bounds, buffers: &mut StepBuffers) {
     let n = x.len();
     let times = sized(&mut buffers.times, n);
-    vector::update_indexed(times, |i, _| bounds.breakpoint(i, x[i], g[i]));
     let d = sized(&mut buffers.path, n);
-    vector::update_indexed(d, |i, _| if times[i] > 0.0 { -g[i] } else { 0.0 });
+    let kernel = |((times, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        for ((t, d), i) in times.iter_mut().zip(d).zip(range) {
+            *t = bounds.breakpoint(i, x[i], g[i]);
+            *d = if *t > 0.0 { -g[i] } else { 0.0 };
+        }
+    };
+    vector::blockwise(((&mut times[..], &mut d[..]), 0..n), kernel, drop);
 }
 
 /// The generalized Cauchy point (Byrd et al., Algorithm CP), written to `buffers.cauchy`, and
@@ -806,15 +817,19 @@ fn subspace_step(
 ) {
     let (n, width, theta) = (x.len(), compact.width(), compact.theta());
     let cauchy = &buffers.cauchy;
-    // The variables strictly inside their bounds at the Cauchy point, as a mask of 1.0 and
-    // 0.0 that the vector passes read.
+    // The variables strictly inside their bounds at the Cauchy point, as a mask of bytes that
+    // the vector passes read, and how many, in one pass.
     let is_free = sized(&mut buffers.is_free, n);
-    vector::update_indexed(is_free, |i, _| {
-        f64::from(u8::from(
-            bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i],
-        ))
+    let kernel = |(is_free, range): (&mut [bool], Range<usize>)| {
+        for (free, i) in is_free.iter_mut().zip(range) {
+            *free = bounds.lower[i] < cauchy[i] && cauchy[i] < bounds.upper[i];
+        }
+        is_free.iter().filter(|&&free| free).count()
+    };
+    let free = vector::blockwise((&mut is_free[..], 0..n), kernel, |counts| {
+        counts.iter().sum()
     });
-    let free = vector::sum_indexed(n, |i| is_free[i]) as usize;
+    let is_free = &buffers.is_free;
     if free == 0 {
         return target.copy_from_slice(cauchy);
     }
@@ -837,27 +852,37 @@ fn subspace_step(
     } else {
         compact.gram()
     };
-    let (sign, rows) = if direct { (1.0, 1.0) } else { (-1.0, 0.0) };
+    let (sign, rows) = if direct { (1.0, true) } else { (-1.0, false) };
     let ones = vec![1.0; width];
     let columns: Vec<(f64, &[f64])> = compact.columns(&ones).collect();
     vector::masked_outer_sum(&columns, is_free, rows, sign, &mut wz_zw);
     let v = correction(compact, &wz_r, &wz_zw);
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, r)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
+    // The step, its projection into the box from the Cauchy point, and the projection's
+    // slope `(x̄ − x)ᵀg`, in one pass.
     let step = sized(&mut buffers.step, n);
-    vector::combine(&terms, step);
-    let projected = target;
-    vector::update_indexed(projected, |i, _| {
-        if is_free[i] == 1.0 {
-            bounds.clip(i, cauchy[i] + step[i])
-        } else {
-            cauchy[i]
+    let kernel = |((step, projected), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        vector::combine_block(&terms, step, range.clone());
+        for ((p, &s), i) in projected.iter_mut().zip(&*step).zip(range.clone()) {
+            *p = if is_free[i] {
+                bounds.clip(i, cauchy[i] + s)
+            } else {
+                cauchy[i]
+            };
         }
-    });
-    let descent = vector::sum_indexed(n, |i| (projected[i] - x[i]) * g[i]);
+        let start = range.start;
+        range.map(|i| (projected[i - start] - x[i]) * g[i]).sum()
+    };
+    let descent = vector::blockwise(
+        ((&mut step[..], &mut target[..]), 0..n),
+        kernel,
+        vector::sum_of,
+    );
     if descent <= 0.0 {
         return;
     }
+    let (step, projected) = (&buffers.step, target);
     // Truncate at the first bound the step meets: the smallest reach below 1 (the lowest
     // index among equals), from one pass on every core.
     let reach = |i: usize| {
@@ -867,7 +892,7 @@ fn subspace_step(
         } else {
             bounds.upper[i] - cauchy[i]
         };
-        let reach = if is_free[i] != 1.0 || di == 0.0 || !room.is_finite() {
+        let reach = if !is_free[i] || di == 0.0 || !room.is_finite() {
             1.0
         } else if room * di.signum() <= 0.0 {
             0.0
@@ -881,7 +906,7 @@ fn subspace_step(
         .first()
         .map_or((1.0, None), |&Breakpoint(reach, i)| (reach, Some(i)));
     vector::update_indexed(projected, |i, _| {
-        if is_free[i] != 1.0 {
+        if !is_free[i] {
             cauchy[i]
         } else if first == Some(i) {
             if step[i] > 0.0 {
@@ -893,6 +918,63 @@ fn subspace_step(
             cauchy[i] + alpha * step[i]
         }
     });
+}
+
+/// The line toward the step's target `x̄`: `d ← x̄ − x`, its slope `gᵀd` (the bits of
+/// [`vector::dot`]) and, within `bounds`, the multiple of `d` at which it first leaves the box
+/// (`∞`: never), in one pass.
+fn aim(
+    x: &[f64],
+    g: &[f64],
+    target: &[f64],
+    direction: &mut [f64],
+    bounds: Option<&Bounds>,
+) -> (f64, f64) {
+    let kernel = |(d, range): (&mut [f64], Range<usize>)| {
+        for (d, i) in d.iter_mut().zip(range.clone()) {
+            *d = target[i] - x[i];
+        }
+        let room = bounds.map_or(f64::INFINITY, |b| {
+            (range.clone().zip(d.iter()))
+                .map(|(i, &d)| b.room(i, x[i], d))
+                .fold(f64::INFINITY, f64::min)
+        });
+        (vector::serial_dot(&g[range], d), room)
+    };
+    let len = direction.len();
+    vector::blockwise((direction, 0..len), kernel, |blocks| {
+        let slope = vector::sum_of(blocks.iter().map(|&(slope, _)| slope).collect());
+        let room = blocks
+            .iter()
+            .map(|&(_, room)| room)
+            .fold(f64::INFINITY, f64::min);
+        (slope, room)
+    })
+}
+
+/// The new pair from the step `step·d` that took the gradient from `g` to `g_new`:
+/// `s ← step·d` and `y ← g_new − g`, with `[sᵀy, gᵀs, yᵀy]` (each the bits of
+/// [`vector::dot`]), in one pass.
+fn new_pair(
+    step: f64,
+    d: &[f64],
+    g_new: &[f64],
+    g: &[f64],
+    s: &mut [f64],
+    y: &mut [f64],
+) -> [f64; 3] {
+    let kernel = |((s, y), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        for ((s, y), i) in s.iter_mut().zip(y.iter_mut()).zip(range.clone()) {
+            *s = step * d[i];
+            *y = g_new[i] - g[i];
+        }
+        let [sy, yy] = vector::serial_dots_of([&*s, &*y], y);
+        [sy, vector::serial_dot(&g[range], s), yy]
+    };
+    let len = d.len();
+    vector::blockwise(((s, y), 0..len), kernel, |blocks| {
+        [0, 1, 2].map(|k| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect()))
+    })
 }
 
 /// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
@@ -981,10 +1063,10 @@ mod tests {
             let y: Vec<f64> = (0..n)
                 .map(|i| ((pair * n + i) as f64 * 0.11).cos() + 2.0)
                 .collect();
-            let sy = vector::dot(&s, &y);
+            let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
             let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
             let d: Vec<f64> = g.iter().map(|v| -v * (pair % 3) as f64).collect();
-            memory.push(s, y, sy, &g, (pair % 2 == 0).then_some(&d[..]));
+            memory.push(s, y, [sy, yy], &g, (pair % 2 == 0).then_some(&d[..]));
             let k = memory.s.len();
             let with_g = memory.pairs_dot_gradient.clone().unwrap();
             let with_d = memory.pairs_dot_path.clone();
