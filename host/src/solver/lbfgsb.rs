@@ -289,8 +289,6 @@ struct StepBuffers {
     path: Vec<f64>,
     /// Whether each variable is free at the Cauchy point.
     is_free: Vec<bool>,
-    /// The reduced gradient, 0 off the free variables.
-    reduced: Vec<f64>,
     /// The subspace step.
     step: Vec<f64>,
     /// The breakpoints, as the storage of a heap.
@@ -480,6 +478,15 @@ impl Compact<'_> {
         (memory.y.iter().chain(&memory.s))
             .map(Vec::as_slice)
             .collect()
+    }
+
+    /// `Wᵀg` for the current gradient `g`: from the products the newest pair's pass took with
+    /// it, where it took them for this point, else from a pass of its own.
+    fn w_gradient(&self, g: &[f64]) -> Vec<f64> {
+        match &self.memory.pairs_dot_gradient {
+            Some(products) => self.w_products(products),
+            None => self.w_transpose(g),
+        }
     }
 
     /// `Wᵀv` from `[Yᵀv, Sᵀv]` as a pair's pass made them (`2k`).
@@ -792,10 +799,7 @@ fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
 /// subspace step is the compact form's quasi-Newton step, `x − g/θ − W·v` with `WᵀZ = Wᵀ` and
 /// `ZᵀW·WᵀZ = WᵀW`: two passes over `W`'s columns and no projection.
 fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>, target: &mut [f64]) {
-    let wg = match &compact.memory.pairs_dot_gradient {
-        Some(products) => compact.w_products(products),
-        None => compact.w_transpose(g),
-    };
+    let wg = compact.w_gradient(g);
     let v = correction(compact, &wg, &compact.gram());
     let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
@@ -833,32 +837,34 @@ fn subspace_step(
     if free == 0 {
         return target.copy_from_slice(cauchy);
     }
-    // The reduced gradient r = Zᵀ(g + θ(x_cp − x) − W·M·c) as a whole vector, 0 off the free
-    // variables: one combination pass over W's columns, masked.
-    let mc = compact.m_times(c);
-    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, g), (theta, cauchy), (-theta, x)];
-    terms.extend(compact.columns(&mc).map(|(c, v)| (-c, v)));
-    // …and WᵀZ·r = Wᵀr in the same pass, while r's blocks are in cache.
-    let r = sized(&mut buffers.reduced, n);
-    let mut wz_r = vec![0.0; width];
-    let w_columns = compact.w_columns();
-    vector::combine_masked_dots(&terms, is_free, r, &w_columns, &mut wz_r);
-    compact.scale_s_products(&mut wz_r);
-    // ZᵀW·WᵀZ sums (2k)² products per row: over the free rows where they are the fewer, else
-    // as WᵀW (from the pairs' products) less the rows at a bound.
+    // The reduced gradient r = Zᵀ(u − W·M·c), u = g + θ(x_cp − x), is never formed: the
+    // correction needs WᵀZ·r = WᵀZ·u − ZᵀW·WᵀZ·M·c, and the step is −r/θ − W·v. WᵀZ·u and
+    // ZᵀW·WᵀZ are sums over the free rows: taken over them where they are at most half, else
+    // as the sums over every row less those over the rows at a bound. Over every row they need
+    // no pass: Wᵀu = Wᵀg + θ·c, and WᵀW comes from the pairs' products.
     let direct = 2 * free <= n;
-    let mut wz_zw = if direct {
-        vec![0.0; width * width]
-    } else {
-        compact.gram()
-    };
-    let (sign, rows) = if direct { (1.0, true) } else { (-1.0, false) };
     let ones = vec![1.0; width];
     let columns: Vec<(f64, &[f64])> = compact.columns(&ones).collect();
-    vector::masked_outer_sum(&columns, is_free, rows, sign, &mut wz_zw);
+    let u = [(1.0, g), (theta, &cauchy[..]), (-theta, x)];
+    let (kept_gram, kept_u) = vector::masked_gram(&columns, is_free, direct, &u);
+    let (wz_zw, wz_u) = if direct {
+        (kept_gram, kept_u)
+    } else {
+        let gram = compact.gram();
+        let wg = compact.w_gradient(g);
+        let wz_zw = (gram.iter().zip(&kept_gram)).map(|(all, kept)| all - kept);
+        let wz_u = (wg.iter().zip(c).zip(&kept_u)).map(|((wg, c), kept)| wg + theta * c - kept);
+        (wz_zw.collect(), wz_u.collect())
+    };
+    let mc = compact.m_times(c);
+    let wz_r: Vec<f64> = (0..width)
+        .map(|a| wz_u[a] - vector::dot(&wz_zw[a * width..(a + 1) * width], &mc))
+        .collect();
     let v = correction(compact, &wz_r, &wz_zw);
-    let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, r)];
-    terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
+    // The step over the free variables: −r/θ − W·v = −u/θ + W·(M·c/θ − v).
+    let coefficients: Vec<f64> = mc.iter().zip(&v).map(|(mc, v)| mc / theta - v).collect();
+    let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, g), (-1.0, cauchy), (1.0, x)];
+    terms.extend(compact.columns(&coefficients));
     // The step, its projection into the box from the Cauchy point, and the projection's
     // slope `(x̄ − x)ᵀg`, in one pass.
     let step = sized(&mut buffers.step, n);
