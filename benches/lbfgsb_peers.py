@@ -6,7 +6,8 @@ Wolfe) against `cudamin solve PROBLEM --method lbfgs`.
 
 The problems are the CLI's own, written again for each peer (float64 everywhere):
 - seed-expsum: f = Σ x² + eˣ, x0 = 0.5; bounded: every x ≤ −0.4 (the minimum, −0.3517 per
-  variable, lies outside, so every bound is active at the answer);
+  variable, lies outside, so every bound is active at the answer), and every third x ≤ −0.4
+  (`third`: a third of the bounds active at the answer, the rest unbounded);
 - ext-rosenbrock: f = Σ 100(x₂ₖ₊₁ − x₂ₖ²)² + (1 − x₂ₖ)², x0 = (−1.2, 1, …); bounded: every
   x ≤ 0.9 (the answer has x₂ₖ = 0.9 at its bound and x₂ₖ₊₁ = 0.81 free: half active).
 Options at scipy's defaults (maxcor/history 10, pgtol 1e-5, factr 1e7): jaxopt's `tol` is the
@@ -14,14 +15,17 @@ same projected-gradient ∞-norm as scipy's pgtol (it has no factr rule); torch'
 `tolerance_grad` is max|g| ≤ 1e-5, its `tolerance_change` 1e-30 so that only a stalled search
 ends it otherwise. cudamin's time is its report's `elapsed_s` (the solve alone, a fresh
 process); a peer's is its solve call's wall time, after one untimed warm-up solve (jaxopt's
-compilation, torch's allocator). The tools alternate within each repetition; times are medians.
+compilation, torch's allocator). A box of one bound per variable (`third`) is a million numbers,
+more than a command line holds: cudamin then runs in this process through its Python package
+(`cudamin.minimize`, the wheel built into this venv by `maturin develop --release -m
+python/Cargo.toml`), timed as the peers are, with the CLI's defaults. The tools alternate within each repetition; times are medians.
 "× cudamin" divides by the cudamin row of the same method family (L-BFGS-B or L-BFGS).
 
 The venv needs numpy, scipy, torch, jax and jaxopt (the run that BENCHMARKS.md records had
 jax/jaxlib 0.10.2 and jaxopt 0.8.5 added to poisson_peers.py's venv):
 
     target/poisson-peers-venv/bin/pip install jax jaxopt
-    target/poisson-peers-venv/bin/python benches/lbfgsb_peers.py [--n N] [--repeat R]
+    target/poisson-peers-venv/bin/python benches/lbfgsb_peers.py [--n N] [--repeat R] [--cases 0,2]
 """
 
 import argparse
@@ -58,9 +62,17 @@ def value_only(name, xp):
     return lambda x: xp.sum(100.0 * (x[1::2] - x[0::2] ** 2) ** 2 + (1.0 - x[0::2]) ** 2)
 
 
+def every_third(n):
+    """−0.4 on every third variable (0, 3, 6, …), no bound on the others."""
+    upper = np.full(n, np.inf)
+    upper[::3] = -0.4
+    return upper
+
+
 CASES = [
     ("seed-expsum", seed_expsum, lambda n: np.full(n, 0.5), None),
     ("seed-expsum", seed_expsum, lambda n: np.full(n, 0.5), -0.4),
+    ("seed-expsum", seed_expsum, lambda n: np.full(n, 0.5), every_third),
     ("ext-rosenbrock", ext_rosenbrock, lambda n: np.tile([-1.2, 1.0], n // 2), None),
     ("ext-rosenbrock", ext_rosenbrock, lambda n: np.tile([-1.2, 1.0], n // 2), 0.9),
 ]
@@ -70,8 +82,15 @@ def active(x, upper):
     return 0 if upper is None else int(np.sum(np.asarray(x) >= upper))
 
 
+def upper_bounds(upper, n):
+    """The upper bounds as n values (None without bounds)."""
+    if upper is None:
+        return None
+    return upper(n) if callable(upper) else np.full(n, upper)
+
+
 def scipy_tool(name, fun, x0, upper):
-    bounds = None if upper is None else Bounds(-np.inf, np.full(x0.size, upper))
+    bounds = None if upper is None else Bounds(-np.inf, upper)
 
     def run():
         clock = time.perf_counter()
@@ -86,7 +105,7 @@ def jaxopt_tool(name, fun, x0, upper):
     import jax.numpy as jnp
     import jaxopt
     solver = jaxopt.LBFGSB(fun=value_only(name, jnp), maxiter=MAXITER, tol=GTOL, history_size=10)
-    bounds = (jnp.full(x0.size, -jnp.inf), jnp.full(x0.size, jnp.inf if upper is None else upper))
+    bounds = (jnp.full(x0.size, -jnp.inf), jnp.full(x0.size, jnp.inf) if upper is None else jnp.asarray(upper))
     start = jnp.asarray(x0)
     # One compiled program for the whole solve: `run` alone traces it again at every call.
     compiled = jax.jit(lambda x, lower, upper: solver.run(x, bounds=(lower, upper)))
@@ -124,8 +143,10 @@ def torch_tool(name, fun, x0, upper):
 
 def cudamin_tool(binary, method):
     def make(name, fun, x0, upper):
+        if upper is not None and np.unique(upper).size > 1:
+            return python_package_tool(name, x0, upper)
         command = [binary, "solve", name, "--n", str(x0.size), "--method", method, "--json"]
-        command += [] if upper is None else ["--upper", repr(upper)]
+        command += [] if upper is None else ["--upper", repr(float(upper[0]))]
 
         def run():
             report = json.loads(subprocess.run(command, check=True, capture_output=True,
@@ -137,11 +158,29 @@ def cudamin_tool(binary, method):
     return make
 
 
+def python_package_tool(name, x0, upper):
+    """cudamin's L-BFGS-B through its Python package, in this process."""
+    import cudamin
+    bounds = Bounds(-np.inf, upper)
+
+    def solve():
+        return cudamin.minimize(name, x0, method="L-BFGS-B", bounds=bounds)
+    solve()  # as the peers: one untimed solve first
+
+    def run():
+        clock = time.perf_counter()
+        r = solve()
+        return time.perf_counter() - clock, (r.nit, r.nfev, r.fun, active(r.x, upper))
+    return run
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cudamin", default="target/release/cudamin")
+    ap.add_argument("--cases", default=",".join(map(str, range(len(CASES)))),
+                    help="which of CASES to run, by 0-based index (comma-separated)")
     args = ap.parse_args()
     # (tool, method family, factory); the unbounded-only ones last.
     bounded_tools = [("scipy L-BFGS-B", "lbfgsb", scipy_tool),
@@ -151,8 +190,9 @@ def main():
                        ("cudamin lbfgs", "lbfgs", cudamin_tool(args.cudamin, "lbfgs"))]
     print("| problem | upper bound | tool | time (s) | × cudamin | nit | nfev | f | active |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, fun, start, upper in CASES:
+    for name, fun, start, bound in (CASES[int(i)] for i in args.cases.split(",")):
         x0 = start(args.n)
+        upper = upper_bounds(bound, args.n)
         tools = bounded_tools + (unbounded_tools if upper is None else [])
         runs = [(tool, family, factory(name, fun, x0, upper)) for tool, family, factory in tools]
         times = {tool: [] for tool, _, _ in runs}
@@ -166,7 +206,8 @@ def main():
         for tool, family, _ in runs:
             t = statistics.median(times[tool])
             nit, nfev, f, hits = rows[tool]
-            print(f"| {name} | {upper} | {tool} | {t:.3f} | {t / ours[family]:.2f} | {nit} | "
+            shown = getattr(bound, "__name__", bound)
+            print(f"| {name} | {shown} | {tool} | {t:.3f} | {t / ours[family]:.2f} | {nit} | "
                   f"{nfev} | {f:.10g} | {hits} |", flush=True)
 
 

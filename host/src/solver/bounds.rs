@@ -292,7 +292,7 @@ impl Bounds {
     }
 
     /// Entry `i` of the projected gradient `x − P(x − g)` (sign aside).
-    fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
+    pub(super) fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
         if g < 0.0 {
             (x - self.upper[i]).max(g)
         } else {

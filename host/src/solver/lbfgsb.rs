@@ -111,12 +111,17 @@ impl Solver<'_> {
         let mut spare = None;
         // f before the last step, for the relative-reduction test.
         let mut previous: Option<f64> = None;
+        // The projected gradient's norm at the new point, where the pass that made its
+        // Cauchy path took it.
+        let mut known_norm = None;
         // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
         let status = loop {
             if !f.is_finite() || vector::first_non_finite(&g).is_some() {
                 break Status::NanEncountered;
             }
-            let projected = bounds.projected_gradient_norm(&x, &g);
+            let projected = known_norm
+                .take()
+                .unwrap_or_else(|| bounds.projected_gradient_norm(&x, &g));
             if nit > 0 {
                 let iterate = Iterate {
                     nit,
@@ -190,7 +195,7 @@ impl Solver<'_> {
                 // The next Cauchy point's path, from the new point, so that the new pair's
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
                 let path = self.bounded.then(|| {
-                    steepest_path(&trial, &trial_g, bounds, &mut buffers);
+                    known_norm = Some(steepest_path(&trial, &trial_g, bounds, &mut buffers));
                     buffers.path.as_slice()
                 });
                 memory.push(s, y, [sy, yy], &trial_g, path)
@@ -577,18 +582,23 @@ fn invert(a: &[f64], n: usize) -> Vec<f64> {
 
 /// Breakpoints and the projected steepest-descent path at `(x, g)`, into `buffers.times` (when
 /// each variable meets its bound along `−g`) and `buffers.path` (`−g`, 0 where a variable
-/// cannot move).
-fn steepest_path(x: &[f64], g: &[f64], bounds: &Bounds, buffers: &mut StepBuffers) {
+/// cannot move); returns the projected gradient's ∞-norm there, taken in the same pass (the
+/// value of [`Bounds::projected_gradient_norm`]).
+fn steepest_path(x: &[f64], g: &[f64], bounds: &Bounds, buffers: &mut StepBuffers) -> f64 {
     let n = x.len();
     let times = sized(&mut buffers.times, n);
     let d = sized(&mut buffers.path, n);
     let kernel = |((times, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        let mut norm = 0.0;
         for ((t, d), i) in times.iter_mut().zip(d).zip(range) {
             *t = bounds.breakpoint(i, x[i], g[i]);
             *d = if *t > 0.0 { -g[i] } else { 0.0 };
+            norm = f64::max(norm, bounds.projected(i, x[i], g[i]).abs());
         }
+        norm
     };
-    vector::blockwise(((&mut times[..], &mut d[..]), 0..n), kernel, drop);
+    let norms = |blocks: Vec<f64>| blocks.into_iter().fold(0.0, f64::max);
+    vector::blockwise(((&mut times[..], &mut d[..]), 0..n), kernel, norms)
 }
 
 /// The generalized Cauchy point (Byrd et al., Algorithm CP), written to `buffers.cauchy`, and
