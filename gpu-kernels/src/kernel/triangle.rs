@@ -144,9 +144,10 @@ pub fn reflection(diagonal: f64, v: &mut [f64; FOLD_ROWS]) -> Option<Reflection>
 }
 
 /// `w += rowsᵀ·v` over the columns `first ..` of the rows (`width` values each, `w` as long as
-/// the columns, a multiple of four): four columns at a time kept in registers across the rows
-/// (adding row by row into `w` in memory made each row wait on the previous one's stores,
-/// `perf`).
+/// the columns, a multiple of four): up to sixteen columns at a time kept in registers across
+/// the rows (adding row by row into `w` in memory made each row wait on the previous one's
+/// stores, `perf`). Each column's sum is a chain of one multiply-add per row; sweeping four
+/// groups of four columns at once lets four chains overlap where one waited on itself.
 #[inline(always)]
 fn add_transposed_product(
     w: &mut [f64],
@@ -155,14 +156,39 @@ fn add_transposed_product(
     width: usize,
     first: usize,
 ) {
-    for (quad, column) in w.chunks_exact_mut(4).zip((first..).step_by(4)) {
-        let mut sums = [quad[0], quad[1], quad[2], quad[3]];
-        for (&vi, row) in v.iter().zip(rows.chunks_exact(width)) {
-            for (sum, &x) in sums.iter_mut().zip(&row[column..column + 4]) {
-                *sum += vi * x;
+    for (group, column) in w.chunks_mut(16).zip((first..).step_by(16)) {
+        match group.len() / 4 {
+            4 => add_columns::<4>(group, v, rows, width, column),
+            3 => add_columns::<3>(group, v, rows, width, column),
+            2 => add_columns::<2>(group, v, rows, width, column),
+            _ => add_columns::<1>(group, v, rows, width, column),
+        }
+    }
+}
+
+/// [`add_transposed_product`] over `4·Q` columns from `column`.
+#[inline(always)]
+fn add_columns<const Q: usize>(
+    w: &mut [f64],
+    v: &[f64; FOLD_ROWS],
+    rows: &[f64],
+    width: usize,
+    column: usize,
+) {
+    let mut sums: [[f64; 4]; Q] =
+        core::array::from_fn(|q| [w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]]);
+    for (&vi, row) in v.iter().zip(rows.chunks_exact(width)) {
+        for (sum, x) in sums
+            .iter_mut()
+            .zip(row[column..column + 4 * Q].chunks_exact(4))
+        {
+            for lane in 0..4 {
+                sum[lane] += vi * x[lane];
             }
         }
-        quad.copy_from_slice(&sums);
+    }
+    for (quad, sum) in w.chunks_exact_mut(4).zip(sums) {
+        quad.copy_from_slice(&sum);
     }
 }
 
