@@ -356,9 +356,9 @@ impl Memory {
         self.pairs_dot_path = None;
     }
 
-    /// Adds the pair `(s, y)` with `[sᵀy, yᵀy] = sy_yy`, dropping the oldest at capacity and returning
-    /// its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for the
-    /// current gradient `g`, and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one
+    /// Adds the pair `(s, y)`, given its `[sᵀy, yᵀy]`, dropping the oldest at capacity and
+    /// returning its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for
+    /// the current gradient `g`, and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one
     /// is given, in the same pass. The products of the pairs kept are kept (shifted past a
     /// dropped one); only the new pair's row and column are computed: `4k` dot products in one
     /// pass over the pairs, not `2k²`.
