@@ -302,7 +302,9 @@ impl Bounds {
 
     /// How far along `d` variable `i` may go from `x` within its bounds, as a multiple of `d`:
     /// `∞` where it never meets one (`d = 0`, or that side unbounded), 0 where it is already
-    /// on (or past) the bound it moves toward.
+    /// on (or past) the bound it moves toward (told by the sign of the room against `d`'s, which
+    /// a product of two tiny values would lose to underflow). L-BFGS-B's longest line step and
+    /// its subspace step's truncation both ask it.
     pub(super) fn room(&self, i: usize, x: f64, d: f64) -> f64 {
         let room = if d < 0.0 {
             self.lower[i] - x
@@ -313,7 +315,7 @@ impl Bounds {
         };
         if !room.is_finite() {
             f64::INFINITY
-        } else if room * d <= 0.0 {
+        } else if room * d.signum() <= 0.0 {
             0.0
         } else {
             room / d

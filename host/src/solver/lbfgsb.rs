@@ -902,18 +902,10 @@ fn subspace_step(
     // Truncate at the first bound the step meets: the smallest reach below 1 (the lowest
     // index among equals), from one pass on every core.
     let reach = |i: usize| {
-        let di = step[i];
-        let room = if di < 0.0 {
-            bounds.lower[i] - cauchy[i]
+        let reach = if is_free[i] {
+            bounds.room(i, cauchy[i], step[i]).min(1.0)
         } else {
-            bounds.upper[i] - cauchy[i]
-        };
-        let reach = if !is_free[i] || di == 0.0 || !room.is_finite() {
             1.0
-        } else if room * di.signum() <= 0.0 {
-            0.0
-        } else {
-            (room / di).min(1.0)
         };
         (reach < 1.0).then_some(Breakpoint(reach, i))
     };
