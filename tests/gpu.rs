@@ -575,6 +575,89 @@ fn device_vectors_match_host_vectors() {
     }
 }
 
+/// The passes over many device vectors (L-BFGS's products, its direction, the end of a step)
+/// give the bits of the one-vector operations they replace: every product, the combination
+/// and the step's vectors and sums, for 1 to 21 vectors (the sweep of 8 and its tails).
+#[test]
+fn fused_vector_passes_keep_the_one_vector_bits() {
+    let gpu = gpu();
+    let n = sized(1_000_000, 3_000);
+    let problem = problems::find("seed-expsum").unwrap();
+    let instance = problem.instantiate(&gpu, Some(n), None).unwrap();
+    let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
+    let mut space = objective.device().unwrap().vectors().unwrap();
+    let host: Vec<Vec<f64>> = (0..22)
+        .map(|j| {
+            let phase = 0.1 + 0.37 * j as f64;
+            (0..n)
+                .map(|i| (i as f64 * phase).sin() * (1.0 + j as f64))
+                .collect()
+        })
+        .collect();
+    let vectors: Vec<_> = host.iter().map(|v| space.upload(v).unwrap()).collect();
+    let with = &vectors[21];
+    for count in [1, 2, 8, 9, 16, 21] {
+        let some: Vec<_> = vectors[..count].iter().collect();
+        let mut fused = vec![0.0; count];
+        space.dots(&some, &[with], &mut fused).unwrap();
+        let one_by_one: Vec<f64> = some.iter().map(|v| space.dot(v, with).unwrap()).collect();
+        assert_eq!(bits(&fused), bits(&one_by_one), "{count} products");
+    }
+    for count in [1, 3, 21] {
+        let terms: Vec<(f64, _)> = (0..count)
+            .map(|j| (0.5 - 0.25 * j as f64, &vectors[j]))
+            .collect();
+        let mut fused = space.zeros().unwrap();
+        let fused_dot = space.combine_dot(&terms, &mut fused, with).unwrap();
+        let mut by_axpy = space.zeros().unwrap();
+        space.copy(terms[0].1, &mut by_axpy).unwrap();
+        space.scale(terms[0].0, &mut by_axpy).unwrap();
+        for &(c, v) in &terms[1..] {
+            space.axpy(c, v, &mut by_axpy).unwrap();
+        }
+        let by_axpy_dot = space.dot(with, &by_axpy).unwrap();
+        assert_eq!(fused_dot.to_bits(), by_axpy_dot.to_bits(), "{count} terms");
+        assert_eq!(
+            bits(&space.download(&fused).unwrap()),
+            bits(&space.download(&by_axpy).unwrap()),
+            "{count} terms"
+        );
+    }
+    for ord in [f64::INFINITY, 2.0] {
+        let (mut p, mut g) = (
+            space.upload(&host[0]).unwrap(),
+            space.upload(&host[1]).unwrap(),
+        );
+        let end = space.finish_step(0.75, &mut p, with, &mut g, ord).unwrap();
+        let (mut p1, mut g1) = (
+            space.upload(&host[0]).unwrap(),
+            space.upload(&host[1]).unwrap(),
+        );
+        space.scale(0.75, &mut p1).unwrap();
+        space.difference(with, &mut g1).unwrap();
+        let by_passes = [
+            space.dot(&p1, &g1).unwrap(),
+            space.dot(&g1, &g1).unwrap(),
+            space.norm(with, ord).unwrap(),
+            space.norm(&p1, 2.0).unwrap(),
+        ];
+        let fused = [end.sy, end.yy, end.gradient_norm, end.step_norm];
+        assert_eq!(bits(&fused), bits(&by_passes), "step end, ord {ord}");
+        assert_eq!(
+            bits(&space.download(&p).unwrap()),
+            bits(&space.download(&p1).unwrap())
+        );
+        assert_eq!(
+            bits(&space.download(&g).unwrap()),
+            bits(&space.download(&g1).unwrap())
+        );
+    }
+}
+
+fn bits(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
 /// Data on `8·i/points` for the fit models: two decaying exponentials and a sine, positive.
 fn fit_data(points: usize) -> FitData {
     let x: Vec<f64> = (0..points)
@@ -890,6 +973,16 @@ fn every_shipped_entry_executes_on_the_simulator() {
     space.difference(&da, &mut out).unwrap();
     let dot = space.dot(&out, &db).unwrap();
     let max_abs = space.norm(&db, f64::INFINITY).unwrap();
+    // The passes over many vectors; their bits are `fused_vector_passes_keep_the_one_vector_bits`'
+    // to check.
+    let mut products = [0.0; 2];
+    space.dots(&[&da, &db], &[&out], &mut products).unwrap();
+    let mut combined = space.zeros().unwrap();
+    space
+        .combine_dot(&[(1.0, &da), (2.0, &db)], &mut combined, &out)
+        .unwrap();
+    let mut scratch = space.upload(&b).unwrap();
+    (space.finish_step(0.5, &mut combined, &da, &mut scratch, 2.0)).unwrap();
     let on_host = |f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
         a.iter().zip(&b).map(|(&a, &b)| f(a, b)).collect()
     };

@@ -37,8 +37,8 @@ mod nvptx {
         FOLD_ROWS, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
     };
     use crate::kernel::{
-        CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
-        sum_in_order, term_value, value_partial,
+        CompensatedSum, DOTS_SWEEP, DenseTerm, GradientWork, banded_group_gradient,
+        dense_gradient_component, sum_in_order, term_value, value_partial,
     };
     use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
@@ -737,6 +737,161 @@ mod nvptx {
         let block_max = block_reduce(max, 0.0, max_abs_nan);
         if thread_idx() == 0 {
             unsafe { partials.add(block_idx()).write(block_max) };
+        }
+    }
+
+    /// The device address of a vector, as a table of them holds it.
+    #[inline(always)]
+    fn vector_at(table: *const u64, j: usize) -> *const f64 {
+        // SAFETY: the launcher passes a table of at least `j + 1` addresses.
+        (unsafe { table.add(j).read() }) as usize as *const f64
+    }
+
+    /// Row `j` of `partials[j·blocks + block]` is `Σ vⱼ,ᵢ·withᵢ` over the block's share, for
+    /// the `count` vectors whose addresses `table` holds: each summed as [`dot_partials`] sums
+    /// `dot(vⱼ, with)`, so each row's total has its bits. Up to `DOTS_SWEEP` running sums per
+    /// sweep over the rows, held in registers.
+    #[unsafe(export_name = "cudamin_dots_partials")]
+    unsafe extern "ptx-kernel" fn dots_partials(
+        n: usize,
+        table: *const u64,
+        count: usize,
+        with: *const f64,
+        partials: *mut f64,
+    ) {
+        // SAFETY: the launcher passes `count` addresses of vectors of `n` f64, and `count`
+        // rows of one partial per block.
+        let with = unsafe { slice(with, n) };
+        let blocks = grid_dim();
+        let mut first = 0;
+        while first < count {
+            let width = (count - first).min(DOTS_SWEEP);
+            // Unused slots read `with` and are never written: every index stays a constant
+            // after unrolling, so the sums stay in registers.
+            let mut vectors = [with.as_ptr(); DOTS_SWEEP];
+            for (t, v) in vectors.iter_mut().enumerate().take(width) {
+                *v = vector_at(table, first + t);
+            }
+            let mut sums = [0.0; DOTS_SWEEP];
+            for i in grid_stride(n) {
+                let w = with[i];
+                for t in 0..DOTS_SWEEP {
+                    if t < width {
+                        sums[t] += unsafe { *vectors[t].add(i) } * w;
+                    }
+                }
+            }
+            for (t, &sum) in sums.iter().enumerate() {
+                // `width` is the same for the whole block: the barriers inside are not
+                // divergent.
+                if t < width {
+                    let total = block_reduce_sum(sum);
+                    if thread_idx() == 0 {
+                        unsafe {
+                            partials
+                                .add((first + t) * blocks + block_idx())
+                                .write(total)
+                        };
+                    }
+                }
+            }
+            first += width;
+        }
+    }
+
+    /// `out ← Σⱼ cⱼ·vⱼ` over the `count` vectors `table` holds and their coefficients, formed
+    /// as `out ← c₀·v₀` then `out ← out + cⱼ·vⱼ` in order (the bits of a copy, a [`scale`] and
+    /// [`axpy`]s), and `partials[block] = Σ zᵢ·outᵢ` over the block's share, as
+    /// [`dot_partials`] sums `dot(z, out)`.
+    #[unsafe(export_name = "cudamin_combine_dot_partials")]
+    unsafe extern "ptx-kernel" fn combine_dot_partials(
+        n: usize,
+        table: *const u64,
+        coefficients: *const f64,
+        count: usize,
+        out: *mut f64,
+        z: *const f64,
+        partials: *mut f64,
+    ) {
+        // SAFETY: the launcher passes `count ≥ 1` addresses of vectors of `n` f64 and their
+        // `count` coefficients, `out` and `z` of `n` f64 (`out` none of the others), and one
+        // partial per block.
+        let (coefficients, z) = unsafe { (slice(coefficients, count), slice(z, n)) };
+        let first = vector_at(table, 0);
+        let mut sum = 0.0;
+        for i in grid_stride(n) {
+            let mut value = coefficients[0] * unsafe { *first.add(i) };
+            for (j, &c) in coefficients.iter().enumerate().skip(1) {
+                value = value + c * unsafe { *vector_at(table, j).add(i) };
+            }
+            unsafe { out.add(i).write(value) };
+            sum += z[i] * value;
+        }
+        let block_sum = block_reduce_sum(sum);
+        if thread_idx() == 0 {
+            unsafe { partials.add(block_idx()).write(block_sum) };
+        }
+    }
+
+    /// The end of a quasi-Newton step: `p ← step·p` (the step `s`), `g ← g₊ − g` (the
+    /// gradient change `y`), with five rows of per-block partials: `sᵀy`, `yᵀy`, `g₊ᵀg₊`,
+    /// `sᵀs` (sums, as [`dot_partials`] sums each) and `max |g₊ᵢ|` (as [`max_abs_partials`]).
+    /// Each entry's arithmetic is [`scale`]'s and [`difference`]'s.
+    #[unsafe(export_name = "cudamin_step_end_partials")]
+    unsafe extern "ptx-kernel" fn step_end_partials(
+        n: usize,
+        step: f64,
+        p: *mut f64,
+        g_new: *const f64,
+        g: *mut f64,
+        partials: *mut f64,
+    ) {
+        // SAFETY: the launcher passes vectors of `n` f64, `g_new` neither of the others, and
+        // `STEP_END_ROWS` rows of one partial per block; each thread owns its `i`.
+        let g_new = unsafe { slice(g_new, n) };
+        let (mut sy, mut yy, mut gg, mut ss, mut max) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for i in grid_stride(n) {
+            let s = step * unsafe { *p.add(i) };
+            let y = g_new[i] - unsafe { *g.add(i) };
+            unsafe {
+                p.add(i).write(s);
+                g.add(i).write(y);
+            }
+            sy += s * y;
+            yy += y * y;
+            gg += g_new[i] * g_new[i];
+            ss += s * s;
+            max = max_abs_nan(max, g_new[i]);
+        }
+        let blocks = grid_dim();
+        let totals = [
+            block_reduce_sum(sy),
+            block_reduce_sum(yy),
+            block_reduce_sum(gg),
+            block_reduce_sum(ss),
+            block_reduce(max, 0.0, max_abs_nan),
+        ];
+        if thread_idx() == 0 {
+            for (row, total) in totals.into_iter().enumerate() {
+                unsafe { partials.add(row * blocks + block_idx()).write(total) };
+            }
+        }
+    }
+
+    /// `out[j] = Σ partials[j·blocks..(j + 1)·blocks]` for each of `rows` rows, each added in
+    /// order by one thread as [`sum_partials`] adds.
+    #[unsafe(export_name = "cudamin_sum_partial_rows")]
+    unsafe extern "ptx-kernel" fn sum_partial_rows(
+        partials: *const f64,
+        blocks: usize,
+        rows: usize,
+        out: *mut f64,
+    ) {
+        // SAFETY: the launcher passes `rows · blocks` partials and `rows` output slots.
+        let partials = unsafe { slice(partials, rows * blocks) };
+        for row in grid_stride(rows) {
+            let sum = sum_in_order(partials[row * blocks..][..blocks].iter().copied());
+            unsafe { out.add(row).write(sum) };
         }
     }
 

@@ -47,6 +47,22 @@ pub const DOT_PARTIALS: &str = "cudamin_dot_partials";
 /// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one block on
 /// the partials, it gives `‖v‖∞`.
 pub const MAX_ABS_PARTIALS: &str = "cudamin_max_abs_partials";
+/// [`DOT_PARTIALS`] for several vectors against one, in one pass: row `j` of the partials
+/// holds vector `j`'s, summed as `DOT_PARTIALS` sums them; [`SUM_PARTIAL_ROWS`] adds each row.
+pub const DOTS_PARTIALS: &str = "cudamin_dots_partials";
+/// `out ← Σ cⱼ·vⱼ` (as a copy, a scaling and axpys would form it), with the partials of
+/// `zᵀout`, in one pass.
+pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
+/// The end of a quasi-Newton step in one pass: `p ← step·p`, `g ← g₊ − g`, and the partials of
+/// `sᵀy`, `yᵀy`, `g₊ᵀg₊`, `sᵀs` (rows 0–3) and `max |g₊ᵢ|` (row 4).
+pub const STEP_END_PARTIALS: &str = "cudamin_step_end_partials";
+/// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
+pub const SUM_PARTIAL_ROWS: &str = "cudamin_sum_partial_rows";
+/// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows: one running
+/// sum per vector in registers, the shared vector read once per group.
+pub const DOTS_SWEEP: usize = 8;
+/// The rows of [`STEP_END_PARTIALS`]'s partials: four sums, then one maximum.
+pub const STEP_END_ROWS: usize = 5;
 
 /// The window of term `k`.
 #[inline(always)]

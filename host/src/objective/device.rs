@@ -2,7 +2,7 @@
 //! there too: evaluations at vectors that never leave the device.
 
 use super::EvalError;
-use super::space::VectorSpace;
+use super::space::{StepEnd, VectorSpace, combine_term_by_term, finish_step_pass_by_pass};
 use crate::backend::Gradient;
 use crate::backend::gpu::DeviceEvaluator;
 use crate::linalg::vector;
@@ -94,6 +94,56 @@ impl VectorSpace for DeviceVectors {
 
     fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
         Ok(DeviceVectors::dot(self, a, b)?)
+    }
+
+    /// One pass for the usual norms (∞ and 2); the others pass by pass.
+    fn finish_step(
+        &mut self,
+        step: f64,
+        p: &mut DeviceVector,
+        g_new: &DeviceVector,
+        g: &mut DeviceVector,
+        ord: f64,
+    ) -> Result<StepEnd, EvalError> {
+        if ord != f64::INFINITY && ord != 2.0 {
+            return finish_step_pass_by_pass(self, step, p, g_new, g, ord);
+        }
+        let [sy, yy, gg, ss, max_abs] = DeviceVectors::step_end(self, step, p, g_new, g)?;
+        Ok(StepEnd {
+            gradient_norm: if ord == 2.0 { gg.sqrt() } else { max_abs },
+            step_norm: ss.sqrt(),
+            sy,
+            yy,
+        })
+    }
+
+    fn dots(
+        &mut self,
+        vectors: &[&DeviceVector],
+        with: &[&DeviceVector],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        let mut column = vec![0.0; vectors.len()];
+        for (j, w) in with.iter().enumerate() {
+            DeviceVectors::dots(self, vectors, w, &mut column)?;
+            for (i, &product) in column.iter().enumerate() {
+                out[i * with.len() + j] = product;
+            }
+        }
+        Ok(())
+    }
+
+    fn combine_dot(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        out: &mut DeviceVector,
+        z: &DeviceVector,
+    ) -> Result<f64, EvalError> {
+        if terms.is_empty() {
+            combine_term_by_term(self, terms, out)?;
+            return VectorSpace::dot(self, z, out);
+        }
+        Ok(DeviceVectors::combine_dot(self, terms, out, z)?)
     }
 
     fn norm(&mut self, v: &DeviceVector, ord: f64) -> Result<f64, EvalError> {

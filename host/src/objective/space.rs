@@ -38,15 +38,7 @@ pub trait VectorSpace {
         g: &mut Self::Vector,
         ord: f64,
     ) -> Result<StepEnd, EvalError> {
-        self.scale(step, p)?;
-        self.difference(g_new, g)?;
-        let (sy, yy) = (self.dot(p, g)?, self.dot(g, g)?);
-        Ok(StepEnd {
-            gradient_norm: self.norm(g_new, ord)?,
-            step_norm: self.norm(p, 2.0)?,
-            sy,
-            yy,
-        })
+        finish_step_pass_by_pass(self, step, p, g_new, g, ord)
     }
     /// `y ← y + alpha·x`, then `zᵀy`: the two-loop recursion's steps. The default is
     /// [`axpy`](Self::axpy) then [`dot`](Self::dot); a space that can fuses them.
@@ -101,6 +93,26 @@ pub trait VectorSpace {
     fn difference(&mut self, new: &Self::Vector, old: &mut Self::Vector) -> Result<(), EvalError>;
     /// `to ← from`.
     fn copy(&mut self, from: &Self::Vector, to: &mut Self::Vector) -> Result<(), EvalError>;
+}
+
+/// [`VectorSpace::finish_step`] from a scaling, a difference, dot products and norms.
+pub(crate) fn finish_step_pass_by_pass<S: VectorSpace + ?Sized>(
+    space: &mut S,
+    step: f64,
+    p: &mut S::Vector,
+    g_new: &S::Vector,
+    g: &mut S::Vector,
+    ord: f64,
+) -> Result<StepEnd, EvalError> {
+    space.scale(step, p)?;
+    space.difference(g_new, g)?;
+    let (sy, yy) = (space.dot(p, g)?, space.dot(g, g)?);
+    Ok(StepEnd {
+        gradient_norm: space.norm(g_new, ord)?,
+        step_norm: space.norm(p, 2.0)?,
+        sy,
+        yy,
+    })
 }
 
 /// [`VectorSpace::dots`] from separate [`VectorSpace::dot`]s.

@@ -11,7 +11,8 @@ use super::ptx::ParamType;
 use KernelArg::{F64, Ptr};
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::{
-    AXPY, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, MAX_ABS_PARTIALS, RAY_POINT, SCALE, SUM_PARTIALS,
+    AXPY, COMBINE_DOT_PARTIALS, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS,
+    MAX_ABS_PARTIALS, RAY_POINT, SCALE, STEP_END_PARTIALS, SUM_PARTIAL_ROWS, SUM_PARTIALS,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
@@ -261,6 +262,76 @@ impl Launch {
         Launch::of(MAX_ABS_PARTIALS, vec![count(n), Ptr(v), Ptr(partials)])
     }
 
+    /// One row of partial sums per vector of `table` (`vectors` addresses), each against
+    /// `with`, into `partials` (row `j` at `j·blocks`).
+    pub fn dots_partials(n: usize, table: u64, vectors: usize, with: u64, partials: u64) -> Launch {
+        Launch::of(
+            DOTS_PARTIALS,
+            vec![
+                count(n),
+                Ptr(table),
+                count(vectors),
+                Ptr(with),
+                Ptr(partials),
+            ],
+        )
+    }
+
+    /// `out ← Σ cⱼ·vⱼ` over the `terms` vectors of `table` and the coefficients at
+    /// `coefficients`, with one partial sum of `zᵀout` per block into `partials`.
+    pub fn combine_dot_partials(
+        n: usize,
+        table: u64,
+        coefficients: u64,
+        terms: usize,
+        out: u64,
+        z: u64,
+        partials: u64,
+    ) -> Launch {
+        Launch::of(
+            COMBINE_DOT_PARTIALS,
+            vec![
+                count(n),
+                Ptr(table),
+                Ptr(coefficients),
+                count(terms),
+                Ptr(out),
+                Ptr(z),
+                Ptr(partials),
+            ],
+        )
+    }
+
+    /// `p ← step·p`, `g ← g_new − g`, and the step's five rows of partials into `partials`.
+    pub fn step_end_partials(
+        n: usize,
+        step: f64,
+        p: u64,
+        g_new: u64,
+        g: u64,
+        partials: u64,
+    ) -> Launch {
+        Launch::of(
+            STEP_END_PARTIALS,
+            vec![
+                count(n),
+                F64(step),
+                Ptr(p),
+                Ptr(g_new),
+                Ptr(g),
+                Ptr(partials),
+            ],
+        )
+    }
+
+    /// `out[j] = Σ` row `j` of `rows` rows of `blocks` partials.
+    pub fn sum_partial_rows(partials: u64, blocks: usize, rows: usize, out: u64) -> Launch {
+        Launch::of(
+            SUM_PARTIAL_ROWS,
+            vec![Ptr(partials), count(blocks), count(rows), Ptr(out)],
+        )
+    }
+
     fn of(kernel: impl Into<Cow<'static, str>>, args: Vec<KernelArg>) -> Launch {
         Launch {
             kernel: kernel.into(),
@@ -314,6 +385,10 @@ pub fn vector_launches() -> Vec<Launch> {
         Launch::dot_partials(1, 1, 2, 3),
         Launch::max_abs_partials(1, 1, 2),
         Launch::sum_partials(1, 1, 2),
+        Launch::dots_partials(1, 1, 1, 2, 3),
+        Launch::combine_dot_partials(1, 1, 2, 1, 3, 4, 5),
+        Launch::step_end_partials(1, 1.0, 1, 2, 3, 4),
+        Launch::sum_partial_rows(1, 1, 1, 2),
     ]
 }
 

@@ -1,12 +1,18 @@
 //! The vectors of a solver that keeps them on the device: each operation is one or two
 //! launches, in order with the evaluations, and only scalars (a dot product, a norm) come
-//! back.
+//! back. The operations over many vectors (L-BFGS's products and its direction, the end of a
+//! step) are one pass each, their vectors named by a small table of addresses copied down
+//! first; each of their sums adds what the one-vector kernels add, in the same order, so both
+//! give the same bits.
 
 use super::abi::Launch;
 use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
 use crate::backend::evaluator::{BackendError, LaunchConfig};
-use gpu_kernels::kernel::{AXPY, DOT_PARTIALS, MAX_ABS_PARTIALS};
+use gpu_kernels::kernel::{
+    AXPY, COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, MAX_ABS_PARTIALS, STEP_END_PARTIALS,
+    STEP_END_ROWS,
+};
 use std::sync::Arc;
 
 /// An `n`-vector in device memory, made by [`DeviceVectors`].
@@ -22,11 +28,18 @@ impl DeviceVector {
 pub struct DeviceVectors {
     n: usize,
     elementwise: LaunchConfig,
+    /// Every reduction's grid: one configuration for all of them, so that a product has the
+    /// same bits whichever kernel takes it.
     reduction: LaunchConfig,
     /// One block, for the second stage of the max-abs reduction.
     finish: LaunchConfig,
+    /// Rows of one partial per block of `reduction`, as many rows as a launch has needed.
     partials: Buffer,
-    scalar: Buffer,
+    /// The reductions' results, as many as a launch has needed.
+    scalars: Buffer,
+    /// Tables of vector addresses (and coefficients) for the passes over many vectors, one per
+    /// length used, kept so that a solve allocates none after its first iterations.
+    tables: Vec<Buffer>,
     launcher: Arc<Launcher>,
 }
 
@@ -34,14 +47,22 @@ impl DeviceVectors {
     pub(super) fn new(launcher: Arc<Launcher>, n: usize) -> Result<Self, BackendError> {
         let l = &*launcher;
         let elementwise = l.config(AXPY, n)?;
-        let dot = l.config(DOT_PARTIALS, n)?;
-        let max = l.config(MAX_ABS_PARTIALS, n)?;
-        // Both reductions take the smaller grid, so that one partials buffer serves both and
-        // the second stage's block reads all of them.
-        let reduction = LaunchConfig {
-            blocks: dot.blocks.min(max.blocks),
-            threads: dot.threads.min(max.threads),
-        };
+        // Every reduction takes the smallest grid and block any of them allows, so that one
+        // partials row serves each, the second stage's block reads all of a row, and the
+        // fused passes sum in the one-vector kernels' order.
+        let mut reduction = l.config(DOT_PARTIALS, n)?;
+        for kernel in [
+            MAX_ABS_PARTIALS,
+            DOTS_PARTIALS,
+            COMBINE_DOT_PARTIALS,
+            STEP_END_PARTIALS,
+        ] {
+            let config = l.config(kernel, n)?;
+            reduction = LaunchConfig {
+                blocks: reduction.blocks.min(config.blocks),
+                threads: reduction.threads.min(config.threads),
+            };
+        }
         let finish = LaunchConfig {
             blocks: 1,
             ..l.config(MAX_ABS_PARTIALS, 1)?
@@ -51,8 +72,12 @@ impl DeviceVectors {
             elementwise,
             reduction,
             finish,
-            partials: l.alloc("reduction partials", reduction.blocks as usize)?,
-            scalar: l.alloc("a reduction's result", 1)?,
+            partials: l.alloc(
+                "reduction partials",
+                STEP_END_ROWS * reduction.blocks as usize,
+            )?,
+            scalars: l.alloc("reductions' results", STEP_END_ROWS)?,
+            tables: Vec::new(),
             launcher,
         })
     }
@@ -132,10 +157,90 @@ impl DeviceVectors {
         let partials = self.partials.address();
         let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
+        let mut scalar = [0.0];
+        self.finish_sums(DOT_PARTIALS, &mut scalar)?;
+        Ok(scalar[0])
+    }
+
+    /// `out[j] ← vectors[j]ᵀ with`, from one pass over them; each has [`dot`](Self::dot)'s bits.
+    pub(crate) fn dots(
+        &mut self,
+        vectors: &[&DeviceVector],
+        with: &DeviceVector,
+        out: &mut [f64],
+    ) -> Result<(), BackendError> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        let words: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
+        let table = self.table(&words)?;
+        let partials = self.partials_rows(vectors.len())?;
+        let launch =
+            Launch::dots_partials(self.n, table, vectors.len(), with.0.address(), partials);
+        self.launcher.launch(&launch, self.reduction)?;
+        self.finish_sums(DOTS_PARTIALS, out)
+    }
+
+    /// `out ← Σ cⱼ·vⱼ` over `terms` (at least one), formed as a copy, a scaling and axpys
+    /// would form it, then `zᵀout`: one pass.
+    pub(crate) fn combine_dot(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        out: &mut DeviceVector,
+        z: &DeviceVector,
+    ) -> Result<f64, BackendError> {
+        let words: Vec<f64> = (terms.iter().map(|(_, v)| address_word(v)))
+            .chain(terms.iter().map(|&(c, _)| c))
+            .collect();
+        let table = self.table(&words)?;
+        let coefficients = table + (terms.len() * size_of::<f64>()) as u64;
+        let partials = self.partials.address();
+        let launch = Launch::combine_dot_partials(
+            self.n,
+            table,
+            coefficients,
+            terms.len(),
+            out.0.address(),
+            z.0.address(),
+            partials,
+        );
+        self.launcher.launch(&launch, self.reduction)?;
+        let mut scalar = [0.0];
+        self.finish_sums(COMBINE_DOT_PARTIALS, &mut scalar)?;
+        Ok(scalar[0])
+    }
+
+    /// `p ← step·p`, `g ← g_new − g`, and `[sᵀy, yᵀy, g_newᵀg_new, sᵀs, ‖g_new‖∞]`: one pass,
+    /// each with the bits of the one-vector kernels' passes.
+    pub(crate) fn step_end(
+        &mut self,
+        step: f64,
+        p: &mut DeviceVector,
+        g_new: &DeviceVector,
+        g: &mut DeviceVector,
+    ) -> Result<[f64; STEP_END_ROWS], BackendError> {
+        let partials = self.partials_rows(STEP_END_ROWS)?;
+        let launch = Launch::step_end_partials(
+            self.n,
+            step,
+            p.0.address(),
+            g_new.0.address(),
+            g.0.address(),
+            partials,
+        );
+        self.launcher.launch(&launch, self.reduction)?;
+        // Rows 0–3 are sums; row 4 a maximum, finished as `max_abs` finishes its own.
+        let sums = STEP_END_ROWS - 1;
         let blocks = self.reduction.blocks as usize;
-        let second = Launch::sum_partials(partials, blocks, self.scalar.address());
-        self.launcher.launch(&second, SINGLE_THREAD)?;
-        self.read_scalar(DOT_PARTIALS)
+        let rows = Launch::sum_partial_rows(partials, blocks, sums, self.scalars.address());
+        self.launcher.launch(&rows, SINGLE_THREAD)?;
+        let max_row = partials + (sums * blocks * size_of::<f64>()) as u64;
+        let max_slot = self.scalars.address() + (sums * size_of::<f64>()) as u64;
+        let max = Launch::max_abs_partials(blocks, max_row, max_slot);
+        self.launcher.launch(&max, self.finish)?;
+        let mut results = [0.0; STEP_END_ROWS];
+        self.read_scalars(STEP_END_PARTIALS, &mut results)?;
+        Ok(results)
     }
 
     /// `‖v‖∞`, NaN if any entry is NaN.
@@ -144,16 +249,67 @@ impl DeviceVectors {
         let first = Launch::max_abs_partials(self.n, v.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
         let blocks = self.reduction.blocks as usize;
-        let second = Launch::max_abs_partials(blocks, partials, self.scalar.address());
+        let second = Launch::max_abs_partials(blocks, partials, self.scalars.address());
         self.launcher.launch(&second, self.finish)?;
-        self.read_scalar(MAX_ABS_PARTIALS)
-    }
-
-    /// Brings the reduction's result back, after the work `after` names.
-    fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
         let mut scalar = [0.0];
-        self.launcher
-            .read(&mut [(&self.scalar, &mut scalar)], after)?;
+        self.read_scalars(MAX_ABS_PARTIALS, &mut scalar)?;
         Ok(scalar[0])
     }
+
+    /// Sums each of the first `out.len()` rows of partials in order and brings the sums back,
+    /// after the work `after` names.
+    fn finish_sums(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
+        let (rows, partials) = (out.len(), self.partials.address());
+        let blocks = self.reduction.blocks as usize;
+        let second = if rows == 1 {
+            Launch::sum_partials(partials, blocks, self.scalars.address())
+        } else {
+            Launch::sum_partial_rows(partials, blocks, rows, self.scalars.address())
+        };
+        self.launcher.launch(&second, SINGLE_THREAD)?;
+        self.read_scalars(after, out)
+    }
+
+    /// The first `out.len()` results, after the work `after` names.
+    fn read_scalars(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
+        let mut all = vec![0.0; self.scalars.len()];
+        self.launcher
+            .read(&mut [(&self.scalars, &mut all)], after)?;
+        out.copy_from_slice(&all[..out.len()]);
+        Ok(())
+    }
+
+    /// The address of `rows` rows of partials, and room for their `rows` results, grown if
+    /// no launch has needed as many yet.
+    fn partials_rows(&mut self, rows: usize) -> Result<u64, BackendError> {
+        let len = rows * self.reduction.blocks as usize;
+        if self.partials.len() < len {
+            self.partials = self.launcher.alloc("reduction partials", len)?;
+        }
+        if self.scalars.len() < rows {
+            self.scalars = self.launcher.alloc("reductions' results", rows)?;
+        }
+        Ok(self.partials.address())
+    }
+
+    /// A device copy of `words` (addresses as [`address_word`]s, coefficients), in the kept
+    /// table of that length.
+    fn table(&mut self, words: &[f64]) -> Result<u64, BackendError> {
+        let at = match self.tables.iter().position(|t| t.len() == words.len()) {
+            Some(at) => at,
+            None => {
+                let table = self.launcher.alloc("a table of vectors", words.len())?;
+                self.tables.push(table);
+                self.tables.len() - 1
+            }
+        };
+        // The write is ordered after the launches that read this table before.
+        self.launcher.write(&self.tables[at], words)?;
+        Ok(self.tables[at].address())
+    }
+}
+
+/// A vector's device address as a table entry: the kernels read the word as a `u64`.
+fn address_word(v: &DeviceVector) -> f64 {
+    f64::from_bits(v.0.address())
 }
