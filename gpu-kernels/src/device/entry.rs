@@ -749,8 +749,8 @@ mod nvptx {
 
     /// Row `j` of `partials[j·blocks + block]` is `Σ vⱼ,ᵢ·withᵢ` over the block's share, for
     /// the `count` vectors whose addresses `table` holds: each summed as [`dot_partials`] sums
-    /// `dot(vⱼ, with)`, so each row's total has its bits. Up to `DOTS_SWEEP` running sums per
-    /// sweep over the rows, held in registers.
+    /// `dot(vⱼ, with)`, so each row's total has its bits. `DOTS_SWEEP` running sums per sweep
+    /// over the rows, held in registers.
     #[unsafe(export_name = "cudamin_dots_partials")]
     unsafe extern "ptx-kernel" fn dots_partials(
         n: usize,
@@ -766,27 +766,41 @@ mod nvptx {
         let mut first = 0;
         while first < count {
             let width = (count - first).min(DOTS_SWEEP);
-            // Unused slots read `with` and are never written: every index stays a constant
-            // after unrolling, so the sums stay in registers.
+            // A sweep past the last vector reads `with` in its place and drops those sums: no
+            // branch in the loop, so every slot's load can be in flight at once. Every loop over
+            // the slots has a constant count, so that it unrolls and the arrays stay in
+            // registers.
             let mut vectors = [with.as_ptr(); DOTS_SWEEP];
-            for (t, v) in vectors.iter_mut().enumerate().take(width) {
-                *v = vector_at(table, first + t);
+            for (t, v) in vectors.iter_mut().enumerate() {
+                if t < width {
+                    *v = vector_at(table, first + t);
+                }
             }
             let mut sums = [0.0; DOTS_SWEEP];
             for i in grid_stride(n) {
                 let w = with[i];
+                // Indexed, not zipped: the zip leaves the arrays in local memory.
                 for t in 0..DOTS_SWEEP {
-                    if t < width {
-                        sums[t] += unsafe { *vectors[t].add(i) } * w;
-                    }
+                    sums[t] += unsafe { *vectors[t].add(i) } * w;
                 }
             }
-            for (t, &sum) in sums.iter().enumerate() {
-                // `width` is the same for the whole block: the barriers inside are not
-                // divergent.
-                if t < width {
-                    let total = block_reduce_sum(sum);
-                    if thread_idx() == 0 {
+            // Every slot is reduced, the unused ones too, each by name: a slot indexed by a
+            // variable would put the sums in local memory. The barriers inside are reached by
+            // the whole block.
+            let [s0, s1, s2, s3, s4, s5, s6, s7] = sums;
+            let totals = [
+                block_reduce_sum(s0),
+                block_reduce_sum(s1),
+                block_reduce_sum(s2),
+                block_reduce_sum(s3),
+                block_reduce_sum(s4),
+                block_reduce_sum(s5),
+                block_reduce_sum(s6),
+                block_reduce_sum(s7),
+            ];
+            if thread_idx() == 0 {
+                for (t, &total) in totals.iter().enumerate() {
+                    if t < width {
                         unsafe {
                             partials
                                 .add((first + t) * blocks + block_idx())
@@ -821,8 +835,23 @@ mod nvptx {
         let mut sum = 0.0;
         for i in grid_stride(n) {
             let mut value = coefficients[0] * unsafe { *first.add(i) };
-            for (j, &c) in coefficients.iter().enumerate().skip(1) {
-                value = value + c * unsafe { *vector_at(table, j).add(i) };
+            let mut next = 1;
+            while next < count {
+                // A group's loads first, all of them (past the last term, `v₀` again): they
+                // wait on nothing, so they are in flight together; the sum then takes its terms
+                // in order.
+                let width = (count - next).min(DOTS_SWEEP);
+                let mut terms = [(0.0, 0.0); DOTS_SWEEP];
+                for (t, term) in terms.iter_mut().enumerate() {
+                    let j = if t < width { next + t } else { 0 };
+                    *term = (coefficients[j], unsafe { *vector_at(table, j).add(i) });
+                }
+                for (t, &(c, x)) in terms.iter().enumerate() {
+                    if t < width {
+                        value = value + c * x;
+                    }
+                }
+                next += width;
             }
             unsafe { out.add(i).write(value) };
             sum += z[i] * value;
@@ -872,14 +901,14 @@ mod nvptx {
             block_reduce(max, 0.0, max_abs_nan),
         ];
         if thread_idx() == 0 {
-            for (row, total) in totals.into_iter().enumerate() {
+            for (row, &total) in totals.iter().enumerate() {
                 unsafe { partials.add(row * blocks + block_idx()).write(total) };
             }
         }
     }
 
     /// `out[j] = Σ partials[j·blocks..(j + 1)·blocks]` for each of `rows` rows, each added in
-    /// order by one thread as [`sum_partials`] adds.
+    /// order by one thread as [`sum_partials`] adds; launch at least `rows` threads.
     #[unsafe(export_name = "cudamin_sum_partial_rows")]
     unsafe extern "ptx-kernel" fn sum_partial_rows(
         partials: *const f64,

@@ -233,7 +233,7 @@ impl DeviceVectors {
         let sums = STEP_END_ROWS - 1;
         let blocks = self.reduction.blocks as usize;
         let rows = Launch::sum_partial_rows(partials, blocks, sums, self.scalars.address());
-        self.launcher.launch(&rows, SINGLE_THREAD)?;
+        self.launcher.launch(&rows, thread_per_row(sums))?;
         let max_row = partials + (sums * blocks * size_of::<f64>()) as u64;
         let max_slot = self.scalars.address() + (sums * size_of::<f64>()) as u64;
         let max = Launch::max_abs_partials(blocks, max_row, max_slot);
@@ -261,12 +261,13 @@ impl DeviceVectors {
     fn finish_sums(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
         let (rows, partials) = (out.len(), self.partials.address());
         let blocks = self.reduction.blocks as usize;
-        let second = if rows == 1 {
-            Launch::sum_partials(partials, blocks, self.scalars.address())
+        if rows == 1 {
+            let second = Launch::sum_partials(partials, blocks, self.scalars.address());
+            self.launcher.launch(&second, SINGLE_THREAD)?;
         } else {
-            Launch::sum_partial_rows(partials, blocks, rows, self.scalars.address())
-        };
-        self.launcher.launch(&second, SINGLE_THREAD)?;
+            let second = Launch::sum_partial_rows(partials, blocks, rows, self.scalars.address());
+            self.launcher.launch(&second, thread_per_row(rows))?;
+        }
         self.read_scalars(after, out)
     }
 
@@ -306,6 +307,15 @@ impl DeviceVectors {
         // The write is ordered after the launches that read this table before.
         self.launcher.write(&self.tables[at], words)?;
         Ok(self.tables[at].address())
+    }
+}
+
+/// A thread for each of `rows` rows of partials, whole warps, as few blocks as that takes.
+fn thread_per_row(rows: usize) -> LaunchConfig {
+    let warps = rows.div_ceil(32) as u32;
+    LaunchConfig {
+        blocks: warps.div_ceil(32),
+        threads: 32 * warps.min(32),
     }
 }
 
