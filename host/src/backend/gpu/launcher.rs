@@ -73,6 +73,36 @@ impl Launcher {
         })
     }
 
+    /// One configuration for several reduction `kernels` over `work` items, so that each sums
+    /// in the same order: [`REDUCTION_THREADS`] per block (fewer if one of them cannot run as
+    /// many) and [`REDUCTION_BLOCKS_PER_SM`] blocks per multiprocessor, at most what the work
+    /// needs; or what the user's [`LaunchOverride`] says, if every kernel can run it. Streaming
+    /// reductions need many loads in flight: the smallest of the kernels' own occupancy
+    /// answers (one block of 640 threads per multiprocessor on an H200) read at half the
+    /// memory's bandwidth.
+    pub(super) fn reduction_config(
+        &self,
+        kernels: &[&str],
+        work: usize,
+    ) -> Result<LaunchConfig, BackendError> {
+        let mut threads = self.launch.threads.unwrap_or(REDUCTION_THREADS);
+        for kernel in kernels {
+            if self.launch.threads.is_some() {
+                self.check_threads(kernel, threads)?;
+            } else {
+                threads = threads
+                    .min(self.driver.limits(kernel)?.max_threads / 32 * 32)
+                    .max(32);
+            }
+        }
+        let needed = work.div_ceil(threads as usize).max(1);
+        let most = REDUCTION_BLOCKS_PER_SM * self.driver.multiprocessors() as usize;
+        Ok(LaunchConfig {
+            blocks: self.launch.blocks.unwrap_or(needed.min(most) as u32),
+            threads,
+        })
+    }
+
     /// Enqueues one launch.
     pub(super) fn launch(&self, launch: &Launch, config: LaunchConfig) -> Result<(), BackendError> {
         self.driver.launch(&launch.kernel, config, &launch.args)
@@ -167,6 +197,13 @@ impl Launcher {
 }
 
 /// Refuses a copy between a buffer and a slice of different lengths.
+/// Threads per block of the vector reductions ([`Launcher::reduction_config`]).
+const REDUCTION_THREADS: u32 = 512;
+/// Blocks per multiprocessor of the vector reductions: 1024 threads each, which kernels of up to
+/// 64 registers (the fused passes) all hold at once; more blocks would lengthen the second
+/// stage, one thread adding every block's partial in order.
+const REDUCTION_BLOCKS_PER_SM: usize = 2;
+
 fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
     if buffer == other {
         Ok(())

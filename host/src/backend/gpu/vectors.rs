@@ -28,8 +28,8 @@ impl DeviceVector {
 pub struct DeviceVectors {
     n: usize,
     elementwise: LaunchConfig,
-    /// Every reduction's grid: one configuration for all of them, so that a product has the
-    /// same bits whichever kernel takes it.
+    /// Every reduction's grid (`Launcher::reduction_config`): one for all of them, so that a
+    /// product has the same bits whichever kernel takes it.
     reduction: LaunchConfig,
     /// One block, for the second stage of the max-abs reduction.
     finish: LaunchConfig,
@@ -47,22 +47,19 @@ impl DeviceVectors {
     pub(super) fn new(launcher: Arc<Launcher>, n: usize) -> Result<Self, BackendError> {
         let l = &*launcher;
         let elementwise = l.config(AXPY, n)?;
-        // Every reduction takes the smallest grid and block any of them allows, so that one
-        // partials row serves each, the second stage's block reads all of a row, and the
-        // fused passes sum in the one-vector kernels' order.
-        let mut reduction = l.config(DOT_PARTIALS, n)?;
-        for kernel in [
-            MAX_ABS_PARTIALS,
-            DOTS_PARTIALS,
-            COMBINE_DOT_PARTIALS,
-            STEP_END_PARTIALS,
-        ] {
-            let config = l.config(kernel, n)?;
-            reduction = LaunchConfig {
-                blocks: reduction.blocks.min(config.blocks),
-                threads: reduction.threads.min(config.threads),
-            };
-        }
+        // One grid for every reduction, so that one partials row serves each, the second
+        // stage's block reads all of a row, and the fused passes sum in the one-vector
+        // kernels' order.
+        let reduction = l.reduction_config(
+            &[
+                DOT_PARTIALS,
+                MAX_ABS_PARTIALS,
+                DOTS_PARTIALS,
+                COMBINE_DOT_PARTIALS,
+                STEP_END_PARTIALS,
+            ],
+            n,
+        )?;
         let finish = LaunchConfig {
             blocks: 1,
             ..l.config(MAX_ABS_PARTIALS, 1)?
