@@ -205,6 +205,17 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     space.difference(&c, &mut b).unwrap(); // b = c − b = 0.5 a
     assert_eq!(space.dot(&b, &a).unwrap(), 12.5);
     assert_eq!(space.norm(&c, f64::INFINITY).unwrap(), 6.0);
+    // L-BFGS's passes over many vectors: products, a combination, the end of a step.
+    let mut products = [0.0; 2];
+    space.dots(&[&a, &b], &[&a], &mut products).unwrap();
+    assert_eq!(products, [25.0, 12.5]);
+    let combined = space.combine_dot(&[(1.0, &a), (2.0, &b)], &mut c, &a); // c = 2 a
+    assert_eq!(combined.unwrap(), 50.0);
+    let end = space.finish_step(0.5, &mut c, &a, &mut b, 2.0).unwrap(); // s = a, y = 0.5 a
+    assert_eq!(
+        [end.sy, end.yy, end.step_norm, end.gradient_norm],
+        [12.5, 6.25, 5.0, 5.0]
+    );
 
     let shipped = ptx::entries(PTX.unwrap()).unwrap();
     let executed = simulated_entries();
