@@ -292,19 +292,7 @@ pub(crate) fn combine_dot(terms: &[(f64, &[f64])], out: &mut [f64], z: &[f64]) -
     blockwise((out, 0..len), kernel, sum_of)
 }
 
-/// `out ← Σ cᵢ·vᵢ` in order (no fused multiply-adds), as [`combine_dot`] forms it. No terms:
-/// zeros.
-pub(crate) fn combine(terms: &[(f64, &[f64])], out: &mut [f64]) {
-    debug_assert!(terms.iter().all(|(_, v)| v.len() == out.len()));
-    let len = out.len();
-    blockwise(
-        (out, 0..len),
-        |(out, range)| combine_block(terms, out, range),
-        drop,
-    );
-}
-
-/// `out ← Σ cᵢ·vᵢ[range]`, as [`combine`] forms each block (zeros without terms).
+/// `out ← Σ cᵢ·vᵢ[range]`, as [`combine_dot`] forms each block (zeros without terms).
 pub(crate) fn combine_block(terms: &[(f64, &[f64])], out: &mut [f64], range: Range<usize>) {
     let (start, end) = (range.start, range.end);
     let Some(((c0, v0), rest)) = terms.split_first() else {
@@ -467,7 +455,7 @@ pub(crate) fn update_indexed(out: &mut [f64], f: impl Fn(usize, f64) -> f64 + Sy
 
 /// The Gram matrix of the rows `i` where `mask[i] == keep`, and their products with `u`: with
 /// `wᵢ = [c₀·v₀[i], c₁·v₁[i], …]` for `columns = [(c₀, v₀), …]` and `uᵢ = Σ aₜ·uₜ[i]` over
-/// `u = [(a₀, u₀), …]` (formed as [`combine`] forms an entry), `Σ wᵢ·wᵢᵀ` (`w × w`, row-major,
+/// `u = [(a₀, u₀), …]` (formed as [`combine_block`] forms an entry), `Σ wᵢ·wᵢᵀ` (`w × w`, row-major,
 /// `w = columns.len()`, symmetric to the bit) and `Σ uᵢ·wᵢ`. The kept rows are packed into
 /// tiles of [`GRAM_TILE`] and each tile's sums taken as [`dots`] takes them, on vector lanes
 /// (row by row, the `w²` products of 500 000 rows took 29 ms); the tiles' sums are added in
@@ -734,9 +722,6 @@ mod tests {
             }
             assert_eq!(combined, separate);
             assert_eq!(sum.to_bits(), dot(&z, &separate).to_bits());
-            let mut plain = vec![f64::NAN; n];
-            combine(&terms, &mut plain);
-            assert_eq!(plain, separate);
             assert_eq!(combine_dot(&[], &mut combined, &z), 0.0);
             assert!(combined.iter().all(|&v| v == 0.0));
         }

@@ -152,9 +152,15 @@ impl Solver<'_> {
             // One iteration; a failed line search with pairs in memory empties it and tries
             // again from the same point.
             let accepted = loop {
-                self.step_target(&x, &g, &memory, &mut buffers, &mut target);
                 let box_ = self.bounded.then_some(bounds);
-                let (slope, room) = aim(&x, &g, &target, &mut direction, box_);
+                let (slope, room) = if !self.bounded && !memory.is_empty() {
+                    let compact = memory.compact();
+                    let slope = unbounded_step(&x, &g, &compact, &mut target, &mut direction);
+                    (slope, f64::INFINITY)
+                } else {
+                    self.step_target(&x, &g, &memory, &mut buffers, &mut target);
+                    aim(&x, &g, &target, &mut direction, box_)
+                };
                 let found = if slope < 0.0 {
                     // With bounds: 1 at the first iteration, then where the line leaves the box.
                     let step_max = match box_ {
@@ -189,7 +195,12 @@ impl Solver<'_> {
             };
             // The pair's vectors: those the memory last let go, where it did.
             let (mut s, mut y) = spare.take().unwrap_or_else(|| (vec![0.0; n], vec![0.0; n]));
-            let [sy, gs, yy] = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
+            let [sy, gs, yy, g_new_max] = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
+            // Without bounds the projected gradient is the gradient: its norm came with the
+            // pair's pass.
+            if !self.bounded {
+                known_norm = Some(g_new_max);
+            }
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
             spare = if sy > f64::EPSILON * -gs {
                 // The next Cauchy point's path, from the new point, so that the new pair's
@@ -258,8 +269,8 @@ impl Solver<'_> {
     }
 
     /// Writes where the iteration's step aims, `x̄`, to `target`: the generalized Cauchy point,
-    /// then the subspace step from it. Without bounds and with pairs in memory, the Cauchy
-    /// point is `x` itself and every variable free.
+    /// then the subspace step from it (with bounds, or before the first pair; otherwise
+    /// [`unbounded_step`]).
     fn step_target(
         &self,
         x: &[f64],
@@ -269,9 +280,6 @@ impl Solver<'_> {
         target: &mut Vec<f64>,
     ) {
         let compact = memory.compact();
-        if !self.bounded && !memory.is_empty() {
-            return unbounded_step(x, g, &compact, target);
-        }
         let c = cauchy_point(x, g, self.bounds, &compact, buffers);
         if memory.is_empty() {
             return std::mem::swap(target, &mut buffers.cauchy);
@@ -806,14 +814,29 @@ fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
 }
 
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
-/// subspace step is the compact form's quasi-Newton step, `x − g/θ − W·v` with `WᵀZ = Wᵀ` and
-/// `ZᵀW·WᵀZ = WᵀW`: two passes over `W`'s columns and no projection.
-fn unbounded_step(x: &[f64], g: &[f64], compact: &Compact<'_>, target: &mut [f64]) {
+/// subspace step is the compact form's quasi-Newton step, `x̄ = x − g/θ − W·v` with `WᵀZ = Wᵀ`
+/// and `ZᵀW·WᵀZ = WᵀW`, written to `target` with the line toward it (`direction ← x̄ − x`) and
+/// its slope `gᵀd`, in one pass over `W`'s columns: [`aim`]'s arithmetic, without its pass.
+fn unbounded_step(
+    x: &[f64],
+    g: &[f64],
+    compact: &Compact<'_>,
+    target: &mut [f64],
+    direction: &mut [f64],
+) -> f64 {
     let wg = compact.w_gradient(g);
     let v = correction(compact, &wg, &compact.gram());
     let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
     terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
-    vector::combine(&terms, target);
+    let kernel = |((target, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        vector::combine_block(&terms, target, range.clone());
+        for ((d, &t), i) in d.iter_mut().zip(&*target).zip(range.clone()) {
+            *d = t - x[i];
+        }
+        vector::serial_dot(&g[range], d)
+    };
+    let len = target.len();
+    vector::blockwise(((target, direction), 0..len), kernel, vector::sum_of)
 }
 
 /// The subspace step from the Cauchy point `buffers.cauchy` (the direct primal method, with
@@ -962,7 +985,7 @@ fn aim(
 
 /// The new pair from the step `step·d` that took the gradient from `g` to `g_new`:
 /// `s ← step·d` and `y ← g_new − g`, with `[sᵀy, gᵀs, yᵀy]` (each the bits of
-/// [`vector::dot`]), in one pass.
+/// [`vector::dot`]) and `‖g_new‖∞`, in one pass.
 fn new_pair(
     step: f64,
     d: &[f64],
@@ -970,18 +993,22 @@ fn new_pair(
     g: &[f64],
     s: &mut [f64],
     y: &mut [f64],
-) -> [f64; 3] {
+) -> [f64; 4] {
     let kernel = |((s, y), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        let mut g_new_max = 0.0;
         for ((s, y), i) in s.iter_mut().zip(y.iter_mut()).zip(range.clone()) {
             *s = step * d[i];
             *y = g_new[i] - g[i];
+            g_new_max = f64::max(g_new_max, g_new[i].abs());
         }
         let [sy, yy] = vector::serial_dots_of([&*s, &*y], y);
-        [sy, vector::serial_dot(&g[range], s), yy]
+        [sy, vector::serial_dot(&g[range], s), yy, g_new_max]
     };
     let len = d.len();
     vector::blockwise(((s, y), 0..len), kernel, |blocks| {
-        [0, 1, 2].map(|k| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect()))
+        let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
+        let max = blocks.iter().map(|sums| sums[3]).fold(0.0, f64::max);
+        [sum(0), sum(1), sum(2), max]
     })
 }
 
@@ -1002,6 +1029,9 @@ impl BoxRay<'_, '_> {
         let (origin, direction) = (self.origin, self.direction);
         if step == 1.0 {
             self.point.copy_from_slice(self.target);
+        } else if !self.solver.bounded {
+            // Nothing to clip to: the box's two vectors need no reading.
+            vector::update_indexed(self.point, |i, _| origin[i] + step * direction[i]);
         } else {
             vector::update_indexed(self.point, |i, _| {
                 bounds.clip(i, origin[i] + step * direction[i])
