@@ -58,8 +58,9 @@ pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
 pub const STEP_END_PARTIALS: &str = "cudamin_step_end_partials";
 /// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
 pub const SUM_PARTIAL_ROWS: &str = "cudamin_sum_partial_rows";
-/// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows: one running
-/// sum per vector in registers, the shared vector read once per group.
+/// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows (one running
+/// sum per vector in registers, the shared vector read once per group), and the group of terms
+/// whose loads [`COMBINE_DOT_PARTIALS`] has in flight together.
 pub const DOTS_SWEEP: usize = 8;
 /// The rows of [`STEP_END_PARTIALS`]'s partials: four sums, then one maximum.
 pub const STEP_END_ROWS: usize = 5;

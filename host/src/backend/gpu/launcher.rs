@@ -85,16 +85,21 @@ impl Launcher {
         kernels: &[&str],
         work: usize,
     ) -> Result<LaunchConfig, BackendError> {
-        let mut threads = self.launch.threads.unwrap_or(REDUCTION_THREADS);
-        for kernel in kernels {
-            if self.launch.threads.is_some() {
-                self.check_threads(kernel, threads)?;
-            } else {
-                threads = threads
-                    .min(self.driver.limits(kernel)?.max_threads / 32 * 32)
-                    .max(32);
+        let threads = match self.launch.threads {
+            Some(threads) => {
+                for kernel in kernels {
+                    self.check_threads(kernel, threads)?;
+                }
+                threads
             }
-        }
+            None => kernels
+                .iter()
+                .try_fold(REDUCTION_THREADS, |threads, kernel| {
+                    let allowed = self.driver.limits(kernel)?.max_threads / 32 * 32;
+                    Ok::<_, BackendError>(threads.min(allowed))
+                })?
+                .max(32),
+        };
         let needed = work.div_ceil(threads as usize).max(1);
         let most = REDUCTION_BLOCKS_PER_SM * self.driver.multiprocessors() as usize;
         Ok(LaunchConfig {
@@ -196,7 +201,6 @@ impl Launcher {
     }
 }
 
-/// Refuses a copy between a buffer and a slice of different lengths.
 /// Threads per block of the vector reductions ([`Launcher::reduction_config`]).
 const REDUCTION_THREADS: u32 = 512;
 /// Blocks per multiprocessor of the vector reductions: 1024 threads each, which kernels of up to
@@ -204,6 +208,7 @@ const REDUCTION_THREADS: u32 = 512;
 /// stage, one thread adding every block's partial in order.
 const REDUCTION_BLOCKS_PER_SM: usize = 2;
 
+/// Refuses a copy between a buffer and a slice of different lengths.
 fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
     if buffer == other {
         Ok(())

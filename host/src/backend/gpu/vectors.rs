@@ -7,7 +7,7 @@
 
 use super::abi::Launch;
 use super::driver::Buffer;
-use super::launcher::{Launcher, SINGLE_THREAD};
+use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
     AXPY, COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, MAX_ABS_PARTIALS, STEP_END_PARTIALS,
@@ -154,9 +154,7 @@ impl DeviceVectors {
         let partials = self.partials.address();
         let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
-        let mut scalar = [0.0];
-        self.finish_sums(DOT_PARTIALS, &mut scalar)?;
-        Ok(scalar[0])
+        self.finish_sum(DOT_PARTIALS)
     }
 
     /// `out[j] ← vectors[j]ᵀ with`, from one pass over them; each has [`dot`](Self::dot)'s bits.
@@ -202,9 +200,7 @@ impl DeviceVectors {
             partials,
         );
         self.launcher.launch(&launch, self.reduction)?;
-        let mut scalar = [0.0];
-        self.finish_sums(COMBINE_DOT_PARTIALS, &mut scalar)?;
-        Ok(scalar[0])
+        self.finish_sum(COMBINE_DOT_PARTIALS)
     }
 
     /// `p ← step·p`, `g ← g_new − g`, and `[sᵀy, yᵀy, g_newᵀg_new, sᵀs, ‖g_new‖∞]`: one pass,
@@ -228,9 +224,8 @@ impl DeviceVectors {
         self.launcher.launch(&launch, self.reduction)?;
         // Rows 0–3 are sums; row 4 a maximum, finished as `max_abs` finishes its own.
         let sums = STEP_END_ROWS - 1;
+        self.sum_rows(sums)?;
         let blocks = self.reduction.blocks as usize;
-        let rows = Launch::sum_partial_rows(partials, blocks, sums, self.scalars.address());
-        self.launcher.launch(&rows, thread_per_row(sums))?;
         let max_row = partials + (sums * blocks * size_of::<f64>()) as u64;
         let max_slot = self.scalars.address() + (sums * size_of::<f64>()) as u64;
         let max = Launch::max_abs_partials(blocks, max_row, max_slot);
@@ -248,24 +243,39 @@ impl DeviceVectors {
         let blocks = self.reduction.blocks as usize;
         let second = Launch::max_abs_partials(blocks, partials, self.scalars.address());
         self.launcher.launch(&second, self.finish)?;
-        let mut scalar = [0.0];
-        self.read_scalars(MAX_ABS_PARTIALS, &mut scalar)?;
-        Ok(scalar[0])
+        self.read_scalar(MAX_ABS_PARTIALS)
     }
 
-    /// Sums each of the first `out.len()` rows of partials in order and brings the sums back,
-    /// after the work `after` names.
+    /// The sum of the first row of partials, brought back after the work `after` names.
+    fn finish_sum(&mut self, after: &str) -> Result<f64, BackendError> {
+        self.sum_rows(1)?;
+        self.read_scalar(after)
+    }
+
+    /// The sums of the first `out.len()` rows of partials, brought back after the work `after`
+    /// names.
     fn finish_sums(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
-        let (rows, partials) = (out.len(), self.partials.address());
-        let blocks = self.reduction.blocks as usize;
-        if rows == 1 {
-            let second = Launch::sum_partials(partials, blocks, self.scalars.address());
-            self.launcher.launch(&second, SINGLE_THREAD)?;
-        } else {
-            let second = Launch::sum_partial_rows(partials, blocks, rows, self.scalars.address());
-            self.launcher.launch(&second, thread_per_row(rows))?;
-        }
+        self.sum_rows(out.len())?;
         self.read_scalars(after, out)
+    }
+
+    /// Sums each of the first `rows` rows of partials in order into the results.
+    fn sum_rows(&mut self, rows: usize) -> Result<(), BackendError> {
+        let blocks = self.reduction.blocks as usize;
+        let launch = Launch::sum_partial_rows(
+            self.partials.address(),
+            blocks,
+            rows,
+            self.scalars.address(),
+        );
+        self.launcher.launch(&launch, thread_per_row(rows))
+    }
+
+    /// The first result, after the work `after` names.
+    fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
+        let mut scalar = [0.0];
+        self.read_scalars(after, &mut scalar)?;
+        Ok(scalar[0])
     }
 
     /// The first `out.len()` results, after the work `after` names.
