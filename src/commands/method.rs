@@ -9,7 +9,11 @@ use cudamin::problems::Solvable;
 use cudamin::solver::Bounds;
 use cudamin::solver::{self, LmOptions};
 use cudamin::{Factor, GradientError, Options};
+use std::borrow::Cow;
 use std::ops::ControlFlow;
+
+/// A start with the `--fix` values in, and which variables they hold.
+type HeldStart<'x> = (Cow<'x, [f64]>, Option<Vec<bool>>);
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct MethodArgs {
@@ -177,9 +181,10 @@ impl MethodArgs {
     }
 
     /// `x0` with the `--fix` values in, and which variables they hold (`None` without `--fix`).
-    fn held_start(&self, x0: &[f64]) -> anyhow::Result<(Vec<f64>, Option<Vec<bool>>)> {
+    /// Borrowed without `--fix`: a copy of 10⁷ entries, 80 MB of fresh pages, took 30 ms.
+    fn held_start<'x>(&self, x0: &'x [f64]) -> anyhow::Result<HeldStart<'x>> {
         if self.fix.is_empty() {
-            return Ok((x0.to_vec(), None));
+            return Ok((Cow::Borrowed(x0), None));
         }
         let n = x0.len();
         let (mut x, mut fixed) = (x0.to_vec(), vec![false; n]);
@@ -195,7 +200,7 @@ impl MethodArgs {
             }
             (fixed[index], x[index]) = (true, value);
         }
-        Ok((x, Some(fixed)))
+        Ok((Cow::Owned(x), Some(fixed)))
     }
 
     /// Runs `method` on `objective` from `x0`, with progress as asked.
@@ -208,7 +213,7 @@ impl MethodArgs {
     ) -> anyhow::Result<Outcome> {
         self.check(method)?;
         let (x0, fixed) = self.held_start(x0)?;
-        let x0 = &x0[..];
+        let x0 = &*x0;
         let mut progress = Progress::new(self.progress, json);
         let mut history = Vec::new();
         let mut observer = |it: &solver::Iterate<'_>| {

@@ -66,13 +66,14 @@ pub fn solve_lower(l: &[f64], b: &mut [f64]) {
 /// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.
 pub fn try_zeros(len: usize) -> Option<Vec<f64>> {
-    try_filled(len, |values| {
-        if len < PARALLEL_MIN_LEN {
-            values.resize(len, 0.0);
-        } else {
-            values.par_extend(rayon::iter::repeat_n(0.0, len));
-        }
-    })
+    fits_in_memory(len)?;
+    // Zeroed by the allocator: a long vector comes as fresh pages that read as zeros, each
+    // mapped at its first write, by the pass that writes it (on every core), with no pass of
+    // zeros first; one that is never written (a reference gradient an exact solve does not
+    // need) costs no page faults at all.
+    bytemuck::allocation::try_zeroed_slice_box(len)
+        .ok()
+        .map(Vec::from)
 }
 
 /// A copy of `x`, or `None` as for [`try_zeros`]. Written once, on every core for a long
@@ -91,15 +92,18 @@ pub(crate) fn try_copy(x: &[f64]) -> Option<Vec<f64>> {
 /// [`try_zeros`]). The first write to each page maps it: `fill` writes a long vector on every
 /// core, so that it is mapped in parallel rather than by one thread.
 fn try_filled(len: usize, fill: impl FnOnce(&mut Vec<f64>)) -> Option<Vec<f64>> {
-    let bytes = len.checked_mul(size_of::<f64>())?;
-    if available_memory().is_some_and(|available| bytes > available) {
-        return None;
-    }
+    fits_in_memory(len)?;
     let mut values = Vec::new();
     values.try_reserve_exact(len).ok()?;
     fill(&mut values);
     debug_assert_eq!(values.len(), len);
     Some(values)
+}
+
+/// `Some` where `len` f64 fit in the memory the machine has available.
+fn fits_in_memory(len: usize) -> Option<()> {
+    let bytes = len.checked_mul(size_of::<f64>())?;
+    (!available_memory().is_some_and(|available| bytes > available)).then_some(())
 }
 
 /// Bytes this process can still use without swapping: Linux's `MemAvailable`, lowered to what
