@@ -588,16 +588,6 @@ pub(crate) fn max_indexed(len: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
     })
 }
 
-/// `n` zeros in memory the process has already touched, page by page, on every core. Fresh
-/// memory is mapped at its first write, one page fault per page; on the H100 machine (a VM)
-/// copying 80 MB into a fresh vector took 85 ms, into a touched one 12 ms. For vectors coming
-/// back from the GPU.
-pub(crate) fn touched_zeros(n: usize) -> Vec<f64> {
-    let mut v = vec![0.0; n];
-    map_in_place(&mut v, |_| 0.0);
-    v
-}
-
 /// `y ← y + a·x`.
 pub(crate) fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
     update_with(y, x, |y, x| y + a * x);

@@ -83,9 +83,7 @@ impl VectorSpace for DeviceVectors {
     }
 
     fn download<'v>(&'v self, v: &'v DeviceVector) -> Result<Cow<'v, [f64]>, EvalError> {
-        let mut host = vector::touched_zeros(self.dim());
-        DeviceVectors::download(self, v, &mut host)?;
-        Ok(Cow::Owned(host))
+        Ok(Cow::Owned(DeviceVectors::download(self, v)?))
     }
 
     fn host_vector(&mut self, v: DeviceVector) -> Result<Vec<f64>, EvalError> {

@@ -60,6 +60,13 @@ pub(crate) trait Driver: Send + Sync {
     /// Each `(from, out)`: `out ← from`, waiting for all earlier work; `after` names that work
     /// in the error of a fault.
     fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError>;
+    /// `from` in new host memory, as [`read`](Driver::read) reads it. The default reads into
+    /// [`host_zeros`]; a driver may first ready long ones for the copy.
+    fn read_new(&self, from: &Buffer, after: &str) -> Result<Vec<f64>, BackendError> {
+        let mut out = host_zeros(from.len())?;
+        self.read(&mut [(from, &mut out)], after)?;
+        Ok(out)
+    }
     /// `to ← from`, on the device (equal lengths).
     fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError>;
     /// Launches `kernel` over `config` with `args`, whose list `abi` built for its signature.
@@ -108,4 +115,13 @@ impl Drop for Buffer {
     fn drop(&mut self) {
         self.driver.free(self.address, self.len);
     }
+}
+
+/// `len` zeros in host memory, for a copy from the device; out of memory is an error, not an
+/// abort.
+pub(crate) fn host_zeros(len: usize) -> Result<Vec<f64>, BackendError> {
+    crate::linalg::try_zeros(len).ok_or(BackendError::OutOfMemory {
+        what: "host memory for a copy from the device",
+        bytes: len.saturating_mul(size_of::<f64>()),
+    })
 }

@@ -148,6 +148,11 @@ impl Launcher {
         self.driver.read(reads, after)
     }
 
+    /// `from` in new host memory, after all earlier work (whose fault `after` names).
+    pub(super) fn read_new(&self, from: &Buffer, after: &str) -> Result<Vec<f64>, BackendError> {
+        self.driver.read_new(from, after)
+    }
+
     /// `to ← from`, on the device.
     pub(super) fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError> {
         check_lengths("a copy on the device", to.len(), from.len())?;

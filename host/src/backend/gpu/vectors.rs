@@ -96,9 +96,9 @@ impl DeviceVectors {
         self.launcher.upload("a solver vector", x).map(DeviceVector)
     }
 
-    /// `v` in host memory.
-    pub(crate) fn download(&self, v: &DeviceVector, host: &mut [f64]) -> Result<(), BackendError> {
-        self.launcher.read(&mut [(&v.0, host)], "a vector download")
+    /// `v` in new host memory.
+    pub(crate) fn download(&self, v: &DeviceVector) -> Result<Vec<f64>, BackendError> {
+        self.launcher.read_new(&v.0, "a vector download")
     }
 
     /// `to ← from`.
