@@ -79,7 +79,7 @@ impl<T: Term> NormalPass<CpuEvaluator<SumOfSquares<T>>> for CpuResiduals<T> {
         loss: RobustLoss,
         share: Share,
     ) -> Result<Partials, BackendError> {
-        let data = sum.problem.data();
+        let data = sum.data();
         chunk_partials(sum, x, share, Layout::sums(0), 0, |rows, _| {
             let mut cost = CompensatedRun::default();
             for k in rows {
@@ -105,7 +105,7 @@ fn rows_partials<T: Term>(
         RowsInto::Triangle(_) => (Layout::Triangles { n }, triangle_len(n)),
     };
     let rows_chunk = SchemePasses::<T>::of(jacobian).rows_chunk;
-    let (data, bounds) = (sum.problem.data(), sum.bounds.view());
+    let (data, bounds) = (sum.data(), sum.bounds.view());
     chunk_partials(sum, x, share, layout, len, |rows, vector| {
         rows_chunk(rows, x, data, bounds, vector, into)
     })
