@@ -104,13 +104,16 @@ impl<W: Workspace> Line for Ray<'_, '_, W> {
 
 /// scipy's first trial step: `min(1, 1.01·2·(f − f_previous)/φ'(0))`, the step to the minimum
 /// of the quadratic that decreases by as much as the last iteration did (with some margin), or 1
-/// when that is negative or undefined.
+/// when that is negative or undefined. Also 1 where the last iteration left `f` unchanged, which
+/// scipy takes as a step of 0 and so ends in precision loss: `f` was then level to rounding
+/// (the step passed on its slopes, [`wolfe::Wolfe::decrease_by_slope`]), and says nothing of
+/// the step's length.
 pub(super) fn initial_step(value: f64, previous_value: f64, slope0: f64) -> f64 {
     if slope0 == 0.0 {
         return 1.0;
     }
     let step = (1.01 * 2.0 * (value - previous_value) / slope0).min(1.0);
-    if step < 0.0 { 1.0 } else { step }
+    if step > 0.0 { step } else { 1.0 }
 }
 
 /// L-BFGS-B's search (`lnsrlb`): Moré–Thuente from `initial` with `c1 = 10⁻³`, `c2 = 0.9` and
@@ -136,9 +139,9 @@ pub(super) fn search_in_box(
 }
 
 /// Searches the ray for a step satisfying the strong Wolfe conditions with constants `c1`,
-/// `c2`, starting from `initial`. `Ok(None)`: no acceptable step was found (including when
-/// `φ(0)` is not finite, `p` is not a descent direction, or `initial` is 0, which means the last
-/// iteration did not change `f`: scipy then reports precision loss too).
+/// `c2` (or, where `f` is level to rounding, their slope form), starting from `initial`.
+/// `Ok(None)`: no acceptable step was found (including when `φ(0)` is not finite, `p` is not a
+/// descent direction, or `initial` is not positive).
 pub(super) fn search(
     ray: &mut dyn Line,
     value0: f64,
@@ -208,8 +211,16 @@ mod tests {
     /// Runs `body` on the ray from 0 along +1 of [`NanBeyondFour`]; returns what it returns, the
     /// point and gradient the ray holds afterwards, and the evaluation counts.
     fn on_ray<R>(body: impl FnOnce(&mut dyn Line) -> R) -> (R, f64, f64, usize, usize) {
-        let (mut objective, mut point, mut gradient) = (NanBeyondFour, vec![0.0], vec![0.0]);
-        let mut workspace = HostWorkspace::new(&mut objective);
+        on_ray_of(&mut NanBeyondFour, body)
+    }
+
+    /// [`on_ray`] of `objective`.
+    fn on_ray_of<R>(
+        objective: &mut dyn Objective,
+        body: impl FnOnce(&mut dyn Line) -> R,
+    ) -> (R, f64, f64, usize, usize) {
+        let (mut point, mut gradient) = (vec![0.0], vec![0.0]);
+        let mut workspace = HostWorkspace::new(objective);
         let mut counted = Counted::new(&mut workspace);
         let mut ray = Ray {
             objective: &mut counted,
@@ -269,6 +280,59 @@ mod tests {
         assert_eq!(nfev, 0, "refused before evaluating");
     }
 
+    /// `10⁶ + rise` away from 0, with the slope of `10⁻¹³·(x − 1)²`: a minimum at 1 whose
+    /// decrease, 10⁻¹³, lies far below the value's ulp (1.2e-10), as at the end of a solve over
+    /// many terms.
+    struct LevelToRounding {
+        rise: f64,
+    }
+
+    impl Objective for LevelToRounding {
+        fn dim(&self) -> usize {
+            1
+        }
+
+        fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+            Ok(if x[0] == 0.0 { 1e6 } else { 1e6 + self.rise })
+        }
+
+        fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+            g[0] = 2e-13 * (x[0] - 1.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_step_level_to_rounding_passes_on_its_slopes() {
+        let (c1, c2) = (1e-4, 0.9);
+        let one_ulp = 1e6 * f64::EPSILON / 2.0;
+        let mut level = LevelToRounding { rise: one_ulp };
+        let (accepted, _, gradient, nfev, _) =
+            on_ray_of(&mut level, |ray| search(ray, 1e6, -2e-13, 1.0, c1, c2));
+        let accepted = accepted.unwrap().expect("the minimum, on its slopes");
+        assert_eq!(
+            (accepted.step, accepted.value, gradient),
+            (1.0, 1e6 + one_ulp, 0.0)
+        );
+        assert_eq!(nfev, 1);
+        // A rise beyond rounding is a rise, whatever the slopes say; so is a slope that does
+        // not show the decrease (here φ' at the step as steep as at 0: no minimum passed).
+        let mut risen = LevelToRounding { rise: 1e-6 };
+        let (risen, ..) = on_ray_of(&mut risen, |ray| search(ray, 1e6, -2e-13, 1.0, c1, c2));
+        assert!(risen.unwrap().is_none_or(|a| a.step != 1.0));
+        let wolfe = Wolfe {
+            c1,
+            c2,
+            value0: 1e6,
+            slope0: -2e-13,
+        };
+        // Armijo's test on the value alone refuses that step.
+        assert!(!wolfe.sufficient_decrease(1.0, 1e6 + one_ulp));
+        assert!(wolfe.decrease_by_slope(1e6 + one_ulp, 0.0));
+        assert!(!wolfe.decrease_by_slope(1e6 + one_ulp, 2e-13));
+        assert!(!wolfe.decrease_by_slope(1e6 + 1e-6, 0.0));
+    }
+
     #[test]
     fn the_initial_step_follows_scipy() {
         assert_eq!(initial_step(10.0, 10.0 + 2.0, -4.0), 1.0);
@@ -279,6 +343,6 @@ mod tests {
             "f rose: negative estimate"
         );
         assert_eq!(initial_step(10.0, 10.0, 0.0), 1.0);
-        assert_eq!(initial_step(10.0, 10.0, -4.0), 0.0, "f stalled");
+        assert_eq!(initial_step(10.0, 10.0, -4.0), 1.0, "f level: no estimate");
     }
 }

@@ -1,7 +1,8 @@
 //! The Moré–Thuente line search: MINPACK-2's `dcsrch` and `dcstep` (J. J. Moré and
 //! D. J. Thuente, "Line search algorithms with guaranteed sufficient decrease", ACM TOMS 20(3),
 //! 1994), with scipy's `line_search_wolfe1` settings. A warning of `dcsrch` counts as failure,
-//! as in scipy.
+//! as in scipy. One departure from scipy: a step whose value is level with `φ(0)` to rounding
+//! is accepted on its slopes ([`Wolfe::decrease_by_slope`]), where scipy's search fails.
 //!
 //! The search keeps an interval of uncertainty between `best` (the step with the least
 //! `ψ(α) = φ(α) − φ(0) − α·c1·φ'(0)` so far) and `other`, and picks trial steps by safeguarded
@@ -22,14 +23,20 @@ pub(super) struct Limits {
     /// Whether the step at which a `dcsrch` warning stops the search is taken (L-BFGS-B takes
     /// it; scipy's `line_search_wolfe1` counts a warning as failure).
     accept_warnings: bool,
+    /// Whether a step whose value is level with `φ(0)` to rounding may pass on its slope
+    /// ([`Wolfe::decrease_by_slope`]): not scipy's, which rejects it and ends in precision loss
+    /// on such objectives; L-BFGS-B, which takes warning steps, keeps scipy's exact test.
+    decrease_by_slope: bool,
 }
 
 impl Limits {
-    /// scipy's `line_search_wolfe1`, for BFGS and L-BFGS.
+    /// scipy's `line_search_wolfe1`, for BFGS and L-BFGS, and the decrease told by the slopes
+    /// where `φ` is level to rounding.
     pub(super) const WOLFE1: Limits = Limits {
         xtol: 1e-14,
         step_max: 1e100,
         accept_warnings: false,
+        decrease_by_slope: true,
     };
 
     /// L-BFGS-B's `lnsrlb`: steps up to `step_max`, `xtol = 0.1`, warnings accepted.
@@ -38,6 +45,7 @@ impl Limits {
             xtol: 0.1,
             step_max,
             accept_warnings: true,
+            decrease_by_slope: false,
         }
     }
 }
@@ -163,7 +171,10 @@ impl State {
         if !self.stage_two && sufficient && trial.slope >= 0.0 {
             self.stage_two = true;
         }
-        if sufficient && self.wolfe.curvature(trial.slope) {
+        let decreased = sufficient
+            || (self.limits.decrease_by_slope
+                && self.wolfe.decrease_by_slope(trial.value, trial.slope));
+        if decreased && self.wolfe.curvature(trial.slope) {
             return Verdict::Converged;
         }
         if self.is_stuck(trial, sufficient) {
