@@ -125,7 +125,10 @@ impl<'s> Tape<'s> {
 
     /// The sweep: adds `∂result/∂xⱼ` to `window[j]` for each window variable `j` (zero it first
     /// for the partials alone; a gradient adds term after term into its sums directly).
-    /// `adjoints` is scratch of at least the recorded operations' count; shorter is an overflow.
+    /// `adjoints` is scratch of at least the recorded operations' count, all zero, and is left
+    /// all zero: each slot is cleared as the sweep reads it, for the next term, instead of
+    /// cleared before each sweep (on the CPU that was a `memset` call per term, for five slots
+    /// in a Poisson regression's row: 14 % of its gradient). Shorter scratch is an overflow.
     /// Returns whether the partials were added: not after an overflow, which adds nothing.
     #[inline(always)]
     pub fn sweep(&self, result: Var<'_>, adjoints: &mut [f64], window: &mut [f64]) -> bool {
@@ -133,8 +136,8 @@ impl<'s> Tape<'s> {
         if self.overflowed() || adjoints.len() < len || window.len() < inputs {
             return false;
         }
+        // Zero on entry, zero again on exit: every slot below `len` is read once, below.
         let results = &mut adjoints[..len];
-        results.fill(0.0);
         match (result.index as usize).checked_sub(inputs) {
             _ if result.index == NONE => return true,
             None => window[result.index as usize] += 1.0,
@@ -148,6 +151,7 @@ impl<'s> Tape<'s> {
         let mut carried = 0.0;
         for k in (0..len).rev() {
             let adjoint = results[k] + carried;
+            results[k] = 0.0;
             carried = 0.0;
             let mut give = |index: u32, amount: f64| {
                 let index = index as usize;
@@ -514,8 +518,12 @@ mod tests {
         let result = f(Vars::new(&vars)).0;
         let mut gradient = std::vec![0.0; x.len()];
         let mut adjoints = std::vec![0.0; steps.len()];
-        tape.sweep(result, &mut adjoints, &mut gradient)
-            .then_some((result.value, gradient))
+        let swept = tape.sweep(result, &mut adjoints, &mut gradient);
+        assert!(
+            adjoints.iter().all(|&a| a == 0.0),
+            "the sweep leaves its scratch zero"
+        );
+        swept.then_some((result.value, gradient))
     }
 
     /// `f`'s value and gradient at `x` in forward mode, one variable at a time.

@@ -310,8 +310,22 @@ impl<R: Real> Vars<'_, R> {
     /// finite-difference gradient takes is then formed from the step itself.
     #[inline(always)]
     fn weighted_sum(&self, start: usize, weights: Strided<'_>) -> Num<R> {
-        let len = weights.len();
-        let weight = |i| weights.get(i);
+        match weights.contiguous() {
+            Some(slice) => self.weighted_sum_of(start, slice.len(), |i| match slice.get(i) {
+                Some(&w) => w,
+                None => f64::NAN,
+            }),
+            None => self.weighted_sum_of(start, weights.len(), |i| weights.get(i)),
+        }
+    }
+
+    #[inline(always)]
+    fn weighted_sum_of(
+        &self,
+        start: usize,
+        len: usize,
+        weight: impl Fn(usize) -> f64 + Copy,
+    ) -> Num<R> {
         let x = &self.x[start..start + len];
         if self.seeded != usize::MAX {
             // A seeded window (exact derivatives): the sum's lane l is the weight of the

@@ -70,6 +70,19 @@ impl<'a> Strided<'a> {
         self.len == 0
     }
 
+    /// The elements as a slice where they lie side by side (stride 1), which a loop can then
+    /// read several at a time.
+    #[inline(always)]
+    pub fn contiguous(&self) -> Option<&'a [f64]> {
+        if self.stride == 1 {
+            // SAFETY: with stride 1, `new` checked that `start .. start + len` lies in the
+            // borrowed slice (or `len` is 0 and the pointer is not read), borrowed for `'a`.
+            Some(unsafe { core::slice::from_raw_parts(self.first, self.len) })
+        } else {
+            None
+        }
+    }
+
     /// Element `i` of the view; NaN for `i ≥ len`.
     #[inline(always)]
     pub fn get(&self, i: usize) -> f64 {

@@ -99,7 +99,7 @@ pub fn fill_variables<'t>(window: &mut [Var<'t>], tape: &'t Tape<'t>, x: &[f64])
 /// Term `T` (prepared as `local`) on `window`, the variables of `tape` ([`fill_variables`]),
 /// in reverse mode: its value, and whether its partials were added to `partials` (one per
 /// window variable); they are not when its record overflowed the tape, or `adjoints` (scratch
-/// of the tape's operations).
+/// of the tape's operations, all zero, left so: [`Tape::sweep`]).
 #[inline(always)]
 pub fn eval_reverse<T: Term>(
     local: &T::Local<'_>,
@@ -128,7 +128,7 @@ pub struct ReverseRow<'w, 't, const L: usize> {
 
 impl<'w, 't, const L: usize> ReverseRow<'w, 't, L> {
     /// Rows from `tape`, whose variables `window` holds ([`fill_variables`]), with `adjoints`
-    /// scratch of the tape's operations, and `forward` for terms that overflow it.
+    /// scratch of the tape's operations (all zero), and `forward` for terms that overflow it.
     #[inline(always)]
     pub fn new(
         tape: &'t Tape<'t>,

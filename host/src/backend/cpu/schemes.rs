@@ -327,6 +327,7 @@ fn with_cpu_rows<T: Term, Out>(
         let tape = thread.storage.tape();
         let mut window = vec![tape.variable(0, 0.0); x.len()];
         fill_variables(&mut window, &tape, x);
+        // All zero: made so here, left so by every sweep (`Tape::sweep`).
         let mut adjoints = thread.adjoints.borrow_mut();
         adjoints.resize(TAPE_STEPS_CPU, 0.0);
         let mut forward = vec![Dual::<DENSE_LANES>::constant(0.0); x.len()];
