@@ -273,6 +273,57 @@ fn a_noisy_objective_ends_in_precision_loss() {
     }
 }
 
+/// `10⁶ + Σ wᵢ(xᵢ − cᵢ)²`: a minimum on a large value, as a sum of many terms has one. Once
+/// `Σ wᵢ(xᵢ − cᵢ)²` falls below half an ulp of 10⁶ (5.8e-11), `f` no longer changes at all,
+/// while the gradient, exact, still says where the minimum is.
+struct OnAPlateau;
+
+impl Objective for OnAPlateau {
+    fn dim(&self) -> usize {
+        3
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        let terms = x.iter().zip(Noisy::WEIGHTS).zip(Noisy::MINIMIZER);
+        Ok(1e6 + terms.map(|((x, w), c)| w * (x - c).powi(2)).sum::<f64>())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        Noisy.gradient(x, g)
+    }
+}
+
+/// Where `f` cannot show a decrease, the steps pass on their slopes: BFGS reaches gtol, and
+/// L-BFGS goes on until a step leaves `f` unchanged, which its `ftol` rule (L-BFGS-B's) counts as
+/// converged even at `ftol = 0`. Under scipy's rules BFGS ended here in precision loss at
+/// ‖g‖∞ 2.4e-7: the first step that left `f` unchanged made its next first trial step 0.
+#[test]
+fn a_decrease_below_the_rounding_of_f_passes_on_the_slopes() {
+    for (method, status, gtol_reached) in [
+        (Method::Bfgs, Status::Success, 1e-9),
+        (Method::Lbfgs, Status::RelativeReduction, 1e-7),
+    ] {
+        let options = Options {
+            gtol: 1e-9,
+            ftol: 0.0,
+            ..Options::default()
+        };
+        let result = solve(&mut OnAPlateau, &[1.0, -2.0, 0.5], method, &options).unwrap();
+        assert_eq!(result.status, status, "{method:?}: {result:?}");
+        assert!(result.success);
+        assert!(inf_norm(&result.jac) <= gtol_reached, "{method:?}");
+        assert_eq!(result.fun, 1e6);
+        // |xᵢ − cᵢ| = |gᵢ|/(2wᵢ).
+        for (x, c) in result.x.iter().zip(Noisy::MINIMIZER) {
+            assert!(
+                (x - c).abs() <= gtol_reached / 2.0,
+                "{method:?}: {:?}",
+                result.x
+            );
+        }
+    }
+}
+
 /// `+∞` everywhere: the line search has nothing finite to decrease from.
 struct InfiniteValue;
 
