@@ -315,8 +315,7 @@ mod tests {
             (1.0, 1e6 + one_ulp, 0.0)
         );
         assert_eq!(nfev, 1);
-        // A rise beyond rounding is a rise, whatever the slopes say; so is a slope that does
-        // not show the decrease (here φ' at the step as steep as at 0: no minimum passed).
+        // A rise beyond rounding is a rise, whatever the slopes say: not that step.
         let mut risen = LevelToRounding { rise: 1e-6 };
         let (risen, ..) = on_ray_of(&mut risen, |ray| search(ray, 1e6, -2e-13, 1.0, c1, c2));
         assert!(risen.unwrap().is_none_or(|a| a.step != 1.0));
@@ -326,9 +325,10 @@ mod tests {
             value0: 1e6,
             slope0: -2e-13,
         };
-        // Armijo's test on the value alone refuses that step.
+        // Armijo's test on the value alone refuses the level step; the slopes pass it.
         assert!(!wolfe.sufficient_decrease(1.0, 1e6 + one_ulp));
         assert!(wolfe.decrease_by_slope(1e6 + one_ulp, 0.0));
+        // Unless they show no decrease: as steep upward at the step as downward at 0.
         assert!(!wolfe.decrease_by_slope(1e6 + one_ulp, 2e-13));
         assert!(!wolfe.decrease_by_slope(1e6 + 1e-6, 0.0));
     }
