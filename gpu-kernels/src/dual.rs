@@ -466,6 +466,7 @@ mod tests {
             check(|v| v.abs(), <f64 as Real>::abs, x);
             check(|v| v.sq(), <f64 as Real>::sq, x);
             check(|v| v.powi(-3), |v| Real::powi(v, -3), x);
+            check(|v| v.gaussian(), <f64 as Real>::gaussian, x);
             check(|v| v.softplus(), <f64 as Real>::softplus, x);
             check(|v| v.sigmoid(), <f64 as Real>::sigmoid, x);
             check(

@@ -242,6 +242,7 @@ mod tests {
             Real::cbrt,
             Real::abs,
             Real::sq,
+            Real::gaussian,
             Real::softplus,
             Real::sigmoid,
             |v| Real::powi(v, -3),

@@ -14,6 +14,7 @@
 //! - `erf`, `erfc`;
 //! - `powi` (an integer power), `powf` (an `f64` exponent; on a `Num` a `Num` one too,
 //!   `x.powf(y)`, and for a constant base `Num::constant(2.0).powf(y)`);
+//! - `gaussian` (`e^(−x²/2)`, a Gaussian peak's shape);
 //! - `softplus` (`ln(1 + eˣ)`), `sigmoid` (`1/(1 + e^(−x))`), `log_sum_exp` of two
 //!   (`a.log_sum_exp(b)`) and `log_sum_exp_of` a slice (`Num::log_sum_exp_of(&[a, b, c])`),
 //!   stable for arguments of any size;
@@ -116,6 +117,15 @@ pub trait Real:
             e >>= 1;
         }
         acc
+    }
+
+    /// `e^(−self²/2)`: the shape of a Gaussian peak, `exp(−((t − μ)/σ)²/2)` as
+    /// `((t − mu) / s).gaussian()`. Computed as `(x² · −½).exp()`, to those bits; a recording
+    /// type (the reverse-mode tape) overrides it to record one operation where those three
+    /// would record three (gauss-peaks, 8 peaks: 16 of a row's 58 operations saved).
+    #[inline(always)]
+    fn gaussian(self) -> Self {
+        (self.sq() * -0.5).exp()
     }
 
     /// `ln(1 + e^self)`, as `max(x, 0) + ln_1p(e^(−|x|))`: no overflow for large `x`, all the
@@ -416,6 +426,8 @@ num_functions!(
     hypot(other),
     /// The absolute value (differentiated as 0 at 0).
     abs,
+    /// `e^(−self²/2)`, a Gaussian peak's shape.
+    gaussian,
     /// `ln(1 + e^self)`, stable for arguments of any size.
     softplus,
     /// The logistic function `1/(1 + e^(−self))`, stable for arguments of either sign.
@@ -533,7 +545,7 @@ mod tests {
             &'static [(f64, f64, f64)],
         );
         #[rustfmt::skip]
-        let unary: [Unary; 9] = [
+        let unary: [Unary; 10] = [
             ("ln_1p", Real::ln_1p, &[
                 (1e-10, 9.999999999500000364355306e-11), (0.5, 4.054651081081643819780131e-1),
                 (-0.75, -1.386294361119890618834464), (1e5, 1.151293546492022875342079e+1)]),
@@ -557,6 +569,11 @@ mod tests {
                 (-30.0, 9.357622968839298953839563e-14), (30.0, 9.999999999999064237703116e-1),
                 (0.5, 6.224593312018545646389006e-1), (-2.0, 1.192029220221175559402709e-1),
                 (0.0, 0.5), (-700.0, 9.859676543759770856705373e-305)]),
+            ("gaussian", Real::gaussian, &[
+                (0.0, 1.0), (1.0, 6.065306597126334236037995e-1),
+                (-1.5, 3.246524673583497297970681e-1), (2.5, 4.393693362340741732674768e-2),
+                (-6.0, 1.522997974471262843613663e-8), (30.0, 3.693883068487256218793428e-196),
+                (1e-3, 9.999995000001249999791667e-1)]),
             ("sq", Real::sq, &[(-1.5, 2.25)]),
             ("powi", |x| Real::powi(x, -3), &[(2.0, 0.125), (-0.5, -8.0)]),
         ];
@@ -626,7 +643,7 @@ mod tests {
         let (x, y) = (0.37_f64, -1.6_f64);
         let (nx, ny) = (Num(x), Num(y));
         type OnBoth = (fn(Num<f64>) -> Num<f64>, fn(f64) -> f64);
-        let unary: [OnBoth; 20] = [
+        let unary: [OnBoth; 21] = [
             (Num::sq, Real::sq),
             (Num::exp, Real::exp),
             (Num::exp_m1, Real::exp_m1),
@@ -642,6 +659,7 @@ mod tests {
             (Num::sqrt, Real::sqrt),
             (Num::cbrt, Real::cbrt),
             (Num::abs, Real::abs),
+            (Num::gaussian, Real::gaussian),
             (Num::softplus, Real::softplus),
             (Num::sigmoid, Real::sigmoid),
             (|v| v.powi(-3), |v| Real::powi(v, -3)),

@@ -387,6 +387,12 @@ impl Real for Var<'_> {
     fn sq(self) -> Self {
         self.unary(self.value * self.value, 2.0 * self.value)
     }
+    /// One step, not three (`sq`, `· −½`, `exp`), with the default's value to the bit.
+    #[inline(always)]
+    fn gaussian(self) -> Self {
+        let e = Real::exp(self.value * self.value * -0.5);
+        self.unary(e, -self.value * e)
+    }
     #[inline(always)]
     fn exp_m1(self) -> Self {
         self.unary(Real::exp_m1(self.value), Real::exp(self.value))
@@ -580,6 +586,7 @@ mod tests {
             |v| v[1].tanh() * v[0], |v| v[0].erf() + v[1].erfc(), |v| v[1].sqrt() * v[0].cbrt(),
             |v| v[0].hypot(v[1]), |v| (-v[0]).abs() * v[1], |v| v[1].powf(2.5) - v[0],
             |v| v[1].powf(v[0]), |v| v[0].softplus() * v[1].sigmoid(),
+            |v| v[1].gaussian() * v[0], |v| ((1.5 - v[0]) / v[1]).gaussian(),
             |v| v[0].log_sum_exp(v[1]), |v| (2.0 - v[0]) / (v[1] * v[1] + 1.0),
             |v| v[0] / 4.0 + 1.5 * v[1] - v[0] * 0.5,
         ];

@@ -30,7 +30,7 @@ impl Term for GaussPeaks {
         let mut model = theta[0];
         for i in (1..theta.len()).step_by(3) {
             let z = (t - theta[i + 1]) / theta[i + 2];
-            model += theta[i] * (z.sq() * -0.5).exp();
+            model += theta[i] * z.gaussian();
         }
         residual(row, model)
     }
