@@ -60,10 +60,15 @@ pub(crate) trait Driver: Send + Sync {
     /// Each `(from, out)`: `out ← from`, waiting for all earlier work; `after` names that work
     /// in the error of a fault.
     fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError>;
-    /// `from` in new host memory, as [`read`](Driver::read) reads it. The default reads into
-    /// [`host_zeros`]; a driver may first ready long ones for the copy.
+    /// `len` zeros in host memory for a copy from the device to land in: [`host_zeros`]; a
+    /// driver may first ready long ones for its copy.
+    fn host_memory(&self, len: usize) -> Result<Vec<f64>, BackendError> {
+        host_zeros(len)
+    }
+    /// `from` in new host memory ([`host_memory`](Driver::host_memory)), as
+    /// [`read`](Driver::read) reads it.
     fn read_new(&self, from: &Buffer, after: &str) -> Result<Vec<f64>, BackendError> {
-        let mut out = host_zeros(from.len())?;
+        let mut out = self.host_memory(from.len())?;
         self.read(&mut [(from, &mut out)], after)?;
         Ok(out)
     }
