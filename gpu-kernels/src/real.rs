@@ -23,6 +23,7 @@
 //! In a crate that links `std`, an `f64` method std also has (`exp`, `powi`, `ln_1p`, …) is
 //! std's, which may round differently: call it as `Real::exp(t)` there to get these bits.
 
+use crate::device::Strided;
 use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// What a [`Num`] is made of: arithmetic and the elementary functions. Implemented by `f64`,
@@ -182,20 +183,15 @@ pub trait Real:
         None
     }
 
-    /// `Σ_{i < len} weight(i)·xᵢ` over a run of `len` consecutive window variables from `first`
-    /// to `last` (`value(i)` the value of `xᵢ`), as one operation, for a type that records
-    /// operations (the reverse-mode tape); `None` for the others, which sum it term by term.
-    /// The value must be summed as `Vars::dot` sums it, in four running sums. It keeps a linear
-    /// model's inner loop one record, not `2·len` (see `Vars::dot`).
+    /// `Σ_i weights.get(i)·xᵢ` over a run of consecutive window variables from `first` to
+    /// `last`, as many as the weights, as one operation, for a type that records operations
+    /// (the reverse-mode tape, which knows the variables' values); `None` for the others,
+    /// which sum it term by term. The value must be summed as `Vars::dot` sums it, in four
+    /// running sums. It keeps a linear model's inner loop one record, not `2·len` (see
+    /// `Vars::dot`).
     #[inline(always)]
-    fn linear_combination(
-        first: Self,
-        last: Self,
-        len: usize,
-        value: impl Fn(usize) -> f64,
-        weight: impl Fn(usize) -> f64,
-    ) -> Option<Self> {
-        let _ = (first, last, len, value, weight);
+    fn linear_combination(first: Self, last: Self, weights: Strided<'_>) -> Option<Self> {
+        let _ = (first, last, weights);
         None
     }
 }

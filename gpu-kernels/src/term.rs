@@ -308,6 +308,14 @@ impl<R: Real> Vars<'_, R> {
     /// ms; the same sum, to the bit.
     #[inline(always)]
     fn weighted_sum(&self, start: usize, weights: Strided<'_>) -> Num<R> {
+        let len = weights.len();
+        if self.bumped_at == usize::MAX && len > 0 {
+            // A recording number type (reverse mode) keeps the sum as one operation.
+            let (first, last) = (self.x[start].0, self.x[start + len - 1].0);
+            if let Some(sum) = R::linear_combination(first, last, weights) {
+                return Num(sum);
+            }
+        }
         match weights.contiguous() {
             Some(slice) => self.weighted_sum_of(start, slice.len(), |i| match slice.get(i) {
                 Some(&w) => w,
@@ -346,13 +354,6 @@ impl<R: Real> Vars<'_, R> {
                 }
             };
             if let Some(sum) = R::with_lanes(value, lane) {
-                return Num(sum);
-            }
-        }
-        if self.bumped_at == usize::MAX && len > 0 {
-            // A recording number type (reverse mode) keeps the sum as one operation.
-            let value = |i: usize| x[i].0.value();
-            if let Some(sum) = R::linear_combination(x[0].0, x[len - 1].0, len, value, weight) {
                 return Num(sum);
             }
         }

@@ -6,6 +6,7 @@
 use super::exact::EXACT_DENSE_WIDTH_MAX_GPU;
 use super::normal::{ExactRow, JacobianRow};
 use crate::dual::Dual;
+use crate::real::Real;
 use crate::tape::{Step, Tape, Var};
 use crate::term::{Data, Differentiation, Term, Vars, Window};
 use core::cell::Cell;
@@ -75,10 +76,10 @@ impl<const S: usize, const W: usize> TapeStorage<S, W> {
         }
     }
 
-    /// A tape over this storage.
+    /// A tape over this storage, for terms whose window is at `point`.
     #[inline(always)]
-    pub fn tape(&self) -> Tape<'_> {
-        Tape::new(&self.steps, &self.weights)
+    pub fn tape<'s>(&'s self, point: &'s [f64]) -> Tape<'s> {
+        Tape::new(&self.steps, &self.weights, point)
     }
 }
 
@@ -88,11 +89,11 @@ impl<const S: usize, const W: usize> Default for TapeStorage<S, W> {
     }
 }
 
-/// `window[j]` as variable `j` of `tape`, at the values `x` (same length).
+/// `window[j]` as variable `j` of `tape` (as long as its point).
 #[inline(always)]
-pub fn fill_variables<'t>(window: &mut [Var<'t>], tape: &'t Tape<'t>, x: &[f64]) {
-    for (j, (w, &v)) in window.iter_mut().zip(x).enumerate() {
-        *w = tape.variable(j, v);
+pub fn fill_variables<'t>(window: &mut [Var<'t>], tape: &'t Tape<'t>) {
+    for (w, variable) in window.iter_mut().zip(tape.variables()) {
+        *w = variable;
     }
 }
 
@@ -108,7 +109,7 @@ pub fn eval_reverse<T: Term>(
     adjoints: &mut [f64],
     partials: &mut [f64],
 ) -> (f64, bool) {
-    tape.start(window.len());
+    tape.start();
     let result = T::eval(Vars::new(window), local).0;
     let swept = tape.sweep(result, adjoints, partials);
     (crate::real::Real::value(result), swept)
@@ -198,10 +199,10 @@ pub fn with_gpu_rows<T: Term, const L: usize, Out>(
     f: impl FnOnce(&mut ReverseRow<'_, '_, L>) -> Out,
 ) -> Out {
     let storage = TapeStorage::<TAPE_STEPS_GPU, TAPE_WEIGHTS_GPU>::new();
-    let tape = storage.tape();
-    let mut window = [tape.variable(0, 0.0); EXACT_DENSE_WIDTH_MAX_GPU];
+    let tape = storage.tape(x);
+    let mut window = [Var::from_f64(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
     let window = &mut window[..x.len()];
-    fill_variables(window, &tape, x);
+    fill_variables(window, &tape);
     let mut adjoints = [0.0; TAPE_STEPS_GPU];
     let mut forward = [Dual::<L>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
     let forward = ExactRow::new::<T>(&mut forward[..x.len()], x);

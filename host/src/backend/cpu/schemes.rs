@@ -13,7 +13,7 @@ use gpu_kernels::kernel::normal::{
     NormalSum, normal_partial,
 };
 use gpu_kernels::kernel::reverse::{
-    ReverseRow, TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU, TapeStorage, fill_variables, reverse_mode,
+    ReverseRow, TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU, TapeStorage, reverse_mode,
 };
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len};
 use gpu_kernels::kernel::{CompensatedLanes, CompensatedRun, DenseTerm, banded_group_gradient};
@@ -324,9 +324,8 @@ fn with_cpu_rows<T: Term, Out>(
     f: impl FnOnce(&mut ReverseRow<'_, '_, DENSE_LANES>) -> Out,
 ) -> Out {
     THREAD_TAPE.with(|thread| {
-        let tape = thread.storage.tape();
-        let mut window = vec![tape.variable(0, 0.0); x.len()];
-        fill_variables(&mut window, &tape, x);
+        let tape = thread.storage.tape(x);
+        let window: Vec<_> = tape.variables().collect();
         // All zero: made so here, left so by every sweep (`Tape::sweep`).
         let mut adjoints = thread.adjoints.borrow_mut();
         adjoints.resize(TAPE_STEPS_CPU, 0.0);
