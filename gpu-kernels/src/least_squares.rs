@@ -71,6 +71,7 @@ impl<P: Residuals> Term for ResidualTerm<P> {
         P::check(n)
     }
 
+    #[inline(always)]
     fn prepare(i: usize, _n: usize, _data: Data<'_>) -> usize {
         i
     }

@@ -33,6 +33,7 @@ impl Term for L2Penalty {
         Ok(())
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> (f64, f64) {
         let row = data.row(k);
         (row.get(0), row.get(1))

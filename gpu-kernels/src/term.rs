@@ -460,6 +460,11 @@ pub trait Term {
     }
 
     /// x-independent work for term `k`, done once per term per kernel launch.
+    ///
+    /// Mark it `#[inline(always)]` when it reads `data`: it is not generic, so the compiler
+    /// keeps it in your crate and every pass pays a call per term for it, and the table's
+    /// shape it reads (`data.row`) is then worked out again for every term instead of once per
+    /// pass (a Poisson regression's value over 10⁶ rows: 7.6 → 6.4 ms with it).
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Self::Local<'a>;
 
     /// The term's value at `x`, the term's window. Compute with `x[j]` and `f64` constants

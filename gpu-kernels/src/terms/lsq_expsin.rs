@@ -30,6 +30,7 @@ impl Term for LsqExpSin {
         }
     }
 
+    #[inline(always)]
     fn prepare(j: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(j)
     }

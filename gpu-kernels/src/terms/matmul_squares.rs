@@ -27,6 +27,7 @@ impl Term for MatmulSquares {
         }
     }
 
+    #[inline(always)]
     fn prepare(_i: usize, _n: usize, data: Data<'_>) -> Data<'_> {
         data
     }

@@ -27,6 +27,7 @@ impl Term for PoissonRegression {
         }
     }
 
+    #[inline(always)]
     fn prepare(j: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(j)
     }

@@ -28,6 +28,7 @@ impl Term for Quadratic {
         }
     }
 
+    #[inline(always)]
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Row<'a> {
         Row {
             a: data.col(k),

@@ -24,6 +24,7 @@ impl Term for MichaelisMenten {
         }
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }

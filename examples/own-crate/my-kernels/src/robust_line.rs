@@ -20,6 +20,7 @@ impl Term for RobustLine {
         }
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }

@@ -18,6 +18,7 @@ impl Term for ExpDecay {
         check_columns(data)
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }

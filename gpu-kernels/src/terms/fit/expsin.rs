@@ -22,6 +22,7 @@ impl Term for ExpSin {
         check_columns(data)
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }

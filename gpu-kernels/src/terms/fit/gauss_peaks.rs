@@ -21,6 +21,7 @@ impl Term for GaussPeaks {
         check_columns(data)
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }

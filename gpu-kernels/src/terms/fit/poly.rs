@@ -14,6 +14,7 @@ impl Term for Poly {
         check_columns(data)
     }
 
+    #[inline(always)]
     fn prepare(k: usize, _n: usize, data: Data<'_>) -> Row<'_> {
         data.row(k)
     }
