@@ -43,6 +43,19 @@ pub enum Step {
         /// `∂result/∂b` (unused without `b`).
         db: f64,
     },
+    /// `c + a·b` over three operands, with the partials in `a` and `b` (in `c` it is 1).
+    AddProduct {
+        /// The first factor's index.
+        a: u32,
+        /// The second factor's index.
+        b: u32,
+        /// The addend's index.
+        c: u32,
+        /// `∂result/∂a`, `b`'s value.
+        da: f64,
+        /// `∂result/∂b`, `a`'s value.
+        db: f64,
+    },
     /// `Σ_i weights[offset + i] · variable[first + i]` over `len` window variables.
     Linear {
         /// The first variable's index.
@@ -53,6 +66,9 @@ pub enum Step {
         offset: u32,
     },
 }
+
+// A GPU thread keeps its tape in local memory, 32 bytes a step (kernel/reverse.rs's sizes).
+const _: () = assert!(core::mem::size_of::<Step>() == 32);
 
 /// The record of one evaluation: the operations, in order, and the weights of its linear
 /// combinations. Reused from term to term ([`Tape::start`]).
@@ -181,6 +197,11 @@ impl<'s> Tape<'s> {
                     if b != NONE {
                         give(b, db * adjoint);
                     }
+                }
+                Step::AddProduct { a, b, c, da, db } => {
+                    give(a, da * adjoint);
+                    give(b, db * adjoint);
+                    give(c, adjoint);
                 }
                 Step::Linear { first, len, offset } => {
                     let (first, offset) = (first as usize, offset as usize);
@@ -434,6 +455,25 @@ impl Real for Var<'_> {
         let e = Real::exp(self.value * self.value * -0.5);
         self.unary(e, -self.value * e)
     }
+    /// One [`Step::AddProduct`] where all three are recorded, with the default's value bits.
+    #[inline(always)]
+    fn add_product(self, a: Self, b: Self) -> Self {
+        let value = self.value + a.value * b.value;
+        match (self.tape, [self.index, a.index, b.index].contains(&NONE)) {
+            (Some(tape), false) => Var {
+                value,
+                index: tape.push(Step::AddProduct {
+                    a: a.index,
+                    b: b.index,
+                    c: self.index,
+                    da: b.value,
+                    db: a.value,
+                }),
+                tape: Some(tape),
+            },
+            _ => self + a * b,
+        }
+    }
     #[inline(always)]
     fn exp_m1(self) -> Self {
         self.unary(Real::exp_m1(self.value), Real::exp(self.value))
@@ -624,6 +664,9 @@ mod tests {
             |v| v[0].hypot(v[1]), |v| (-v[0]).abs() * v[1], |v| v[1].powf(2.5) - v[0],
             |v| v[1].powf(v[0]), |v| v[0].softplus() * v[1].sigmoid(),
             |v| v[1].gaussian() * v[0], |v| ((1.5 - v[0]) / v[1]).gaussian(),
+            |v| v[1].add_product(v[0], v[0].exp()), |v| v[0].add_product(v[1], v[1]),
+            |v| Num::constant(0.5).add_product(v[0], v[1]) * v[1],
+            |v| v[0].add_product(Num::constant(3.0), v[1]),
             |v| v[0].log_sum_exp(v[1]), |v| (2.0 - v[0]) / (v[1] * v[1] + 1.0),
             |v| v[0] / 4.0 + 1.5 * v[1] - v[0] * 0.5,
         ];

@@ -31,7 +31,7 @@ impl Term for GaussPeaks {
         let mut model = theta[0];
         for i in (1..theta.len()).step_by(3) {
             let z = (t - theta[i + 1]) / theta[i + 2];
-            model += theta[i] * z.gaussian();
+            model = model.add_product(theta[i], z.gaussian());
         }
         residual(row, model)
     }
