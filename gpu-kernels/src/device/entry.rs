@@ -34,7 +34,7 @@ mod nvptx {
     use crate::kernel::normal::{DifferenceRow, ExactRow, JacobianRow};
     use crate::kernel::reverse::{reverse_mode, with_gpu_rows};
     use crate::kernel::triangle::{
-        FOLD_ROWS, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
+        FOLD_ROWS_GPU, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
     };
     use crate::kernel::{
         CompensatedSum, DOTS_SWEEP, DenseTerm, GradientWork, banded_group_gradient,
@@ -426,7 +426,7 @@ mod nvptx {
 
     /// The rows a block folds at once, each [`row_width`] values at the widest window the GPU
     /// takes: 17 KiB of shared memory.
-    const HELD_VALUES: usize = FOLD_ROWS * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
+    const HELD_VALUES: usize = FOLD_ROWS_GPU * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
 
     /// The shared array that holds them (its length is a literal in PTX).
     type Held = SharedArray<2176>;
@@ -435,7 +435,7 @@ mod nvptx {
     /// Least-squares triangle of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`):
     /// as [`dense_partials`], one term per thread and tile after tile, each thread makes its
     /// term's residual and Jacobian row (by `rows`) and rescales them for `loss`; then the
-    /// block folds the tile's rows into its triangle [`FOLD_ROWS`] at a time, in thread order,
+    /// block folds the tile's rows into its triangle [`FOLD_ROWS_GPU`] at a time, in thread order,
     /// the rows held in shared memory and each reflection's later columns one per thread
     /// ([`fold_held`]). The block's packed `R` and `Qᵀr` go to `out`; the sum of the points'
     /// costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block
@@ -472,17 +472,17 @@ mod nvptx {
             } else {
                 0.0
             };
-            for group in 0..block_dim().div_ceil(FOLD_ROWS) {
+            for group in 0..block_dim().div_ceil(FOLD_ROWS_GPU) {
                 // The same on every thread: the whole block leaves together.
-                if tile * block_dim() + group * FOLD_ROWS >= terms {
+                if tile * block_dim() + group * FOLD_ROWS_GPU >= terms {
                     break;
                 }
-                for i in (thread_idx()..FOLD_ROWS * width).step_by(block_dim()) {
+                for i in (thread_idx()..FOLD_ROWS_GPU * width).step_by(block_dim()) {
                     held.set(i, 0.0);
                 }
                 sync_threads();
-                if thread_idx() / FOLD_ROWS == group && k < terms {
-                    let at = (thread_idx() % FOLD_ROWS) * width;
+                if thread_idx() / FOLD_ROWS_GPU == group && k < terms {
+                    let at = (thread_idx() % FOLD_ROWS_GPU) * width;
                     for (j, &d) in row.iter().enumerate() {
                         held.set(at + j, d);
                     }
@@ -496,7 +496,7 @@ mod nvptx {
         unsafe { block_value(cost, values) };
     }
 
-    /// Folds the [`FOLD_ROWS`] rows `held` (each `width` values: `J`'s row, the residual,
+    /// Folds the [`FOLD_ROWS_GPU`] rows `held` (each `width` values: `J`'s row, the residual,
     /// zeros) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
     /// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
     /// the same order of operations per column. Every thread computes column `j`'s reflection
@@ -510,7 +510,7 @@ mod nvptx {
     unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
         let qtr = unsafe { mine.add(packed_len(n)) };
         for j in 0..n {
-            let mut v = [0.0; FOLD_ROWS];
+            let mut v = [0.0; FOLD_ROWS_GPU];
             for (i, vi) in v.iter_mut().enumerate() {
                 *vi = held.get(i * width + j);
             }
