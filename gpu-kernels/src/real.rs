@@ -16,7 +16,8 @@
 //!   `x.powf(y)`, and for a constant base `Num::constant(2.0).powf(y)`);
 //! - `gaussian` (`e^(−x²/2)`, a Gaussian peak's shape);
 //! - `add_product` (`s.add_product(a, b)` is `s + a·b` as written, not fused: the step of a sum
-//!   of products, one operation on the reverse-mode tape where `s + a * b` records two);
+//!   of products, one operation on the reverse-mode tape where `s + a * b` records two, also
+//!   when a factor is a constant such as a data value);
 //! - `softplus` (`ln(1 + eˣ)`), `sigmoid` (`1/(1 + e^(−x))`), `log_sum_exp` of two
 //!   (`a.log_sum_exp(b)`) and `log_sum_exp_of` a slice (`Num::log_sum_exp_of(&[a, b, c])`),
 //!   stable for arguments of any size;
@@ -134,7 +135,9 @@ pub trait Real:
     /// `self + a·b`, the step of a sum of products (`model.add_product(height, shape)`),
     /// computed as written: not fused, so it has the bits of `self + a * b` on every number type.
     /// A recording type (the reverse-mode tape) overrides it to record one operation where those
-    /// two would record two (gauss-peaks, 8 peaks: 42 → 34 operations a row).
+    /// two would record two (gauss-peaks, 8 peaks: 42 → 34 operations a row), whichever of the
+    /// three are constants: `s.add_product(Num::constant(y), t)` is one step where `s + y * t`
+    /// is two (poisson-regression's row, 5 → 4, its gradient 15.0 → 13.0 ms at 10⁶ rows).
     #[inline(always)]
     fn add_product(self, a: Self, b: Self) -> Self {
         self + a * b

@@ -455,23 +455,28 @@ impl Real for Var<'_> {
         let e = Real::exp(self.value * self.value * -0.5);
         self.unary(e, -self.value * e)
     }
-    /// One [`Step::AddProduct`] where all three are recorded, with the default's value bits.
+    /// One operation whatever is recorded: a [`Step::AddProduct`] where all three are, else one
+    /// step over the two or one that are (`s + a·c` with `c` a constant, a data value say, is
+    /// one step, not a product and a sum), with the default's value bits.
     #[inline(always)]
     fn add_product(self, a: Self, b: Self) -> Self {
         let value = self.value + a.value * b.value;
-        match (self.tape, [self.index, a.index, b.index].contains(&NONE)) {
-            (Some(tape), false) => Var {
+        match (self.tape, self.index, a.index, b.index) {
+            (_, NONE, _, _) => a.binary(b, value, b.value, a.value),
+            (_, _, _, NONE) => self.binary(a, value, 1.0, b.value),
+            (_, _, NONE, _) => self.binary(b, value, 1.0, a.value),
+            (Some(tape), c, a_index, b_index) => Var {
                 value,
                 index: tape.push(Step::AddProduct {
-                    a: a.index,
-                    b: b.index,
-                    c: self.index,
+                    a: a_index,
+                    b: b_index,
+                    c,
                     da: b.value,
                     db: a.value,
                 }),
                 tape: Some(tape),
             },
-            _ => self + a * b,
+            (None, ..) => Var::constant(value),
         }
     }
     #[inline(always)]
@@ -700,6 +705,49 @@ mod tests {
                     "{j}"
                 );
             }
+        }
+    }
+
+    /// `s + a·b` is one step whichever of the three are constants (a data value as a factor,
+    /// say), with the hand-derived partials and the bits of `s + a * b`.
+    #[test]
+    fn add_product_records_one_step_whatever_is_constant() {
+        let x = [0.7, -1.3];
+        type Case = for<'a, 't> fn(Vars<'a, Var<'t>>) -> Num<Var<'t>>;
+        let cases: [(Case, f64, [f64; 2]); 5] = [
+            // s + a·c: ∂s = 1, ∂a = c.
+            (
+                |v| v[0].add_product(v[1], Num::constant(2.5)),
+                0.7 + -1.3 * 2.5,
+                [1.0, 2.5],
+            ),
+            (
+                |v| v[0].add_product(Num::constant(2.5), v[1]),
+                0.7 + 2.5 * -1.3,
+                [1.0, 2.5],
+            ),
+            // c + a·b: ∂a = b, ∂b = a.
+            (
+                |v| Num::constant(4.0).add_product(v[0], v[1]),
+                4.0 + 0.7 * -1.3,
+                [-1.3, 0.7],
+            ),
+            // c + a·c', s + c·c'.
+            (
+                |v| Num::constant(4.0).add_product(v[1], Num::constant(3.0)),
+                4.0 + -1.3 * 3.0,
+                [0.0, 3.0],
+            ),
+            (
+                |v| v[0].add_product(Num::constant(2.0), Num::constant(3.0)),
+                0.7 + 2.0 * 3.0,
+                [1.0, 0.0],
+            ),
+        ];
+        for (f, value, gradient) in cases {
+            let (v, g) = reverse(1, &x, f).expect("one step");
+            assert_eq!(v.to_bits(), value.to_bits());
+            assert_eq!(g, gradient);
         }
     }
 
