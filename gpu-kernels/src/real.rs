@@ -197,15 +197,21 @@ pub trait Real:
         None
     }
 
-    /// `Σ_i weights.get(i)·xᵢ` over a run of consecutive window variables from `first` to
-    /// `last`, as many as the weights, as one operation, for a type that records operations
-    /// (the reverse-mode tape, which knows the variables' values); `None` for the others,
-    /// which sum it term by term. The value must be summed as `Vars::dot` sums it, in four
-    /// running sums. It keeps a linear model's inner loop one record, not `2·len` (see
-    /// `Vars::dot`).
+    /// `plus + Σ_i weights.get(i)·xᵢ` (without `plus`, the sum alone) over a run of
+    /// consecutive window variables from `first` to `last`, as many as the weights, as one
+    /// operation, for a type that records operations (the reverse-mode tape, which knows the
+    /// variables' values); `None` for the others, which sum it term by term. The sum must be
+    /// summed as `Vars::dot` sums it, in four running sums, then added to `plus`. It keeps a
+    /// linear model's inner loop, its intercept or offset included, one record, not `2·len`
+    /// (see `Vars::dot` and `Vars::dot_row_plus`).
     #[inline(always)]
-    fn linear_combination(first: Self, last: Self, weights: Strided<'_>) -> Option<Self> {
-        let _ = (first, last, weights);
+    fn linear_combination(
+        plus: Option<Self>,
+        first: Self,
+        last: Self,
+        weights: Strided<'_>,
+    ) -> Option<Self> {
+        let _ = (plus, first, last, weights);
         None
     }
 }

@@ -56,7 +56,8 @@ pub enum Step {
         /// `∂result/∂b`, `a`'s value.
         db: f64,
     },
-    /// `Σ_i weights[offset + i] · variable[first + i]` over `len` window variables.
+    /// `plus + Σ_i weights[offset + i] · variable[first + i]` over `len` window variables,
+    /// `plus` a recorded number (its partial is 1) or `NONE`.
     Linear {
         /// The first variable's index.
         first: u32,
@@ -64,7 +65,19 @@ pub enum Step {
         len: u32,
         /// Where the weights start in the tape's weight storage.
         offset: u32,
+        /// The index of the number added to the sum, or `NONE`.
+        plus: u32,
     },
+}
+
+impl Step {
+    /// A step that records nothing, for filling unused storage.
+    pub const EMPTY: Step = Step::Linear {
+        first: 0,
+        len: 0,
+        offset: 0,
+        plus: NONE,
+    };
 }
 
 // A GPU thread keeps its tape in local memory, 32 bytes a step (kernel/reverse.rs's sizes).
@@ -203,7 +216,15 @@ impl<'s> Tape<'s> {
                     give(b, db * adjoint);
                     give(c, adjoint);
                 }
-                Step::Linear { first, len, offset } => {
+                Step::Linear {
+                    first,
+                    len,
+                    offset,
+                    plus,
+                } => {
+                    if plus != NONE {
+                        give(plus, adjoint);
+                    }
                     let (first, offset) = (first as usize, offset as usize);
                     let weights = &self.weights[offset..offset + len as usize];
                     for (slot, w) in window[first..].iter_mut().zip(weights) {
@@ -383,9 +404,15 @@ impl Real for Var<'_> {
     fn from_f64(value: f64) -> Self {
         Var::constant(value)
     }
-    /// One [`Step::Linear`] over the run of window variables, its weights kept on the tape.
+    /// One [`Step::Linear`] over the run of window variables, its weights kept on the tape, and
+    /// `plus` in the same step.
     #[inline(always)]
-    fn linear_combination(first: Self, last: Self, weights: Strided<'_>) -> Option<Self> {
+    fn linear_combination(
+        plus: Option<Self>,
+        first: Self,
+        last: Self,
+        weights: Strided<'_>,
+    ) -> Option<Self> {
         let tape = first.tape?;
         let len = weights.len();
         let is_window_run = first.index != NONE
@@ -417,9 +444,8 @@ impl Real for Var<'_> {
             }),
             (None, _) => {
                 tape.overflowed.set(true);
-                return Some(Var::constant(four_sums(len, 0.0, |i| {
-                    values[i] * weights.get(i)
-                })));
+                let sum = four_sums(len, 0.0, |i| values[i] * weights.get(i));
+                return Some(Var::constant(plus.map_or(sum, |p| p.value + sum)));
             }
         };
         tape.weights_len.set(offset + len as u32);
@@ -427,9 +453,11 @@ impl Real for Var<'_> {
             first: first.index,
             len: len as u32,
             offset,
+            plus: plus.map_or(NONE, |p| p.index),
         };
         Some(Var {
-            value,
+            // `plus + sum` as `Num` adds them, to the same bits.
+            value: plus.map_or(value, |p| p.value + value),
             index: tape.push(step),
             tape: Some(tape),
         })
@@ -582,13 +610,8 @@ mod tests {
 
     /// Storage for a tape of `steps` operations and `weights` weights.
     fn storage(steps: usize, weights: usize) -> (Vec<Cell<Step>>, Vec<Cell<f64>>) {
-        let empty = Step::Linear {
-            first: 0,
-            len: 0,
-            offset: 0,
-        };
         (
-            (0..steps).map(|_| Cell::new(empty)).collect(),
+            (0..steps).map(|_| Cell::new(Step::EMPTY)).collect(),
             (0..weights).map(|_| Cell::new(0.0)).collect(),
         )
     }
@@ -677,17 +700,22 @@ mod tests {
         ];
     }
 
+    /// `rows` rows of data, `width` columns of them, and a point of `width` variables.
+    fn linear_model(rows: usize, width: usize) -> (Vec<f64>, Vec<f64>) {
+        let columns = (0..rows * width)
+            .map(|i| libm::sin(i as f64 * 0.37))
+            .collect();
+        let x = (0..width).map(|j| 0.1 * libm::cos(j as f64)).collect();
+        (columns, x)
+    }
+
     /// A wide linear model under a nonlinearity, through `dot_row` (one linear step): the
     /// gradient is forward mode's to 1e-14 relative, for each row.
     #[test]
     fn a_linear_combination_is_one_step_with_its_weights() {
-        let (rows, width) = (3, 33);
-        let columns: Vec<f64> = (0..rows * width)
-            .map(|i| libm::sin(i as f64 * 0.37))
-            .collect();
-        let data = Data::new(&columns, rows);
-        let x: Vec<f64> = (0..width).map(|j| 0.1 * libm::cos(j as f64)).collect();
-        for r in 0..rows {
+        let (columns, x) = linear_model(3, 33);
+        let data = Data::new(&columns, 3);
+        for r in 0..3 {
             let row = data.row(r);
             // 4 steps: the linear combination, exp, 2η and the difference.
             let (value, g) = reverse(4, &x, |v| {
@@ -695,7 +723,7 @@ mod tests {
                 eta.exp() - 2.0 * eta
             })
             .unwrap();
-            let eta: f64 = (0..width).map(|j| x[j] * row.get(j)).sum();
+            let eta: f64 = (0..x.len()).map(|j| x[j] * row.get(j)).sum();
             let slope = libm::exp(eta) - 2.0;
             assert!((value - (libm::exp(eta) - 2.0 * eta)).abs() < 1e-13);
             for (j, d) in g.iter().enumerate() {
@@ -748,6 +776,40 @@ mod tests {
             let (v, g) = reverse(1, &x, f).expect("one step");
             assert_eq!(v.to_bits(), value.to_bits());
             assert_eq!(g, gradient);
+        }
+    }
+
+    /// `dot_row_plus` is one linear step with the number it adds, recorded or constant: a
+    /// Poisson regression's row, `e^η − y·η` with `η = x₀ + Σ_{j≥1} x_j·row_j`, records the
+    /// step, `exp` and the difference, and its gradient is the hand-derived `(e^η − y)·(1, row)`.
+    #[test]
+    fn an_intercept_is_part_of_the_linear_step() {
+        let (columns, x) = linear_model(3, 33);
+        let data = Data::new(&columns, 3);
+        for r in 0..3 {
+            let row = data.row(r);
+            let (value, g) = reverse(3, &x, |v| {
+                let eta = v.dot_row_plus(1, row, v[0]);
+                eta.exp().add_product(Num::constant(-row.get(0)), eta)
+            })
+            .expect("three steps");
+            let eta = x[0] + (1..x.len()).map(|j| x[j] * row.get(j)).sum::<f64>();
+            let slope = libm::exp(eta) - row.get(0);
+            assert!((value - (libm::exp(eta) - row.get(0) * eta)).abs() < 1e-13);
+            for (j, d) in g.iter().enumerate() {
+                let expected = slope * if j == 0 { 1.0 } else { row.get(j) };
+                assert!(
+                    (d - expected).abs() <= 1e-14 * expected.abs().max(1.0),
+                    "{j}"
+                );
+            }
+            // A constant added: the sum alone is recorded, with the constant's value.
+            let (value, g) =
+                reverse(1, &x, |v| v.dot_row_plus(1, row, Num::constant(2.5))).expect("one step");
+            let plain = Vars::new(&x).dot_row_plus(1, row, Num::constant(2.5)).0;
+            assert_eq!(value.to_bits(), plain.to_bits());
+            assert_eq!(g[0], 0.0);
+            assert_eq!(g[1], row.get(1));
         }
     }
 

@@ -289,7 +289,7 @@ impl<R: Real> Vars<'_, R> {
     /// `Σ_i x[start + i]·weights[i]`: the inner loop of linear models.
     #[inline(always)]
     pub fn dot(&self, start: usize, weights: &[f64]) -> Num<R> {
-        self.weighted_sum(start, Strided::new(weights, 0, 1, weights.len()))
+        self.weighted_sum(None, start, Strided::new(weights, 0, 1, weights.len()))
     }
 
     /// `Σ_{i ≥ start} x[i]·row.get(i)`: the window from `start` on, weighted by the same
@@ -299,7 +299,17 @@ impl<R: Real> Vars<'_, R> {
     /// NaN, as [`Row::get`] reads, if one of those columns is past the data.
     #[inline(always)]
     pub fn dot_row(&self, start: usize, row: Row<'_>) -> Num<R> {
-        self.weighted_sum(start, row.columns(start, self.x.len() - start))
+        self.weighted_sum(None, start, row.columns(start, self.x.len() - start))
+    }
+
+    /// `plus + Σ_{i ≥ start} x[i]·row.get(i)`: [`dot_row`](Self::dot_row) with an intercept
+    /// (`x.dot_row_plus(1, row, x[0])`) or an offset (a data column, a term of the model)
+    /// added, to the bits of `plus + x.dot_row(start, row)`. In reverse mode the addition is
+    /// part of the one recorded step, where written out it is a step of its own (a Poisson
+    /// regression's gradient at 10⁶ rows of 33 columns: 13.1 → 12.3 ms).
+    #[inline(always)]
+    pub fn dot_row_plus(&self, start: usize, row: Row<'_>, plus: Num<R>) -> Num<R> {
+        self.weighted_sum(Some(plus), start, row.columns(start, self.x.len() - start))
     }
 
     /// `Σ_i x[start + i]·weights.get(i)`, over the view's elements. Weights side by side (a
@@ -307,22 +317,23 @@ impl<R: Real> Vars<'_, R> {
     /// several at a time: a Poisson regression's value over 10⁶ rows of 33 columns, 9.2 → 8.6
     /// ms; the same sum, to the bit.
     #[inline(always)]
-    fn weighted_sum(&self, start: usize, weights: Strided<'_>) -> Num<R> {
+    fn weighted_sum(&self, plus: Option<Num<R>>, start: usize, weights: Strided<'_>) -> Num<R> {
         let len = weights.len();
         if self.bumped_at == usize::MAX && len > 0 {
             // A recording number type (reverse mode) keeps the sum as one operation.
             let (first, last) = (self.x[start].0, self.x[start + len - 1].0);
-            if let Some(sum) = R::linear_combination(first, last, weights) {
+            if let Some(sum) = R::linear_combination(plus.map(|p| p.0), first, last, weights) {
                 return Num(sum);
             }
         }
-        match weights.contiguous() {
+        let sum = match weights.contiguous() {
             Some(slice) => self.weighted_sum_of(start, slice.len(), |i| match slice.get(i) {
                 Some(&w) => w,
                 None => f64::NAN,
             }),
             None => self.weighted_sum_of(start, weights.len(), |i| weights.get(i)),
-        }
+        };
+        plus.map_or(sum, |p| p + sum)
     }
 
     /// `Σ_{i < len} x[start + i]·weight(i)`.
@@ -530,6 +541,14 @@ mod tests {
         let v = Vars::with(&x, 2, 8.0);
         assert_eq!(v.dot_row(1, row).0, 3.0 * 2.0 + 8.0 * 0.5);
         assert_eq!(Vars::new(&x).dot_row(0, row).0, 140.0 + 6.0 + 2.0);
+        // With an intercept, on plain and perturbed windows: `plus + dot_row`, to the bit.
+        for v in [Vars::new(&x), v] {
+            let plus = v[0] * 0.1;
+            assert_eq!(
+                v.dot_row_plus(1, row, plus).0.to_bits(),
+                (plus + v.dot_row(1, row)).0.to_bits()
+            );
+        }
     }
 
     #[test]

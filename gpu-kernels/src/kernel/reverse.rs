@@ -52,13 +52,6 @@ pub const fn reverse_mode<T: Term>(width: usize, gpu: bool) -> bool {
     }
 }
 
-/// An unused slot of a tape's storage.
-pub const EMPTY_STEP: Step = Step::Linear {
-    first: 0,
-    len: 0,
-    offset: 0,
-};
-
 /// Tape storage of `S` operations and `W` weights, for a GPU thread (in local memory) or a CPU
 /// worker thread.
 pub struct TapeStorage<const S: usize, const W: usize> {
@@ -71,7 +64,7 @@ impl<const S: usize, const W: usize> TapeStorage<S, W> {
     #[inline(always)]
     pub fn new() -> Self {
         TapeStorage {
-            steps: [const { Cell::new(EMPTY_STEP) }; S],
+            steps: [const { Cell::new(Step::EMPTY) }; S],
             weights: [const { Cell::new(0.0) }; W],
         }
     }

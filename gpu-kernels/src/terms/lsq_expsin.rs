@@ -5,7 +5,8 @@
 //! The sines do not depend on θ, so they are data, computed once when the problem is built
 //! (as a numpy user would precompute them), not in every evaluation. Column `k` of the data is
 //! the weight of parameter `k` for `k ≥ 2`, so the model reads them in place, as
-//! `θ.dot_row(2, row)`. The gradient's `p + 1` evaluations of a point then cost one `exp` and a
+//! `θ.dot_row_plus(2, row, θ₀·e^{−θ₁t})` (in reverse mode one step with the exponential
+//! added). The gradient's `p + 1` evaluations of a point then cost one `exp` and a
 //! dot product each (and on the CPU run four at a time, on [`Lanes`](crate::Lanes)).
 
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
@@ -41,7 +42,7 @@ impl Term for LsqExpSin {
     #[inline(always)]
     fn eval<R: Real>(theta: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
         let (t, y) = (row.get(0), row.get(1));
-        (theta[0] * (-theta[1] * t).exp() + theta.dot_row(2, *row) - y).sq()
+        (theta.dot_row_plus(2, *row, theta[0] * (-theta[1] * t).exp()) - y).sq()
     }
 }
 

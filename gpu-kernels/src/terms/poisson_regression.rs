@@ -5,7 +5,8 @@
 //!
 //! A wide window under a nonlinearity: every row reads all `p` parameters, so forward mode
 //! would take `⌈p/16⌉` evaluations of the row per gradient on the CPU; reverse mode records the
-//! linear predictor as one step and takes the gradient in about two. `e^η − y·η` is written as
+//! linear predictor, its intercept included (`dot_row_plus`), as one step and takes the
+//! gradient in about two. `e^η − y·η` is written as
 //! `add_product` with the constant `−y`: one step on the tape where the product and the
 //! difference were two, with the same bits (`e + (−y)·η` rounds as `e − y·η`).
 
@@ -36,7 +37,7 @@ impl Term for PoissonRegression {
 
     #[inline(always)]
     fn eval<R: Real>(theta: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
-        let eta = theta[0] + theta.dot_row(1, *row);
+        let eta = theta.dot_row_plus(1, *row, theta[0]);
         eta.exp().add_product(Num::constant(-row.get(0)), eta)
     }
 }
