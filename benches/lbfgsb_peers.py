@@ -18,8 +18,12 @@ process); a peer's is its solve call's wall time, after one untimed warm-up solv
 compilation, torch's allocator). A box of one bound per variable (`third`) is a million numbers,
 more than a command line holds: cudamin then runs in this process through its Python package
 (`cudamin.minimize`, the wheel built into this venv by `maturin develop --release -m
-python/Cargo.toml`), timed as the peers are, with the CLI's defaults. The tools alternate within each repetition; times are medians.
-"× cudamin" divides by the cudamin row of the same method family (L-BFGS-B or L-BFGS).
+python/Cargo.toml`), timed as the peers are, with the CLI's defaults. Unbounded, L-BFGS also
+runs so, next to the CLI (`cudamin lbfgs, in process`): a solve after a warm-up in the same
+process, as torch's is timed, where the CLI's fresh process first touches every page of its
+vectors (at n = 10⁶ about 17 vectors of 8 MB). The tools alternate within each repetition;
+times are medians. "× cudamin" divides by the CLI's row of the same method family (L-BFGS-B
+or L-BFGS), "× in process" by the in-process row where the family has one.
 
 The venv needs numpy, scipy, torch, jax and jaxopt (the run that BENCHMARKS.md records had
 jax/jaxlib 0.10.2 and jaxopt 0.8.5 added to poisson_peers.py's venv):
@@ -158,13 +162,13 @@ def cudamin_tool(binary, method):
     return make
 
 
-def python_package_tool(name, x0, upper):
-    """cudamin's L-BFGS-B through its Python package, in this process."""
+def python_package_tool(name, x0, upper, method="L-BFGS-B"):
+    """cudamin's L-BFGS-B (or `method`) through its Python package, in this process."""
     import cudamin
-    bounds = Bounds(-np.inf, upper)
+    bounds = None if upper is None else Bounds(-np.inf, upper)
 
     def solve():
-        return cudamin.minimize(name, x0, method="L-BFGS-B", bounds=bounds)
+        return cudamin.minimize(name, x0, method=method, bounds=bounds)
     solve()  # as the peers: one untimed solve first
 
     def run():
@@ -186,10 +190,15 @@ def main():
     bounded_tools = [("scipy L-BFGS-B", "lbfgsb", scipy_tool),
                      ("jaxopt LBFGSB", "lbfgsb", jaxopt_tool),
                      ("cudamin lbfgsb", "lbfgsb", cudamin_tool(args.cudamin, "lbfgsb"))]
+    in_process = "cudamin lbfgs, in process"
     unbounded_tools = [("torch LBFGS", "lbfgs", torch_tool),
-                       ("cudamin lbfgs", "lbfgs", cudamin_tool(args.cudamin, "lbfgs"))]
-    print("| problem | upper bound | tool | time (s) | × cudamin | nit | nfev | f | active |")
-    print("|---|---|---|---|---|---|---|---|---|")
+                       ("cudamin lbfgs", "lbfgs", cudamin_tool(args.cudamin, "lbfgs")),
+                       (in_process, "lbfgs",
+                        lambda name, fun, x0, upper: python_package_tool(name, x0, upper,
+                                                                         "L-BFGS"))]
+    print("| problem | upper bound | tool | time (s) | × cudamin | × in process | nit | nfev | f "
+          "| active |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, fun, start, bound in (CASES[int(i)] for i in args.cases.split(",")):
         x0 = start(args.n)
         upper = upper_bounds(bound, args.n)
@@ -202,13 +211,16 @@ def main():
                 elapsed, rows[tool] = run()
                 times[tool].append(elapsed)
         ours = {family: statistics.median(times[tool]) for tool, family, _ in runs
-                if tool.startswith("cudamin")}
+                if tool in ("cudamin lbfgsb", "cudamin lbfgs")}
+        warm = {family: statistics.median(times[tool]) for tool, family, _ in runs
+                if tool == in_process}
         for tool, family, _ in runs:
             t = statistics.median(times[tool])
             nit, nfev, f, hits = rows[tool]
             shown = getattr(bound, "__name__", bound)
-            print(f"| {name} | {shown} | {tool} | {t:.3f} | {t / ours[family]:.2f} | {nit} | "
-                  f"{nfev} | {f:.10g} | {hits} |", flush=True)
+            over_warm = f"{t / warm[family]:.2f}" if family in warm else "—"
+            print(f"| {name} | {shown} | {tool} | {t:.3f} | {t / ours[family]:.2f} | {over_warm} "
+                  f"| {nit} | {nfev} | {f:.10g} | {hits} |", flush=True)
 
 
 if __name__ == "__main__":
