@@ -424,7 +424,9 @@ impl Real for Var<'_> {
         let values = &tape.point[first.index as usize..=last.index as usize];
         let offset = tape.weights_len.get();
         let slots = tape.weights.get(offset as usize..offset as usize + len);
-        let value = match (slots, weights.contiguous()) {
+        // `plus + sum` as `Num` adds them, to the same bits.
+        let with_plus = |sum: f64| plus.map_or(sum, |p| p.value + sum);
+        let sum = match (slots, weights.contiguous()) {
             // Weights side by side (the CPU's rows) are copied in one loop and summed with the
             // point in another, both over slices, which the compiler reads several values at a
             // time, where one loop reading the window's `Var`s (24 bytes apart) went one weight
@@ -445,7 +447,7 @@ impl Real for Var<'_> {
             (None, _) => {
                 tape.overflowed.set(true);
                 let sum = four_sums(len, 0.0, |i| values[i] * weights.get(i));
-                return Some(Var::constant(plus.map_or(sum, |p| p.value + sum)));
+                return Some(Var::constant(with_plus(sum)));
             }
         };
         tape.weights_len.set(offset + len as u32);
@@ -456,8 +458,7 @@ impl Real for Var<'_> {
             plus: plus.map_or(NONE, |p| p.index),
         };
         Some(Var {
-            // `plus + sum` as `Num` adds them, to the same bits.
-            value: plus.map_or(value, |p| p.value + value),
+            value: with_plus(sum),
             index: tape.push(step),
             tape: Some(tape),
         })

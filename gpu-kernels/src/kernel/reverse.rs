@@ -105,7 +105,7 @@ pub fn eval_reverse<T: Term>(
     tape.start();
     let result = T::eval(Vars::new(window), local).0;
     let swept = tape.sweep(result, adjoints, partials);
-    (crate::real::Real::value(result), swept)
+    (Real::value(result), swept)
 }
 
 /// A term's gradient (a residual's Jacobian row) in reverse mode, over a dense window (every
