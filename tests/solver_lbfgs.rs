@@ -12,7 +12,7 @@ fn separable_million_converges_to_the_known_minimum() {
     let x0 = objective.x0();
     let result = solve(&mut objective, &x0, Method::Lbfgs, &Options::default()).unwrap();
     assert_eq!(result.status, Status::Success);
-    assert_eq!((result.nit, result.nfev, result.njev), (8, 12, 12));
+    assert_eq!((result.nit, result.nfev, result.njev), (7, 11, 11));
     assert_at_separable_minimum(&result, n);
     assert!(result.hess_inv.is_none());
 }
@@ -24,18 +24,22 @@ fn extended_rosenbrock_million_converges() {
     let x0 = objective.x0();
     let result = solve(&mut objective, &x0, Method::Lbfgs, &Options::default()).unwrap();
     assert_eq!(result.status, Status::Success);
-    assert_eq!((result.nit, result.nfev), (37, 51));
+    assert_eq!((result.nit, result.nfev), (36, 49));
     assert!(inf_norm(&result.jac) <= 1e-5);
-    assert!(result.fun < 1e-13, "{}", result.fun);
+    // 5·10⁵ identical pairs (L-BFGS keeps separable structure exactly), each at about 10⁻¹⁶.
+    assert!(result.fun < 1e-10, "{}", result.fun);
     assert!(result.x.iter().all(|&x| (x - 1.0).abs() < 1e-6));
+    assert!(result.x.chunks_exact(2).all(|pair| pair == &result.x[..2]));
 }
 
 #[test]
 fn rosenbrock_2d_converges_with_any_memory() {
-    // (memory, iterations measured).
-    for (memory, nit) in [(1, 63), (3, 40), (10, 41), (100, 42)] {
+    // (memory, iterations measured). Without the `ftol` rule, which with one pair ends the run
+    // at f ≈ 3·10⁻¹⁰, x within 2·10⁻⁵ of the minimum: this test is of `gtol`'s accuracy.
+    for (memory, nit) in [(1, 41), (3, 38), (10, 36), (100, 36)] {
         let options = Options {
             memory,
+            ftol: 0.0,
             return_hess_inv: true,
             ..Options::default()
         };

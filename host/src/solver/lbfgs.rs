@@ -6,6 +6,10 @@
 //!
 //! - `H₀ = γI` with `γ = sᵀy / yᵀy` of the newest pair (`γ = 1` before the first one; the line
 //!   search's first-step scaling then sets the length of the first step).
+//! - Once a pair has scaled `H₀`, the line search tries the step 1 first, as L-BFGS-B and torch
+//!   do, not BFGS's estimate from the last decrease: that estimate is often below 1 where the
+//!   quasi-Newton step is already right, and costs an iteration on the way in (seed-expsum at
+//!   n = 10⁶: 6 iterations and 10 evaluations with it, 5 and 9 without).
 //! - A pair with `sᵀy ≤ ε·yᵀy` (`ε` the machine epsilon) is skipped. A strong Wolfe step has
 //!   `sᵀy ≥ (1 − c2)·|gᵀs| > 0`, so this only drops pairs whose curvature was lost to rounding:
 //!   they would make `H` indefinite or `γ` meaningless.
@@ -303,6 +307,12 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         terms.extend(self.pairs.iter().zip(&w).map(|(q, &w)| (-w, &q.s)));
         terms.extend(self.pairs.iter().zip(&u).map(|(q, &u)| (gamma * u, &q.y)));
         workspace.space_mut().combine_dot(&terms, p, g)
+    }
+
+    /// 1 once a pair has scaled `H₀` (Nocedal & Wright, §7.2: the step L-BFGS is built to take,
+    /// as L-BFGS-B and torch try it); before that, scipy's estimate sets the first step's length.
+    fn natural_step(&self) -> Option<f64> {
+        (!self.pairs.is_empty()).then_some(1.0)
     }
 
     fn update(

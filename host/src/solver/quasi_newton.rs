@@ -18,6 +18,12 @@ pub(super) trait InverseHessian<W: Workspace> {
         g: &W::Vector,
         p: &mut W::Vector,
     ) -> Result<f64, EvalError>;
+    /// The step the line search tries first, where this approximation's scaling makes one
+    /// natural; `None`: scipy's estimate from the last decrease
+    /// ([`line_search::initial_step`]), as BFGS has it.
+    fn natural_step(&self) -> Option<f64> {
+        None
+    }
     /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration. It may
     /// keep the vectors themselves, handing buffers of its own back in their place: afterwards
     /// `s` and `y` hold unspecified values (the driver overwrites both before reading them).
@@ -67,7 +73,9 @@ pub(super) fn run<W: Workspace>(
     // f(x0), which no line search could decrease. Both give status 3 below.
     while gnorm > options.gtol && nit < maxiter && !f.is_nan() {
         let slope = hessian.direction(objective.workspace, &g, &mut p)?;
-        let initial = line_search::initial_step(f, f_previous, slope);
+        let initial = hessian
+            .natural_step()
+            .unwrap_or_else(|| line_search::initial_step(f, f_previous, slope));
         let mut ray = Ray {
             objective: &mut objective,
             origin: &x,
