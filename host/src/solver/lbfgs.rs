@@ -39,7 +39,7 @@
 //! identical blocks of extended Rosenbrock stay identical).
 
 use super::options::{Options, check_limited_memory_start};
-use super::quasi_newton::{self, InverseHessian};
+use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO, InverseHessian};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::objective::VectorSpace;
@@ -80,12 +80,6 @@ pub fn minimize(
         &mut hessian,
     )
 }
-
-/// Below this ratio of `yᵀy` to `gᵀg + g₊ᵀg₊`, the newest pair's columns are taken directly
-/// rather than as differences (see [`LimitedMemory::complete_newest`]): a difference of two
-/// products with `g` and `g₊` carries their rounding, about `ε·‖v‖·(‖g‖ + ‖g₊‖)`, which must
-/// stay within 100 times a direct product's, `ε·‖v‖·‖y‖`.
-const DIFFERENCE_MIN_YY_RATIO: f64 = 1e-4;
 
 /// The last `memory` pairs, oldest first, the products the compact form needs, and `γ`.
 struct LimitedMemory<V> {
@@ -193,7 +187,7 @@ impl<V> LimitedMemory<V> {
     /// `current`, the products of the gradient `g₊` that ended its step: since `y = g₊ − g`,
     /// each is `vᵢᵀg₊ − vᵢᵀg`, a difference of products the directions take anyway. Where `y`
     /// is so short against the gradients that the difference would lose digits
-    /// ([`DIFFERENCE_MIN_YY_RATIO`]), they come from one more pass, directly.
+    /// ([`DERIVED_MIN_SQUARED_RATIO`]), they come from one more pass, directly.
     fn complete_newest<W: Workspace<Vector = V>>(
         &mut self,
         workspace: &mut W,
@@ -210,7 +204,7 @@ impl<V> LimitedMemory<V> {
         let (mut r_column, mut yy_column) = match &self.previous {
             Some(previous)
                 if previous.s.len() == newest
-                    && yy >= DIFFERENCE_MIN_YY_RATIO * (previous.gg + current.gg) =>
+                    && yy >= DERIVED_MIN_SQUARED_RATIO * (previous.gg + current.gg) =>
             {
                 let difference = |now: &[f64], before: &[f64]| -> Vec<f64> {
                     now.iter()
@@ -246,26 +240,12 @@ impl<V> LimitedMemory<V> {
         Ok(())
     }
 
-    /// `(u, w)` of the compact form (see the module docs) from `a = Sᵀg`, `b = Yᵀg` and `γ`:
-    /// two triangular solves with `R` and a product with `D + γYᵀY`, `O(m²)`.
+    /// `(u, w)` of the compact form (see the module docs) from `a = Sᵀg`, `b = Yᵀg` and `γ`.
     fn coefficients(&self, a: &[f64], b: &[f64], gamma: f64) -> (Vec<f64>, Vec<f64>) {
-        let m = self.pairs.len();
         // R[i][j] = sᵢᵀyⱼ for i ≤ j; (YᵀY)[i][j] for i ≤ j; both from column j.
         let r = |i: usize, j: usize| self.pairs[j].r_column[i];
         let yy = |i: usize, j: usize| self.pairs[i.max(j)].yy_column[i.min(j)];
-        let mut u = vec![0.0; m];
-        for i in (0..m).rev() {
-            let known: f64 = (i + 1..m).map(|j| r(i, j) * u[j]).sum();
-            u[i] = (a[i] - known) / r(i, i);
-        }
-        let mut w = vec![0.0; m];
-        for i in 0..m {
-            let yy_u: f64 = (0..m).map(|j| yy(i, j) * u[j]).sum();
-            let t = r(i, i) * u[i] + gamma * (yy_u - b[i]);
-            let known: f64 = (0..i).map(|j| r(j, i) * w[j]).sum();
-            w[i] = (t - known) / r(i, i);
-        }
-        (u, w)
+        quasi_newton::inverse_coefficients(r, yy, a, b, gamma)
     }
 }
 
@@ -397,7 +377,7 @@ mod tests {
                 let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
                 if k != 4 {
                     let gg = vector::dot(&g, &g) + vector::dot(&g_new, &g_new);
-                    direct_columns += usize::from(yy < DIFFERENCE_MIN_YY_RATIO * gg);
+                    direct_columns += usize::from(yy < DERIVED_MIN_SQUARED_RATIO * gg);
                     if reference.len() == size {
                         reference.pop_front();
                     }

@@ -23,12 +23,16 @@
 //! 4. The pair `(s, y)` joins the memory unless `sᵀy ≤ ε·(−gᵀs)`; `θ = yᵀy / sᵀy`.
 //!
 //! Without bounds the Cauchy point is skipped once pairs exist (every variable is free, as in
-//! L-BFGS-B), and the step is the L-BFGS step of the compact form. Vectors are host vectors;
-//! the small matrices are `2k × 2k` with `k ≤ m`.
+//! L-BFGS-B), and the step is L-BFGS's, from the same compact inverse form
+//! ([`quasi_newton::inverse_coefficients`]). Such an iteration makes two passes over the pairs,
+//! as L-BFGS's: one takes the new gradient's products with them (the new pair's follow from
+//! those and the direction's coefficients), one forms the direction. Vectors are host
+//! vectors; the small matrices are `2k × 2k` with `k ≤ m`.
 
 use super::bounds::Bounds;
 use super::line_search::{Accepted, Line, search_in_box};
 use super::options::{Options, check_limited_memory_start};
+use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::linalg::vector;
 use crate::objective::{EvalError, GradientError, Objective, gradient_error};
@@ -151,13 +155,17 @@ impl Solver<'_> {
             }
             // One iteration; a failed line search with pairs in memory empties it and tries
             // again from the same point.
+            // `[Yᵀd, Sᵀd]` where the direction's pass took them.
+            let mut direction_products: Option<DirectionProducts>;
             let accepted = loop {
                 let box_ = self.bounded.then_some(bounds);
                 let (slope, room) = if !self.bounded && !memory.is_empty() {
-                    let compact = memory.compact();
-                    let slope = unbounded_step(&x, &g, &compact, &mut target, &mut direction);
+                    let slope;
+                    (slope, direction_products) =
+                        unbounded_step(&x, &g, &memory, &mut target, &mut direction);
                     (slope, f64::INFINITY)
                 } else {
+                    direction_products = None;
                     self.step_target(&x, &g, &memory, &mut buffers, &mut target);
                     aim(&x, &g, &target, &mut direction, box_)
                 };
@@ -195,21 +203,32 @@ impl Solver<'_> {
             };
             // The pair's vectors: those the memory last let go, where it did.
             let (mut s, mut y) = spare.take().unwrap_or_else(|| (vec![0.0; n], vec![0.0; n]));
-            let [sy, gs, yy, g_new_max] = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
+            let sums = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
             // Without bounds the projected gradient is the gradient: its norm came with the
             // pair's pass.
             if !self.bounded {
-                known_norm = Some(g_new_max);
+                known_norm = Some(sums.g_new_max);
             }
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
-            spare = if sy > f64::EPSILON * -gs {
+            spare = if sums.sy > f64::EPSILON * -sums.gs {
                 // The next Cauchy point's path, from the new point, so that the new pair's
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
                 let path = self.bounded.then(|| {
                     known_norm = Some(steepest_path(&trial, &trial_g, bounds, &mut buffers));
                     buffers.path.as_slice()
                 });
-                memory.push(s, y, [sy, yy], &trial_g, path)
+                // `s = step·d`: its products with the pairs where `d`'s keep their digits.
+                let s_with_held = direction_products.take().and_then(|d| {
+                    let kept = sums.ss >= DERIVED_MIN_SQUARED_RATIO * (step * d.parts).powi(2);
+                    kept.then(|| d.pairs.iter().map(|p| step * p).collect())
+                });
+                let pair = Pair {
+                    s,
+                    y,
+                    sums,
+                    s_with_held,
+                };
+                memory.push(pair, &trial_g, path)
             } else {
                 memory.forget_point();
                 Some((s, y))
@@ -314,6 +333,22 @@ fn sized<T: Clone + Default>(buffer: &mut Vec<T>, n: usize) -> &mut Vec<T> {
     buffer
 }
 
+/// A gradient's products with the pairs held, `[Yᵀg, Sᵀg]`, and with itself.
+struct GradientProducts {
+    pairs: Vec<f64>,
+    gg: f64,
+}
+
+/// A pair for the memory: `s = x₊ − x`, `y = g₊ − g`, their products from [`new_pair`], and
+/// `[Yᵀs, Sᵀs]` with the pairs held when the step was aimed, where they are known without a
+/// pass (see [`Memory::push`]).
+struct Pair {
+    s: Vec<f64>,
+    y: Vec<f64>,
+    sums: PairSums,
+    s_with_held: Option<Vec<f64>>,
+}
+
 /// The curvature pairs, oldest first, with the products the compact form needs.
 struct Memory {
     capacity: usize,
@@ -325,10 +360,10 @@ struct Memory {
     yy: Vec<f64>,
     /// `θ = yᵀy / sᵀy` of the newest pair; 1 without pairs.
     theta: f64,
-    /// `[Yᵀg, Sᵀg]` for the gradient `g` given to the last [`push`](Memory::push), made in
-    /// the same pass as the new pair's products; `None` once that gradient is not the current
-    /// one.
-    pairs_dot_gradient: Option<Vec<f64>>,
+    /// The gradient `g` given to the last [`push`](Memory::push): `[Yᵀg, Sᵀg]`, made in the
+    /// same pass as the new pair's products, and `gᵀg`; `None` once that gradient is not the
+    /// current one.
+    pairs_dot_gradient: Option<GradientProducts>,
     /// `[Yᵀd, Sᵀd]` for the projected steepest-descent path `d` that was given to the last
     /// [`push`](Memory::push) (the one [`StepBuffers`] then held), made in the same pass;
     /// `None` where none was given, or once that point is not the current one.
@@ -364,28 +399,42 @@ impl Memory {
         self.pairs_dot_path = None;
     }
 
-    /// Adds the pair `(s, y)`, given its `[sᵀy, yᵀy]`, dropping the oldest at capacity and
-    /// returning its vectors (for the next pair to be written into), and takes `Yᵀg`, `Sᵀg` for
-    /// the current gradient `g`, and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one
-    /// is given, in the same pass. The products of the pairs kept are kept (shifted past a
-    /// dropped one); only the new pair's row and column are computed: `4k` dot products in one
-    /// pass over the pairs, not `2k²`.
+    /// Adds `pair`, dropping the oldest at capacity and returning its vectors (for the next
+    /// pair to be written into), and takes `Yᵀg`, `Sᵀg` for the current gradient `g` (the
+    /// pair's `g₊`), and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one is given,
+    /// in the same pass. The products of the pairs kept are kept (shifted past a dropped one);
+    /// only the new pair's row and column are new. Where `s`'s products with the pairs held
+    /// come with the pair (from [`unbounded_step`]'s direction) and `y` is long enough for
+    /// differences ([`DERIVED_MIN_SQUARED_RATIO`]), `y`'s are `vᵀg₊ − vᵀg` from this pass's
+    /// products with `g₊` and the last one's with `g`, and the pass is `2k` products, the pairs
+    /// against one vector, as L-BFGS's; otherwise both come from the pass, directly: `6k`
+    /// products, the pairs against three vectors.
     fn push(
         &mut self,
-        s: Vec<f64>,
-        y: Vec<f64>,
-        [sy, yy]: [f64; 2],
+        pair: Pair,
         g: &[f64],
         path: Option<&[f64]>,
     ) -> Option<(Vec<f64>, Vec<f64>)> {
+        let Pair {
+            s,
+            y,
+            sums,
+            s_with_held,
+        } = pair;
         let previous = self.s.len();
         let dropped = usize::from(previous == self.capacity);
+        // The products of the pairs' step `s` with the pairs held, and of its `g` (the last
+        // push's gradient): known where the differences keep their digits.
+        let known = s_with_held
+            .filter(|held| held.len() == 2 * previous)
+            .zip(self.pairs_dot_gradient.take())
+            .filter(|(_, before)| sums.yy >= DERIVED_MIN_SQUARED_RATIO * (before.gg + sums.gg));
         let evicted = if dropped == 1 {
             self.s.pop_front().zip(self.y.pop_front())
         } else {
             None
         };
-        self.theta = yy / sy;
+        self.theta = sums.yy / sums.sy;
         self.s.push_back(s);
         self.y.push_back(y);
         let k = self.s.len();
@@ -402,20 +451,46 @@ impl Memory {
         self.ss = shifted(&self.ss);
         self.sy = shifted(&self.sy);
         self.yy = shifted(&self.yy);
-        // One pass: the new s and y, and g, against every y and s (each product `dot`'s bits).
-        let with: Vec<&[f64]> = self.y.iter().chain(&self.s).map(Vec::as_slice).collect();
-        let vectors: Vec<&[f64]> = [&self.s[kept][..], &self.y[kept][..], g]
-            .into_iter()
-            .chain(path)
-            .collect();
-        let mut products = vec![0.0; vectors.len() * 2 * k];
-        vector::dots(&vectors, &with, &mut products);
-        // `with` is [Y, S]: s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
-        let (s_with, rest) = products.split_at(2 * k);
-        let (y_with, rest) = rest.split_at(2 * k);
-        let (g_with, path_with) = rest.split_at(2 * k);
-        self.pairs_dot_gradient = Some(g_with.to_vec());
-        self.pairs_dot_path = path.map(|_| path_with.to_vec());
+        // One pass: every y and s against (the new s and y, unless known,) g and the path
+        // (each product `dot`'s bits).
+        let pairs: Vec<&[f64]> = self.y.iter().chain(&self.s).map(Vec::as_slice).collect();
+        let new: &[&[f64]] = if known.is_some() {
+            &[]
+        } else {
+            &[&self.s[kept], &self.y[kept]]
+        };
+        let with: Vec<&[f64]> = new.iter().copied().chain([g]).chain(path).collect();
+        let mut products = vec![0.0; 2 * k * with.len()];
+        vector::dots(&pairs, &with, &mut products);
+        // Each of `with` against the pairs: [Yᵀv, Sᵀv].
+        let with_pairs =
+            |v: usize| -> Vec<f64> { (0..2 * k).map(|i| products[i * with.len() + v]).collect() };
+        let g_with = with_pairs(new.len());
+        // s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
+        let (s_with, y_with) = match known {
+            None => (with_pairs(0), with_pairs(1)),
+            Some((held, before)) => {
+                // Held and `before` index the pairs before the push: `[Y, S]` of `previous`.
+                let old = |products: &[f64], half: usize, j: usize| {
+                    products[half * previous + j + dropped]
+                };
+                let (mut s_with, mut y_with) = (vec![0.0; 2 * k], vec![0.0; 2 * k]);
+                for j in 0..kept {
+                    s_with[j] = old(&held, 0, j);
+                    s_with[k + j] = old(&held, 1, j);
+                    y_with[j] = g_with[j] - old(&before.pairs, 0, j);
+                    y_with[k + j] = g_with[k + j] - old(&before.pairs, 1, j);
+                }
+                (s_with[kept], s_with[k + kept]) = (sums.sy, sums.ss);
+                (y_with[kept], y_with[k + kept]) = (sums.yy, sums.sy);
+                (s_with, y_with)
+            }
+        };
+        self.pairs_dot_path = path.map(|_| with_pairs(new.len() + 1));
+        self.pairs_dot_gradient = Some(GradientProducts {
+            pairs: g_with,
+            gg: sums.gg,
+        });
         for j in 0..k {
             (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[k + j], s_with[k + j]);
             (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[j], y_with[j]);
@@ -423,6 +498,40 @@ impl Memory {
             self.sy[j * k + kept] = y_with[k + j];
         }
         evicted
+    }
+
+    /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.
+    fn columns(&self) -> impl Iterator<Item = &[f64]> {
+        self.y.iter().chain(&self.s).map(Vec::as_slice)
+    }
+
+    /// `[Yᵀg, Sᵀg]` for the current gradient `g`: the products the newest pair's pass took
+    /// with it, where it took them for this point, else from a pass of its own.
+    fn pairs_dot(&self, g: &[f64]) -> Vec<f64> {
+        if let Some(known) = &self.pairs_dot_gradient {
+            return known.pairs.clone();
+        }
+        let columns: Vec<&[f64]> = self.columns().collect();
+        let mut out = vec![0.0; columns.len()];
+        vector::dots(&columns, &[g], &mut out);
+        out
+    }
+
+    /// The products of the pairs' vectors in `W`'s column order, unscaled:
+    /// `[[YᵀY, YᵀS], [SᵀY, SᵀS]]`, `2k × 2k`.
+    fn pair_gram(&self) -> Vec<f64> {
+        let k = self.s.len();
+        let width = 2 * k;
+        let mut gram = vec![0.0; width * width];
+        for i in 0..k {
+            for j in 0..k {
+                gram[i * width + j] = self.yy[i * k + j];
+                gram[i * width + k + j] = self.sy[j * k + i];
+                gram[(k + i) * width + j] = self.sy[i * k + j];
+                gram[(k + i) * width + k + j] = self.ss[i * k + j];
+            }
+        }
+        gram
     }
 
     /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of
@@ -493,13 +602,9 @@ impl Compact<'_> {
             .collect()
     }
 
-    /// `Wᵀg` for the current gradient `g`: from the products the newest pair's pass took with
-    /// it, where it took them for this point, else from a pass of its own.
+    /// `Wᵀg` for the current gradient `g` (see [`Memory::pairs_dot`]).
     fn w_gradient(&self, g: &[f64]) -> Vec<f64> {
-        match &self.memory.pairs_dot_gradient {
-            Some(products) => self.w_products(products),
-            None => self.w_transpose(g),
-        }
+        self.w_products(&self.memory.pairs_dot(g))
     }
 
     /// `Wᵀv` from `[Yᵀv, Sᵀv]` as a pair's pass made them (`2k`).
@@ -527,16 +632,11 @@ impl Compact<'_> {
     /// `WᵀW = [[YᵀY, θ·YᵀS], [θ·SᵀY, θ²·SᵀS]]`, `2k × 2k`, from the kept products.
     fn gram(&self) -> Vec<f64> {
         let k = self.memory.s.len();
-        let (width, theta) = (2 * k, self.theta());
-        let memory = self.memory;
-        let mut gram = vec![0.0; width * width];
-        for i in 0..k {
-            for j in 0..k {
-                gram[i * width + j] = memory.yy[i * k + j];
-                gram[i * width + k + j] = theta * memory.sy[j * k + i];
-                gram[(k + i) * width + j] = theta * memory.sy[i * k + j];
-                gram[(k + i) * width + k + j] = theta * theta * memory.ss[i * k + j];
-            }
+        let scale = |a: usize| if a < k { 1.0 } else { self.theta() };
+        let width = 2 * k;
+        let mut gram = self.memory.pair_gram();
+        for (at, entry) in gram.iter_mut().enumerate() {
+            *entry *= scale(at / width) * scale(at % width);
         }
         gram
     }
@@ -814,29 +914,69 @@ fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
 }
 
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
-/// subspace step is the compact form's quasi-Newton step, `x̄ = x − g/θ − W·v` with `WᵀZ = Wᵀ`
-/// and `ZᵀW·WᵀZ = WᵀW`, written to `target` with the line toward it (`direction ← x̄ − x`) and
-/// its slope `gᵀd`, in one pass over `W`'s columns: [`aim`]'s arithmetic, without its pass.
+/// subspace step is the quasi-Newton step `d = −H·g`, `H = B⁻¹` (as the Fortran code skips the
+/// Cauchy point there). It is formed as L-BFGS forms it, from the compact inverse form
+/// ([`quasi_newton::inverse_coefficients`]: triangular solves with `R`, the upper triangle of
+/// `SᵀY`), not by Sherman–Morrison–Woodbury on `B`'s middle matrix: inverting that matrix lost
+/// every digit on Brown's badly scaled function (mgh-4), which then stopped at f = 1.9·10¹¹
+/// after 65 iterations where scipy and L-BFGS reach 10⁻¹⁵ in 13. Writes `d = −γg − S·w + γY·u`
+/// (`γ = 1/θ`) to `direction` and `x̄ = x + d` to `target`, and returns its slope `gᵀd`, in one
+/// pass over the pairs ([`aim`]'s arithmetic without its pass), and, where `Sᵀg` and `Yᵀg`
+/// came from the pairs' pass, the direction's products with the pairs, from the pairs' own
+/// ([`DirectionProducts`]).
 fn unbounded_step(
     x: &[f64],
     g: &[f64],
-    compact: &Compact<'_>,
+    memory: &Memory,
     target: &mut [f64],
     direction: &mut [f64],
-) -> f64 {
-    let wg = compact.w_gradient(g);
-    let v = correction(compact, &wg, &compact.gram());
-    let mut terms: Vec<(f64, &[f64])> = vec![(1.0, x), (-1.0 / compact.theta(), g)];
-    terms.extend(compact.columns(&v).map(|(c, v)| (-c, v)));
-    let kernel = |((target, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
-        vector::combine_block(&terms, target, range.clone());
-        for ((d, &t), i) in d.iter_mut().zip(&*target).zip(range.clone()) {
-            *d = t - x[i];
+) -> (f64, Option<DirectionProducts>) {
+    let k = memory.s.len();
+    let newest = (k - 1) * (k + 1);
+    let gamma = memory.sy[newest] / memory.yy[newest];
+    let with_g = memory.pairs_dot(g);
+    let (b, a) = with_g.split_at(k);
+    let r = |i: usize, j: usize| memory.sy[i * k + j];
+    let yy = |i: usize, j: usize| memory.yy[i * k + j];
+    let (u, w) = quasi_newton::inverse_coefficients(r, yy, a, b, gamma);
+    // The pairs' coefficients in `W`'s column order: `y`s, then `s`s.
+    let c: Vec<f64> = (u.iter().map(|u| gamma * u))
+        .chain(w.iter().map(|w| -w))
+        .collect();
+    let mut terms: Vec<(f64, &[f64])> = vec![(-gamma, g)];
+    terms.extend(c.iter().copied().zip(memory.columns()));
+    let kernel = |((d, target), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+        vector::combine_block(&terms, d, range.clone());
+        for ((t, &d), i) in target.iter_mut().zip(&*d).zip(range.clone()) {
+            *t = x[i] + d;
         }
         vector::serial_dot(&g[range], d)
     };
     let len = target.len();
-    vector::blockwise(((target, direction), 0..len), kernel, vector::sum_of)
+    let slope = vector::blockwise(((direction, target), 0..len), kernel, vector::sum_of);
+    let products = memory.pairs_dot_gradient.as_ref().map(|known| {
+        // `d = −γg + Σ cⱼ·uⱼ` over the pairs' vectors `uⱼ`, so `uᵢᵀd = −γ·uᵢᵀg + Σ cⱼ·uᵢᵀuⱼ`.
+        let gram = memory.pair_gram();
+        let width = c.len();
+        let pairs = (0..width)
+            .map(|i| vector::dot(&gram[i * width..(i + 1) * width], &c) - gamma * known.pairs[i])
+            .collect();
+        let parts = gamma * known.gg.sqrt()
+            + (0..width)
+                .map(|j| c[j].abs() * gram[j * width + j].sqrt())
+                .sum::<f64>();
+        DirectionProducts { pairs, parts }
+    });
+    (slope, products)
+}
+
+/// The products of the unbounded step's direction `d` with the pairs held, `[Yᵀd, Sᵀd]`, formed
+/// from the pairs' own products and `Wᵀg` (no pass), and `parts`, the sum of the norms of the
+/// terms `d` was made of: each product's rounding is about `ε·‖u‖·parts`, a direct product's
+/// `ε·‖u‖·‖d‖`.
+struct DirectionProducts {
+    pairs: Vec<f64>,
+    parts: f64,
 }
 
 /// The subspace step from the Cauchy point `buffers.cauchy` (the direct primal method, with
@@ -983,9 +1123,22 @@ fn aim(
     })
 }
 
+/// What [`new_pair`] sums (each product the bits of [`vector::dot`]).
+#[derive(Clone, Copy, Debug)]
+struct PairSums {
+    sy: f64,
+    yy: f64,
+    ss: f64,
+    /// `gᵀs`, the step's slope.
+    gs: f64,
+    /// `g₊ᵀg₊`.
+    gg: f64,
+    /// `‖g₊‖∞`.
+    g_new_max: f64,
+}
+
 /// The new pair from the step `step·d` that took the gradient from `g` to `g_new`:
-/// `s ← step·d` and `y ← g_new − g`, with `[sᵀy, gᵀs, yᵀy]` (each the bits of
-/// [`vector::dot`]) and `‖g_new‖∞`, in one pass.
+/// `s ← step·d` and `y ← g_new − g`, with their products, in one pass.
 fn new_pair(
     step: f64,
     d: &[f64],
@@ -993,7 +1146,7 @@ fn new_pair(
     g: &[f64],
     s: &mut [f64],
     y: &mut [f64],
-) -> [f64; 4] {
+) -> PairSums {
     let kernel = |((s, y), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
         let mut g_new_max = 0.0;
         for ((s, y), i) in s.iter_mut().zip(y.iter_mut()).zip(range.clone()) {
@@ -1001,15 +1154,31 @@ fn new_pair(
             *y = g_new[i] - g[i];
             g_new_max = f64::max(g_new_max, g_new[i].abs());
         }
+        let g_new = &g_new[range.clone()];
         let [sy, yy] = vector::serial_dots_of([&*s, &*y], y);
-        [sy, vector::serial_dot(&g[range], s), yy, g_new_max]
+        let [ss, gs] = vector::serial_dots_of([&*s, &g[range]], s);
+        [sy, yy, ss, gs, vector::serial_dot(g_new, g_new), g_new_max]
     };
     let len = d.len();
     vector::blockwise(((s, y), 0..len), kernel, |blocks| {
         let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
-        let max = blocks.iter().map(|sums| sums[3]).fold(0.0, f64::max);
-        [sum(0), sum(1), sum(2), max]
+        let max = blocks.iter().map(|sums| sums[5]).fold(0.0, f64::max);
+        [sum(0), sum(1), sum(2), sum(3), sum(4), max]
     })
+    .into()
+}
+
+impl From<[f64; 6]> for PairSums {
+    fn from([sy, yy, ss, gs, gg, g_new_max]: [f64; 6]) -> Self {
+        PairSums {
+            sy,
+            yy,
+            ss,
+            gs,
+            gg,
+            g_new_max,
+        }
+    }
 }
 
 /// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
@@ -1088,6 +1257,81 @@ mod tests {
         }
     }
 
+    /// A pair's sums as [`new_pair`] takes them, the `g₊` being `g`.
+    fn direct_sums(s: &[f64], y: &[f64], g: &[f64]) -> PairSums {
+        PairSums {
+            sy: vector::dot(s, y),
+            yy: vector::dot(y, y),
+            ss: vector::dot(s, s),
+            gs: 0.0,
+            gg: vector::dot(g, g),
+            g_new_max: vector::max_abs(g),
+        }
+    }
+
+    /// A pair pushed with its step's products known (as the unbounded step's pass takes them)
+    /// gets its `y`'s products from differences of gradient products: they agree with those
+    /// of a memory that takes every product directly to 1e-12 of the vectors' norms; where `y`
+    /// is too short for a difference, the products are taken directly.
+    #[test]
+    fn products_from_differences_are_those_taken_directly() {
+        let n = 53;
+        let mut from_differences = Memory::new(3);
+        let mut direct = Memory::new(3);
+        let gradient = |t: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| ((t * n + i) as f64 * 0.29).sin() * 10.0 / (t + 1) as f64)
+                .collect()
+        };
+        let mut g = gradient(0);
+        let mut differenced = 0;
+        for t in 1..10 {
+            // The last step is one whose `y` is tiny against the gradients.
+            let g_new: Vec<f64> = if t == 9 {
+                g.iter()
+                    .enumerate()
+                    .map(|(i, v)| v + 1e-4 * ((i as f64).cos()))
+                    .collect()
+            } else {
+                gradient(t)
+            };
+            let s: Vec<f64> = (0..n).map(|i| ((t * n + i) as f64 * 0.53).cos()).collect();
+            let y: Vec<f64> = g_new.iter().zip(&g).map(|(a, b)| a - b).collect();
+            let held: Vec<f64> = (from_differences.y.iter().chain(&from_differences.s))
+                .map(|v| vector::dot(v, &s))
+                .collect();
+            let sums = direct_sums(&s, &y, &g_new);
+            let known = from_differences.pairs_dot_gradient.is_some()
+                && sums.yy
+                    >= DERIVED_MIN_SQUARED_RATIO
+                        * (vector::dot(&g, &g) + vector::dot(&g_new, &g_new));
+            differenced += usize::from(known);
+            let pair = |s_with_held| Pair {
+                s: s.clone(),
+                y: y.clone(),
+                sums,
+                s_with_held,
+            };
+            from_differences.push(pair(Some(held)), &g_new, None);
+            direct.push(pair(None), &g_new, None);
+            let scale = vector::dot(&g_new, &g_new) + vector::dot(&g, &g) + n as f64;
+            for (name, a, b) in [
+                ("ss", &from_differences.ss, &direct.ss),
+                ("sy", &from_differences.sy, &direct.sy),
+                ("yy", &from_differences.yy, &direct.yy),
+            ] {
+                for (a, b) in a.iter().zip(b) {
+                    assert!((a - b).abs() <= 1e-12 * scale, "{name} at {t}: {a} vs {b}");
+                }
+            }
+            g = g_new;
+        }
+        assert_eq!(
+            differenced, 7,
+            "every push but the first and the short `y`'s"
+        );
+    }
+
     /// The products a memory keeps as pairs come and go past its capacity are, bit for bit,
     /// those of its pairs computed afresh, `Yᵀg` and `Sᵀg` too; and `gram` is `WᵀW`.
     #[test]
@@ -1101,12 +1345,17 @@ mod tests {
             let y: Vec<f64> = (0..n)
                 .map(|i| ((pair * n + i) as f64 * 0.11).cos() + 2.0)
                 .collect();
-            let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
             let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
             let d: Vec<f64> = g.iter().map(|v| -v * (pair % 3) as f64).collect();
-            memory.push(s, y, [sy, yy], &g, (pair % 2 == 0).then_some(&d[..]));
+            let new = Pair {
+                sums: direct_sums(&s, &y, &g),
+                s,
+                y,
+                s_with_held: None,
+            };
+            memory.push(new, &g, (pair % 2 == 0).then_some(&d[..]));
             let k = memory.s.len();
-            let with_g = memory.pairs_dot_gradient.clone().unwrap();
+            let with_g = memory.pairs_dot_gradient.as_ref().unwrap().pairs.clone();
             let with_d = memory.pairs_dot_path.clone();
             assert_eq!(with_d.is_some(), pair % 2 == 0);
             for j in 0..k {

@@ -9,6 +9,42 @@ use crate::objective::EvalError;
 use crate::objective::VectorSpace;
 use std::ops::ControlFlow;
 
+/// A limited memory's products of a new vector `v = Σ cᵢ·uᵢ` with the vectors `w` it stores may
+/// come from products it has, `Σ cᵢ·uᵢᵀw`, instead of a pass over the vectors (L-BFGS's and
+/// L-BFGS-B's `y = g₊ − g`, L-BFGS-B's step `s`). Such a product carries the rounding of the
+/// products it is made of, about `ε·‖w‖·Σ|cᵢ|·‖uᵢ‖`, which must stay within 100 times a direct
+/// product's, `ε·‖w‖·‖v‖`: below this ratio of `‖v‖²` to `(Σ|cᵢ|·‖uᵢ‖)²` (for `y`, to
+/// `gᵀg + g₊ᵀg₊`) the products are taken directly.
+pub(super) const DERIVED_MIN_SQUARED_RATIO: f64 = 1e-4;
+
+/// `(u, w)` of the compact inverse form `−H·g = −γg − S·w + γY·u` of `m` pairs (Byrd, Nocedal
+/// & Schnabel 1994, Theorem 2.2; see [`super::lbfgs`]'s module docs): `u = R⁻¹a` and
+/// `w = R⁻ᵀ((D + γYᵀY)·u − γb)` from `a = Sᵀg`, `b = Yᵀg`, `R`'s entries `r(i, j) = sᵢᵀyⱼ`
+/// (`i ≤ j`) and `yy(i, j) = yᵢᵀyⱼ`: two triangular solves and a product, `O(m²)`, with no
+/// matrix inverted (L-BFGS's, and L-BFGS-B's without bounds).
+pub(super) fn inverse_coefficients(
+    r: impl Fn(usize, usize) -> f64,
+    yy: impl Fn(usize, usize) -> f64,
+    a: &[f64],
+    b: &[f64],
+    gamma: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let m = a.len();
+    let mut u = vec![0.0; m];
+    for i in (0..m).rev() {
+        let known: f64 = (i + 1..m).map(|j| r(i, j) * u[j]).sum();
+        u[i] = (a[i] - known) / r(i, i);
+    }
+    let mut w = vec![0.0; m];
+    for i in 0..m {
+        let yy_u: f64 = (0..m).map(|j| yy(i, j) * u[j]).sum();
+        let t = r(i, i) * u[i] + gamma * (yy_u - b[i]);
+        let known: f64 = (0..i).map(|j| r(j, i) * w[j]).sum();
+        w[i] = (t - known) / r(i, i);
+    }
+    (u, w)
+}
+
 /// An approximation `H` of the inverse Hessian, over a workspace's vectors.
 pub(super) trait InverseHessian<W: Workspace> {
     /// Writes the search direction `−H·g` to `p` and returns its slope `gᵀp`.
