@@ -573,6 +573,45 @@ fn unbounded_mgh_minima_match_scipys() {
     assert!(failures.is_empty(), "differ from scipy: {failures:?}");
 }
 
+/// Brown's badly scaled function (mgh-4: minimum 0 at (10⁶, 2·10⁻⁶), from (1, 1)) within boxes
+/// that do not bind at the answer, so that the bounded step (Cauchy point, subspace step) runs
+/// throughout: it reaches the minimum (in the first box the projected gradient ends it, `x₁`
+/// within `gtol` of its lower bound 0). scipy's L-BFGS-B: in [0, 2·10⁶] × [0, 10] f = 5.28·10⁻⁹
+/// after 7 iterations, in [−10⁷, 10⁷] × [−10³, 10³] f = 3.83·10⁻¹⁷ after 12. With the middle
+/// matrix inverted by Gauss–Jordan and `I − M·WᵀZ·ZᵀW/θ` formed from it, these ended with
+/// status 0 at f = 4.7·10⁻³ and f = 4.4·10⁸.
+#[test]
+fn a_badly_scaled_problem_in_a_loose_box_reaches_its_minimum() {
+    use cudamin::{Backend, Gradient, TermObjective, problems};
+    for (lower, upper) in [([0.0, 0.0], [2e6, 10.0]), ([-1e7, -1e3], [1e7, 1e3])] {
+        let instance = (problems::find("mgh-4").unwrap())
+            .instantiate(&Backend::Cpu, None, None)
+            .unwrap();
+        let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
+        let options = Options {
+            bounds: Some(Bounds {
+                lower: lower.to_vec(),
+                upper: upper.to_vec(),
+            }),
+            ..Options::default()
+        };
+        let result = solve(&mut objective, &instance.x0, Method::LbfgsB, &options).unwrap();
+        println!("{lower:?}..{upper:?}: {result:?}");
+        assert!(result.success, "{}", result.message);
+        assert!(result.fun <= 1e-8, "f = {:e}", result.fun);
+        assert!(
+            (result.x[0] / 1e6 - 1.0).abs() <= 1e-6,
+            "x = {:?}",
+            result.x
+        );
+        assert!(
+            (result.x[1] / 2e-6 - 1.0).abs() <= 1e-3,
+            "x = {:?}",
+            result.x
+        );
+    }
+}
+
 /// Finite-difference gradients stay in the box, by scipy's rule: `(1 − x)^{5/2} − 2x` is NaN
 /// past x = 1, where the answer sits (every partial is −2.5·(1 − x)^{3/2} − 2 < 0). At the
 /// bound a forward step turns back and a central stencil becomes one-sided, so both solve to

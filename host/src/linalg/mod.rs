@@ -62,6 +62,21 @@ pub fn solve_lower(l: &[f64], b: &mut [f64]) {
     }
 }
 
+/// Solves `Lᵀ x = b` in place (`b` becomes `x`), `L` as [`solve_lower`] takes it.
+pub(crate) fn solve_lower_transposed(l: &[f64], b: &mut [f64]) {
+    let n = b.len();
+    for i in (0..n).rev() {
+        let known: f64 = (i + 1..n).map(|j| l[j * n + i] * b[j]).sum();
+        b[i] = (b[i] - known) / l[i * n + i];
+    }
+}
+
+/// Solves `H x = b` in place, `L` the Cholesky factor of `H` ([`cholesky`]).
+pub(crate) fn cholesky_solve(l: &[f64], b: &mut [f64]) {
+    solve_lower(l, b);
+    solve_lower_transposed(l, b);
+}
+
 /// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process) or
 /// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.

@@ -11,11 +11,14 @@
 //!    `m(x + t·d)` along the projected steepest-descent path `d = −g`, bent at each bound it
 //!    meets; the breakpoints are visited in order, the model's slope and curvature updated at
 //!    each from the compact form `B = θI − W·M·Wᵀ` (`W = [Y  θS]`, `M` the inverse of the
-//!    `2k × 2k` middle matrix), in `O(k)` per breakpoint.
+//!    `2k × 2k` middle matrix, applied by block elimination with a Cholesky factor, never
+//!    formed), in `O(k²)` per breakpoint.
 //! 2. **Subspace minimization** over the variables the Cauchy point left free: the model's
-//!    Newton step there (by Sherman–Morrison–Woodbury on the reduced `B`), projected into the
+//!    Newton step there (by Sherman–Morrison–Woodbury on the reduced `B`, its `2k × 2k` system
+//!    solved by two Cholesky factorizations as the Fortran's `formk` does), projected into the
 //!    box; where that projection is not a descent direction, the step truncated at the first
-//!    bound instead (version 3.0's rule).
+//!    bound instead (version 3.0's rule). Where a factorization fails the memory is emptied
+//!    and the iteration restarts, as in the Fortran code.
 //! 3. **Line search** along `d = x̄ − x` (Moré–Thuente with `c1 = 10⁻³`, `c2 = 0.9`,
 //!    `xtol = 0.1`), never past the box (`stpmax`); a step where the search stops on one of its
 //!    warnings is taken, as L-BFGS-B takes it. A failed search restarts from an empty memory,
@@ -34,8 +37,9 @@ use super::line_search::{Accepted, Line, search_in_box};
 use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use crate::linalg::vector;
+use crate::linalg::{self, vector};
 use crate::objective::{EvalError, GradientError, Objective, gradient_error};
+use ndarray::ArrayView2;
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -166,7 +170,13 @@ impl Solver<'_> {
                     (slope, f64::INFINITY)
                 } else {
                     direction_products = None;
-                    self.step_target(&x, &g, &memory, &mut buffers, &mut target);
+                    if self
+                        .step_target(&x, &g, &memory, &mut buffers, &mut target)
+                        .is_none()
+                    {
+                        memory.clear();
+                        continue;
+                    }
                     aim(&x, &g, &target, &mut direction, box_)
                 };
                 let found = if slope < 0.0 {
@@ -289,7 +299,10 @@ impl Solver<'_> {
 
     /// Writes where the iteration's step aims, `x̄`, to `target`: the generalized Cauchy point,
     /// then the subspace step from it (with bounds, or before the first pair; otherwise
-    /// [`unbounded_step`]).
+    /// [`unbounded_step`]). `None` where the compact form's factorizations fail (pairs the
+    /// rounding has made dependent): the memory is to be refreshed, as the Fortran code does
+    /// (`formt`'s and `formk`'s "refresh the lbfgs memory and restart the iteration"); an empty
+    /// memory never fails.
     fn step_target(
         &self,
         x: &[f64],
@@ -297,11 +310,12 @@ impl Solver<'_> {
         memory: &Memory,
         buffers: &mut StepBuffers,
         target: &mut Vec<f64>,
-    ) {
-        let compact = memory.compact();
+    ) -> Option<()> {
+        let compact = memory.compact()?;
         let c = cauchy_point(x, g, self.bounds, &compact, buffers);
         if memory.is_empty() {
-            return std::mem::swap(target, &mut buffers.cauchy);
+            std::mem::swap(target, &mut buffers.cauchy);
+            return Some(());
         }
         subspace_step(x, g, self.bounds, &compact, buffers, &c, target)
     }
@@ -534,34 +548,35 @@ impl Memory {
         gram
     }
 
-    /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of
-    /// `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its strict lower triangle).
-    fn compact(&self) -> Compact<'_> {
+    /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of the middle matrix
+    /// `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its strict lower triangle), held
+    /// as the Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ` (Byrd, Lu, Nocedal & Zhu, §4; the
+    /// Fortran's `formt`), never inverted. `None` where `T` is not numerically positive
+    /// definite: the memory is to be refreshed, as the Fortran code does.
+    fn compact(&self) -> Option<Compact<'_>> {
         let k = self.s.len();
-        let width = 2 * k;
-        let mut middle = vec![0.0; width * width];
-        for i in 0..k {
-            for j in 0..k {
-                let lower = if i > j { self.sy[i * k + j] } else { 0.0 };
-                let upper = if j > i { self.sy[j * k + i] } else { 0.0 };
-                middle[i * width + j] = if i == j { -self.sy[i * k + i] } else { 0.0 };
-                middle[i * width + k + j] = upper;
-                middle[(k + i) * width + j] = lower;
-                middle[(k + i) * width + k + j] = self.theta * self.ss[i * k + j];
-            }
-        }
-        Compact {
+        let t: Vec<f64> = (0..k * k)
+            .map(|at| {
+                let (i, j) = (at / k, at % k);
+                let l_d_lt: f64 = (0..i.min(j))
+                    .map(|m| self.sy[i * k + m] * self.sy[j * k + m] / self.sy[m * k + m])
+                    .sum();
+                self.theta * self.ss[at] + l_d_lt
+            })
+            .collect();
+        let t = ArrayView2::from_shape((k, k), &t).ok()?;
+        Some(Compact {
             memory: self,
-            m: invert(&middle, width),
-        }
+            t_factor: linalg::cholesky(t).ok()?,
+        })
     }
 }
 
 /// The compact form of one iteration.
 struct Compact<'m> {
     memory: &'m Memory,
-    /// `M`, `2k × 2k`, row-major.
-    m: Vec<f64>,
+    /// The Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ`, `k × k` by rows.
+    t_factor: Vec<f64>,
 }
 
 impl Compact<'_> {
@@ -641,51 +656,23 @@ impl Compact<'_> {
         gram
     }
 
-    /// `M·v`.
+    /// `M·v`: `[a; b]` solving `[[−D, Lᵀ], [L, θ·SᵀS]]·[a; b] = v`, by block elimination:
+    /// `b = T⁻¹·(v₂ + L·D⁻¹·v₁)`, `a = D⁻¹·(Lᵀ·b − v₁)` (the Fortran's `bmv`).
     fn m_times(&self, v: &[f64]) -> Vec<f64> {
-        let width = self.width();
-        (0..width)
-            .map(|i| vector::dot(&self.m[i * width..(i + 1) * width], v))
-            .collect()
+        let memory = self.memory;
+        let k = memory.s.len();
+        let (v1, v2) = v.split_at(k);
+        let sy = |i: usize, j: usize| memory.sy[i * k + j];
+        let mut b: Vec<f64> = (0..k)
+            .map(|i| v2[i] + (0..i).map(|j| sy(i, j) * v1[j] / sy(j, j)).sum::<f64>())
+            .collect();
+        linalg::cholesky_solve(&self.t_factor, &mut b);
+        let mut ab: Vec<f64> = (0..k)
+            .map(|i| ((i + 1..k).map(|j| sy(j, i) * b[j]).sum::<f64>() - v1[i]) / sy(i, i))
+            .collect();
+        ab.extend(b);
+        ab
     }
-}
-
-/// `A⁻¹` of a small nonsingular `n × n` matrix (row-major), by Gauss–Jordan elimination with
-/// partial pivoting; a singular pivot leaves its column zero (the pairs kept have `sᵀy > 0`,
-/// so the middle matrix is nonsingular).
-fn invert(a: &[f64], n: usize) -> Vec<f64> {
-    let mut work = a.to_vec();
-    let mut inverse = vec![0.0; n * n];
-    for i in 0..n {
-        inverse[i * n + i] = 1.0;
-    }
-    for col in 0..n {
-        let pivot = (col..n)
-            .max_by(|&p, &q| work[p * n + col].abs().total_cmp(&work[q * n + col].abs()))
-            .unwrap_or(col);
-        if work[pivot * n + col] == 0.0 {
-            continue;
-        }
-        for j in 0..n {
-            work.swap(col * n + j, pivot * n + j);
-            inverse.swap(col * n + j, pivot * n + j);
-        }
-        let scale = 1.0 / work[col * n + col];
-        for j in 0..n {
-            work[col * n + j] *= scale;
-            inverse[col * n + j] *= scale;
-        }
-        for row in (0..n).filter(|&r| r != col) {
-            let factor = work[row * n + col];
-            if factor != 0.0 {
-                for j in 0..n {
-                    work[row * n + j] -= factor * work[col * n + j];
-                    inverse[row * n + j] -= factor * inverse[col * n + j];
-                }
-            }
-        }
-    }
-    inverse
 }
 
 /// Breakpoints and the projected steepest-descent path at `(x, g)`, into `buffers.times` (when
@@ -893,33 +880,81 @@ impl Ord for Breakpoint {
 }
 
 /// The coefficients `v` of the subspace step's correction: `d = −r/θ − W·v` over the free
-/// variables, `v = N⁻¹·M·WᵀZ·r/θ²`, `N = I − M·WᵀZ·ZᵀW/θ` (Sherman–Morrison–Woodbury on the
-/// reduced model), from `wz_r = WᵀZ·r` and `wz_zw = ZᵀW·WᵀZ`.
-fn correction(compact: &Compact<'_>, wz_r: &[f64], wz_zw: &[f64]) -> Vec<f64> {
-    let (width, theta) = (compact.width(), compact.theta());
-    let v = compact.m_times(wz_r);
-    let mut n_matrix = vec![0.0; width * width];
-    for a in 0..width {
-        for b in 0..width {
-            let product: f64 = (0..width)
-                .map(|k| compact.m[a * width + k] * wz_zw[k * width + b])
-                .sum();
-            n_matrix[a * width + b] = f64::from(u8::from(a == b)) - product / theta;
+/// variables, `v = K⁻¹·WᵀZ·r/θ²`, `K = [[−D, Lᵀ], [L, θ·SᵀS]] − WᵀZ·ZᵀW/θ` (Sherman–Morrison–
+/// Woodbury on the reduced model, with the middle matrix itself rather than its inverse), from
+/// `wz_r = WᵀZ·r`, `free_gram = WᵀZ·ZᵀW` and `bound_gram = WᵀA·AᵀW` (`A` the variables at a
+/// bound). `K` is solved as the Fortran's `formk` factors it: its leading block is `−P`,
+/// `P = D + YᵀZ·ZᵀY/θ` positive definite, and the Schur complement
+/// `θ·SᵀA·AᵀS + Cᵀ·P⁻¹·C` (`C` the off-diagonal block) is positive definite too, so two
+/// Cholesky factorizations, where forming `I − M·WᵀZ·ZᵀW/θ` from an inverted middle matrix
+/// lost every digit on a badly scaled problem. `None` where either is not numerically positive
+/// definite (the memory is to be refreshed).
+fn correction(
+    compact: &Compact<'_>,
+    wz_r: &[f64],
+    free_gram: &[f64],
+    bound_gram: &[f64],
+) -> Option<Vec<f64>> {
+    let memory = compact.memory;
+    let (k, theta) = (memory.s.len(), compact.theta());
+    let width = 2 * k;
+    let free = |a: usize, b: usize| free_gram[a * width + b] / theta;
+    let sy = |i: usize, j: usize| memory.sy[i * k + j];
+    let square = |f: &dyn Fn(usize, usize) -> f64| -> Vec<f64> {
+        (0..k * k).map(|at| f(at / k, at % k)).collect()
+    };
+    let factor = |m: Vec<f64>| {
+        let view = ArrayView2::from_shape((k, k), &m).ok()?;
+        linalg::cholesky(view).ok()
+    };
+    // P = D + YᵀZ·ZᵀY/θ; C = Lᵀ − YᵀZ·ZᵀS (W's S half is θS); the last block θ·SᵀA·AᵀS.
+    let p_factor = factor(square(&|i, j| {
+        free(i, j) + if i == j { sy(i, i) } else { 0.0 }
+    }))?;
+    let c = square(&|i, j| if j > i { sy(j, i) } else { 0.0 } - free(i, k + j));
+    // P⁻¹·C, a column at a time.
+    let mut p_inv_c = vec![0.0; k * k];
+    for j in 0..k {
+        let mut column: Vec<f64> = (0..k).map(|i| c[i * k + j]).collect();
+        linalg::cholesky_solve(&p_factor, &mut column);
+        for (i, value) in column.into_iter().enumerate() {
+            p_inv_c[i * k + j] = value;
         }
     }
-    let inverse = invert(&n_matrix, width);
-    (0..width)
-        .map(|a| vector::dot(&inverse[a * width..(a + 1) * width], &v) / (theta * theta))
-        .collect()
+    let schur = square(&|i, j| {
+        bound_gram[(k + i) * width + k + j] / theta
+            + (0..k)
+                .map(|m| c[m * k + i] * p_inv_c[m * k + j])
+                .sum::<f64>()
+    });
+    let schur_factor = factor(schur)?;
+    // K·[a; b] = [r₁; r₂]: b = Schur⁻¹·(r₂ + Cᵀ·P⁻¹·r₁), a = P⁻¹·(C·b − r₁).
+    let scale = theta * theta;
+    let (r1, r2): (Vec<f64>, Vec<f64>) = (
+        wz_r[..k].iter().map(|r| r / scale).collect(),
+        wz_r[k..].iter().map(|r| r / scale).collect(),
+    );
+    let mut p_inv_r1 = r1.clone();
+    linalg::cholesky_solve(&p_factor, &mut p_inv_r1);
+    let mut b: Vec<f64> = (0..k)
+        .map(|i| r2[i] + (0..k).map(|m| c[m * k + i] * p_inv_r1[m]).sum::<f64>())
+        .collect();
+    linalg::cholesky_solve(&schur_factor, &mut b);
+    let mut a: Vec<f64> = (0..k)
+        .map(|i| vector::dot(&c[i * k..(i + 1) * k], &b) - r1[i])
+        .collect();
+    linalg::cholesky_solve(&p_factor, &mut a);
+    Some(a.into_iter().chain(b).collect())
 }
 
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
 /// subspace step is the quasi-Newton step `d = −H·g`, `H = B⁻¹` (as the Fortran code skips the
 /// Cauchy point there). It is formed as L-BFGS forms it, from the compact inverse form
 /// ([`quasi_newton::inverse_coefficients`]: triangular solves with `R`, the upper triangle of
-/// `SᵀY`), not by Sherman–Morrison–Woodbury on `B`'s middle matrix: inverting that matrix lost
-/// every digit on Brown's badly scaled function (mgh-4), which then stopped at f = 1.9·10¹¹
-/// after 65 iterations where scipy and L-BFGS reach 10⁻¹⁵ in 13. Writes `d = −γg − S·w + γY·u`
+/// `SᵀY`), which needs no factorization, rather than by Sherman–Morrison–Woodbury on `B` (the
+/// bounded step's route; with the middle matrix inverted by Gauss–Jordan, as it once was, that
+/// lost every digit on Brown's badly scaled function, mgh-4, stopping at f = 1.9·10¹¹ after 65
+/// iterations where scipy and L-BFGS reach 10⁻¹⁵ in 13). Writes `d = −γg − S·w + γY·u`
 /// (`γ = 1/θ`) to `direction` and `x̄ = x + d` to `target`, and returns its slope `gᵀd`, in one
 /// pass over the pairs ([`aim`]'s arithmetic without its pass), and, where `Sᵀg` and `Yᵀg`
 /// came from the pairs' pass, the direction's products with the pairs, from the pairs' own
@@ -982,7 +1017,7 @@ struct DirectionProducts {
 /// The subspace step from the Cauchy point `buffers.cauchy` (the direct primal method, with
 /// version 3.0's projection), written to `target`: the model's minimizer over the variables
 /// free at the Cauchy point, projected into the box, or truncated at the first bound where the
-/// projection is not a descent direction.
+/// projection is not a descent direction. `None` where the [`correction`] cannot be formed.
 fn subspace_step(
     x: &[f64],
     g: &[f64],
@@ -991,7 +1026,7 @@ fn subspace_step(
     buffers: &mut StepBuffers,
     c: &[f64],
     target: &mut [f64],
-) {
+) -> Option<()> {
     let (n, width, theta) = (x.len(), compact.width(), compact.theta());
     let cauchy = &buffers.cauchy;
     // The variables strictly inside their bounds at the Cauchy point, as a mask of bytes that
@@ -1008,7 +1043,8 @@ fn subspace_step(
     });
     let is_free = &buffers.is_free;
     if free == 0 {
-        return target.copy_from_slice(cauchy);
+        target.copy_from_slice(cauchy);
+        return Some(());
     }
     // The reduced gradient r = Zᵀ(u − W·M·c), u = g + θ(x_cp − x), is never formed: the
     // correction needs WᵀZ·r = WᵀZ·u − ZᵀW·WᵀZ·M·c, and the step is −r/θ − W·v. WᵀZ·u and
@@ -1020,20 +1056,24 @@ fn subspace_step(
     let columns: Vec<(f64, &[f64])> = compact.columns(&ones).collect();
     let u = [(1.0, g), (theta, &cauchy[..]), (-theta, x)];
     let (kept_gram, kept_u) = vector::masked_gram(&columns, is_free, direct, &u);
-    let (wz_zw, wz_u) = if direct {
-        (kept_gram, kept_u)
+    // The Gram matrices over the free rows and over the rows at a bound: one is the kept one,
+    // the other the whole less it (the correction needs both).
+    let gram = compact.gram();
+    let rest: Vec<f64> = (gram.iter().zip(&kept_gram))
+        .map(|(all, kept)| all - kept)
+        .collect();
+    let (wz_zw, bound_gram, wz_u) = if direct {
+        (kept_gram, rest, kept_u)
     } else {
-        let gram = compact.gram();
         let wg = compact.w_gradient(g);
-        let wz_zw = (gram.iter().zip(&kept_gram)).map(|(all, kept)| all - kept);
         let wz_u = (wg.iter().zip(c).zip(&kept_u)).map(|((wg, c), kept)| wg + theta * c - kept);
-        (wz_zw.collect(), wz_u.collect())
+        (rest, kept_gram, wz_u.collect())
     };
     let mc = compact.m_times(c);
     let wz_r: Vec<f64> = (0..width)
         .map(|a| wz_u[a] - vector::dot(&wz_zw[a * width..(a + 1) * width], &mc))
         .collect();
-    let v = correction(compact, &wz_r, &wz_zw);
+    let v = correction(compact, &wz_r, &wz_zw, &bound_gram)?;
     // The step over the free variables: −r/θ − W·v = −u/θ + W·(M·c/θ − v).
     let coefficients: Vec<f64> = mc.iter().zip(&v).map(|(mc, v)| mc / theta - v).collect();
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, g), (-1.0, cauchy), (1.0, x)];
@@ -1059,7 +1099,7 @@ fn subspace_step(
         vector::sum_of,
     );
     if descent <= 0.0 {
-        return;
+        return Some(());
     }
     let (step, projected) = (&buffers.step, target);
     // Truncate at the first bound the step meets: the smallest reach below 1 (the lowest
@@ -1089,6 +1129,7 @@ fn subspace_step(
             cauchy[i] + alpha * step[i]
         }
     });
+    Some(())
 }
 
 /// The line toward the step's target `x̄`: `d ← x̄ − x`, its slope `gᵀd` (the bits of
@@ -1257,6 +1298,93 @@ mod tests {
         }
     }
 
+    /// The middle matrix `[[−D, Lᵀ], [L, θ·SᵀS]]` of `memory`, `2k × 2k` by rows.
+    fn middle(memory: &Memory) -> Vec<f64> {
+        let k = memory.s.len();
+        let width = 2 * k;
+        let mut middle = vec![0.0; width * width];
+        for i in 0..k {
+            for j in 0..k {
+                middle[i * width + j] = if i == j { -memory.sy[i * k + i] } else { 0.0 };
+                middle[i * width + k + j] = if j > i { memory.sy[j * k + i] } else { 0.0 };
+                middle[(k + i) * width + j] = if i > j { memory.sy[i * k + j] } else { 0.0 };
+                middle[(k + i) * width + k + j] = memory.theta * memory.ss[i * k + j];
+            }
+        }
+        middle
+    }
+
+    /// `a·v` for a square `a` by rows.
+    fn times(a: &[f64], v: &[f64]) -> Vec<f64> {
+        a.chunks(v.len()).map(|row| vector::dot(row, v)).collect()
+    }
+
+    /// `M·v` solves the middle matrix's system, and the correction `K`'s, on pairs of a
+    /// convex quadratic with curvatures spread over six orders of magnitude: each solution
+    /// put back into its matrix gives the right-hand side to 1e-9 of the terms' size.
+    #[test]
+    fn the_compact_forms_solves_hold() {
+        let n = 40;
+        let curvature: Vec<f64> = (0..n)
+            .map(|i| 10f64.powf(6.0 * i as f64 / n as f64))
+            .collect();
+        let mut memory = Memory::new(5);
+        for pair in 0..7 {
+            let s: Vec<f64> = (0..n)
+                .map(|i| ((pair * n + i) as f64 * 0.61).sin())
+                .collect();
+            let y: Vec<f64> = s.iter().zip(&curvature).map(|(s, c)| s * c).collect();
+            let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
+            let sums = direct_sums(&s, &y, &g);
+            let pair = Pair {
+                s,
+                y,
+                sums,
+                s_with_held: None,
+            };
+            memory.push(pair, &g, None);
+        }
+        let compact = memory.compact().expect("positive definite");
+        let (width, theta) = (compact.width(), compact.theta());
+        let middle = middle(&memory);
+        let v: Vec<f64> = (0..width).map(|i| (i as f64 * 1.7).sin()).collect();
+        let back = times(&middle, &compact.m_times(&v));
+        for (b, v) in back.iter().zip(&v) {
+            assert!((b - v).abs() <= 1e-9, "M·v: {b} vs {v}");
+        }
+        // Every third variable at a bound.
+        let mut free_gram = vec![0.0; width * width];
+        let mut bound_gram = vec![0.0; width * width];
+        let mut row = vec![0.0; width];
+        for i in 0..n {
+            compact.w_row(i, &mut row);
+            let gram = if i % 3 == 0 {
+                &mut bound_gram
+            } else {
+                &mut free_gram
+            };
+            for a in 0..width {
+                for b in 0..width {
+                    gram[a * width + b] += row[a] * row[b];
+                }
+            }
+        }
+        let correction = correction(&compact, &v, &free_gram, &bound_gram).unwrap();
+        let k_matrix: Vec<f64> = (middle.iter().zip(&free_gram))
+            .map(|(m, f)| m - f / theta)
+            .collect();
+        let back = times(&k_matrix, &correction);
+        let abs = |v: &[f64]| v.iter().map(|v| v.abs()).collect::<Vec<f64>>();
+        let size = times(&abs(&k_matrix), &abs(&correction));
+        for ((b, v), size) in back.iter().zip(&v).zip(&size) {
+            let expected = v / (theta * theta);
+            assert!(
+                (b - expected).abs() <= 1e-9 * size,
+                "K·v: {b} vs {expected}"
+            );
+        }
+    }
+
     /// A pair's sums as [`new_pair`] takes them, the `g₊` being `g`.
     fn direct_sums(s: &[f64], y: &[f64], g: &[f64]) -> PairSums {
         PairSums {
@@ -1375,7 +1503,11 @@ mod tests {
                 }
             }
         }
-        let compact = memory.compact();
+        // Pairs of any sign: the Gram matrix needs no factor.
+        let compact = Compact {
+            memory: &memory,
+            t_factor: Vec::new(),
+        };
         let (gram, width) = (compact.gram(), compact.width());
         let (mut a, mut b) = (vec![0.0; width], vec![0.0; width]);
         let mut from_rows = vec![0.0; width * width];
