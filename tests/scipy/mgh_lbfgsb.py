@@ -14,7 +14,10 @@ bounds=…)` with every option at its default (x0 is clipped into the box, as sc
 It prints one line per run: (name, n, upper0, lower_last, status, f, active set), f to 17
 digits; the active set is −1 at a lower bound, 1 at an upper, 0 free. With `--unbounded` it
 prints the runs without bounds instead (`unbounded_mgh_minima_match_scipys`): (name, n,
-status, f, nit, nfev).
+status, f, nit, nfev). With `--loose` it prints runs in a box around both x0 and the unbounded
+answer x* that binds neither (`loose_boxes_keep_scipys_minima`): every variable in
+[min(x0ᵢ, x*ᵢ) − (|x0ᵢ| + |x*ᵢ| + 1), max(x0ᵢ, x*ᵢ) + (|x0ᵢ| + |x*ᵢ| + 1)], so that the bounded
+step runs throughout: (name, n, status, f, nit, nfev).
 """
 
 import sys
@@ -50,6 +53,15 @@ def bounded_runs():
 
 def main():
     print(f"# numpy {np.__version__}, scipy {scipy.__version__}; minimize(method='L-BFGS-B')")
+    if "--loose" in sys.argv:
+        for name, n, x0, _fun, _jac, value, gradient, _lo, _hi in bounded_runs():
+            free = minimize(value, x0, jac=gradient, method="L-BFGS-B")
+            margin = np.abs(x0) + np.abs(free.x) + 1.0
+            lo = np.minimum(x0, free.x) - margin
+            hi = np.maximum(x0, free.x) + margin
+            r = minimize(value, x0, jac=gradient, method="L-BFGS-B", bounds=list(zip(lo, hi)))
+            print(f'("{name}", {n}, {r.status}, {float(r.fun)!r}, {r.nit}, {r.nfev}),  // {r.message}')
+        return
     if "--unbounded" in sys.argv:
         for name, n, _f_x0, f, start in RUNS:
             fun, jac = residual_fn(f), complex_step_jacobian(f)
