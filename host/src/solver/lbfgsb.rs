@@ -159,7 +159,8 @@ impl Solver<'_> {
             }
             // One iteration; a failed line search with pairs in memory empties it and tries
             // again from the same point.
-            // `[Yᵀd, Sᵀd]` where the direction's pass took them.
+            // The direction's products with the pairs, `[Yᵀd, Sᵀd]`, where the unbounded step
+            // formed them.
             let mut direction_products: Option<DirectionProducts>;
             let accepted = loop {
                 let box_ = self.bounded.then_some(bounds);
