@@ -27,7 +27,7 @@
 //!
 //! Without bounds the Cauchy point is skipped once pairs exist (every variable is free, as in
 //! L-BFGS-B), and the step is L-BFGS's, from the same compact inverse form
-//! ([`quasi_newton::inverse_coefficients`]). Such an iteration makes two passes over the pairs,
+//! (`quasi_newton::inverse_coefficients`). Such an iteration makes two passes over the pairs,
 //! as L-BFGS's: one takes the new gradient's products with them (the new pair's follow from
 //! those and the direction's coefficients), one forms the direction. Vectors are host
 //! vectors; the small matrices are `2k × 2k` with `k ≤ m`.
