@@ -29,9 +29,9 @@ from scipy.optimize import minimize
 from mgh_lm import RUNS, complex_step_jacobian, residual_fn
 
 
-def bounded_runs():
-    """Each run with its bounds: (name, n, x0, residuals, Jacobian, f, ∇f, lower, upper), the
-    bounds as lists (variable 0's upper and the last variable's lower finite)."""
+def free_runs():
+    """Each run without bounds: (name, n, x0, residuals, Jacobian, f, ∇f, scipy's L-BFGS-B
+    result from x0)."""
     for name, n, _f_x0, f, start in RUNS:
         x0 = np.array(start(n), dtype=float)
         fun, jac = residual_fn(f), complex_step_jacobian(f)
@@ -44,6 +44,13 @@ def bounded_runs():
             return 2.0 * jac(x).T @ fun(x)
 
         free = minimize(value, x0, jac=gradient, method="L-BFGS-B")
+        yield name, n, x0, fun, jac, value, gradient, free
+
+
+def bounded_runs():
+    """Each run with its bounds: (name, n, x0, residuals, Jacobian, f, ∇f, lower, upper), the
+    bounds as lists (variable 0's upper and the last variable's lower finite)."""
+    for name, n, x0, fun, jac, value, gradient, free in free_runs():
         lo = [-np.inf] * n
         hi = [np.inf] * n
         hi[0] = float(free.x[0] - 0.1 * (abs(free.x[0]) + 1.0))
@@ -51,31 +58,24 @@ def bounded_runs():
         yield name, n, x0, fun, jac, value, gradient, lo, hi
 
 
+def print_run(name, n, r):
+    """One line of `MGH_UNBOUNDED` or `MGH_LOOSE`."""
+    print(f'("{name}", {n}, {r.status}, {float(r.fun)!r}, {r.nit}, {r.nfev}),  // {r.message}')
+
+
 def main():
     print(f"# numpy {np.__version__}, scipy {scipy.__version__}; minimize(method='L-BFGS-B')")
+    if "--unbounded" in sys.argv:
+        for name, n, _x0, _fun, _jac, _value, _gradient, free in free_runs():
+            print_run(name, n, free)
+        return
     if "--loose" in sys.argv:
-        for name, n, x0, _fun, _jac, value, gradient, _lo, _hi in bounded_runs():
-            free = minimize(value, x0, jac=gradient, method="L-BFGS-B")
+        for name, n, x0, _fun, _jac, value, gradient, free in free_runs():
             margin = np.abs(x0) + np.abs(free.x) + 1.0
             lo = np.minimum(x0, free.x) - margin
             hi = np.maximum(x0, free.x) + margin
             r = minimize(value, x0, jac=gradient, method="L-BFGS-B", bounds=list(zip(lo, hi)))
-            print(f'("{name}", {n}, {r.status}, {float(r.fun)!r}, {r.nit}, {r.nfev}),  // {r.message}')
-        return
-    if "--unbounded" in sys.argv:
-        for name, n, _f_x0, f, start in RUNS:
-            fun, jac = residual_fn(f), complex_step_jacobian(f)
-
-            def value(x, fun=fun):
-                r = fun(x)
-                return float(r @ r)
-
-            def gradient(x, fun=fun, jac=jac):
-                return 2.0 * jac(x).T @ fun(x)
-
-            x0 = np.array(start(n), dtype=float)
-            r = minimize(value, x0, jac=gradient, method="L-BFGS-B")
-            print(f'("{name}", {n}, {r.status}, {float(r.fun)!r}, {r.nit}, {r.nfev}),  // {r.message}')
+            print_run(name, n, r)
         return
     for name, n, x0, _fun, _jac, value, gradient, lo, hi in bounded_runs():
         upper0, lower_last = hi[0], lo[-1]

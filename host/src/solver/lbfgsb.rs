@@ -468,7 +468,7 @@ impl Memory {
         self.yy = shifted(&self.yy);
         // One pass: every y and s against (the new s and y, unless known,) g and the path
         // (each product `dot`'s bits).
-        let pairs: Vec<&[f64]> = self.y.iter().chain(&self.s).map(Vec::as_slice).collect();
+        let pairs: Vec<&[f64]> = self.columns().collect();
         let new: &[&[f64]] = if known.is_some() {
             &[]
         } else {
@@ -521,14 +521,19 @@ impl Memory {
     }
 
     /// `[Yᵀg, Sᵀg]` for the current gradient `g`: the products the newest pair's pass took
-    /// with it, where it took them for this point, else from a pass of its own.
+    /// with it, where it took them for this point, else [`pairs_with`](Self::pairs_with).
     fn pairs_dot(&self, g: &[f64]) -> Vec<f64> {
-        if let Some(known) = &self.pairs_dot_gradient {
-            return known.pairs.clone();
+        match &self.pairs_dot_gradient {
+            Some(known) => known.pairs.clone(),
+            None => self.pairs_with(g),
         }
+    }
+
+    /// `[Yᵀv, Sᵀv]`, in one pass.
+    fn pairs_with(&self, v: &[f64]) -> Vec<f64> {
         let columns: Vec<&[f64]> = self.columns().collect();
         let mut out = vec![0.0; columns.len()];
-        vector::dots(&columns, &[g], &mut out);
+        vector::dots(&columns, &[v], &mut out);
         out
     }
 
@@ -590,32 +595,26 @@ impl Compact<'_> {
         self.memory.theta
     }
 
+    /// `W`'s column `j` over the pair vector it is made of ([`Memory::columns`]): 1 for a `y`,
+    /// `θ` for an `s`.
+    fn column_scale(&self, j: usize) -> f64 {
+        if j < self.memory.s.len() {
+            1.0
+        } else {
+            self.theta()
+        }
+    }
+
     /// `W`'s columns scaled by `coefficients` (`2k`): `(cⱼ, yⱼ)`, then `(θ·c_{k+j}, sⱼ)`, so
     /// that `Σ cᵢ·vᵢ` over them is `W·coefficients`.
     fn columns<'c>(&'c self, coefficients: &'c [f64]) -> impl Iterator<Item = (f64, &'c [f64])> {
-        let memory = self.memory;
-        let k = memory.s.len();
-        let ys = (memory.y.iter())
-            .zip(&coefficients[..k])
-            .map(|(y, &c)| (c, &y[..]));
-        let ss = (memory.s.iter()).zip(&coefficients[k..]);
-        ys.chain(ss.map(|(s, &c)| (self.theta() * c, &s[..])))
+        let pairs = self.memory.columns().zip(coefficients).enumerate();
+        pairs.map(|(j, (v, &c))| (self.column_scale(j) * c, v))
     }
 
     /// `Wᵀv` (`2k`): `[yⱼᵀv …, θ·sⱼᵀv …]`, in one pass.
     fn w_transpose(&self, v: &[f64]) -> Vec<f64> {
-        let mut out = vec![0.0; self.width()];
-        vector::dots(&self.w_columns(), &[v], &mut out);
-        self.scale_s_products(&mut out);
-        out
-    }
-
-    /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.
-    fn w_columns(&self) -> Vec<&[f64]> {
-        let memory = self.memory;
-        (memory.y.iter().chain(&memory.s))
-            .map(Vec::as_slice)
-            .collect()
+        self.w_products(&self.memory.pairs_with(v))
     }
 
     /// `Wᵀg` for the current gradient `g` (see [`Memory::pairs_dot`]).
@@ -625,15 +624,8 @@ impl Compact<'_> {
 
     /// `Wᵀv` from `[Yᵀv, Sᵀv]` as a pair's pass made them (`2k`).
     fn w_products(&self, products: &[f64]) -> Vec<f64> {
-        let mut out = products.to_vec();
-        self.scale_s_products(&mut out);
-        out
-    }
-
-    /// Products with [`w_columns`](Self::w_columns) made `W`'s: the `s` half times `θ`.
-    fn scale_s_products(&self, products: &mut [f64]) {
-        let k = self.memory.s.len();
-        products[k..].iter_mut().for_each(|p| *p *= self.theta());
+        let scaled = products.iter().enumerate();
+        scaled.map(|(j, p)| p * self.column_scale(j)).collect()
     }
 
     /// Row `i` of `W = [Y  θS]` into `w`.
@@ -647,12 +639,10 @@ impl Compact<'_> {
 
     /// `WᵀW = [[YᵀY, θ·YᵀS], [θ·SᵀY, θ²·SᵀS]]`, `2k × 2k`, from the kept products.
     fn gram(&self) -> Vec<f64> {
-        let k = self.memory.s.len();
-        let scale = |a: usize| if a < k { 1.0 } else { self.theta() };
-        let width = 2 * k;
+        let width = self.width();
         let mut gram = self.memory.pair_gram();
         for (at, entry) in gram.iter_mut().enumerate() {
-            *entry *= scale(at / width) * scale(at % width);
+            *entry *= self.column_scale(at / width) * self.column_scale(at % width);
         }
         gram
     }
