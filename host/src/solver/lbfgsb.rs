@@ -171,14 +171,14 @@ impl Solver<'_> {
                     (slope, f64::INFINITY)
                 } else {
                     direction_products = None;
-                    if self
-                        .step_target(&x, &g, &memory, &mut buffers, &mut target)
-                        .is_none()
-                    {
+                    let buffers = &mut buffers;
+                    let aimed =
+                        self.step_target(&x, &g, &memory, buffers, &mut target, &mut direction);
+                    let Some(aimed) = aimed else {
                         memory.clear();
                         continue;
-                    }
-                    aim(&x, &g, &target, &mut direction, box_)
+                    };
+                    aimed
                 };
                 let found = if slope < 0.0 {
                     // With bounds: 1 at the first iteration, then where the line leaves the box.
@@ -300,7 +300,8 @@ impl Solver<'_> {
 
     /// Writes where the iteration's step aims, `x̄`, to `target`: the generalized Cauchy point,
     /// then the subspace step from it (with bounds, or before the first pair; otherwise
-    /// [`unbounded_step`]). `None` where the compact form's factorizations fail (pairs the
+    /// [`unbounded_step`]); and the line toward it to `direction`, returning its slope and room
+    /// as [`aim`] does. `None` where the compact form's factorizations fail (pairs the
     /// rounding has made dependent): the memory is to be refreshed, as the Fortran code does
     /// (`formt`'s and `formk`'s "refresh the lbfgs memory and restart the iteration"); an empty
     /// memory never fails.
@@ -311,14 +312,28 @@ impl Solver<'_> {
         memory: &Memory,
         buffers: &mut StepBuffers,
         target: &mut Vec<f64>,
-    ) -> Option<()> {
+        direction: &mut [f64],
+    ) -> Option<(f64, f64)> {
         let compact = memory.compact()?;
         let c = cauchy_point(x, g, self.bounds, &compact, buffers);
         if memory.is_empty() {
             std::mem::swap(target, &mut buffers.cauchy);
-            return Some(());
+        } else {
+            // Only a bounded solve gets here with pairs (else `unbounded_step`), so the line's
+            // room is the box's.
+            let written =
+                subspace_step(x, g, self.bounds, &compact, buffers, &c, target, direction)?;
+            if let Target::Aimed(slope, room) = written {
+                return Some((slope, room));
+            }
         }
-        subspace_step(x, g, self.bounds, &compact, buffers, &c, target)
+        Some(aim(
+            x,
+            g,
+            target,
+            direction,
+            self.bounded.then_some(self.bounds),
+        ))
     }
 }
 
@@ -1005,10 +1020,22 @@ struct DirectionProducts {
     parts: f64,
 }
 
+/// How [`subspace_step`] left its target.
+enum Target {
+    /// Aimed at in the pass that wrote it: the line toward it is in `direction`, with its
+    /// slope and room, [`aim`]'s bits.
+    Aimed(f64, f64),
+    /// Written without the line ([`aim`] is to make it): the Cauchy point, or a truncated step.
+    Unaimed,
+}
+
 /// The subspace step from the Cauchy point `buffers.cauchy` (the direct primal method, with
 /// version 3.0's projection), written to `target`: the model's minimizer over the variables
 /// free at the Cauchy point, projected into the box, or truncated at the first bound where the
-/// projection is not a descent direction. `None` where the [`correction`] cannot be formed.
+/// projection is not a descent direction. The projection's pass also aims at it (`direction`,
+/// as [`aim`]), which is final where it is a descent direction. `None` where the
+/// [`correction`] cannot be formed.
+#[allow(clippy::too_many_arguments)]
 fn subspace_step(
     x: &[f64],
     g: &[f64],
@@ -1017,7 +1044,8 @@ fn subspace_step(
     buffers: &mut StepBuffers,
     c: &[f64],
     target: &mut [f64],
-) -> Option<()> {
+    direction: &mut [f64],
+) -> Option<Target> {
     let (n, width, theta) = (x.len(), compact.width(), compact.theta());
     let cauchy = &buffers.cauchy;
     // The variables strictly inside their bounds at the Cauchy point, as a mask of bytes that
@@ -1035,7 +1063,7 @@ fn subspace_step(
     let is_free = &buffers.is_free;
     if free == 0 {
         target.copy_from_slice(cauchy);
-        return Some(());
+        return Some(Target::Unaimed);
     }
     // The reduced gradient r = Zᵀ(u − W·M·c), u = g + θ(x_cp − x), is never formed: the
     // correction needs WᵀZ·r = WᵀZ·u − ZᵀW·WᵀZ·M·c, and the step is −r/θ − W·v. WᵀZ·u and
@@ -1069,10 +1097,14 @@ fn subspace_step(
     let coefficients: Vec<f64> = mc.iter().zip(&v).map(|(mc, v)| mc / theta - v).collect();
     let mut terms: Vec<(f64, &[f64])> = vec![(-1.0 / theta, g), (-1.0, cauchy), (1.0, x)];
     terms.extend(compact.columns(&coefficients));
-    // The step, its projection into the box from the Cauchy point, and the projection's
-    // slope `(x̄ − x)ᵀg`, in one pass.
+    // The step, its projection into the box from the Cauchy point, and the line toward the
+    // projection (`aim`'s work: one pass less where the projection is kept), in one pass.
     let step = sized(&mut buffers.step, n);
-    let kernel = |((step, projected), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+    type Parts<'a> = (
+        ((&'a mut [f64], &'a mut [f64]), &'a mut [f64]),
+        Range<usize>,
+    );
+    let kernel = |(((step, projected), direction), range): Parts<'_>| {
         vector::combine_block(&terms, step, range.clone());
         for ((p, &s), i) in projected.iter_mut().zip(&*step).zip(range.clone()) {
             *p = if is_free[i] {
@@ -1081,16 +1113,15 @@ fn subspace_step(
                 cauchy[i]
             };
         }
-        let start = range.start;
-        range.map(|i| (projected[i - start] - x[i]) * g[i]).sum()
+        aim_block(x, g, projected, direction, Some(bounds), range)
     };
-    let descent = vector::blockwise(
-        ((&mut step[..], &mut target[..]), 0..n),
+    let (slope, room) = vector::blockwise(
+        (((&mut step[..], &mut target[..]), direction), 0..n),
         kernel,
-        vector::sum_of,
+        slope_and_room,
     );
-    if descent <= 0.0 {
-        return Some(());
+    if slope <= 0.0 {
+        return Some(Target::Aimed(slope, room));
     }
     let (step, projected) = (&buffers.step, target);
     // Truncate at the first bound the step meets: the smallest reach below 1 (the lowest
@@ -1120,7 +1151,7 @@ fn subspace_step(
             cauchy[i] + alpha * step[i]
         }
     });
-    Some(())
+    Some(Target::Unaimed)
 }
 
 /// The line toward the step's target `x̄`: `d ← x̄ − x`, its slope `gᵀd` (the bits of
@@ -1134,25 +1165,42 @@ fn aim(
     bounds: Option<&Bounds>,
 ) -> (f64, f64) {
     let kernel = |(d, range): (&mut [f64], Range<usize>)| {
-        for (d, i) in d.iter_mut().zip(range.clone()) {
-            *d = target[i] - x[i];
-        }
-        let room = bounds.map_or(f64::INFINITY, |b| {
-            (range.clone().zip(d.iter()))
-                .map(|(i, &d)| b.room(i, x[i], d))
-                .fold(f64::INFINITY, f64::min)
-        });
-        (vector::serial_dot(&g[range], d), room)
+        let block_target = &target[range.clone()];
+        aim_block(x, g, block_target, d, bounds, range)
     };
     let len = direction.len();
-    vector::blockwise((direction, 0..len), kernel, |blocks| {
-        let slope = vector::sum_of(blocks.iter().map(|&(slope, _)| slope).collect());
-        let room = blocks
-            .iter()
-            .map(|&(_, room)| room)
-            .fold(f64::INFINITY, f64::min);
-        (slope, room)
-    })
+    vector::blockwise((direction, 0..len), kernel, slope_and_room)
+}
+
+/// [`aim`] over the block `range` of the vectors, whose part of `target` and `direction` are
+/// `target` and `direction`: the block's slope and room.
+fn aim_block(
+    x: &[f64],
+    g: &[f64],
+    target: &[f64],
+    direction: &mut [f64],
+    bounds: Option<&Bounds>,
+    range: Range<usize>,
+) -> (f64, f64) {
+    for ((d, &t), i) in direction.iter_mut().zip(target).zip(range.clone()) {
+        *d = t - x[i];
+    }
+    let room = bounds.map_or(f64::INFINITY, |b| {
+        (range.clone().zip(direction.iter()))
+            .map(|(i, &d)| b.room(i, x[i], d))
+            .fold(f64::INFINITY, f64::min)
+    });
+    (vector::serial_dot(&g[range], direction), room)
+}
+
+/// The blocks' slopes and rooms as one: the slope as [`vector::dot`] adds them, the least room.
+fn slope_and_room(blocks: Vec<(f64, f64)>) -> (f64, f64) {
+    let slope = vector::sum_of(blocks.iter().map(|&(slope, _)| slope).collect());
+    let room = blocks
+        .iter()
+        .map(|&(_, room)| room)
+        .fold(f64::INFINITY, f64::min);
+    (slope, room)
 }
 
 /// What [`new_pair`] sums (each product the bits of [`vector::dot`]).
