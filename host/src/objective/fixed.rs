@@ -91,9 +91,12 @@ fn scatter(free: &[usize], values: &[f64], full: &mut [f64]) {
 pub struct FixedObjective<'o, O: ?Sized> {
     inner: &'o mut O,
     held: Held,
-    /// The inner objective's full gradient, or its full factor, at the last point.
+    /// The inner objective's full gradient at the last point.
     gradient: Vec<f64>,
-    factor: Factor,
+    /// Its full factor at the last point a least-squares solve asked for one; made then, since
+    /// its `n²` entries are of no use to a minimization (made here, they ended BFGS and L-BFGS
+    /// solves of 10⁵ variables with one held in the allocator's abort).
+    factor: Option<Factor>,
 }
 
 impl<'o, O: ?Sized> FixedObjective<'o, O> {
@@ -104,14 +107,14 @@ impl<'o, O: ?Sized> FixedObjective<'o, O> {
             inner,
             held,
             gradient: vec![0.0; n],
-            factor: Factor::new(n),
+            factor: None,
         }
     }
 
     /// The inner objective's factor over all the variables at the last point
-    /// [`factor`](LeastSquaresObjective::factor) was asked at.
-    pub fn full_factor(&self) -> &Factor {
-        &self.factor
+    /// [`factor`](LeastSquaresObjective::factor) was asked at; `None` before the first.
+    pub fn full_factor(&self) -> Option<&Factor> {
+        self.factor.as_ref()
     }
 
     /// Refuses a box that does not bound exactly the free variables.
@@ -186,9 +189,19 @@ impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_
         loss: RobustLoss,
         factor: &mut Factor,
     ) -> Result<f64, EvalError> {
+        let n = self.held.full.len();
+        let full_factor = match &mut self.factor {
+            Some(made) => made,
+            None => self
+                .factor
+                .insert(Factor::try_new(n).ok_or(EvalError::OutOfMemory {
+                    what: "the factor of the Jacobian over every variable, held ones included",
+                    bytes: n.saturating_mul(n).saturating_mul(size_of::<f64>()),
+                })?),
+        };
         let full = self.held.point(x)?;
-        let sum_of_squares = self.inner.factor(full, loss, &mut self.factor)?;
-        *factor = free_factor(&self.factor, &self.held.free);
+        let sum_of_squares = self.inner.factor(full, loss, full_factor)?;
+        *factor = free_factor(full_factor, &self.held.free);
         Ok(sum_of_squares)
     }
 

@@ -5,6 +5,7 @@
 use super::lm::{LeastSquaresResult, LmOptions, least_squares_with_observer};
 use super::options::{Method, Options};
 use super::result::{Iterate, OptimizeResult, SolveError};
+use crate::backend::Factor;
 use crate::objective::{EvalError, FixedObjective, Held, LeastSquaresObjective, Objective};
 use ndarray::Array2;
 use std::borrow::Cow;
@@ -68,7 +69,8 @@ pub(super) fn least_squares(
     Ok(LeastSquaresResult {
         x: held.expand(&result.x),
         grad: held.expand_with(&result.grad, 0.0),
-        factor: free.full_factor().clone(),
+        // Least squares factors at least once (at x0) before it returns a result.
+        factor: (free.full_factor().cloned()).unwrap_or_else(|| Factor::new(x0.len())),
         fixed: options.fixed.clone(),
         active_mask: result.active_mask.map(|free_mask| {
             let mut whole = vec![0; x0.len()];

@@ -339,6 +339,14 @@ impl Factor {
         }
     }
 
+    /// [`new`](Self::new), or `None` where its `n²` entries do not fit in memory.
+    pub fn try_new(n: usize) -> Option<Self> {
+        Some(Factor {
+            r: crate::linalg::try_zeros(n.checked_mul(n)?)?,
+            qtr: crate::linalg::try_zeros(n)?,
+        })
+    }
+
     /// Whether every entry of `R` and `Qᵀr` is finite: Jacobian rows with a NaN or an
     /// infinity leave one that is not.
     pub fn is_finite(&self) -> bool {
