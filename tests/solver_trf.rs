@@ -95,6 +95,36 @@ fn bounded_mgh_runs_match_scipys_trf() {
     assert!(failures.is_empty(), "differ from scipy: {failures:?}");
 }
 
+/// Bounds users write to mean "none" (±10²⁰⁰, ±10³⁰⁰) scale the trust-region steps' matrix by
+/// their square roots: Bard's function (mgh-8) in such boxes ends as scipy's `trf` does (cost
+/// 0.0041074386532906, 6 evaluations, 6 Jacobians, status 2, every bound inactive, for
+/// ±10¹⁵⁰, ±10²⁰⁰ and ±10³⁰⁰ alike). From ±10¹⁵⁴ up the SVD's rotations overflowed and the
+/// solve stopped at `x0` with status 3, "success".
+#[test]
+fn bounds_that_mean_none_solve_as_scipy_does() {
+    for bound in [1e150, 1e200, 1e300] {
+        let instance = (problems::find("mgh-8").unwrap())
+            .instantiate(&Backend::Cpu, None, None)
+            .unwrap();
+        let residuals = instance.evaluator.into_least_squares().unwrap();
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        let options = bounded([-bound; 3], [bound; 3]);
+        let result = solver::least_squares(&mut objective, &instance.x0, &options).unwrap();
+        let cost = 0.004107438653290616;
+        assert!(
+            (result.cost - cost).abs() <= 1e-12 * cost,
+            "±{bound:e}: cost {}",
+            result.cost
+        );
+        assert_eq!(
+            (result.nfev, result.njev, result.status.code()),
+            (6, 6, 2),
+            "±{bound:e}"
+        );
+        assert_eq!(result.active_mask, Some(vec![0; 3]), "±{bound:e}");
+    }
+}
+
 /// mgh-7 (the helical valley, 3 variables) as a least-squares objective, and its start.
 fn helical_valley() -> (
     TermObjective<dyn cudamin::backend::LeastSquaresEvaluator>,

@@ -18,11 +18,39 @@ pub struct Svd {
 /// is (Jacobi converges quadratically; a few sweeps suffice for `n ≤ 64`).
 const MAX_SWEEPS: usize = 60;
 
+/// Beyond `2^±SCALED_EXPONENT` in its largest entry a matrix is scaled by a power of two
+/// first: the rotations' sums of squares and their products (`αβ`) would overflow from
+/// about `2^256` (the bounded least-squares steps' matrix at bounds of ±10¹⁵⁴, where scipy's
+/// LAPACK SVD scales) or lose the small entries below `2^−256`.
+const SCALED_EXPONENT: i32 = 200;
+
 /// The SVD of `a` (`rows × n`, row-major, `rows ≥ n`): rotates pairs of `a`'s columns until
 /// every pair is orthogonal to working precision, accumulating the rotations in `V`; then
-/// `σ_j` is column `j`'s norm.
+/// `σ_j` is column `j`'s norm. A matrix of entries far from 1 is scaled by a power of two,
+/// exactly, and its `σ` and `A·V` scaled back.
 pub fn svd(a: &[f64], rows: usize, n: usize) -> Svd {
     debug_assert!(rows >= n && a.len() == rows * n);
+    let largest = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let exponent = if largest > 0.0 && largest.is_finite() {
+        largest.log2().round() as i32
+    } else {
+        0
+    };
+    if exponent.abs() <= SCALED_EXPONENT {
+        return svd_in_range(a, rows, n);
+    }
+    // `v·2^e` in two factors, each a normal number whatever `e` (down to the subnormals).
+    let times_power = |v: f64, e: i32| v * 2f64.powi(e / 2) * 2f64.powi(e - e / 2);
+    let scaled: Vec<f64> = a.iter().map(|&v| times_power(v, -exponent)).collect();
+    let mut svd = svd_in_range(&scaled, rows, n);
+    for value in svd.values.iter_mut().chain(&mut svd.u_sigma) {
+        *value = times_power(*value, exponent);
+    }
+    svd
+}
+
+/// [`svd`] of a matrix whose entries' squares and their products stay in range.
+fn svd_in_range(a: &[f64], rows: usize, n: usize) -> Svd {
     let mut a = a.to_vec();
     let mut v = vec![0.0; n * n];
     for j in 0..n {
@@ -80,6 +108,29 @@ pub fn svd(a: &[f64], rows: usize, n: usize) -> Svd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Scaled by 10^±200 (its rotations' `αβ` out of range unscaled), a matrix keeps its `V`
+    /// and its `σ` and `A·V` scale with it.
+    #[test]
+    fn far_from_one_a_matrix_scales_its_singular_values() {
+        let a = [
+            3.0, 1.0, 0.5, 1.0, 2.0, -1.0, 0.25, 4.0, 1.5, -2.0, 0.0, 1.0,
+        ];
+        let reference = svd(&a, 4, 3);
+        for scale in [1e200, 1e-200, 1e300] {
+            let scaled: Vec<f64> = a.iter().map(|v| v * scale).collect();
+            let far = svd(&scaled, 4, 3);
+            for (s, r) in far.values.iter().zip(&reference.values) {
+                assert!((s / scale - r).abs() <= 1e-14 * r, "{scale}: {s} vs {r}");
+            }
+            for (v, r) in far.v.iter().zip(&reference.v) {
+                assert!((v - r).abs() <= 1e-14, "{scale}: {v} vs {r}");
+            }
+            for (u, r) in far.u_sigma.iter().zip(&reference.u_sigma) {
+                assert!((u / scale - r).abs() <= 1e-13, "{scale}: {u} vs {r}");
+            }
+        }
+    }
 
     #[test]
     fn singular_values_of_a_known_matrix() {
