@@ -170,14 +170,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(err) => {
-            let rendered = err.to_string();
-            eprintln!(
-                "{}",
-                rendered
-                    .lines()
-                    .next()
-                    .unwrap_or("error: invalid arguments")
-            );
+            eprintln!("{}", usage_error_line(&err.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -195,6 +188,31 @@ fn main() -> ExitCode {
     let code = exit_code(outcome);
     job.finish();
     code
+}
+
+/// clap's rendering of a usage error as one line: its message with the lines that complete it
+/// (the missing arguments, the possible values, a "did you mean" tip), without the usage and
+/// help lines after them. The first line alone said "the following required arguments were
+/// not provided:" and stopped.
+fn usage_error_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty())
+        .collect();
+    let mut line = String::new();
+    for part in parts {
+        let separator = if part.starts_with("tip:") { "; " } else { " " };
+        if !line.is_empty() {
+            line.push_str(separator);
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line.push_str("error: invalid arguments");
+    }
+    line
 }
 
 /// The exit code of a command's outcome, after printing its error (rank 0 only, in an MPI job).

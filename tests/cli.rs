@@ -179,6 +179,47 @@ fn bad_input_is_a_one_line_error() {
             ],
             "invalid bounds [1, 1] for x[0]: least squares needs lower < upper",
         ),
+        // Numbers far from 1 in exponent form, not hundreds of digits.
+        (
+            &[
+                "solve",
+                "mgh-1",
+                "--method",
+                "lm",
+                "--lower=-1e308",
+                "--upper=-1e307",
+            ],
+            "x0[0] = -1.2 lies outside its bounds [-1e308, -1e307]",
+        ),
+        // A held variable cannot be moved into the box, so it is refused there.
+        (
+            &[
+                "solve",
+                "rosenbrock",
+                "--n",
+                "4",
+                "--method",
+                "lbfgsb",
+                "--upper",
+                "2",
+                "--fix",
+                "0=5",
+            ],
+            "x0[0] = 5 lies outside its bounds [-inf, 2]",
+        ),
+        // Usage errors keep the lines that say what is wrong.
+        (
+            &["solve"],
+            "the following required arguments were not provided: <PROBLEM>",
+        ),
+        (
+            &["solve", "seed-expsum", "--method", "foo"],
+            "[possible values: bfgs, lbfgs, lbfgsb, lm]",
+        ),
+        (
+            &["solve", "seed-expsum", "--metod", "bfgs"],
+            "tip: a similar argument exists: '--method'",
+        ),
     ];
     for (args, expected) in cases {
         let line = one_line_error(args);

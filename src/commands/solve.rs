@@ -13,7 +13,8 @@ use std::time::Instant;
 pub struct SolveArgs {
     #[command(flatten)]
     pub problem: ProblemArgs,
-    /// bfgs, lbfgs, or lm (Levenberg–Marquardt, for the sums of squares: the mgh-* problems).
+    /// bfgs, lbfgs, lbfgsb (L-BFGS-B, which takes --lower/--upper), or lm (Levenberg–Marquardt,
+    /// for the sums of squares: the mgh-* problems; trf with bounds).
     #[arg(long, value_enum, default_value_t)]
     pub method: MethodArg,
     #[command(flatten)]
@@ -172,7 +173,14 @@ pub fn active_summary(mask: &[i32], symbol: &str) -> String {
 pub fn preview(x: &[f64]) -> String {
     let fmt = |v: &[f64]| {
         v.iter()
-            .map(|e| format!("{e:.6}"))
+            .map(|&e| {
+                // Fixed-point writes every digit: 1e200 would be 201 of them.
+                if e == 0.0 || !e.is_finite() || (1e-4..1e9).contains(&e.abs()) {
+                    format!("{e:.6}")
+                } else {
+                    format!("{e:.6e}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };

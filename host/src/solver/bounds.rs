@@ -117,6 +117,32 @@ impl Bounds {
         }
     }
 
+    /// That every variable `fixed` holds lies within its bounds: L-BFGS-B moves a start into
+    /// the box, but a held variable stays where it is, so a box it is outside of is refused
+    /// (as least squares refuses any start outside). Checked after [`check`](Bounds::check).
+    pub(super) fn check_held(&self, x0: &[f64], fixed: Option<&[bool]>) -> Result<(), SolveError> {
+        let Some(fixed) = fixed else {
+            return Ok(());
+        };
+        let held = (0..x0.len()).filter(|&i| fixed.get(i) == Some(&true));
+        held.map(|index| self.contains(index, x0[index])).collect()
+    }
+
+    /// That `value` lies within variable `index`'s bounds, else [`SolveError::InfeasibleX0`].
+    fn contains(&self, index: usize, value: f64) -> Result<(), SolveError> {
+        let (lower, upper) = (self.lower[index], self.upper[index]);
+        if (lower..=upper).contains(&value) {
+            Ok(())
+        } else {
+            Err(SolveError::InfeasibleX0 {
+                index,
+                value,
+                lower,
+                upper,
+            })
+        }
+    }
+
     /// [`check`](Bounds::check), and what scipy's `least_squares` adds: each free variable's
     /// lower bound strictly below its upper (a variable to pin is [`fixed`]), and `x0` within
     /// the box (it is refused, not moved, as scipy refuses it).
@@ -140,14 +166,7 @@ impl Bounds {
                     reason,
                 });
             }
-            if !(lower..=upper).contains(&value) {
-                return Err(SolveError::InfeasibleX0 {
-                    index,
-                    value,
-                    lower,
-                    upper,
-                });
-            }
+            self.contains(index, value)?;
         }
         Ok(())
     }

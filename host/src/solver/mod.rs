@@ -75,6 +75,7 @@ pub fn minimize_with_observer(
             ));
         }
         bounds.check(x0.len())?;
+        bounds.check_held(x0, options.fixed.as_deref())?;
     }
     match options::held(options.fixed.as_deref(), x0)? {
         Some(held) => fixed::minimize(objective, x0, method, options, observer, held),

@@ -157,7 +157,7 @@ pub enum SolveError {
         nit: usize,
     },
     /// A variable's bounds were refused.
-    #[error("invalid bounds [{lower}, {upper}] for x[{index}]: {reason}")]
+    #[error("invalid bounds [{}, {}] for x[{index}]: {reason}", Shown(*.lower), Shown(*.upper))]
     InvalidBounds {
         /// The variable's 0-based index.
         index: usize,
@@ -169,8 +169,14 @@ pub enum SolveError {
         reason: &'static str,
     },
     /// A least-squares start outside its bounds (scipy: "Initial guess is outside of provided
-    /// bounds"); L-BFGS-B moves such a start into the box instead, as scipy's does.
-    #[error("x0[{index}] = {value} lies outside its bounds [{lower}, {upper}]")]
+    /// bounds"); L-BFGS-B moves such a start into the box instead, as scipy's does, but not a
+    /// held variable's ([`Options::fixed`](super::Options::fixed)), which it refuses so.
+    #[error(
+        "x0[{index}] = {} lies outside its bounds [{}, {}]",
+        Shown(*.value),
+        Shown(*.lower),
+        Shown(*.upper)
+    )]
     InfeasibleX0 {
         /// The variable's 0-based index.
         index: usize,
@@ -244,5 +250,20 @@ impl std::fmt::Debug for Iterate<'_> {
             .field("nfev", &self.nfev)
             .field("njev", &self.njev)
             .finish_non_exhaustive()
+    }
+}
+
+/// A number in a message: as `{}` shows it where that is short, in exponent form (`1e200`,
+/// `2.5e-300`) where `{}` would write hundreds of digits.
+struct Shown(f64);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let magnitude = self.0.abs();
+        if self.0 == 0.0 || !self.0.is_finite() || (1e-5..1e16).contains(&magnitude) {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
     }
 }
