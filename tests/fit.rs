@@ -1126,7 +1126,7 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         assert!(error.contains(path), "the error names the file: {error}");
         error
     };
-    let cases: [(&str, &str, &[&str], &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str], &[&str]); 11] = [
         (
             "malformed.csv",
             "x,y\n1,2\n2,abc\n",
@@ -1153,6 +1153,18 @@ fn bad_files_are_one_line_errors_naming_the_place() {
             "x,y\n1,2\n3\n",
             &[],
             &["line 3", "1 fields", "header has 2"],
+        ),
+        (
+            "duplicate.csv",
+            "x,y,y\n1,2,30\n2,3,1\n3,4,7\n",
+            &[],
+            &["names column `y` 2 times"],
+        ),
+        (
+            "commented-ragged.csv",
+            "# x,y\n1,2\n2,3,4\n",
+            &[],
+            &["line 3", "3 fields", "header has 2"],
         ),
         (
             "few.csv",
@@ -1196,6 +1208,23 @@ fn bad_files_are_one_line_errors_naming_the_place() {
     assert!(
         error.contains("column `y` has 2 rows, column `x` has 3"),
         "{error}"
+    );
+}
+
+/// numpy's `savetxt(…, header="x,y")` writes its header as a comment, `# x,y`: read as the
+/// column names, as `genfromtxt(names=True)` reads them, and a comment line among the rows is
+/// skipped, as `loadtxt` skips it.
+#[test]
+fn a_commented_header_names_the_columns() {
+    let path = file("savetxt.csv", b"# x,y\n1,2\n2,4\n# a comment\n3,6.5\n");
+    assert_eq!(
+        read_columns(&path, &["y", "x"]).unwrap(),
+        vec![vec![2.0, 4.0, 6.5], vec![1.0, 2.0, 3.0]]
+    );
+    let plain = file("plain.csv", b"x,y\n1,2\n# a comment\n2,4\n");
+    assert_eq!(
+        read_columns(&plain, &["x", "y"]).unwrap(),
+        vec![vec![1.0, 2.0], vec![2.0, 4.0]]
     );
 }
 

@@ -2,7 +2,10 @@
 //! fit asks for. The columns come back whole and checked, ready to be uploaded once.
 //!
 //! - **CSV**: the first line names the columns; fields are trimmed. Columns not asked for are
-//!   not parsed (a text column of labels is fine), but every row must have every field.
+//!   not parsed (a text column of labels is fine), but every row must have every field. Lines
+//!   starting with `#` are comments, but for a first line, which names the columns after its
+//!   `#` (numpy's `savetxt(…, header="t,y")` writes `# t,y`, and `genfromtxt(names=True)`
+//!   reads it so). A column name asked for must appear once.
 //! - **`.npz`** (`np.savez(path, t=t, y=y)`, compressed or not): one 1-D array per column, named
 //!   as saved.
 //! - **`.npy`** (`np.save(path, a)`): a 2-D array whose columns are named by their index, `"0"`,
@@ -48,6 +51,16 @@ pub enum DataError {
         name: String,
         /// The file's column names, comma-separated.
         available: String,
+    },
+    /// A column asked for is named more than once in the CSV header.
+    #[error("{path}: the header names column `{name}` {count} times")]
+    DuplicateColumn {
+        /// The file, as the user named it.
+        path: String,
+        /// The column asked for.
+        name: String,
+        /// How many columns have that name.
+        count: usize,
     },
     /// The file has no columns (an empty CSV header) or no rows.
     #[error("{path}: the file has no data rows")]
@@ -215,6 +228,14 @@ fn find_columns(
     names
         .iter()
         .map(|&name| {
+            let count = available.iter().filter(|&a| a == name).count();
+            if count > 1 {
+                return Err(DataError::DuplicateColumn {
+                    path: shown.to_owned(),
+                    name: name.to_owned(),
+                    count,
+                });
+            }
             available
                 .iter()
                 .position(|a| a == name)
@@ -237,18 +258,22 @@ fn read_csv(
         path: shown.to_owned(),
         what,
     };
+    let commented = commented_header(path, shown)?;
     let open_csv = || -> Result<_, DataError> {
         Ok(csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
+            .comment(Some(b'#'))
+            .has_headers(commented.is_none())
             .from_reader(BufReader::new(open(path, shown)?)))
     };
     let mut reader = open_csv()?;
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| format(e.to_string()))?
-        .iter()
-        .map(str::to_owned)
-        .collect();
+    let header: Vec<String> = match &commented {
+        Some(header) => header.clone(),
+        None => (reader.headers().map_err(|e| format(e.to_string()))?)
+            .iter()
+            .map(str::to_owned)
+            .collect(),
+    };
     if header.iter().all(String::is_empty) {
         return Err(DataError::Empty {
             path: shown.to_owned(),
@@ -261,18 +286,20 @@ fn read_csv(
             // A first pass counts the rows, parsing no field.
             let mut record = csv::ByteRecord::new();
             let mut total = 0;
-            while next_record(&mut reader, &mut record, shown)? {
+            while next_record(&mut reader, &mut record, shown, header.len())? {
                 total += 1;
             }
             reader = open_csv()?;
-            reader.byte_headers().map_err(|e| format(e.to_string()))?;
+            if commented.is_none() {
+                reader.byte_headers().map_err(|e| format(e.to_string()))?;
+            }
             (Some(select(total)), Some(total))
         }
     };
     let mut columns = vec![Vec::new(); names.len()];
     let mut record = csv::ByteRecord::new();
     let mut index = 0;
-    while next_record(&mut reader, &mut record, shown)? {
+    while next_record(&mut reader, &mut record, shown, header.len())? {
         let kept = rows.as_ref().is_none_or(|rows| rows.contains(&index));
         index += 1;
         if !kept {
@@ -301,28 +328,67 @@ fn read_csv(
     Ok((columns, total.unwrap_or(index)))
 }
 
-/// Reads the next record into `record`; `false` at the end of the file.
+/// The column names of a CSV file whose first line is a comment (`# t,y`), `None` for one whose
+/// first line is not.
+fn commented_header(path: &Path, shown: &str) -> Result<Option<Vec<String>>, DataError> {
+    let mut first = String::new();
+    let mut file = BufReader::new(open(path, shown)?);
+    std::io::BufRead::read_line(&mut file, &mut first).map_err(|error| DataError::Io {
+        path: shown.to_owned(),
+        error,
+    })?;
+    let Some(names) = first.trim_start_matches('\u{feff}').strip_prefix('#') else {
+        return Ok(None);
+    };
+    let mut line = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .has_headers(false)
+        .from_reader(names.as_bytes());
+    let mut record = csv::StringRecord::new();
+    line.read_record(&mut record)
+        .map_err(|e| DataError::Format {
+            path: shown.to_owned(),
+            what: e.to_string(),
+        })?;
+    Ok(Some(record.iter().map(str::to_owned).collect()))
+}
+
+/// Reads the next record into `record`, checking it has the header's `fields`; `false` at the
+/// end of the file.
 fn next_record(
     reader: &mut csv::Reader<BufReader<File>>,
     record: &mut csv::ByteRecord,
     shown: &str,
+    fields: usize,
 ) -> Result<bool, DataError> {
-    reader.read_byte_record(record).map_err(|e| match e.kind() {
-        csv::ErrorKind::UnequalLengths {
-            pos,
-            expected_len,
-            len,
-        } => DataError::Ragged {
+    let more = reader
+        .read_byte_record(record)
+        .map_err(|e| match e.kind() {
+            csv::ErrorKind::UnequalLengths {
+                pos,
+                expected_len,
+                len,
+            } => DataError::Ragged {
+                path: shown.to_owned(),
+                line: pos.as_ref().map_or(0, |p| p.line()),
+                fields: *len,
+                header: *expected_len,
+            },
+            _ => DataError::Format {
+                path: shown.to_owned(),
+                what: e.to_string(),
+            },
+        })?;
+    // The reader checks rows against its first; a header read from a comment is not that.
+    if more && record.len() != fields {
+        return Err(DataError::Ragged {
             path: shown.to_owned(),
-            line: pos.as_ref().map_or(0, |p| p.line()),
-            fields: *len,
-            header: *expected_len,
-        },
-        _ => DataError::Format {
-            path: shown.to_owned(),
-            what: e.to_string(),
-        },
-    })
+            line: record.position().map_or(0, |p| p.line()),
+            fields: record.len() as u64,
+            header: fields as u64,
+        });
+    }
+    Ok(more)
 }
 
 /// Where numpy arrays are read from: a `.npy` file, or an array of an `.npz` archive.
