@@ -1,6 +1,7 @@
 //! A term objective's instance: which term, how many variables, which data.
 
-use gpu_kernels::{Data, Kernels, Term};
+use gpu_kernels::{Data, Kernels, Term, Window};
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -16,7 +17,7 @@ pub enum ProblemError {
         /// The number of variables asked for.
         n: usize,
         /// The window's or the term's reason.
-        reason: &'static str,
+        reason: Cow<'static, str>,
     },
     /// The data's length is not a multiple of its row count (or there are values and no rows).
     #[error("{term} data: {len} values do not form whole columns of {rows} rows")]
@@ -101,6 +102,24 @@ impl<T> fmt::Debug for TermProblem<T> {
     }
 }
 
+/// Why `n` variables do not tile into a banded window's positions, with the numbers: the
+/// window's own reason names no stride or width, which the user of a built-in problem does not
+/// know. `None` for any other failure.
+fn untiled_reason(window: Window, n: usize) -> Option<Cow<'static, str>> {
+    let Window::Banded { stride, width } = window else {
+        return None;
+    };
+    if stride == 0 || n < width || (n - width) % stride == 0 {
+        return None;
+    }
+    let below = n - (n - width) % stride;
+    Some(Cow::Owned(format!(
+        "each term reads {width} variables and the next starts {stride} later, so n must be \
+         {width} + {stride}·k (n = {below} or {} would do)",
+        below + stride
+    )))
+}
+
 impl<T: Kernels> TermProblem<T> {
     /// A problem without data.
     pub fn new(n: usize) -> Result<Self, ProblemError> {
@@ -126,10 +145,11 @@ impl<T: Kernels> TermProblem<T> {
             return Err(ProblemError::NonFiniteData { term, index, value });
         }
         let data = Data::new(&values, rows);
+        let invalid = |reason| ProblemError::InvalidN { term, n, reason };
         T::WINDOW
             .check(n)
-            .and_then(|()| T::check(n, data))
-            .map_err(|reason| ProblemError::InvalidN { term, n, reason })?;
+            .map_err(|reason| invalid(untiled_reason(T::WINDOW, n).unwrap_or(reason.into())))?;
+        T::check(n, data).map_err(|reason| invalid(reason.into()))?;
         if T::terms(n, data) == 0 {
             return Err(ProblemError::NoTerms { term, n, rows });
         }
