@@ -127,6 +127,9 @@ struct FitReport<'a> {
     /// With --fix: the parameters held (their rows and columns of pcov are zero).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fixed: Vec<usize>,
+    /// Whether --p0 gave the start (else curve_fit's default).
+    #[serde(skip)]
+    p0_given: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -278,6 +281,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         bounds: bounds_from,
         active_mask: result.active_mask.clone(),
         fixed: fixed_indices(result.fixed.as_deref()),
+        p0_given: args.p0.is_some(),
     };
     if let Some(path) = &args.options.plot {
         let drawn: Vec<usize> = super::plot::drawn(m).collect();
@@ -369,6 +373,14 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             r.rank.unwrap_or(0),
             r.params
         )?;
+        if !r.p0_given {
+            writeln!(
+                out,
+                "               the start was curve_fit's default (no --p0), which starts a \
+                 model's like components (exp-decay's rates, gauss-peaks' centres) alike, and \
+                 exact derivatives keep them so; give --p0"
+            )?;
+        }
     }
     Ok(())
 }
