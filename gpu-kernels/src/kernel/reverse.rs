@@ -69,10 +69,11 @@ impl<const S: usize, const W: usize> TapeStorage<S, W> {
         }
     }
 
-    /// A tape over this storage, for terms whose window is at `point`.
+    /// A tape over this storage, for terms whose window is at `point` and whose data are
+    /// `source` (see [`Tape::new`]).
     #[inline(always)]
-    pub fn tape<'s>(&'s self, point: &'s [f64]) -> Tape<'s> {
-        Tape::new(&self.steps, &self.weights, point)
+    pub fn tape<'s>(&'s self, point: &'s [f64], source: &'s [f64]) -> Tape<'s> {
+        Tape::new(&self.steps, &self.weights, point, source)
     }
 }
 
@@ -192,7 +193,8 @@ pub fn with_gpu_rows<T: Term, const L: usize, Out>(
     f: impl FnOnce(&mut ReverseRow<'_, '_, L>) -> Out,
 ) -> Out {
     let storage = TapeStorage::<TAPE_STEPS_GPU, TAPE_WEIGHTS_GPU>::new();
-    let tape = storage.tape(x);
+    // The device's data are columns: a row's weights are never a run of them.
+    let tape = storage.tape(x, &[]);
     let mut window = [Var::from_f64(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
     let window = &mut window[..x.len()];
     fill_variables(window, &tape);

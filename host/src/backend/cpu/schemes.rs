@@ -284,7 +284,7 @@ impl<T: Term> CpuScheme<T> for Exact {
     ) -> f64 {
         let width = T::WINDOW.stride_width(x.len()).1;
         if reverse_mode::<T>(width, false) {
-            with_cpu_rows::<T, _>(x, |rows| {
+            with_cpu_rows::<T, _>(x, data, |rows| {
                 chunk_partial::<T, _>(terms, x, data, rows, vector, into)
             })
         } else if width <= 4 {
@@ -317,14 +317,16 @@ thread_local! {
     };
 }
 
-/// `f` with reverse-mode rows of dense term `T` at `x`, on this thread's tape; overflows are
-/// taken forward on duals of `DENSE_LANES` lanes, and the first of a process says so.
+/// `f` with reverse-mode rows of dense term `T` at `x` over `data`, on this thread's tape;
+/// overflows are taken forward on duals of `DENSE_LANES` lanes, and the first of a process
+/// says so.
 fn with_cpu_rows<T: Term, Out>(
     x: &[f64],
+    data: Data<'_>,
     f: impl FnOnce(&mut ReverseRow<'_, '_, DENSE_LANES>) -> Out,
 ) -> Out {
     THREAD_TAPE.with(|thread| {
-        let tape = thread.storage.tape(x);
+        let tape = thread.storage.tape(x, data.by_row());
         let window: Vec<_> = tape.variables().collect();
         // All zero: made so here, left so by every sweep (`Tape::sweep`).
         let mut adjoints = thread.adjoints.borrow_mut();
@@ -349,7 +351,7 @@ fn dense_terms_reverse<T: Term>(
     acc: &mut [f64],
     value: bool,
 ) -> f64 {
-    with_cpu_rows::<T, _>(x, |rows| {
+    with_cpu_rows::<T, _>(x, data, |rows| {
         let mut scratch = vec![0.0; x.len()];
         let mut sum = CompensatedRun::default();
         for k in terms {
