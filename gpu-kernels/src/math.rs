@@ -99,8 +99,10 @@ fn exp_parts(x: f64) -> (f64, i32) {
     let j = (n & 127) as usize;
     let k = n >> 7;
     // eʳ − 1 = r + r²/2 + r³/6 + r⁴/24 + r⁵/120; the next term is below 2⁻⁶⁰ relative.
+    // Estrin's grouping, (r²·(½ + r/6) + r⁴·(1/24 + r/120)): its two halves are independent,
+    // so the chain a row of a term waits on is shorter than Horner's four dependent steps.
     let r2 = r * r;
-    let poly = r + r2 * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
+    let poly = r + (r2 * (0.5 + r * (1.0 / 6.0)) + (r2 * r2) * (1.0 / 24.0 + r * (1.0 / 120.0)));
     let t = f64::from_bits(EXP2_TABLE_BITS[j]);
     (t + t * poly, k)
 }
