@@ -171,14 +171,18 @@ def _observer(callback):
     return observe
 
 
-def _check_method(method, bounded):
-    """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``."""
+def _check_method(method, bounded, loss):
+    """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``: a robust loss runs
+    ``'trf'``, with or without bounds, as in scipy."""
     if method is None:
         return
     if method == "lm" and bounded:
         raise ValueError("Method 'lm' only works for unconstrained problems. Use 'trf' instead.")
-    if method == "trf" and not bounded:
-        raise ValueError("cudamin's 'trf' is the bounded method: give bounds, or use 'lm' without them")
+    if method == "lm" and loss != "linear":
+        raise ValueError("method='lm' supports only 'linear' loss function.")
+    if method == "trf" and not bounded and loss == "linear":
+        raise ValueError(
+            "cudamin's 'trf' runs with bounds or a robust loss: give one, or use 'lm' without them")
     if method not in ("lm", "trf"):
         raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
 
@@ -258,17 +262,16 @@ class Solvers:
         """scipy's ``least_squares`` on sum-of-squares problem ``fun`` (cudamin's own: the
         ``mgh-*`` problems of ``cudamin.problems()``).
 
-        Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds,
-        ``'trf'`` (trust-region reflective), as ``curve_fit`` chooses. ``method='trf'`` without a
-        finite bound is refused: cudamin's trf is the bounded one. ``loss`` and ``f_scale`` are
-        scipy's robust losses. The result has scipy's fields except ``fun`` and ``jac``, which are
+        Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds or a
+        robust ``loss`` (``f_scale`` its scale, scipy's), ``'trf'`` (trust-region reflective), as
+        scipy takes a loss with ``'trf'`` alone. ``method='trf'`` with neither is refused. The result has scipy's fields except ``fun`` and ``jac``, which are
         ``None``: cudamin reduces the residuals and ``J`` to ``J``'s triangle as it computes them
         and never stores them.
         """
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _box(bounds, size)
-        _check_method(method, lower is not None)
+        _check_method(method, lower is not None, loss)
         result = self._catalog.least_squares(
             fun, x0, n=n, points=points, data=_data(data), jac=_jac(jac), lower=lower, upper=upper,
             fixed=_fixed(fixed),
@@ -288,8 +291,9 @@ class Solvers:
         ``curve_fit`` does, or inside the bounds). ``sigma`` is one standard deviation per point.
         ``bounds`` as scipy's (``(lb, ub)``, scalars or arrays, or a ``scipy.optimize.Bounds``), or
         ``'natural'`` for the model's own (decay rates and widths at least 0; cudamin's extra).
-        Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's. ``loss`` and
-        ``f_scale`` as ``least_squares``'; ``fixed``: indices of parameters held at ``p0`` (their
+        Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's; a robust ``loss``
+        (``f_scale`` as ``least_squares``') runs ``'trf'`` with or without bounds, where scipy's
+        ``curve_fit`` would have to be told ``method='trf'``; ``fixed``: indices of parameters held at ``p0`` (their
         rows and columns of ``pcov`` are zero).
 
         Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``.
@@ -308,7 +312,7 @@ class Solvers:
             raise ValueError(f"bounds must be (lower, upper), a scipy.optimize.Bounds or 'natural', not {bounds!r}")
         size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
         lower, upper = (None, None) if natural else _box(bounds, size)
-        _check_method(method, natural or lower is not None)
+        _check_method(method, natural or lower is not None, loss)
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,

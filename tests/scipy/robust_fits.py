@@ -6,12 +6,13 @@ t = 8·i/399, with a small deterministic noise 0.02·sin(37t + 0.3i), and every 
 mod 20, 5 %) moved by ±2, alternating: gross outliers. Each loss is fitted by
 `least_squares(fun, p0, jac, method='trf', loss=…, f_scale=0.1)` (the only method where scipy
 takes a loss) with ftol = xtol = gtol = 1e-15, so that it stops at the minimum of the robust cost
-itself; cudamin's Levenberg–Marquardt, on the same cost, is compared at that minimum. Printed:
+itself; cudamin, on the same cost, is compared at that minimum. Printed:
 θ to 17 digits, the cost ½·Σ C²ρ(r²/C²), and scipy's status.
 
 Then each loss again within bounds (θ1 ≤ 0.69, θ4 ≤ 0.19, both active at the answer), every
 option at its default: θ, the cost, status, nfev, njev and active_mask, which cudamin's own trf
-must reproduce.
+must reproduce; and the robust losses without bounds, every option at its default: θ, the cost,
+status, nfev and njev (cudamin runs a robust loss by its trf too).
 """
 
 import numpy as np
@@ -61,3 +62,12 @@ for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
         loss=loss, f_scale=F_SCALE, bounds=(LOWER, UPPER))
     print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
           f"{res.status}, {res.nfev}, {res.njev}, &{[int(a) for a in res.active_mask]}),")
+
+# Unbounded, every option at its default: the robust losses, which cudamin runs by its trf
+# with or without a box, as scipy does (`robust_fits_at_default_tolerances_match_scipys_trf`).
+for loss in ["soft_l1", "huber", "cauchy", "arctan"]:
+    res = least_squares(
+        lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
+        loss=loss, f_scale=F_SCALE)
+    print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
+          f"{res.status}, {res.nfev}, {res.njev}),")

@@ -46,7 +46,8 @@ pub struct LmOptions {
     pub factor: f64,
     /// scipy's robust `loss`: the cost becomes `½·Σ C²·ρ(r_k²/C²)` and each point's residual
     /// and Jacobian row are rescaled as scipy rescales them, so that the steps are
-    /// Gauss–Newton steps on that cost. [`Loss::Linear`] (the default) is least squares.
+    /// Gauss–Newton steps on that cost, by scipy's `trf` (as scipy takes a loss), bounded or
+    /// not. [`Loss::Linear`] (the default) is least squares.
     pub loss: Loss,
     /// `C`, scipy's `f_scale`: the residual size past which a point counts as an outlier. 1.
     pub f_scale: f64,
@@ -226,12 +227,10 @@ impl LeastSquaresResult {
 /// objective's value, which [`minimize`](super::minimize) would report as `fun`, is `Σ r²`.
 /// With [`LmOptions::bounds`], scipy's `least_squares(fun, x0, method='trf', bounds=…)`.
 ///
-/// With a robust [`LmOptions::loss`] the cost is scipy's `½ Σ C²ρ(r²/C²)` and the rows are
-/// rescaled as scipy's `least_squares(loss=…)` rescales them (scipy takes a loss with `trf`
-/// only; here the same rows go to MINPACK's rules): `‖r‖` in MINPACK's tests becomes
-/// `√(2·cost)`, its relative reductions those of the robust cost, and its gradient test's
-/// cosines those of the rescaled rows. The minimum is the robust cost's, as scipy's `trf` finds
-/// it (tests/fit.rs: to 1e-6 for every loss).
+/// With a robust [`LmOptions::loss`] the solve is scipy's `trf`, bounded or not, as scipy
+/// takes a loss with `trf` alone: the cost is `½ Σ C²ρ(r²/C²)` and the rows are rescaled as
+/// scipy's `least_squares(loss=…)` rescales them (tests/fit.rs: scipy's minimum, status and
+/// counts for every loss).
 ///
 /// ```
 /// use cudamin_host::solver::{LmOptions, least_squares};
@@ -292,7 +291,13 @@ pub fn least_squares_with_observer(
             bytes: 3 * n * n * size_of::<f64>(),
         });
     }
-    if let Some(bounds) = options.bounds.as_ref().filter(|b| b.any()) {
+    // A robust loss runs trf with or without a box, as in scipy: MINPACK's rules on rows
+    // rescaled afresh at each point stopped short of the robust minimum and called it success
+    // (Rosenbrock under huber, f_scale 0.5: cost 0.93 and status 4 where trf reaches 0).
+    let box_ = options.bounds.as_ref().filter(|b| b.any());
+    if box_.is_some() || !options.robust_loss().is_linear() {
+        let unbounded = Bounds::unbounded(n);
+        let bounds = box_.unwrap_or(&unbounded);
         return bounds.confining(
             objective,
             |o, box_| o.confine_steps(box_),
