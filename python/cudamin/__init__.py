@@ -55,7 +55,13 @@ __all__ = [
 _MINIMIZE_METHODS = {"bfgs": "bfgs", "l-bfgs": "lbfgs", "l-bfgs-b": "lbfgsb"}
 # scipy's names for finite differences to cudamin's scheme names, which are accepted too.
 _JAC_NAMES = {"2-point": "forward", "3-point": "central"}
-_MINIMIZE_OPTIONS = {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "return_hess_inv", "disp"}
+# The options each method takes (scipy's own for BFGS and L-BFGS-B); any other is warned of
+# and ignored, as scipy does.
+_MINIMIZE_OPTIONS = {
+    "bfgs": {"gtol", "maxiter", "return_hess_inv", "disp"},
+    "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "disp"},
+    "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "disp"},
+}
 
 
 def _array(name, values, check_finite=False):
@@ -225,8 +231,10 @@ class Solvers:
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
         ``'L-BFGS-B'`` (with ``bounds``). ``jac``: ``'exact'`` (the default: the term's own
         derivatives), ``'2-point'`` or ``'3-point'``. ``x0``: the start (default the problem's;
-        its length is ``n``). ``options``: scipy's ``gtol``, ``ftol``, ``maxiter``, ``maxfun``,
-        ``maxcor``, ``return_hess_inv``. cudamin's extras: ``n`` and ``points`` (the problem's size
+        its length is ``n``). ``options``: scipy's, each where the method takes it (another is
+        warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
+        ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B, ``return_hess_inv``
+        for BFGS; ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
@@ -237,12 +245,17 @@ class Solvers:
         key = str(method).lower()
         if key not in _MINIMIZE_METHODS:
             raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")
+        taken = _MINIMIZE_OPTIONS[key]
         options = dict(options or {})
-        unknown = set(options) - _MINIMIZE_OPTIONS
+        unknown = set(options) - taken
         if unknown:
             warnings.warn(f"Unknown solver options: {', '.join(sorted(unknown))}", OptimizeWarning, stacklevel=2)
+        options = {name: value for name, value in options.items() if name in taken}
         if tol is not None:
+            # scipy's rule: tol sets gtol, and ftol too where the method has one (L-BFGS-B).
             options.setdefault("gtol", tol)
+            if "ftol" in taken:
+                options.setdefault("ftol", tol)
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)

@@ -3,6 +3,7 @@ same problems: scipy's functions are written here in numpy, cudamin's are its bu
 
 import numpy as np
 import pytest
+from scipy.optimize import OptimizeWarning
 from scipy.optimize import least_squares as scipy_least_squares
 from scipy.optimize import minimize as scipy_minimize
 from scipy.optimize import rosen, rosen_der
@@ -174,3 +175,16 @@ def test_bad_input_is_a_one_line_exception(call, error, message):
 def test_the_cuda_backend_without_a_gpu_is_a_backend_error():
     with pytest.raises(cudamin.BackendError):
         cudamin.minimize("rosenbrock", X0, backend="cuda")
+
+
+def test_options_a_method_does_not_take_are_warned_of_and_tol_is_scipys():
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: maxfun"):
+        limited = cudamin.minimize("rosenbrock", X0, method="L-BFGS", options={"maxfun": 5})
+    assert limited.nfev > 5
+    with pytest.warns(OptimizeWarning, match="Unknown solver options: ftol, maxcor"):
+        cudamin.minimize("rosenbrock", X0, method="BFGS", options={"ftol": 1e-3, "maxcor": 3})
+    # tol sets L-BFGS-B's ftol as well as its gtol, as scipy's minimize does.
+    ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", tol=1e-2)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", tol=1e-2)
+    assert (ours.nit, ours.nfev, ours.status) == (theirs.nit, theirs.nfev, theirs.status)
+    np.testing.assert_allclose(ours.fun, theirs.fun, rtol=1e-10)
