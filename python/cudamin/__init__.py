@@ -147,16 +147,27 @@ def _data(data):
 
 
 def _fixed(fixed):
-    """The indices of held variables (cudamin's extra: lmfit's ``vary=False``)."""
+    """The indices of held variables (cudamin's extra: lmfit's ``vary=False``), given as indices
+    or as a mask of booleans, one per variable. ``int()`` would take a mask's ``True`` as index
+    1 and a float as its floor, so both are told apart and a non-integer index is refused."""
     if fixed is None:
         return None
-    return [int(i) for i in np.atleast_1d(fixed)]
+    values = np.atleast_1d(np.asarray(fixed))
+    if values.dtype == bool:
+        return [int(i) for i in np.flatnonzero(values)]
+    if not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(f"fixed must be variable indices or a mask of booleans; got {values.dtype} values")
+    if (values < 0).any():
+        raise ValueError(f"fixed index {int(values.min())} is not a variable's")
+    return [int(i) for i in values]
 
 
-def _observer(callback):
+def _observer(callback, least_squares=False):
     """The user's callback as cudamin's observer calls it. scipy's two styles: a callable with
-    one parameter named ``intermediate_result`` gets an ``OptimizeResult``; any other gets
-    ``x``. Raising ``StopIteration`` stops the solve (the observer's return value says so)."""
+    one parameter named ``intermediate_result`` gets an ``OptimizeResult`` (for least squares
+    with scipy's ``cost``, ``½Σr²``, and ``fun`` ``None``, as the result has it: the residuals
+    are not kept); any other gets ``x``. Raising ``StopIteration`` stops the solve (the
+    observer's return value says so)."""
     if callback is None:
         return None
     try:
@@ -166,7 +177,11 @@ def _observer(callback):
 
     def observe(nit, fun, x, nfev, njev, grad_norm):
         try:
-            if new_style:
+            if new_style and least_squares:
+                # The observer's fun is Σr², the objective minimize would see.
+                result = OptimizeResult(x=x, cost=fun / 2, fun=None, nit=nit, nfev=nfev, njev=njev)
+                callback(intermediate_result=result)
+            elif new_style:
                 callback(intermediate_result=OptimizeResult(x=x, fun=fun, nit=nit, nfev=nfev, njev=njev))
             else:
                 callback(x)
@@ -289,7 +304,7 @@ class Solvers:
             fun, x0, n=n, points=points, data=_data(data), jac=_jac(jac), lower=lower, upper=upper,
             fixed=_fixed(fixed),
             ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
-            backend=backend, callback=_observer(callback),
+            backend=backend, callback=_observer(callback, least_squares=True),
         )
         result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
         return OptimizeResult(result, fun=None, jac=None)
@@ -330,7 +345,7 @@ class Solvers:
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,
             xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
-            full_output=bool(full_output), backend=backend, callback=_observer(callback),
+            full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
         )
         if not result["success"]:
             raise RuntimeError("Optimal parameters not found: " + result["message"])

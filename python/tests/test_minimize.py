@@ -55,6 +55,11 @@ def test_finite_differences_report_their_error():
 
 
 def test_fixed_variables_stay_at_x0():
+    # A mask of booleans holds the same variables as their indices.
+    mask = np.zeros(X0.size, dtype=bool)
+    mask[0] = True
+    by_mask = cudamin.minimize("rosenbrock", X0, fixed=mask, method="L-BFGS-B")
+    assert by_mask.x.tolist() == cudamin.minimize("rosenbrock", X0, fixed=[0], method="L-BFGS-B").x.tolist()
     result = cudamin.minimize("rosenbrock", X0, fixed=[0], method="L-BFGS-B")
     assert result.x[0] == X0[0]
     assert result.success
@@ -78,6 +83,17 @@ def test_callback_sees_each_iterate_and_stops_on_stopiteration():
     xs = []
     cudamin.minimize("rosenbrock", X0, callback=lambda xk: xs.append(xk.copy()))
     assert len(xs) == cudamin.minimize("rosenbrock", X0).nit
+
+
+def test_a_least_squares_callback_sees_scipys_cost():
+    seen = []
+
+    def callback(intermediate_result):
+        seen.append((intermediate_result.cost, intermediate_result.fun))
+
+    result = cudamin.least_squares("mgh-1", [-1.2, 1.0], callback=callback)
+    # After each accepted step, the last at the result.
+    assert seen and seen[-1] == (result.cost, None)
 
 
 def test_an_exception_in_the_callback_propagates():
@@ -160,6 +176,8 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         ),
         (lambda: cudamin.minimize("rosenbrock", X0, bounds=[(0, 1)] * 10), ValueError, "bounds"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[12]), ValueError, "fixed index 12"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[1.7]), ValueError, "indices or a mask"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
         (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
         (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
         (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "with bounds or a robust loss"),
