@@ -124,8 +124,8 @@ impl Bounds {
         let Some(fixed) = fixed else {
             return Ok(());
         };
-        let held = (0..x0.len()).filter(|&i| fixed.get(i) == Some(&true));
-        held.map(|index| self.contains(index, x0[index])).collect()
+        let mut held = (0..x0.len()).filter(|&i| fixed.get(i) == Some(&true));
+        held.try_for_each(|index| self.contains(index, x0[index]))
     }
 
     /// That `value` lies within variable `index`'s bounds, else [`SolveError::InfeasibleX0`].
