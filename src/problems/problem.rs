@@ -19,13 +19,13 @@ pub enum LoadError {
         known: String,
     },
     /// `--points` was given for a problem without generated data.
-    #[error("{problem} has no data points; drop --points")]
+    #[error("{problem} has no data points: give it no point count (--points, points=)")]
     NoPoints {
         /// The problem's name.
         problem: &'static str,
     },
     /// `--points 0` was given for a problem with generated data.
-    #[error("{problem}: --points must be at least 1")]
+    #[error("{problem}: the point count (--points, points=) must be at least 1")]
     NoData {
         /// The problem's name.
         problem: &'static str,

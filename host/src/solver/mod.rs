@@ -67,11 +67,10 @@ pub fn minimize_with_observer(
 ) -> Result<OptimizeResult, SolveError> {
     if let Some(bounds) = &options.bounds {
         if method != Method::LbfgsB {
-            let value = method.name();
             return Err(options::invalid_option(
-                "bounds",
-                value,
-                "only lbfgsb takes bounds",
+                "method",
+                method.name(),
+                "takes no bounds; lbfgsb (L-BFGS-B) does",
             ));
         }
         bounds.check(x0.len())?;
