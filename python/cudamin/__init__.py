@@ -192,6 +192,22 @@ def _observer(callback, least_squares=False):
     return observe
 
 
+# scipy's curve_fit reports MINPACK's `leastsq` codes for 'lm' (least_squares' for 'trf'):
+# least_squares' status (1 gtol, 2 ftol, 3 xtol, 4 both) to leastsq's `ier` for the same test.
+_LEASTSQ_IER = {1: 4, 2: 1, 3: 2, 4: 3}
+
+
+def _leastsq_message(ier, ftol, xtol, gtol):
+    """`leastsq`'s message for its converged codes 1 to 4, as scipy's curve_fit returns it."""
+    reductions = "Both actual and predicted relative reductions in the sum of squares\n  are at most"
+    return {
+        1: f"{reductions} {ftol:f}",
+        2: f"The relative error between two consecutive iterates is at most {xtol:f}",
+        3: f"{reductions} {ftol:f} and the relative error between two consecutive iterates is at \n  most {xtol:f}",
+        4: f"The cosine of the angle between func(x) and any column of the\n  Jacobian is at most {gtol:f} in absolute value",
+    }[ier]
+
+
 def _check_method(method, bounded, loss):
     """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``: a robust loss runs
     ``'trf'``, with or without bounds, as in scipy."""
@@ -324,7 +340,9 @@ class Solvers:
         ``curve_fit`` would have to be told ``method='trf'``; ``fixed``: indices of parameters held at ``p0`` (their
         rows and columns of ``pcov`` are zero).
 
-        Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``.
+        Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``:
+        ``ier`` and ``mesg`` MINPACK ``leastsq``'s for ``'lm'`` and ``least_squares``' for
+        ``'trf'``, as scipy's (``infodict`` has no ``fjac``, ``ipvt`` or ``qtf``: ``J`` is not kept).
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
         as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
@@ -359,6 +377,9 @@ class Solvers:
         for extra in ("active_mask", "rank", "not_identifiable"):
             if extra in result:
                 infodict[extra] = result[extra]
+        if result["method"] == "lm":
+            ier = _LEASTSQ_IER[result["status"]]
+            return popt, pcov, infodict, _leastsq_message(ier, ftol, xtol, gtol), ier
         return popt, pcov, infodict, result["message"], result["status"]
 
     def _default_params(self, model):

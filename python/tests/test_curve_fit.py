@@ -173,3 +173,17 @@ def test_bad_input_is_a_one_line_exception(kwargs, error, message):
     with pytest.raises(error, match=message) as raised:
         cudamin.curve_fit(**call)
     assert "\n" not in str(raised.value)
+
+
+def test_full_output_without_bounds_reports_leastsqs_code_and_message():
+    # scipy's curve_fit runs MINPACK's leastsq for 'lm' and returns its ier and message.
+    f, x, y, p0 = CASES["poly"]
+    y = noisy(y)
+    # At least_squares' tolerances, which cudamin's curve_fit takes by default (leastsq's own
+    # gtol is 0, which cudamin refuses), and with the exact Jacobian on both sides, both stop
+    # by the gradient test on this linear model.
+    tolerances = dict(ftol=1e-8, xtol=1e-8, gtol=1e-8)
+    jacobian = lambda x, *theta: np.stack([x**k for k in range(len(theta))], axis=1)  # noqa: E731
+    *_, mesg, ier = cudamin.curve_fit("poly", x, y, p0=p0, full_output=True, **tolerances)
+    *_, expected_mesg, expected_ier = scipy_curve_fit(f, x, y, p0=p0, jac=jacobian, full_output=True, **tolerances)
+    assert (mesg, ier) == (expected_mesg, expected_ier) == (expected_mesg, 4)
