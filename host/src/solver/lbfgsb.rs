@@ -171,9 +171,14 @@ impl Solver<'_> {
                     (slope, f64::INFINITY)
                 } else {
                     direction_products = None;
-                    let buffers = &mut buffers;
-                    let aimed =
-                        self.step_target(&x, &g, &memory, buffers, &mut target, &mut direction);
+                    let aimed = self.step_target(
+                        &x,
+                        &g,
+                        &memory,
+                        &mut buffers,
+                        &mut target,
+                        &mut direction,
+                    );
                     let Some(aimed) = aimed else {
                         memory.clear();
                         continue;
