@@ -81,9 +81,12 @@ def _array(name, values, check_finite=False):
 
 
 def _jac(jac):
-    """cudamin's scheme name for scipy's ``jac``: True or 'exact' is the exact gradient."""
+    """cudamin's scheme name for scipy's ``jac``: True or 'exact' is the exact gradient, and
+    False scipy's two-point differences (None is the exact gradient, cudamin's default)."""
     if jac is True or jac is None:
         return "exact"
+    if jac is False:
+        return _JAC_NAMES["2-point"]
     if isinstance(jac, str):
         return _JAC_NAMES.get(jac, jac)
     raise ValueError(
@@ -260,8 +263,9 @@ class Solvers:
         """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
 
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
-        ``'L-BFGS-B'`` (with ``bounds``). ``jac``: ``'exact'`` (the default: the term's own
-        derivatives), ``'2-point'`` or ``'3-point'``. ``x0``: the start (default the problem's;
+        ``'L-BFGS-B'`` (with ``bounds``); ``None`` is scipy's choice, L-BFGS-B with bounds and BFGS
+        without. ``jac``: ``'exact'`` (the default: the term's own derivatives), ``'2-point'``
+        (or ``False``, as scipy reads it) or ``'3-point'``. ``x0``: the start (default the problem's;
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B, ``return_hess_inv``
@@ -273,6 +277,9 @@ class Solvers:
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
         ``jac_error`` and ``method``.
         """
+        # scipy's default method: L-BFGS-B with bounds, else BFGS.
+        if method is None:
+            method = "BFGS" if bounds is None else "L-BFGS-B"
         key = str(method).lower()
         if key not in _MINIMIZE_METHODS:
             raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")

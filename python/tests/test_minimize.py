@@ -206,3 +206,13 @@ def test_options_a_method_does_not_take_are_warned_of_and_tol_is_scipys():
     theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", tol=1e-2)
     assert (ours.nit, ours.nfev, ours.status) == (theirs.nit, theirs.nfev, theirs.status)
     np.testing.assert_allclose(ours.fun, theirs.fun, rtol=1e-10)
+
+
+def test_method_none_and_jac_false_are_scipys():
+    # method=None: BFGS without bounds, L-BFGS-B with them; jac=False: two-point differences.
+    assert cudamin.minimize("rosenbrock", X0, method=None).method == "bfgs"
+    bounded = cudamin.minimize("rosenbrock", X0, method=None, bounds=[(-2.0, 2.0)] * X0.size)
+    assert bounded.method == "lbfgsb"
+    by_false = cudamin.minimize("rosenbrock", X0, jac=False)
+    by_name = cudamin.minimize("rosenbrock", X0, jac="2-point")
+    assert by_false.x.tolist() == by_name.x.tolist() and by_false.nfev == by_name.nfev
