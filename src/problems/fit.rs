@@ -60,14 +60,14 @@ pub enum FitError {
         value: f64,
     },
     /// `x`, `y` and `σ` differ in length.
-    #[error("x has {x} points, y {y} and sigma {sigma}; they must match")]
+    #[error("x has {x} points, y {y}{}; they must match", sigma.map_or(String::new(), |s| format!(" and sigma {s}")))]
     Lengths {
         /// The length of `x`.
         x: usize,
         /// The length of `y`.
         y: usize,
-        /// The length of `σ` (that of `x` when there is none).
-        sigma: usize,
+        /// The length of `σ`, where one is given.
+        sigma: Option<usize>,
     },
     /// The starting parameters `p0` are not `p` values.
     #[error("p0 has {got} values, the model has {params} parameters")]
@@ -264,8 +264,8 @@ impl Model {
     ) -> Result<Instance, FitError> {
         let p = params.unwrap_or(self.default_params);
         let points = data.x.len();
-        let sigma_len = data.sigma.map_or(points, <[f64]>::len);
-        if data.y.len() != points || sigma_len != points {
+        let sigma_len = data.sigma.map(<[f64]>::len);
+        if data.y.len() != points || sigma_len.is_some_and(|len| len != points) {
             return Err(FitError::Lengths {
                 x: points,
                 y: data.y.len(),

@@ -30,12 +30,15 @@ pub enum ProblemError {
         rows: usize,
     },
     /// A data value is NaN or infinite.
-    #[error("{term} data: value {index} is {value}; data must be finite")]
+    #[error("{term} data: column {column}, row {row} is {value}; data must be finite")]
     NonFiniteData {
         /// The term's registered name.
         term: &'static str,
-        /// The value's 0-based index in the column-major data.
-        index: usize,
+        /// The value's 0-based column (a fit's: 0 the abscissae, 1 the observations, 2 the
+        /// weights).
+        column: usize,
+        /// Its 0-based row (data point).
+        row: usize,
         /// The value.
         value: f64,
     },
@@ -142,7 +145,14 @@ impl<T: Kernels> TermProblem<T> {
             });
         }
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(ProblemError::NonFiniteData { term, index, value });
+            // Whole columns of `rows` values (checked above, `rows` > 0 where there are values).
+            let (column, row) = (index / rows, index % rows);
+            return Err(ProblemError::NonFiniteData {
+                term,
+                column,
+                row,
+                value,
+            });
         }
         let data = Data::new(&values, rows);
         let invalid = |reason| ProblemError::InvalidN { term, n, reason };
@@ -203,6 +213,21 @@ mod tests {
         assert!(
             shown.ends_with("n: 3, rows: 4, columns: 3, .. }"),
             "{shown}"
+        );
+    }
+
+    /// A value that is not finite is named by its column and row, not by its place in the
+    /// column-major table.
+    #[test]
+    fn a_non_finite_value_is_named_by_column_and_row() {
+        let columns = [[0.0, 1.0, 2.0], [1.0, f64::NAN, 5.0], [1.0; 3]].concat();
+        let error = TermProblem::<SumOfSquares<Poly>>::with_data(2, columns, 3).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{} data: column 1, row 1 is NaN; data must be finite",
+                <SumOfSquares<Poly> as Kernels>::NAME
+            )
         );
     }
 }
