@@ -80,6 +80,19 @@ def _array(name, values, check_finite=False):
     return array
 
 
+def _count(name, value):
+    """A count (``n``, ``points``, ``maxiter``, ...) as an ``int``: None stays None, an integral
+    float is taken as scipy takes it (``maxiter=5.0``), and a negative or fractional one is a
+    ``ValueError`` (a negative int was an ``OverflowError`` from the conversion)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be at least 0, not {value!r}")
+    return int(value)
+
+
 def _jac(jac):
     """cudamin's scheme name for scipy's ``jac``: True or 'exact' is the exact gradient, and
     False scipy's two-point differences (None is the exact gradient, cudamin's default)."""
@@ -298,10 +311,11 @@ class Solvers:
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)
         result = self._catalog.minimize(
-            fun, x0, n=n, points=points, data=_data(data), method=_MINIMIZE_METHODS[key], jac=_jac(jac),
+            fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data),
+            method=_MINIMIZE_METHODS[key], jac=_jac(jac),
             lower=lower, upper=upper, fixed=_fixed(fixed),
-            gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=options.get("maxiter"),
-            maxfun=options.get("maxfun"), maxcor=options.get("maxcor"),
+            gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
+            maxfun=_count("maxfun", options.get("maxfun")), maxcor=_count("maxcor", options.get("maxcor")),
             return_hess_inv=bool(options.get("return_hess_inv", False)),
             backend=backend, callback=_observer(callback),
         )
@@ -324,9 +338,11 @@ class Solvers:
         lower, upper = _box(bounds, size)
         _check_method(method, lower is not None, loss)
         result = self._catalog.least_squares(
-            fun, x0, n=n, points=points, data=_data(data), jac=_jac(jac), lower=lower, upper=upper,
+            fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
+            lower=lower, upper=upper,
             fixed=_fixed(fixed),
-            ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
+            ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=_count("max_nfev", max_nfev), loss=loss,
+            f_scale=float(f_scale),
             backend=backend, callback=_observer(callback, least_squares=True),
         )
         result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
@@ -369,7 +385,7 @@ class Solvers:
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,
-            xtol=xtol, gtol=gtol, max_nfev=max_nfev, loss=loss, f_scale=float(f_scale),
+            xtol=xtol, gtol=gtol, max_nfev=_count("max_nfev", max_nfev), loss=loss, f_scale=float(f_scale),
             full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
         )
         if not result["success"]:

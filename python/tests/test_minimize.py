@@ -178,6 +178,8 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[12]), ValueError, "fixed index 12"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[1.7]), ValueError, "indices or a mask"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
+        (lambda: cudamin.minimize("rosenbrock", n=-4), ValueError, "n must be at least 0"),
+        (lambda: cudamin.minimize("rosenbrock", X0, options={"maxiter": 2.5}), ValueError, "whole number"),
         (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
         (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
         (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "with bounds or a robust loss"),
@@ -216,3 +218,8 @@ def test_method_none_and_jac_false_are_scipys():
     by_false = cudamin.minimize("rosenbrock", X0, jac=False)
     by_name = cudamin.minimize("rosenbrock", X0, jac="2-point")
     assert by_false.x.tolist() == by_name.x.tolist() and by_false.nfev == by_name.nfev
+
+
+def test_an_integral_float_count_is_a_count():
+    # scipy takes maxiter=5.0; so does cudamin.
+    assert cudamin.minimize("rosenbrock", X0, options={"maxiter": 5.0}).nit == 5
