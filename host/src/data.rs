@@ -264,6 +264,8 @@ fn read_csv(
             .trim(csv::Trim::All)
             .comment(Some(b'#'))
             .has_headers(commented.is_none())
+            // Rows are checked against the header by `next_record`, whichever line it was on.
+            .flexible(true)
             .from_reader(BufReader::new(open(path, shown)?)))
     };
     let mut reader = open_csv()?;
@@ -363,23 +365,10 @@ fn next_record(
 ) -> Result<bool, DataError> {
     let more = reader
         .read_byte_record(record)
-        .map_err(|e| match e.kind() {
-            csv::ErrorKind::UnequalLengths {
-                pos,
-                expected_len,
-                len,
-            } => DataError::Ragged {
-                path: shown.to_owned(),
-                line: pos.as_ref().map_or(0, |p| p.line()),
-                fields: *len,
-                header: *expected_len,
-            },
-            _ => DataError::Format {
-                path: shown.to_owned(),
-                what: e.to_string(),
-            },
+        .map_err(|e| DataError::Format {
+            path: shown.to_owned(),
+            what: e.to_string(),
         })?;
-    // The reader checks rows against its first; a header read from a comment is not that.
     if more && record.len() != fields {
         return Err(DataError::Ragged {
             path: shown.to_owned(),
