@@ -464,7 +464,8 @@ impl Real for Var<'_> {
             plus: plus.map_or(NONE, |p| p.index),
             in_source,
         };
-        let in_source = weights.contiguous().and_then(|run| {
+        let contiguous = weights.contiguous();
+        let in_source = contiguous.and_then(|run| {
             let offset = run_offset(tape.source, run)?;
             Some((u32::try_from(offset).ok()?, run))
         });
@@ -479,7 +480,7 @@ impl Real for Var<'_> {
         }
         let offset = tape.weights_len.get();
         let slots = tape.weights.get(offset as usize..offset as usize + len);
-        let sum = match (slots, weights.contiguous()) {
+        let sum = match (slots, contiguous) {
             // Weights side by side (the CPU's rows) are copied in one loop and summed with the
             // point in another, both over slices, which the compiler reads several values at a
             // time, where one loop reading the window's `Var`s (24 bytes apart) went one weight
