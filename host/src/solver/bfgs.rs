@@ -35,8 +35,7 @@ use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
 use crate::linalg::vector::{dot, map_in_place};
-use crate::objective::VectorSpace;
-use crate::objective::{EvalError, Objective};
+use crate::objective::{EvalError, Objective, StepEnd, VectorSpace};
 use ndarray::Array2;
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -232,10 +231,10 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         workspace: &mut W,
         s: &mut W::Vector,
         y: &mut W::Vector,
-        sy: f64,
-        _yy: f64,
+        end: &StepEnd,
+        _step: f64,
     ) -> Result<(), EvalError> {
-        self.push(workspace, s, y, sy)
+        self.push(workspace, s, y, end.sy)
     }
 }
 
@@ -330,9 +329,10 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
         workspace: &mut HostWorkspace<'_>,
         s: &mut Vec<f64>,
         y: &mut Vec<f64>,
-        sy: f64,
-        _yy: f64,
+        end: &StepEnd,
+        _step: f64,
     ) -> Result<(), EvalError> {
+        let sy = end.sy;
         match &mut self.form {
             Form::Implicit(implicit) => implicit.push(workspace, s, y, sy),
             Form::Dense(h) => {

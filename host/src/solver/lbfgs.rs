@@ -31,20 +31,22 @@
 //! about 80 vector reads and writes per iteration. Here the `n`-sized work is two passes of
 //! about `2m + 2` vectors each: one takes `a`, `b` and `gᵀg` (`VectorSpace::dots`), one forms
 //! the direction and its slope `gᵀp` (`VectorSpace::combine_dot`); the rest is `m×m`
-//! arithmetic. The new pair's columns of `R` and `YᵀY` (the older ones are kept) need `vᵢᵀy`
-//! for every stored vector, and `y = g₊ − g` makes each a difference of this pass's product
-//! with `g₊` and the last one's with `g`, unless `y` is too short for that difference to keep
-//! its digits. Each entry of the direction is the same combination of the same entries of `g`,
-//! `S` and `Y`, as in the two-loop recursion, so separable structure is kept exactly (the
-//! identical blocks of extended Rosenbrock stay identical).
+//! arithmetic. The pairs and their products are L-BFGS-B's memory (`solver::memory`), one for
+//! both methods: the first pass is its push of the newest pair, whose row and column of `SᵀY`,
+//! `YᵀY` and `SᵀS` (the older ones are kept) need `vᵢᵀy` and `vᵢᵀs` for every stored vector;
+//! `y = g₊ − g` makes each of the first a difference of this pass's product with `g₊` and the
+//! last one's with `g`, and `s = α·p` each of the second a combination of the products the
+//! direction `p` was made from, unless either would lose digits to the difference, when the
+//! pass takes them directly. Each entry of the direction is the same combination of the same
+//! entries of `g`, `S` and `Y`, as in the two-loop recursion, so separable structure is kept
+//! exactly (the identical blocks of extended Rosenbrock stay identical).
 
+use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
 use super::options::{Options, check_limited_memory_start};
-use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO, InverseHessian};
+use super::quasi_newton::{self, InverseHessian};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
-use crate::objective::VectorSpace;
-use crate::objective::{EvalError, Objective};
-use std::collections::VecDeque;
+use crate::objective::{EvalError, Objective, StepEnd, VectorSpace};
 use std::ops::ControlFlow;
 
 /// Minimizes `objective` from `x0` by L-BFGS with `options.memory` pairs. See
@@ -81,171 +83,26 @@ pub fn minimize(
     )
 }
 
-/// The last `memory` pairs, oldest first, the products the compact form needs, and `γ`.
+/// L-BFGS's `H`: the last `memory` pairs in the memory L-BFGS-B keeps too ([`Memory`]).
 struct LimitedMemory<V> {
-    memory: usize,
-    pairs: VecDeque<StoredPair<V>>,
-    /// The last direction's gradient `g`, by its products: `sᵢᵀg`, `yᵢᵀg` for each stored pair
-    /// (oldest first), and `gᵀg`.
-    previous: Option<GradientProducts>,
-    /// Whether the newest pair's columns of `R` and `YᵀY` are still to be formed.
-    newest_pending: bool,
-    /// Scratch for [`VectorSpace::dots`], kept so that it grows once.
-    products: Vec<f64>,
-}
-
-/// A gradient's products with the stored pairs, and with itself.
-struct GradientProducts {
-    s: Vec<f64>,
-    y: Vec<f64>,
-    gg: f64,
-}
-
-/// One curvature pair and its products with the pairs stored before it.
-struct StoredPair<V> {
-    s: V,
-    y: V,
-    /// `sᵢᵀy` for every stored pair `i` up to and including this one, oldest first: this pair's
-    /// column of `R`. Its last entry, the diagonal `sᵀy` as the step computed it, is there from
-    /// the start; the others come with the next direction.
-    r_column: Vec<f64>,
-    /// `yᵢᵀy`, the same way: this pair's column of `YᵀY`, down to the diagonal `yᵀy`.
-    yy_column: Vec<f64>,
+    memory: Memory<V>,
+    /// The pair of the last update, which the next direction pushes: its pass takes the new
+    /// gradient's products with the pairs, which the direction needs.
+    pending: Option<Pair<V>>,
+    /// The last direction's products with the pairs, from which its step's follow.
+    direction: Option<DirectionProducts>,
+    /// The vectors of the pair the memory last let go, for the next one.
+    spare: Option<(V, V)>,
 }
 
 impl<V> LimitedMemory<V> {
     fn new(memory: usize) -> Self {
-        // No `with_capacity(memory)`: `memory` may be huge; the deque grows to at most it.
         Self {
-            memory,
-            pairs: VecDeque::new(),
-            previous: None,
-            newest_pending: false,
-            products: Vec::new(),
+            memory: Memory::new(memory),
+            pending: None,
+            direction: None,
+            spare: None,
         }
-    }
-
-    /// `γ = sᵀy / yᵀy` of the newest pair (see the module docs); 1 before the first.
-    fn gamma(&self) -> f64 {
-        let newest = self.pairs.back();
-        let diagonal = newest.and_then(|q| Some((*q.r_column.last()?, *q.yy_column.last()?)));
-        diagonal.map_or(1.0, |(sy, yy)| sy / yy)
-    }
-
-    /// Appends the pair `(s, y)` with `sy = sᵀy` and `yy = yᵀy`, taking `s` and `y` themselves
-    /// and giving back the oldest pair's buffers once memory is full (new zeros before). Its
-    /// columns are completed by the next direction.
-    fn store<W: Workspace<Vector = V>>(
-        &mut self,
-        workspace: &mut W,
-        s: &mut V,
-        y: &mut V,
-        sy: f64,
-        yy: f64,
-    ) -> Result<(), EvalError> {
-        debug_assert!(
-            !self.newest_pending,
-            "every update is followed by a direction"
-        );
-        let recycled = if self.pairs.len() < self.memory {
-            None
-        } else {
-            self.pairs.pop_front()
-        };
-        let mut pair = match recycled {
-            Some(oldest) => {
-                // The oldest pair leaves `R`, `YᵀY` and the last gradient's products.
-                for kept in &mut self.pairs {
-                    kept.r_column.remove(0);
-                    kept.yy_column.remove(0);
-                }
-                if let Some(previous) = &mut self.previous {
-                    previous.s.remove(0);
-                    previous.y.remove(0);
-                }
-                oldest
-            }
-            None => StoredPair {
-                s: workspace.space_mut().zeros()?,
-                y: workspace.space_mut().zeros()?,
-                r_column: Vec::new(),
-                yy_column: Vec::new(),
-            },
-        };
-        std::mem::swap(s, &mut pair.s);
-        std::mem::swap(y, &mut pair.y);
-        pair.r_column.clear();
-        pair.r_column.push(sy);
-        pair.yy_column.clear();
-        pair.yy_column.push(yy);
-        self.pairs.push_back(pair);
-        self.newest_pending = true;
-        Ok(())
-    }
-
-    /// Forms the newest pair's columns, `sᵢᵀy` and `yᵢᵀy` over the older pairs `i`, from
-    /// `current`, the products of the gradient `g₊` that ended its step: since `y = g₊ − g`,
-    /// each is `vᵢᵀg₊ − vᵢᵀg`, a difference of products the directions take anyway. Where `y`
-    /// is so short against the gradients that the difference would lose digits
-    /// ([`DERIVED_MIN_SQUARED_RATIO`]), they come from one more pass, directly.
-    fn complete_newest<W: Workspace<Vector = V>>(
-        &mut self,
-        workspace: &mut W,
-        current: &GradientProducts,
-    ) -> Result<(), EvalError> {
-        let Some(newest) = self.pairs.len().checked_sub(1) else {
-            return Ok(());
-        };
-        // While pending, the columns hold only their diagonal entries.
-        let (sy, yy) = (
-            self.pairs[newest].r_column[0],
-            self.pairs[newest].yy_column[0],
-        );
-        let (mut r_column, mut yy_column) = match &self.previous {
-            Some(previous)
-                if previous.s.len() == newest
-                    && yy >= DERIVED_MIN_SQUARED_RATIO * (previous.gg + current.gg) =>
-            {
-                let difference = |now: &[f64], before: &[f64]| -> Vec<f64> {
-                    now.iter()
-                        .zip(before)
-                        .map(|(now, before)| now - before)
-                        .collect()
-                };
-                (
-                    difference(&current.s[..newest], &previous.s),
-                    difference(&current.y[..newest], &previous.y),
-                )
-            }
-            _ => {
-                let older: Vec<&V> = self
-                    .pairs
-                    .iter()
-                    .take(newest)
-                    .flat_map(|q| [&q.s, &q.y])
-                    .collect();
-                let mut direct = vec![0.0; older.len()];
-                workspace
-                    .space_mut()
-                    .dots(&older, &[&self.pairs[newest].y], &mut direct)?;
-                let (s, y) = direct.chunks_exact(2).map(|sy| (sy[0], sy[1])).unzip();
-                (s, y)
-            }
-        };
-        r_column.push(sy);
-        yy_column.push(yy);
-        let pair = &mut self.pairs[newest];
-        (pair.r_column, pair.yy_column) = (r_column, yy_column);
-        self.newest_pending = false;
-        Ok(())
-    }
-
-    /// `(u, w)` of the compact form (see the module docs) from `a = Sᵀg`, `b = Yᵀg` and `γ`.
-    fn coefficients(&self, a: &[f64], b: &[f64], gamma: f64) -> (Vec<f64>, Vec<f64>) {
-        // R[i][j] = sᵢᵀyⱼ for i ≤ j; (YᵀY)[i][j] for i ≤ j; both from column j.
-        let r = |i: usize, j: usize| self.pairs[j].r_column[i];
-        let yy = |i: usize, j: usize| self.pairs[i.max(j)].yy_column[i.min(j)];
-        quasi_newton::inverse_coefficients(r, yy, a, b, gamma)
     }
 }
 
@@ -256,43 +113,33 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         g: &W::Vector,
         p: &mut W::Vector,
     ) -> Result<f64, EvalError> {
-        // Pass 1: sᵢᵀg and yᵢᵀg for every pair (pair-major), then gᵀg.
-        let m = self.pairs.len();
-        self.products.resize(2 * m + 1, 0.0);
-        {
-            let vectors: Vec<&W::Vector> = (self.pairs.iter())
-                .flat_map(|q| [&q.s, &q.y])
-                .chain([g])
-                .collect();
-            workspace
-                .space_mut()
-                .dots(&vectors, &[g], &mut self.products)?;
+        let space = workspace.space_mut();
+        if let Some(pair) = self.pending.take() {
+            self.spare = self.memory.push(space, pair, g, None)?;
         }
-        let (s, y) = (self.products[..2 * m].chunks_exact(2))
-            .map(|sy| (sy[0], sy[1]))
-            .unzip();
-        let current = GradientProducts {
-            s,
-            y,
-            gg: self.products[2 * m],
-        };
-        if self.newest_pending {
-            self.complete_newest(workspace, &current)?;
+        if self.memory.is_empty() {
+            // H₀ = I: the first step's length comes from scipy's estimate.
+            self.direction = None;
+            return space.combine_dot(&[(-1.0, g)], p, g);
         }
-        let gamma = self.gamma();
-        let (u, w) = self.coefficients(&current.s, &current.y, gamma);
-        self.previous = Some(current);
-        // Pass 2: −H·g = −γg − S·w + γY·u.
-        let mut terms = vec![(-gamma, g)];
-        terms.extend(self.pairs.iter().zip(&w).map(|(q, &w)| (-w, &q.s)));
-        terms.extend(self.pairs.iter().zip(&u).map(|(q, &u)| (gamma * u, &q.y)));
-        workspace.space_mut().combine_dot(&terms, p, g)
+        // Pass 1 (the push's, or its own): sᵢᵀg and yᵢᵀg for every pair.
+        let with_g = self.memory.pairs_dot(space, g)?;
+        let step = self.memory.inverse_step(&with_g);
+        // Pass 2: −H·g = −γg − S·w + γY·u (`coefficients` are `[γu; −w]`, `y`s first).
+        let k = self.memory.len();
+        let (on_y, on_s) = step.coefficients.split_at(k);
+        let mut terms = vec![(-step.gamma, g)];
+        terms.extend(on_s.iter().enumerate().map(|(j, &c)| (c, self.memory.s(j))));
+        terms.extend(on_y.iter().enumerate().map(|(j, &c)| (c, self.memory.y(j))));
+        let slope = space.combine_dot(&terms, p, g)?;
+        self.direction = self.memory.direction_products(&step);
+        Ok(slope)
     }
 
     /// 1 once a pair has scaled `H₀` (Nocedal & Wright, §7.2: the step L-BFGS is built to take,
     /// as L-BFGS-B and torch try it); before that, scipy's estimate sets the first step's length.
     fn natural_step(&self) -> Option<f64> {
-        (!self.pairs.is_empty()).then_some(1.0)
+        (!self.memory.is_empty()).then_some(1.0)
     }
 
     fn update(
@@ -300,14 +147,41 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         workspace: &mut W,
         s: &mut W::Vector,
         y: &mut W::Vector,
-        sy: f64,
-        yy: f64,
+        end: &StepEnd,
+        step: f64,
     ) -> Result<(), EvalError> {
+        let (sy, yy) = (end.sy, end.yy);
         if sy.is_nan() || sy <= f64::EPSILON * yy {
-            // Curvature lost to rounding (see the module docs): keep the pairs we have.
+            // Curvature lost to rounding (see the module docs): keep the pairs we have; the
+            // products they took with the last gradient are not the next one's.
+            self.memory.forget_point();
             return Ok(());
         }
-        self.store(workspace, s, y, sy, yy)
+        // The pair's vectors are `s` and `y` themselves; their places get the buffers the
+        // memory last let go (new zeros before it is full).
+        let (mut kept_s, mut kept_y) = match self.spare.take() {
+            Some(spare) => spare,
+            None => (
+                workspace.space_mut().zeros()?,
+                workspace.space_mut().zeros()?,
+            ),
+        };
+        std::mem::swap(s, &mut kept_s);
+        std::mem::swap(y, &mut kept_y);
+        let ss = end.step_norm * end.step_norm;
+        let s_with_held = (self.direction.take()).and_then(|d| d.of_step(step, ss));
+        self.pending = Some(Pair {
+            s: kept_s,
+            y: kept_y,
+            products: PairProducts {
+                sy,
+                yy,
+                ss,
+                gg: None,
+            },
+            s_with_held,
+        });
+        Ok(())
     }
 }
 
@@ -315,8 +189,18 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
 mod tests {
     use super::*;
     use crate::linalg::vector;
+    use crate::solver::quasi_newton::DERIVED_MIN_SQUARED_RATIO;
     use crate::solver::two_loop::{CurvaturePair, two_loop};
     use crate::solver::workspace::Length;
+    use std::collections::VecDeque;
+
+    /// `γ = sᵀy / yᵀy` of the newest pair; 1 before the first.
+    fn gamma(memory: &Memory<Vec<f64>>) -> f64 {
+        match memory.len() {
+            0 => 1.0,
+            k => memory.sy(k - 1, k - 1) / memory.yy(k - 1, k - 1),
+        }
+    }
 
     /// Along steps on a quadratic (gradient `A·x`), with memory 1, 2 and 3 so that pairs are
     /// dropped, with steps so short that the newest columns are taken directly, and with a pair
@@ -348,7 +232,7 @@ mod tests {
                 let slope = memory.direction(&mut workspace, &g, &mut p).unwrap();
                 assert_eq!(slope.to_bits(), vector::dot(&g, &p).to_bits());
                 let mut expected = g.clone();
-                let gamma = memory.gamma();
+                let gamma = gamma(&memory.memory);
                 two_loop(
                     &mut workspace,
                     &reference,
@@ -375,6 +259,12 @@ mod tests {
                     y.iter_mut().zip(&s).for_each(|(y, s)| *y = -s);
                 }
                 let (sy, yy) = (vector::dot(&s, &y), vector::dot(&y, &y));
+                let end = StepEnd {
+                    gradient_norm: 0.0,
+                    step_norm: vector::dot(&s, &s).sqrt(),
+                    sy,
+                    yy,
+                };
                 if k != 4 {
                     let gg = vector::dot(&g, &g) + vector::dot(&g_new, &g_new);
                     direct_columns += usize::from(yy < DERIVED_MIN_SQUARED_RATIO * gg);
@@ -388,7 +278,7 @@ mod tests {
                     });
                 }
                 memory
-                    .update(&mut workspace, &mut s, &mut y, sy, yy)
+                    .update(&mut workspace, &mut s, &mut y, &end, length)
                     .unwrap();
             }
         }

@@ -29,20 +29,22 @@
 //! L-BFGS-B), and the step is L-BFGS's, from the same compact inverse form
 //! (`quasi_newton::inverse_coefficients`). Such an iteration makes two passes over the pairs,
 //! as L-BFGS's: one takes the new gradient's products with them (the new pair's follow from
-//! those and the direction's coefficients), one forms the direction. Vectors are host
-//! vectors; the small matrices are `2k × 2k` with `k ≤ m`.
+//! those and the direction's coefficients), one forms the direction. The pairs and their
+//! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
+//! live); the step's other vectors are host vectors here. The small matrices are `2k × 2k`
+//! with `k ≤ m`.
 
 use super::bounds::Bounds;
 use super::line_search::{Accepted, Line, search_in_box};
+use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
 use super::options::{Options, check_limited_memory_start};
-use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use crate::linalg::{self, vector};
-use crate::objective::{EvalError, GradientError, Objective, gradient_error};
+use crate::objective::{EvalError, GradientError, HostVectors, Objective, gradient_error};
 use ndarray::ArrayView2;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::ops::{ControlFlow, Range};
 
 /// scipy's `maxfun` and `maxiter` defaults for L-BFGS-B.
@@ -109,7 +111,7 @@ impl Solver<'_> {
         let mut f = self.evaluate(&x, &mut g)?;
         let maxiter = options.maxiter.unwrap_or(MAXITER_DEFAULT);
         let maxfun = options.maxfun.unwrap_or(MAXFUN_DEFAULT);
-        let mut memory = Memory::new(options.memory);
+        let mut memory: Memory<Vec<f64>> = Memory::new(options.memory);
         let mut nit = 0;
         let mut trial = vec![0.0; n];
         let mut trial_g = vec![0.0; n];
@@ -231,20 +233,24 @@ impl Solver<'_> {
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
                 let path = self.bounded.then(|| {
                     known_norm = Some(steepest_path(&trial, &trial_g, bounds, &mut buffers));
-                    buffers.path.as_slice()
+                    &buffers.path
                 });
                 // `s = step·d`: its products with the pairs where `d`'s keep their digits.
-                let s_with_held = direction_products.take().and_then(|d| {
-                    let kept = sums.ss >= DERIVED_MIN_SQUARED_RATIO * (step * d.parts).powi(2);
-                    kept.then(|| d.pairs.iter().map(|p| step * p).collect())
-                });
+                let s_with_held =
+                    (direction_products.take()).and_then(|d| d.of_step(step, sums.ss));
+                let products = PairProducts {
+                    sy: sums.sy,
+                    yy: sums.yy,
+                    ss: sums.ss,
+                    gg: Some(sums.gg),
+                };
                 let pair = Pair {
                     s,
                     y,
-                    sums,
+                    products,
                     s_with_held,
                 };
-                memory.push(pair, &trial_g, path)
+                memory.push(&mut HostVectors::new(n), pair, &trial_g, path)?
             } else {
                 memory.forget_point();
                 Some((s, y))
@@ -314,12 +320,12 @@ impl Solver<'_> {
         &self,
         x: &[f64],
         g: &[f64],
-        memory: &Memory,
+        memory: &Memory<Vec<f64>>,
         buffers: &mut StepBuffers,
         target: &mut Vec<f64>,
         direction: &mut [f64],
     ) -> Option<(f64, f64)> {
-        let compact = memory.compact()?;
+        let compact = Compact::new(memory)?;
         let c = cauchy_point(x, g, self.bounds, &compact, buffers);
         if memory.is_empty() {
             std::mem::swap(target, &mut buffers.cauchy);
@@ -368,257 +374,58 @@ fn sized<T: Clone + Default>(buffer: &mut Vec<T>, n: usize) -> &mut Vec<T> {
     buffer
 }
 
-/// A gradient's products with the pairs held, `[Yᵀg, Sᵀg]`, and with itself.
-struct GradientProducts {
-    pairs: Vec<f64>,
-    gg: f64,
+/// `[Yᵀv, Sᵀv]` for the pairs of `memory`, in one pass.
+fn pairs_with(memory: &Memory<Vec<f64>>, v: &[f64]) -> Vec<f64> {
+    let columns: Vec<&[f64]> = memory.columns().map(Vec::as_slice).collect();
+    let mut out = vec![0.0; columns.len()];
+    vector::dots(&columns, &[v], &mut out);
+    out
 }
 
-/// A pair for the memory: `s = x₊ − x`, `y = g₊ − g`, their products from [`new_pair`], and
-/// `[Yᵀs, Sᵀs]` with the pairs held when the step was aimed, where they are known without a
-/// pass (see [`Memory::push`]).
-struct Pair {
-    s: Vec<f64>,
-    y: Vec<f64>,
-    sums: PairSums,
-    s_with_held: Option<Vec<f64>>,
-}
-
-/// The curvature pairs, oldest first, with the products the compact form needs.
-struct Memory {
-    capacity: usize,
-    s: VecDeque<Vec<f64>>,
-    y: VecDeque<Vec<f64>>,
-    /// `sᵢᵀsⱼ`, `sᵢᵀyⱼ` and `yᵢᵀyⱼ`, `k × k` each, row-major in the pairs' order.
-    ss: Vec<f64>,
-    sy: Vec<f64>,
-    yy: Vec<f64>,
-    /// `θ = yᵀy / sᵀy` of the newest pair; 1 without pairs.
-    theta: f64,
-    /// The gradient `g` given to the last [`push`](Memory::push): `[Yᵀg, Sᵀg]`, made in the
-    /// same pass as the new pair's products, and `gᵀg`; `None` once that gradient is not the
-    /// current one.
-    pairs_dot_gradient: Option<GradientProducts>,
-    /// `[Yᵀd, Sᵀd]` for the projected steepest-descent path `d` that was given to the last
-    /// [`push`](Memory::push) (the one [`StepBuffers`] then held), made in the same pass;
-    /// `None` where none was given, or once that point is not the current one.
-    pairs_dot_path: Option<Vec<f64>>,
-}
-
-impl Memory {
-    fn new(capacity: usize) -> Self {
-        Memory {
-            capacity,
-            s: VecDeque::new(),
-            y: VecDeque::new(),
-            ss: Vec::new(),
-            sy: Vec::new(),
-            yy: Vec::new(),
-            theta: 1.0,
-            pairs_dot_gradient: None,
-            pairs_dot_path: None,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.s.is_empty()
-    }
-
-    fn clear(&mut self) {
-        *self = Memory::new(self.capacity);
-    }
-
-    /// The products with the last pushed point's vectors no longer describe the current one.
-    fn forget_point(&mut self) {
-        self.pairs_dot_gradient = None;
-        self.pairs_dot_path = None;
-    }
-
-    /// Adds `pair`, dropping the oldest at capacity and returning its vectors (for the next
-    /// pair to be written into), and takes `Yᵀg`, `Sᵀg` for the current gradient `g` (the
-    /// pair's `g₊`), and `Yᵀd`, `Sᵀd` for the next Cauchy point's `path` `d` where one is given,
-    /// in the same pass. The products of the pairs kept are kept (shifted past a dropped one);
-    /// only the new pair's row and column are new. Where `s`'s products with the pairs held
-    /// come with the pair (from [`unbounded_step`]'s direction) and `y` is long enough for
-    /// differences ([`DERIVED_MIN_SQUARED_RATIO`]), `y`'s are `vᵀg₊ − vᵀg` from this pass's
-    /// products with `g₊` and the last one's with `g`, and the pass is `2k` products, the pairs
-    /// against one vector, as L-BFGS's; otherwise both come from the pass, directly: `6k`
-    /// products, the pairs against three vectors.
-    fn push(
-        &mut self,
-        pair: Pair,
-        g: &[f64],
-        path: Option<&[f64]>,
-    ) -> Option<(Vec<f64>, Vec<f64>)> {
-        let Pair {
-            s,
-            y,
-            sums,
-            s_with_held,
-        } = pair;
-        let previous = self.s.len();
-        let dropped = usize::from(previous == self.capacity);
-        // The products of the pairs' step `s` with the pairs held, and of its `g` (the last
-        // push's gradient): known where the differences keep their digits.
-        let known = s_with_held
-            .filter(|held| held.len() == 2 * previous)
-            .zip(self.pairs_dot_gradient.take())
-            .filter(|(_, before)| sums.yy >= DERIVED_MIN_SQUARED_RATIO * (before.gg + sums.gg));
-        let evicted = if dropped == 1 {
-            self.s.pop_front().zip(self.y.pop_front())
-        } else {
-            None
-        };
-        self.theta = sums.yy / sums.sy;
-        self.s.push_back(s);
-        self.y.push_back(y);
-        let k = self.s.len();
-        let kept = k - 1;
-        let shifted = |products: &[f64]| {
-            let mut out = vec![0.0; k * k];
-            for i in 0..kept {
-                for j in 0..kept {
-                    out[i * k + j] = products[(i + dropped) * previous + j + dropped];
-                }
-            }
-            out
-        };
-        self.ss = shifted(&self.ss);
-        self.sy = shifted(&self.sy);
-        self.yy = shifted(&self.yy);
-        // One pass: every y and s against (the new s and y, unless known,) g and the path
-        // (each product `dot`'s bits).
-        let pairs: Vec<&[f64]> = self.columns().collect();
-        let new: &[&[f64]] = if known.is_some() {
-            &[]
-        } else {
-            &[&self.s[kept], &self.y[kept]]
-        };
-        let with: Vec<&[f64]> = new.iter().copied().chain([g]).chain(path).collect();
-        let mut products = vec![0.0; 2 * k * with.len()];
-        vector::dots(&pairs, &with, &mut products);
-        // Each of `with` against the pairs: [Yᵀv, Sᵀv].
-        let with_pairs =
-            |v: usize| -> Vec<f64> { (0..2 * k).map(|i| products[i * with.len() + v]).collect() };
-        let g_with = with_pairs(new.len());
-        // s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
-        let (s_with, y_with) = match known {
-            None => (with_pairs(0), with_pairs(1)),
-            Some((held, before)) => {
-                // Held and `before` index the pairs before the push: `[Y, S]` of `previous`.
-                let old = |products: &[f64], half: usize, j: usize| {
-                    products[half * previous + j + dropped]
-                };
-                let (mut s_with, mut y_with) = (vec![0.0; 2 * k], vec![0.0; 2 * k]);
-                for j in 0..kept {
-                    s_with[j] = old(&held, 0, j);
-                    s_with[k + j] = old(&held, 1, j);
-                    y_with[j] = g_with[j] - old(&before.pairs, 0, j);
-                    y_with[k + j] = g_with[k + j] - old(&before.pairs, 1, j);
-                }
-                (s_with[kept], s_with[k + kept]) = (sums.sy, sums.ss);
-                (y_with[kept], y_with[k + kept]) = (sums.yy, sums.sy);
-                (s_with, y_with)
-            }
-        };
-        self.pairs_dot_path = path.map(|_| with_pairs(new.len() + 1));
-        self.pairs_dot_gradient = Some(GradientProducts {
-            pairs: g_with,
-            gg: sums.gg,
-        });
-        for j in 0..k {
-            (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[k + j], s_with[k + j]);
-            (self.yy[kept * k + j], self.yy[j * k + kept]) = (y_with[j], y_with[j]);
-            self.sy[kept * k + j] = s_with[j];
-            self.sy[j * k + kept] = y_with[k + j];
-        }
-        evicted
-    }
-
-    /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.
-    fn columns(&self) -> impl Iterator<Item = &[f64]> {
-        self.y.iter().chain(&self.s).map(Vec::as_slice)
-    }
-
-    /// `[Yᵀg, Sᵀg]` for the current gradient `g`: the products the newest pair's pass took
-    /// with it, where it took them for this point, else [`pairs_with`](Self::pairs_with).
-    fn pairs_dot(&self, g: &[f64]) -> Vec<f64> {
-        match &self.pairs_dot_gradient {
-            Some(known) => known.pairs.clone(),
-            None => self.pairs_with(g),
-        }
-    }
-
-    /// `[Yᵀv, Sᵀv]`, in one pass.
-    fn pairs_with(&self, v: &[f64]) -> Vec<f64> {
-        let columns: Vec<&[f64]> = self.columns().collect();
-        let mut out = vec![0.0; columns.len()];
-        vector::dots(&columns, &[v], &mut out);
-        out
-    }
-
-    /// The products of the pairs' vectors in `W`'s column order, unscaled:
-    /// `[[YᵀY, YᵀS], [SᵀY, SᵀS]]`, `2k × 2k`.
-    fn pair_gram(&self) -> Vec<f64> {
-        let k = self.s.len();
-        let width = 2 * k;
-        let mut gram = vec![0.0; width * width];
-        for i in 0..k {
-            for j in 0..k {
-                gram[i * width + j] = self.yy[i * k + j];
-                gram[i * width + k + j] = self.sy[j * k + i];
-                gram[(k + i) * width + j] = self.sy[i * k + j];
-                gram[(k + i) * width + k + j] = self.ss[i * k + j];
-            }
-        }
-        gram
-    }
-
-    /// `B = θI − W·M·Wᵀ`: `W`'s rows on demand and `M`, the inverse of the middle matrix
-    /// `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its strict lower triangle), held
-    /// as the Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ` (Byrd, Lu, Nocedal & Zhu, §4; the
-    /// Fortran's `formt`), never inverted. `None` where `T` is not numerically positive
-    /// definite: the memory is to be refreshed, as the Fortran code does.
-    fn compact(&self) -> Option<Compact<'_>> {
-        let k = self.s.len();
-        let t: Vec<f64> = (0..k * k)
-            .map(|at| {
-                let (i, j) = (at / k, at % k);
-                let l_d_lt: f64 = (0..i.min(j))
-                    .map(|m| self.sy[i * k + m] * self.sy[j * k + m] / self.sy[m * k + m])
-                    .sum();
-                self.theta * self.ss[at] + l_d_lt
-            })
-            .collect();
-        let t = ArrayView2::from_shape((k, k), &t).ok()?;
-        Some(Compact {
-            memory: self,
-            t_factor: linalg::cholesky(t).ok()?,
-        })
-    }
-}
-
-/// The compact form of one iteration.
+/// The compact form of one iteration: `B = θI − W·M·Wᵀ`, `W`'s rows on demand and `M`, the
+/// inverse of the middle matrix `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its
+/// strict lower triangle), held as the Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ` (Byrd, Lu,
+/// Nocedal & Zhu, §4; the Fortran's `formt`), never inverted.
 struct Compact<'m> {
-    memory: &'m Memory,
+    memory: &'m Memory<Vec<f64>>,
     /// The Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ`, `k × k` by rows.
     t_factor: Vec<f64>,
 }
 
-impl Compact<'_> {
+impl<'m> Compact<'m> {
+    /// The compact form of `memory`'s pairs; `None` where `T` is not numerically positive
+    /// definite: the memory is to be refreshed, as the Fortran code does.
+    fn new(memory: &'m Memory<Vec<f64>>) -> Option<Self> {
+        let k = memory.len();
+        let t: Vec<f64> = (0..k * k)
+            .map(|at| {
+                let (i, j) = (at / k, at % k);
+                let l_d_lt: f64 = (0..i.min(j))
+                    .map(|m| memory.sy(i, m) * memory.sy(j, m) / memory.sy(m, m))
+                    .sum();
+                memory.theta() * memory.ss(i, j) + l_d_lt
+            })
+            .collect();
+        let t = ArrayView2::from_shape((k, k), &t).ok()?;
+        Some(Compact {
+            memory,
+            t_factor: linalg::cholesky(t).ok()?,
+        })
+    }
+
     /// `2k`.
     fn width(&self) -> usize {
-        2 * self.memory.s.len()
+        2 * self.memory.len()
     }
 
     fn theta(&self) -> f64 {
-        self.memory.theta
+        self.memory.theta()
     }
 
     /// `W`'s column `j` over the pair vector it is made of ([`Memory::columns`]): 1 for a `y`,
     /// `θ` for an `s`.
     fn column_scale(&self, j: usize) -> f64 {
-        if j < self.memory.s.len() {
+        if j < self.memory.len() {
             1.0
         } else {
             self.theta()
@@ -629,17 +436,21 @@ impl Compact<'_> {
     /// that `Σ cᵢ·vᵢ` over them is `W·coefficients`.
     fn columns<'c>(&'c self, coefficients: &'c [f64]) -> impl Iterator<Item = (f64, &'c [f64])> {
         let pairs = self.memory.columns().zip(coefficients).enumerate();
-        pairs.map(|(j, (v, &c))| (self.column_scale(j) * c, v))
+        pairs.map(|(j, (v, &c))| (self.column_scale(j) * c, v.as_slice()))
     }
 
     /// `Wᵀv` (`2k`): `[yⱼᵀv …, θ·sⱼᵀv …]`, in one pass.
     fn w_transpose(&self, v: &[f64]) -> Vec<f64> {
-        self.w_products(&self.memory.pairs_with(v))
+        self.w_products(&pairs_with(self.memory, v))
     }
 
-    /// `Wᵀg` for the current gradient `g` (see [`Memory::pairs_dot`]).
+    /// `Wᵀg` for the current gradient `g`: from the products the newest pair's pass took with
+    /// it, where it took them for this point.
     fn w_gradient(&self, g: &[f64]) -> Vec<f64> {
-        self.w_products(&self.memory.pairs_dot(g))
+        match self.memory.known_pairs_dot() {
+            Some(known) => self.w_products(known),
+            None => self.w_transpose(g),
+        }
     }
 
     /// `Wᵀv` from `[Yᵀv, Sᵀv]` as a pair's pass made them (`2k`).
@@ -650,10 +461,10 @@ impl Compact<'_> {
 
     /// Row `i` of `W = [Y  θS]` into `w`.
     fn w_row(&self, i: usize, w: &mut [f64]) {
-        let k = self.memory.s.len();
+        let k = self.memory.len();
         for j in 0..k {
-            w[j] = self.memory.y[j][i];
-            w[k + j] = self.theta() * self.memory.s[j][i];
+            w[j] = self.memory.y(j)[i];
+            w[k + j] = self.theta() * self.memory.s(j)[i];
         }
     }
 
@@ -671,9 +482,9 @@ impl Compact<'_> {
     /// `b = T⁻¹·(v₂ + L·D⁻¹·v₁)`, `a = D⁻¹·(Lᵀ·b − v₁)` (the Fortran's `bmv`).
     fn m_times(&self, v: &[f64]) -> Vec<f64> {
         let memory = self.memory;
-        let k = memory.s.len();
+        let k = memory.len();
         let (v1, v2) = v.split_at(k);
-        let sy = |i: usize, j: usize| memory.sy[i * k + j];
+        let sy = |i: usize, j: usize| memory.sy(i, j);
         let mut b: Vec<f64> = (0..k)
             .map(|i| v2[i] + (0..i).map(|j| sy(i, j) * v1[j] / sy(j, j)).sum::<f64>())
             .collect();
@@ -722,7 +533,7 @@ fn cauchy_point(
     let theta = compact.theta();
     // The path and `Wᵀd`: from the pass that took in the newest pair, where it took them for
     // this point.
-    let mut p = match &compact.memory.pairs_dot_path {
+    let mut p = match compact.memory.pairs_dot_path() {
         Some(products) => compact.w_products(products),
         None => {
             steepest_path(x, g, bounds, buffers);
@@ -907,10 +718,10 @@ fn correction(
     bound_gram: &[f64],
 ) -> Option<Vec<f64>> {
     let memory = compact.memory;
-    let (k, theta) = (memory.s.len(), compact.theta());
+    let (k, theta) = (memory.len(), compact.theta());
     let width = 2 * k;
     let free = |a: usize, b: usize| free_gram[a * width + b] / theta;
-    let sy = |i: usize, j: usize| memory.sy[i * k + j];
+    let sy = |i: usize, j: usize| memory.sy(i, j);
     let square = |f: &dyn Fn(usize, usize) -> f64| -> Vec<f64> {
         (0..k * k).map(|at| f(at / k, at % k)).collect()
     };
@@ -973,24 +784,17 @@ fn correction(
 fn unbounded_step(
     x: &[f64],
     g: &[f64],
-    memory: &Memory,
+    memory: &Memory<Vec<f64>>,
     target: &mut [f64],
     direction: &mut [f64],
 ) -> (f64, Option<DirectionProducts>) {
-    let k = memory.s.len();
-    let newest = (k - 1) * (k + 1);
-    let gamma = memory.sy[newest] / memory.yy[newest];
-    let with_g = memory.pairs_dot(g);
-    let (b, a) = with_g.split_at(k);
-    let r = |i: usize, j: usize| memory.sy[i * k + j];
-    let yy = |i: usize, j: usize| memory.yy[i * k + j];
-    let (u, w) = quasi_newton::inverse_coefficients(r, yy, a, b, gamma);
-    // The pairs' coefficients in `W`'s column order: `y`s, then `s`s.
-    let c: Vec<f64> = (u.iter().map(|u| gamma * u))
-        .chain(w.iter().map(|w| -w))
-        .collect();
-    let mut terms: Vec<(f64, &[f64])> = vec![(-gamma, g)];
-    terms.extend(c.iter().copied().zip(memory.columns()));
+    let with_g = match memory.known_pairs_dot() {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(pairs_with(memory, g)),
+    };
+    let step = memory.inverse_step(&with_g);
+    let mut terms: Vec<(f64, &[f64])> = vec![(-step.gamma, g)];
+    terms.extend((step.coefficients.iter().copied()).zip(memory.columns().map(Vec::as_slice)));
     let kernel = |((d, target), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
         vector::combine_block(&terms, d, range.clone());
         for ((t, &d), i) in target.iter_mut().zip(&*d).zip(range.clone()) {
@@ -1000,29 +804,7 @@ fn unbounded_step(
     };
     let len = target.len();
     let slope = vector::blockwise(((direction, target), 0..len), kernel, vector::sum_of);
-    let products = memory.pairs_dot_gradient.as_ref().map(|known| {
-        // `d = −γg + Σ cⱼ·uⱼ` over the pairs' vectors `uⱼ`, so `uᵢᵀd = −γ·uᵢᵀg + Σ cⱼ·uᵢᵀuⱼ`.
-        let gram = memory.pair_gram();
-        let width = c.len();
-        let pairs = (0..width)
-            .map(|i| vector::dot(&gram[i * width..(i + 1) * width], &c) - gamma * known.pairs[i])
-            .collect();
-        let parts = gamma * known.gg.sqrt()
-            + (0..width)
-                .map(|j| c[j].abs() * gram[j * width + j].sqrt())
-                .sum::<f64>();
-        DirectionProducts { pairs, parts }
-    });
-    (slope, products)
-}
-
-/// The products of the unbounded step's direction `d` with the pairs held, `[Yᵀd, Sᵀd]`, formed
-/// from the pairs' own products and `Wᵀg` (no pass), and `parts`, the sum of the norms of the
-/// terms `d` was made of: each product's rounding is about `ε·‖u‖·parts`, a direct product's
-/// `ε·‖u‖·‖d‖`.
-struct DirectionProducts {
-    pairs: Vec<f64>,
-    parts: f64,
+    (slope, memory.direction_products(&step))
 }
 
 /// How [`subspace_step`] left its target.
@@ -1343,16 +1125,16 @@ mod tests {
     }
 
     /// The middle matrix `[[−D, Lᵀ], [L, θ·SᵀS]]` of `memory`, `2k × 2k` by rows.
-    fn middle(memory: &Memory) -> Vec<f64> {
-        let k = memory.s.len();
+    fn middle(memory: &Memory<Vec<f64>>) -> Vec<f64> {
+        let k = memory.len();
         let width = 2 * k;
         let mut middle = vec![0.0; width * width];
         for i in 0..k {
             for j in 0..k {
-                middle[i * width + j] = if i == j { -memory.sy[i * k + i] } else { 0.0 };
-                middle[i * width + k + j] = if j > i { memory.sy[j * k + i] } else { 0.0 };
-                middle[(k + i) * width + j] = if i > j { memory.sy[i * k + j] } else { 0.0 };
-                middle[(k + i) * width + k + j] = memory.theta * memory.ss[i * k + j];
+                middle[i * width + j] = if i == j { -memory.sy(i, i) } else { 0.0 };
+                middle[i * width + k + j] = if j > i { memory.sy(j, i) } else { 0.0 };
+                middle[(k + i) * width + j] = if i > j { memory.sy(i, j) } else { 0.0 };
+                middle[(k + i) * width + k + j] = memory.theta() * memory.ss(i, j);
             }
         }
         middle
@@ -1361,6 +1143,35 @@ mod tests {
     /// `a·v` for a square `a` by rows.
     fn times(a: &[f64], v: &[f64]) -> Vec<f64> {
         a.chunks(v.len()).map(|row| vector::dot(row, v)).collect()
+    }
+
+    /// A memory of `count` pairs `(s, y)` made by `pair(t)`, pushed with every product
+    /// taken directly.
+    fn memory_of(
+        capacity: usize,
+        count: usize,
+        pair: impl Fn(usize) -> (Vec<f64>, Vec<f64>),
+    ) -> Memory<Vec<f64>> {
+        let mut memory = Memory::new(capacity);
+        for t in 0..count {
+            let (s, y) = pair(t);
+            let g: Vec<f64> = (0..s.len()).map(|i| (i as f64 * 0.3).cos()).collect();
+            let products = PairProducts {
+                sy: vector::dot(&s, &y),
+                yy: vector::dot(&y, &y),
+                ss: vector::dot(&s, &s),
+                gg: Some(vector::dot(&g, &g)),
+            };
+            let pair = Pair {
+                s,
+                y,
+                products,
+                s_with_held: None,
+            };
+            let mut space = HostVectors::new(g.len());
+            memory.push(&mut space, pair, &g, None).unwrap();
+        }
+        memory
     }
 
     /// `M·v` solves the middle matrix's system, and the correction `K`'s, on pairs of a
@@ -1372,23 +1183,14 @@ mod tests {
         let curvature: Vec<f64> = (0..n)
             .map(|i| 10f64.powf(6.0 * i as f64 / n as f64))
             .collect();
-        let mut memory = Memory::new(5);
-        for pair in 0..7 {
+        let memory = memory_of(5, 7, |pair| {
             let s: Vec<f64> = (0..n)
                 .map(|i| ((pair * n + i) as f64 * 0.61).sin())
                 .collect();
-            let y: Vec<f64> = s.iter().zip(&curvature).map(|(s, c)| s * c).collect();
-            let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).cos()).collect();
-            let sums = direct_sums(&s, &y, &g);
-            let pair = Pair {
-                s,
-                y,
-                sums,
-                s_with_held: None,
-            };
-            memory.push(pair, &g, None);
-        }
-        let compact = memory.compact().expect("positive definite");
+            let y = s.iter().zip(&curvature).map(|(s, c)| s * c).collect();
+            (s, y)
+        });
+        let compact = Compact::new(&memory).expect("positive definite");
         let (width, theta) = (compact.width(), compact.theta());
         let middle = middle(&memory);
         let v: Vec<f64> = (0..width).map(|i| (i as f64 * 1.7).sin()).collect();
@@ -1429,138 +1231,32 @@ mod tests {
         }
     }
 
-    /// A pair's sums as [`new_pair`] takes them, the `g₊` being `g`.
-    fn direct_sums(s: &[f64], y: &[f64], g: &[f64]) -> PairSums {
-        PairSums {
-            sy: vector::dot(s, y),
-            yy: vector::dot(y, y),
-            ss: vector::dot(s, s),
-            gs: 0.0,
-            gg: vector::dot(g, g),
-            g_new_max: vector::max_abs(g),
-        }
-    }
-
-    /// A pair pushed with its step's products known (as the unbounded step's pass takes them)
-    /// gets its `y`'s products from differences of gradient products: they agree with those
-    /// of a memory that takes every product directly to 1e-12 of the vectors' norms; where `y`
-    /// is too short for a difference, the products are taken directly.
+    /// `gram`, from the kept products, is `WᵀW` summed over `W`'s rows, past a dropped pair.
     #[test]
-    fn products_from_differences_are_those_taken_directly() {
-        let n = 53;
-        let mut from_differences = Memory::new(3);
-        let mut direct = Memory::new(3);
-        let gradient = |t: usize| -> Vec<f64> {
-            (0..n)
-                .map(|i| ((t * n + i) as f64 * 0.29).sin() * 10.0 / (t + 1) as f64)
-                .collect()
-        };
-        let mut g = gradient(0);
-        let mut differenced = 0;
-        for t in 1..10 {
-            // The last step is one whose `y` is tiny against the gradients.
-            let g_new: Vec<f64> = if t == 9 {
-                g.iter()
-                    .enumerate()
-                    .map(|(i, v)| v + 1e-4 * ((i as f64).cos()))
-                    .collect()
-            } else {
-                gradient(t)
-            };
-            let s: Vec<f64> = (0..n).map(|i| ((t * n + i) as f64 * 0.53).cos()).collect();
-            let y: Vec<f64> = g_new.iter().zip(&g).map(|(a, b)| a - b).collect();
-            let held: Vec<f64> = (from_differences.y.iter().chain(&from_differences.s))
-                .map(|v| vector::dot(v, &s))
-                .collect();
-            let sums = direct_sums(&s, &y, &g_new);
-            let known = from_differences.pairs_dot_gradient.is_some()
-                && sums.yy
-                    >= DERIVED_MIN_SQUARED_RATIO
-                        * (vector::dot(&g, &g) + vector::dot(&g_new, &g_new));
-            differenced += usize::from(known);
-            let pair = |s_with_held| Pair {
-                s: s.clone(),
-                y: y.clone(),
-                sums,
-                s_with_held,
-            };
-            from_differences.push(pair(Some(held)), &g_new, None);
-            direct.push(pair(None), &g_new, None);
-            let scale = vector::dot(&g_new, &g_new) + vector::dot(&g, &g) + n as f64;
-            for (name, a, b) in [
-                ("ss", &from_differences.ss, &direct.ss),
-                ("sy", &from_differences.sy, &direct.sy),
-                ("yy", &from_differences.yy, &direct.yy),
-            ] {
-                for (a, b) in a.iter().zip(b) {
-                    assert!((a - b).abs() <= 1e-12 * scale, "{name} at {t}: {a} vs {b}");
-                }
-            }
-            g = g_new;
-        }
-        assert_eq!(
-            differenced, 7,
-            "every push but the first and the short `y`'s"
-        );
-    }
-
-    /// The products a memory keeps as pairs come and go past its capacity are, bit for bit,
-    /// those of its pairs computed afresh, `Yᵀg` and `Sᵀg` too; and `gram` is `WᵀW`.
-    #[test]
-    fn kept_products_are_those_of_the_pairs() {
+    fn the_gram_matrix_is_w_transpose_w() {
         let n = 37;
-        let mut memory = Memory::new(4);
-        for pair in 0..9 {
-            let s: Vec<f64> = (0..n)
+        let memory = memory_of(4, 9, |pair| {
+            let s = (0..n)
                 .map(|i| ((pair * n + i) as f64 * 0.37).sin())
                 .collect();
-            let y: Vec<f64> = (0..n)
+            let y = (0..n)
                 .map(|i| ((pair * n + i) as f64 * 0.11).cos() + 2.0)
                 .collect();
-            let g: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
-            let d: Vec<f64> = g.iter().map(|v| -v * (pair % 3) as f64).collect();
-            let new = Pair {
-                sums: direct_sums(&s, &y, &g),
-                s,
-                y,
-                s_with_held: None,
-            };
-            memory.push(new, &g, (pair % 2 == 0).then_some(&d[..]));
-            let k = memory.s.len();
-            let with_g = memory.pairs_dot_gradient.as_ref().unwrap().pairs.clone();
-            let with_d = memory.pairs_dot_path.clone();
-            assert_eq!(with_d.is_some(), pair % 2 == 0);
-            for j in 0..k {
-                assert_eq!(with_g[j], vector::dot(&memory.y[j], &g));
-                assert_eq!(with_g[k + j], vector::dot(&memory.s[j], &g));
-                if let Some(with_d) = &with_d {
-                    assert_eq!(with_d[j], vector::dot(&memory.y[j], &d));
-                    assert_eq!(with_d[k + j], vector::dot(&memory.s[j], &d));
-                }
-            }
-            for i in 0..k {
-                for j in 0..k {
-                    let (si, sj, yi, yj) = (&memory.s[i], &memory.s[j], &memory.y[i], &memory.y[j]);
-                    assert_eq!(memory.ss[i * k + j], vector::dot(si, sj));
-                    assert_eq!(memory.sy[i * k + j], vector::dot(si, yj));
-                    assert_eq!(memory.yy[i * k + j], vector::dot(yi, yj));
-                }
-            }
-        }
+            (s, y)
+        });
         // Pairs of any sign: the Gram matrix needs no factor.
         let compact = Compact {
             memory: &memory,
             t_factor: Vec::new(),
         };
         let (gram, width) = (compact.gram(), compact.width());
-        let (mut a, mut b) = (vec![0.0; width], vec![0.0; width]);
+        let mut row = vec![0.0; width];
         let mut from_rows = vec![0.0; width * width];
         for i in 0..n {
-            compact.w_row(i, &mut a);
-            b.copy_from_slice(&a);
+            compact.w_row(i, &mut row);
             for p in 0..width {
                 for q in 0..width {
-                    from_rows[p * width + q] += a[p] * b[q];
+                    from_rows[p * width + q] += row[p] * row[q];
                 }
             }
         }

@@ -26,6 +26,7 @@ pub mod lbfgs;
 pub mod lbfgsb;
 mod line_search;
 pub mod lm;
+mod memory;
 mod minpack;
 mod options;
 mod quasi_newton;

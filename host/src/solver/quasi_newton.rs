@@ -6,7 +6,7 @@ use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::Workspace;
 use crate::objective::EvalError;
-use crate::objective::VectorSpace;
+use crate::objective::{StepEnd, VectorSpace};
 use std::ops::ControlFlow;
 
 /// A limited memory's products of a new vector `v = Σ cᵢ·uᵢ` with the vectors `w` it stores may
@@ -63,14 +63,14 @@ pub(super) trait InverseHessian<W: Workspace> {
     /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration. It may
     /// keep the vectors themselves, handing buffers of its own back in their place: afterwards
     /// `s` and `y` hold unspecified values (the driver overwrites both before reading them).
-    /// `sy = sᵀy` and `yy = yᵀy` come computed.
+    /// `end` has `sᵀy`, `yᵀy` and `‖s‖₂` computed; `s = step·p` for the last direction `p`.
     fn update(
         &mut self,
         workspace: &mut W,
         s: &mut W::Vector,
         y: &mut W::Vector,
-        sy: f64,
-        yy: f64,
+        end: &StepEnd,
+        step: f64,
     ) -> Result<(), EvalError>;
 }
 
@@ -170,7 +170,7 @@ pub(super) fn run<W: Workspace>(
             break;
         }
         // s and y, which the update may keep (then p and g_trial get other buffers).
-        hessian.update(w, &mut p, &mut g_trial, end.sy, end.yy)?;
+        hessian.update(w, &mut p, &mut g_trial, &end, accepted.step)?;
     }
 
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.
