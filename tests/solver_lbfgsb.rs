@@ -516,6 +516,33 @@ fn bounded_mgh_minima_match_scipys() {
     assert!(failures.is_empty(), "differ from scipy: {failures:?}");
 }
 
+/// Where the line search's interval collapses at its best step it asks for that step again; the
+/// ray is there already, so no evaluation is made or counted, as in scipy, whose cached objective
+/// answers it (one more of each before): mgh-23 and mgh-24 in `[0, 0.5]⁴`, scipy 1.17.1's
+/// counts and minima (scipy run on cudamin's own values of `f` and `∇f`).
+#[test]
+fn a_collapsed_search_does_not_evaluate_its_best_step_again() {
+    let scipy = [
+        ("mgh-23", 4, 16, 2.2499775184455877e-05),
+        ("mgh-24", 30, 61, 9.378910639066355e-06),
+    ];
+    for (name, nit, nfev, fun) in scipy {
+        let (mut objective, x0) = mgh(name, Some(4));
+        let options = Options {
+            bounds: Some(bounds_of(&[(0.0, 0.5); 4])),
+            ..Options::default()
+        };
+        let result = solve(&mut *objective, &x0, Method::LbfgsB, &options).unwrap();
+        let counts = (result.status.code(), result.nit, result.nfev, result.njev);
+        assert_eq!(counts, (0, nit, nfev, nfev), "{name}");
+        assert!(
+            (result.fun - fun).abs() <= 1e-12 * fun,
+            "{name}: f {}",
+            result.fun
+        );
+    }
+}
+
 /// A run of scipy's L-BFGS-B on an MGH problem: `(name, n, status, f, nit, nfev)`.
 type ScipyRun = (&'static str, usize, i32, f64, usize, usize);
 

@@ -82,10 +82,18 @@ pub(super) fn search_within(
     }
     let mut state = State::new(wolfe, initial, limits);
     let mut step = initial;
+    // Where the ray's point is: the last trial's step, value and slope. A search that asks for
+    // it again (its best step, when the interval collapsed there) takes them without another
+    // evaluation, as scipy's cached objective does, which neither makes nor counts one.
+    let mut last: Option<Sample> = None;
     for _ in 0..MAX_TRIALS {
         // Every trial needs both (a value that is not finite makes the step retreat, and then
         // the slope goes unused, a rare waste).
-        let (value, slope) = ray.value_and_slope(step)?;
+        let (value, slope) = match last {
+            Some(at) if at.step == step => (at.value, at.slope),
+            _ => ray.value_and_slope(step)?,
+        };
+        last = Some(Sample { step, value, slope });
         if !(value.is_finite() && slope.is_finite()) {
             step = state.retreat(step);
             continue;
@@ -219,7 +227,8 @@ impl State {
         self.set_trial_range(next);
         next = next.clamp(STEP_MIN, self.limits.step_max);
         if self.bracketed && (self.outside_trial_range(next) || self.collapsed()) {
-            // No further progress: evaluate the best step again, which then reports stuck.
+            // No further progress: the best step again (no evaluation where the ray is there
+            // already), which then reports stuck.
             next = self.best.step;
         }
         Verdict::Try(next)
