@@ -508,3 +508,23 @@ fn success_needs_a_gradient_error_within_gtol() {
         }
     }
 }
+
+/// gtol = 0 is scipy's "no gradient test": the solve goes on until its other rules end it (with
+/// ftol = 0 too, when a step no longer lowers `f`), here at Rosenbrock's minimum to the last
+/// bits of `f`.
+#[test]
+fn gtol_0_runs_until_the_other_rules_end_it() {
+    for method in [Method::Bfgs, Method::Lbfgs, Method::LbfgsB] {
+        let options = Options {
+            gtol: 0.0,
+            ftol: 0.0,
+            ..Options::default()
+        };
+        let result = solve(&mut Rosenbrock { n: 2 }, &[-1.2, 1.0], method, &options).unwrap();
+        println!(
+            "{method:?}: status {:?} f {:e} nit {}",
+            result.status, result.fun, result.nit
+        );
+        assert!(result.fun <= 1e-20, "{method:?}: f {:e}", result.fun);
+    }
+}

@@ -307,6 +307,10 @@ class Solvers:
             options.setdefault("gtol", tol)
             if "ftol" in taken:
                 options.setdefault("ftol", tol)
+        maxcor = _count("maxcor", options.get("maxcor"))
+        if maxcor == 0:
+            # The library's option is `memory`; say scipy's name.
+            raise ValueError("maxcor must be at least 1, not 0")
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)
@@ -315,7 +319,7 @@ class Solvers:
             method=_MINIMIZE_METHODS[key], jac=_jac(jac),
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
-            maxfun=_count("maxfun", options.get("maxfun")), maxcor=_count("maxcor", options.get("maxcor")),
+            maxfun=_count("maxfun", options.get("maxfun")), maxcor=maxcor,
             return_hess_inv=bool(options.get("return_hess_inv", False)),
             backend=backend, callback=_observer(callback),
         )

@@ -180,6 +180,11 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
         (lambda: cudamin.minimize("rosenbrock", n=-4), ValueError, "n must be at least 0"),
         (lambda: cudamin.minimize("rosenbrock", X0, options={"maxiter": 2.5}), ValueError, "whole number"),
+        (
+            lambda: cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"maxcor": 0}),
+            ValueError,
+            "maxcor must be at least 1",
+        ),
         (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
         (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
         (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "with bounds or a robust loss"),
@@ -223,3 +228,13 @@ def test_method_none_and_jac_false_are_scipys():
 def test_an_integral_float_count_is_a_count():
     # scipy takes maxiter=5.0; so does cudamin.
     assert cudamin.minimize("rosenbrock", X0, options={"maxiter": 5.0}).nit == 5
+
+
+def test_tol_zero_is_taken_as_scipy_takes_it():
+    # No gradient or reduction test: the solve goes on to the minimum, as scipy's does, and ends
+    # there on whatever rule the rounding trips first (scipy's at a gradient of exactly 0 here,
+    # cudamin's in a line search that can no longer lower f: status 2, ABNORMAL).
+    ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", tol=0)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", tol=0)
+    assert ours.fun <= 1e-20 and theirs.fun <= 1e-20
+    assert ours.status in (0, 2)

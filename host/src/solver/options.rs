@@ -117,8 +117,9 @@ impl Options {
 
     /// Checks the options both methods use.
     fn check_shared(&self) -> Result<(), SolveError> {
-        if self.gtol.is_nan() || self.gtol <= 0.0 {
-            return Err(invalid_option("gtol", self.gtol, "must be positive"));
+        // 0 as scipy takes it: no gradient test; the solve ends on its other rules.
+        if self.gtol.is_nan() || self.gtol < 0.0 {
+            return Err(invalid_option("gtol", self.gtol, "must be at least 0"));
         }
         let norm = self.norm;
         if !(norm > 0.0 || norm == f64::NEG_INFINITY) {
