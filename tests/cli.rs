@@ -174,6 +174,14 @@ fn bad_input_is_a_one_line_error() {
             "--lower applies to --method lbfgsb and lm only",
         ),
         (
+            &["solve", "rosenbrock", "--maxcor", "5"],
+            "--maxcor applies to --method lbfgs and lbfgsb only",
+        ),
+        (
+            &["solve", "rosenbrock", "--method", "lbfgs", "--maxcor", "0"],
+            "must be at least 1, got 0",
+        ),
+        (
             &["solve", "mgh-1", "--method", "lm", "--lower", "0"],
             "x0[0] = -1.2 lies outside its bounds [0, inf]",
         ),
@@ -246,6 +254,38 @@ fn rosenbrock_10_lbfgsb(extra: &[&str]) -> serde_json::Value {
         "--json",
     ];
     json(&[&args[..], extra].concat())
+}
+
+/// `--maxcor` sets the pairs both limited-memory methods keep: scipy's L-BFGS-B with maxcor 2
+/// and 3 (run on cudamin's own values of `f` and `∇f`, scipy 1.17.1) takes these iterations and
+/// evaluations, and so does `--method lbfgsb`; L-BFGS's counts move with it too.
+#[test]
+fn maxcor_sets_the_pairs_kept() {
+    // (problem, maxcor, scipy's nit, nfev and f)
+    let scipy = [
+        ("mgh-7", "2", 33, 40, 2.521424479857103e-10),
+        ("mgh-7", "3", 28, 35, 1.6700686118741897e-14),
+        ("mgh-35", "2", 23, 33, 0.00351687492533771),
+        ("mgh-35", "3", 22, 30, 0.0035168741706264432),
+    ];
+    for (problem, maxcor, nit, nfev, fun) in scipy {
+        let args = ["solve", problem, "--method", "lbfgsb", "--maxcor", maxcor];
+        let v = json(&[&args[..], &["--json"]].concat());
+        assert_eq!(
+            (v["nit"].as_u64(), v["nfev"].as_u64()),
+            (Some(nit), Some(nfev)),
+            "{args:?}"
+        );
+        let f = f64_of(&v, "fun");
+        assert!((f - fun).abs() <= 1e-8 * fun, "{args:?}: f {f}");
+    }
+    let lbfgs = |maxcor: &str| {
+        let v = json(&[
+            "solve", "mgh-7", "--method", "lbfgs", "--maxcor", maxcor, "--json",
+        ]);
+        v["nit"].as_u64()
+    };
+    assert_ne!(lbfgs("1"), lbfgs("10"));
 }
 
 /// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =

@@ -42,6 +42,9 @@ pub struct MethodArgs {
     /// lbfgsb: stop once more than this many evaluations were made (scipy's maxfun, 15000).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub maxfun: Option<usize>,
+    /// lbfgs / lbfgsb: how many curvature pairs the inverse Hessian keeps (scipy's maxcor, 10).
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::pairs)]
+    pub maxcor: Option<usize>,
     /// lbfgsb and lm: lower bounds, one per variable or one for all (comma-separated; -inf for
     /// none). lbfgsb moves a start outside them into them, as scipy's minimize does; lm refuses
     /// it, as scipy's least_squares does. With bounds, lm is scipy's trust-region-reflective
@@ -113,7 +116,7 @@ impl MethodArgs {
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
         use MethodArg::{Bfgs, Lbfgs, Lbfgsb, Lm};
         let quasi_newton: &[MethodArg] = &[Bfgs, Lbfgs, Lbfgsb];
-        let flags: [(&str, bool, &[MethodArg], &str); 9] = [
+        let flags: [(&str, bool, &[MethodArg], &str); 10] = [
             (
                 "--ftol",
                 self.ftol.is_some(),
@@ -131,6 +134,12 @@ impl MethodArgs {
                 "bfgs, lbfgs and lbfgsb",
             ),
             ("--maxfun", self.maxfun.is_some(), &[Lbfgsb], "lbfgsb"),
+            (
+                "--maxcor",
+                self.maxcor.is_some(),
+                &[Lbfgs, Lbfgsb],
+                "lbfgs and lbfgsb",
+            ),
             (
                 "--lower",
                 self.lower.is_some(),
@@ -277,6 +286,7 @@ impl MethodArgs {
                     ftol: self.ftol.unwrap_or(defaults.ftol),
                     maxiter: self.maxiter,
                     maxfun: self.maxfun,
+                    memory: self.maxcor.unwrap_or(defaults.memory),
                     bounds: bounds.clone(),
                     fixed: fixed.clone(),
                     ..defaults

@@ -16,10 +16,20 @@ fn whole(text: &str, min: u64) -> Result<u64, String> {
     u64::try_from(number).map_err(|_| format!("must be at most {}, got {number}", u64::MAX))
 }
 
+/// A whole number of at least `min` that fits a `usize`.
+fn size(text: &str, min: u64) -> Result<usize, String> {
+    let n = whole(text, min)?;
+    usize::try_from(n).map_err(|_| format!("must be at most {}, got {n}", usize::MAX))
+}
+
 /// A count that may be 0 here (the problem or the backend decides what it allows, and says so).
 pub fn count(text: &str) -> Result<usize, String> {
-    let n = whole(text, 0)?;
-    usize::try_from(n).map_err(|_| format!("must be at most {}, got {n}", usize::MAX))
+    size(text, 0)
+}
+
+/// `--maxcor`: at least one pair.
+pub fn pairs(text: &str) -> Result<usize, String> {
+    size(text, 1)
 }
 
 /// A launch size: a whole number that fits CUDA's 32-bit dimensions.
