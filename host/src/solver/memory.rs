@@ -254,13 +254,12 @@ impl<V> Memory<V> {
     /// pair to be written into), and takes `[Yᵀg, Sᵀg]` for the current gradient `g` (the
     /// pair's `g₊`), and `[Yᵀd, Sᵀd]` for the next Cauchy point's `path` `d` where one is given,
     /// in the same pass. The products of the pairs kept are kept (shifted past a dropped one);
-    /// only the new pair's row and column are new:
-    /// - `s`'s products with the older pairs are the pair's `s_with_held` where it has them,
-    ///   else taken by the pass;
-    /// - `y`'s are `vᵀg₊ − vᵀg`, from this pass's products with `g₊` and the last one's with `g`,
-    ///   where `y` is long enough against the gradients for the difference to keep its digits
-    ///   ([`DERIVED_MIN_SQUARED_RATIO`]), else taken by the pass (or, where `g₊ᵀg₊` comes from
-    ///   this pass and only then shows them short, by a second one).
+    /// only the new pair's row and column are new. Where the pair comes with `s_with_held` and
+    /// `y` is long enough against the gradients for differences to keep their digits
+    /// ([`DERIVED_MIN_SQUARED_RATIO`]), none are taken: `s`'s products with the older pairs are
+    /// `s_with_held`, `y`'s are `vᵀg₊ − vᵀg` from this pass's products with `g₊` and the last
+    /// one's with `g` (where `g₊ᵀg₊` comes from this pass and only then shows `y` short, `y`'s
+    /// come from a second one). Otherwise the pass takes both.
     ///
     /// The new diagonal entries are the pair's own `sᵀy`, `yᵀy` and `sᵀs`.
     pub fn push<S>(
