@@ -759,6 +759,35 @@ fn robust_fits_on_the_gpu_match_the_cpu() {
     }
 }
 
+/// Rows whose last Jacobian columns are all zero over a group of them (exp-decay's second
+/// component, `1.5·e^{−5x}`, underflows past x ≈ 150) skip those columns' reflections, and the
+/// triangle pass still folds them race-free (the simulator's race check stopped it before a
+/// barrier closed the fold): every scheme's `RᵀR` and `Rᵀ(Qᵀr)` those of the CPU.
+#[test]
+fn a_fold_whose_last_columns_are_zero_is_race_free() {
+    let x: Vec<f64> = (0..400).map(f64::from).collect();
+    let y = x.iter().map(|&x| 3.0 * (-0.01 * x).exp() + 0.1).collect();
+    let data = FitData { x, y, sigma: None };
+    let model = MODELS.iter().find(|m| m.name == "exp-decay").unwrap();
+    let p0 = [3.0, 0.01, 1.5, 5.0];
+    let normal_equations = |backend: &Backend, scheme: Gradient| {
+        let instance = model.instantiate(backend, Some(4), &data, None).unwrap();
+        let mut residuals = instance.evaluator.into_least_squares().unwrap();
+        let mut factor = cudamin::Factor::new(4);
+        let robust = cudamin::RobustLoss::default();
+        residuals.factor(&p0, scheme, robust, &mut factor).unwrap();
+        let (mut jtj, mut jtr) = (vec![0.0; 16], vec![0.0; 4]);
+        factor.normal_equations_into(&mut jtj, &mut jtr);
+        (jtj, jtr)
+    };
+    for scheme in Gradient::ALL {
+        let (jtj_gpu, jtr_gpu) = normal_equations(&gpu(), scheme);
+        let (jtj_cpu, jtr_cpu) = normal_equations(&Backend::Cpu, scheme);
+        let error = relative_error(&jtj_gpu, &jtj_cpu).max(relative_error(&jtr_gpu, &jtr_cpu));
+        assert!(error <= 1e-12, "{scheme:?}: {error:e} apart");
+    }
+}
+
 /// A box for finite differences around `x`: every third variable at its upper bound, every
 /// third at its lower bound, the rest in a gap whose upper side is shorter than a forward step
 /// and both sides than a central one.

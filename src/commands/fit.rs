@@ -9,6 +9,7 @@ use super::plot::FitPanels;
 use super::print_json;
 use super::solve::{active_summary, fixed_indices};
 use crate::{BackendArg, MethodArg};
+use anyhow::Context;
 use cudamin::LaunchOverride;
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
@@ -216,19 +217,17 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let result = options.run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
-    // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS.
-    let factor = match result.factor.clone() {
-        Some(factor) => Some(factor),
-        None => {
+    // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS. A pass that
+    // fails is an error (a backend's fault, not a covariance that cannot be estimated).
+    let factor = match (result.factor.clone(), objective.least_squares()) {
+        (Some(factor), _) => Some(factor),
+        (None, Some(ls)) => {
             let mut factor = Factor::new(p);
-            objective
-                .least_squares()
-                .and_then(|ls| {
-                    ls.factor(&result.x, RobustLoss::default(), &mut factor)
-                        .ok()
-                })
-                .map(|_| factor)
+            ls.factor(&result.x, RobustLoss::default(), &mut factor)
+                .context("J's triangle at the solution, for the covariance")?;
+            Some(factor)
         }
+        (None, None) => None,
     };
     let absolute_sigma = args.absolute_sigma;
     let pcov = factor.and_then(|factor| match &result.fixed {

@@ -63,7 +63,7 @@ pub struct MethodArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub max_nfev: Option<usize>,
     /// lm: scipy's robust loss. The cost becomes ½·Σ C²·ρ(r²/C²), C = --f-scale, each point's
-    /// residual and Jacobian row rescaled as scipy's least_squares(loss=…) does. CPU only.
+    /// residual and Jacobian row rescaled as scipy's least_squares(loss=…) does, on either backend.
     #[arg(long, value_enum)]
     pub loss: Option<LossArg>,
     /// lm: the loss's scale C, scipy's f_scale: residuals past it count as outliers (1).

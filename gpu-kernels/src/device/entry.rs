@@ -502,7 +502,8 @@ mod nvptx {
     /// the same order of operations per column. Every thread computes column `j`'s reflection
     /// from the held column; then column `k > j` (and `Qᵀr` as column `n`) is updated by
     /// thread `k − j − 1` (and every `blockDim` after), its dot product over the rows in row
-    /// order. Every thread of the block calls it (it holds barriers).
+    /// order. Every thread of the block calls it (it holds barriers), and it returns once every
+    /// thread is done with `held`.
     ///
     /// # Safety
     /// `mine` holds the block's `triangle_len(n)` values, written by this block alone.
@@ -550,6 +551,11 @@ mod nvptx {
             }
             sync_threads();
         }
+        // Every thread is done reading `held` before any returns to refill it: a column with
+        // nothing below its diagonal skips its barriers, and where the last columns do, a fast
+        // thread's zeroing of the next rows raced the others' reads of these (the simulator's
+        // race check stopped every fit whose exponentials underflow over a row group).
+        sync_threads();
     }
 
     /// What a residual term's least-squares kernel computes: the triangle with a scheme's
