@@ -8,7 +8,9 @@
 //!   lanes, and exact gradients on [`Dual`](crate::Dual)s over lanes, so that `exp` and the
 //!   arithmetic take SIMD registers across terms.
 //!
-//! Every lane computes what the same code computes on `f64`, to the bit.
+//! Every lane computes what the same code computes on `f64`, to the bit, given the same
+//! variables (a dense window's perturbed lanes hold the moved variable in place, where the
+//! one-point path moves it through `Vars::with`: see ARCHITECTURE.md on finite differences).
 //!
 //! Only terms that set [`Term::EVAL_IN_LANES`](crate::Term::EVAL_IN_LANES) are evaluated so:
 //! [`Real::value`] of lanes is lane 0's value, so a term that branches on a variable would make
