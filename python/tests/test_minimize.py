@@ -238,3 +238,11 @@ def test_tol_zero_is_taken_as_scipy_takes_it():
     theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", tol=0)
     assert ours.fun <= 1e-20 and theirs.fun <= 1e-20
     assert ours.status in (0, 2)
+
+
+def test_gtol_zero_with_differences_ends_as_the_other_rules_say():
+    # With no gradient test there is none for the differences' error to doubt: L-BFGS-B's
+    # relative-reduction ending stays a success (it became precision loss, status 2, before).
+    result = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", jac="2-point", options={"gtol": 0})
+    assert result.success and result.status == 0, result.message
+    assert result.fun <= 1e-8

@@ -16,7 +16,7 @@ use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::{FitData, MODELS, Model, find_model};
 use cudamin::solver::{Covariance, covariance, covariance_of_free};
-use cudamin::{Factor, Loss, RobustLoss};
+use cudamin::{EvalError, Factor, Loss, RobustLoss};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -217,15 +217,20 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let result = options.run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
-    // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS. A pass that
-    // fails is an error (a backend's fault, not a covariance that cannot be estimated).
+    // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS. A backend
+    // that does not make that pass (the GPU's takes dense windows of at most 64 variables) leaves
+    // the covariance unestimated; a pass that fails is an error, not a missing covariance.
     let factor = match (result.factor.clone(), objective.least_squares()) {
         (Some(factor), _) => Some(factor),
         (None, Some(ls)) => {
             let mut factor = Factor::new(p);
-            ls.factor(&result.x, RobustLoss::default(), &mut factor)
-                .context("J's triangle at the solution, for the covariance")?;
-            Some(factor)
+            match ls.factor(&result.x, RobustLoss::default(), &mut factor) {
+                Ok(_) => Some(factor),
+                Err(EvalError::Backend(refused)) if refused.is_refusal() => None,
+                Err(error) => {
+                    return Err(error).context("J's triangle at the solution, for the covariance");
+                }
+            }
         }
         (None, None) => None,
     };
@@ -360,7 +365,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     if r.stderr.is_none() {
         writeln!(
             out,
-            "covariance     not estimated: dof = 0, or J's triangle is not finite"
+            "covariance     not estimated: dof = 0, J's triangle is not finite, or the backend does not make it"
         )?;
     }
     if !r.not_identifiable.is_empty() {

@@ -167,6 +167,20 @@ pub enum BackendError {
     },
 }
 
+impl BackendError {
+    /// Whether this is a pass declined before anything ran (one the evaluator does not make,
+    /// by design or for its sizes), which a caller may do without, not a failure.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::Kernel { .. }
+                | Self::InvalidLaunch(_)
+                | Self::ExactUnsupported(_)
+                | Self::Unsupported(_)
+        )
+    }
+}
+
 /// Why a pass over the normal equations was refused by an evaluator of a plain sum of terms.
 const NOT_A_SUM_OF_SQUARES: &str = "the normal equations need a sum of squares (a residual term)";
 

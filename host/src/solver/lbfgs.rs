@@ -1,7 +1,9 @@
 //! L-BFGS: the inverse Hessian from the last `m` curvature pairs (Nocedal & Wright,
-//! Algorithm 7.5), with BFGS's line search and stopping rules. Memory is `2m + 5` vectors of
-//! length `n`, allocated as the first `m` pairs arrive; after that an iteration allocates no
-//! `n`-vector. The vectors live where the objective computes: on the GPU for a term problem
+//! Algorithm 7.5), with BFGS's line search and stopping rules. Memory is `2m + 7` vectors of
+//! length `n` (the pairs, the driver's five, and a pair in waiting: the newest pair is pushed
+//! by the next direction, whose gradient its pass needs, and the pair the memory lets go is kept
+//! for the next one), allocated as the first `m + 1` pairs arrive; after that an iteration
+//! allocates no `n`-vector. The vectors live where the objective computes: on the GPU for a term problem
 //! loaded there, so that an iteration moves only scalars between host and device.
 //!
 //! - `H₀ = γI` with `γ = sᵀy / yᵀy` of the newest pair (`γ = 1` before the first one; the line
@@ -36,8 +38,8 @@
 //! `YᵀY` and `SᵀS` (the older ones are kept) need `vᵢᵀy` and `vᵢᵀs` for every stored vector;
 //! `y = g₊ − g` makes each of the first a difference of this pass's product with `g₊` and the
 //! last one's with `g`, and `s = α·p` each of the second a combination of the products the
-//! direction `p` was made from, unless either would lose digits to the difference, when the
-//! pass takes them directly. Each entry of the direction is the same combination of the same
+//! direction `p` was made from; each is taken directly instead where it would lose digits to
+//! the difference (`y`'s by a second pass, since the first one measures `g₊`). Each entry of the direction is the same combination of the same
 //! entries of `g`, `S` and `Y`, as in the two-loop recursion, so separable structure is kept
 //! exactly (the identical blocks of extended Rosenbrock stay identical).
 

@@ -176,17 +176,23 @@ impl<V> Memory<V> {
     }
 
     /// `[Yᵀg, Sᵀg]` for the current gradient `g`: the products the newest pair's pass took
-    /// with it, else one pass.
-    pub fn pairs_dot<S>(&self, space: &mut S, g: &V) -> Result<Vec<f64>, EvalError>
+    /// with it, else one pass, which also takes `gᵀg` and keeps them for the next push (whose
+    /// pair's `y` starts at `g`), as a push does.
+    pub fn pairs_dot<S>(&mut self, space: &mut S, g: &V) -> Result<Vec<f64>, EvalError>
     where
         S: VectorSpace<Vector = V> + ?Sized,
     {
         if let Some(known) = self.known_pairs_dot() {
             return Ok(known.to_vec());
         }
-        let columns: Vec<&V> = self.columns().collect();
-        let mut out = vec![0.0; columns.len()];
-        space.dots(&columns, &[g], &mut out)?;
+        let vectors: Vec<&V> = self.columns().chain([g]).collect();
+        let mut out = vec![0.0; vectors.len()];
+        space.dots(&vectors, &[g], &mut out)?;
+        let gg = out.pop().unwrap_or_default();
+        self.pairs_dot_gradient = Some(GradientProducts {
+            pairs: out.clone(),
+            gg,
+        });
         Ok(out)
     }
 
@@ -254,12 +260,13 @@ impl<V> Memory<V> {
     /// pair to be written into), and takes `[Yᵀg, Sᵀg]` for the current gradient `g` (the
     /// pair's `g₊`), and `[Yᵀd, Sᵀd]` for the next Cauchy point's `path` `d` where one is given,
     /// in the same pass. The products of the pairs kept are kept (shifted past a dropped one);
-    /// only the new pair's row and column are new. Where the pair comes with `s_with_held` and
-    /// `y` is long enough against the gradients for differences to keep their digits
-    /// ([`DERIVED_MIN_SQUARED_RATIO`]), none are taken: `s`'s products with the older pairs are
-    /// `s_with_held`, `y`'s are `vᵀg₊ − vᵀg` from this pass's products with `g₊` and the last
-    /// one's with `g` (where `g₊ᵀg₊` comes from this pass and only then shows `y` short, `y`'s
-    /// come from a second one). Otherwise the pass takes both.
+    /// only the new pair's row and column are new. `s`'s products with the older pairs are the
+    /// pair's `s_with_held` where it has them; `y`'s are `vᵀg₊ − vᵀg`, from this pass's products
+    /// with `g₊` and the last one's with `g`, where `y` is long enough against the gradients for
+    /// the difference to keep its digits ([`DERIVED_MIN_SQUARED_RATIO`]); the pass takes the
+    /// others. Where the pair's `g₊ᵀg₊` is known (L-BFGS-B), both are derived or both taken;
+    /// where this pass takes it (L-BFGS, `gg: None`), each is decided alone, `y`'s after the
+    /// pass (a second one takes them where it shows `y` short).
     ///
     /// The new diagonal entries are the pair's own `sᵀy`, `yᵀy` and `sᵀs`.
     pub fn push<S>(
@@ -310,15 +317,23 @@ impl<V> Memory<V> {
         self.sy = shifted(&self.sy);
         self.yy = shifted(&self.yy);
 
-        // One pass: every y and s (and `g₊` where `g₊ᵀg₊` is to be taken) against (the new s
-        // and y unless derived,) `g₊` and the path (each product `dot`'s bits). Both are
-        // derived or neither, so that a bounded step's pair (no `s_with_held`) takes every
-        // product directly.
-        let derive = held.is_some() && before.is_some() && sums.gg.is_none_or(y_derivable);
+        // Which of the new pair's products the pass takes. L-BFGS-B knows `g₊ᵀg₊` and decides
+        // now, both derived or both taken (so a bounded step's pair, with no `s_with_held`,
+        // takes every product directly, as its memory always has); L-BFGS takes `s`'s where its
+        // direction's products do not give them and decides `y`'s after the pass, which takes
+        // `g₊ᵀg₊`.
+        let (s_in_pass, y_in_pass) = match sums.gg {
+            Some(gg) => {
+                let derive = held.is_some() && y_derivable(gg);
+                (!derive, !derive)
+            }
+            None => (held.is_none(), false),
+        };
+        // One pass: every y and s (and `g₊` where `g₊ᵀg₊` is to be taken) against the new s and
+        // y where taken, `g₊` and the path (each product `dot`'s bits).
         let mut with: Vec<&V> = Vec::new();
-        if !derive {
-            with.extend([&self.s[kept], &self.y[kept]]);
-        }
+        let s_slot = s_in_pass.then(|| push_slot(&mut with, &self.s[kept]));
+        let y_slot = y_in_pass.then(|| push_slot(&mut with, &self.y[kept]));
         let g_slot = push_slot(&mut with, g);
         let path_slot = path.map(|path| push_slot(&mut with, path));
         let mut vectors: Vec<&V> = self.columns().collect();
@@ -335,23 +350,38 @@ impl<V> Memory<V> {
         // Indexed as the pairs were before the push: `[Y, S]` of `previous`.
         let old = |products: &[f64], half: usize, j: usize| products[half * previous + j + dropped];
         // s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
-        let (s_with, y_with) = match (&held, &before) {
-            (Some(held), Some(before)) if derive => {
-                let (mut s_with, mut y_with) = (vec![0.0; 2 * k], vec![0.0; 2 * k]);
+        let s_with = match (s_slot, &held) {
+            (Some(slot), _) => with_pairs(slot),
+            (None, held) => {
+                let held = held.as_deref().unwrap_or_default();
+                let mut s_with = vec![0.0; 2 * k];
                 for j in 0..kept {
                     s_with[j] = old(held, 0, j);
                     s_with[k + j] = old(held, 1, j);
+                }
+                s_with
+            }
+        };
+        let y_with = match (y_slot, &before) {
+            (Some(slot), _) => with_pairs(slot),
+            // No older pairs: only the diagonal, set below.
+            (None, _) if kept == 0 => vec![0.0; 2 * k],
+            (None, Some(before)) if y_derivable(gg) => {
+                let mut y_with = vec![0.0; 2 * k];
+                for j in 0..kept {
                     y_with[j] = g_with[j] - old(&before.pairs, 0, j);
                     y_with[k + j] = g_with[k + j] - old(&before.pairs, 1, j);
                 }
-                if !y_derivable(gg) {
-                    // `g₊ᵀg₊`, taken by the pass, shows `y` too short: its products directly.
-                    let columns: Vec<&V> = self.columns().collect();
-                    space.dots(&columns, &[&self.y[kept]], &mut y_with)?;
-                }
-                (s_with, y_with)
+                y_with
             }
-            _ => (with_pairs(0), with_pairs(1)),
+            (None, _) => {
+                // L-BFGS's `y`, too short against the gradients the pass measured (or with no
+                // products of the last gradient): its products directly.
+                let mut direct = vec![0.0; 2 * k];
+                let columns: Vec<&V> = self.columns().collect();
+                space.dots(&columns, &[&self.y[kept]], &mut direct)?;
+                direct
+            }
         };
         self.pairs_dot_path = path_slot.map(with_pairs);
         self.pairs_dot_gradient = Some(GradientProducts { pairs: g_with, gg });

@@ -276,7 +276,9 @@ impl Solver<'_> {
         } else {
             self.projected_gradient_error(&x, &g)?
         };
+        // As `quasi_newton::run` checks an approximate gradient (none to doubt at gtol = 0).
         let status = if status.success()
+            && options.gtol > 0.0
             && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
         {
             Status::PrecisionLoss
