@@ -55,6 +55,8 @@
 // What a user's term file touches is the root's short list below (and the prelude, which
 // gathers it); the modules are the two backends' shared plumbing, public because the host
 // crate and the registration macros' expansions in a user's crate reach into them.
+#[doc(hidden)]
+pub mod bounds;
 #[allow(unsafe_code)]
 #[doc(hidden)]
 pub mod device;

@@ -74,6 +74,10 @@ impl<'a> OnDevice<'a> {
 impl VectorSpace for DeviceVectors {
     type Vector = DeviceVector;
 
+    fn dim(&self) -> usize {
+        DeviceVectors::dim(self)
+    }
+
     fn zeros(&mut self) -> Result<DeviceVector, EvalError> {
         Ok(DeviceVectors::zeros(self)?)
     }

@@ -6,11 +6,13 @@
 //! exactly or by finite differences ([`Gradient`]). Implement [`Objective`] yourself for a
 //! function with an analytic gradient.
 
+mod box_space;
 mod device;
 mod fixed;
 mod least_squares;
 mod space;
 
+pub use box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
 pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use fixed::{FixedObjective, Held, free_factor};
 pub use least_squares::LeastSquaresObjective;

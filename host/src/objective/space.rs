@@ -16,6 +16,9 @@ pub trait VectorSpace {
     /// A vector of this space.
     type Vector;
 
+    /// `n`, the entries of every vector.
+    fn dim(&self) -> usize;
+
     /// `n` zeros.
     fn zeros(&mut self) -> Result<Self::Vector, EvalError>;
     /// A vector holding `x`.
@@ -185,6 +188,10 @@ fn solver_vector_too_large(n: usize) -> EvalError {
 
 impl VectorSpace for HostVectors {
     type Vector = Vec<f64>;
+
+    fn dim(&self) -> usize {
+        self.n
+    }
 
     fn zeros(&mut self) -> Result<Vec<f64>, EvalError> {
         let n = self.n;

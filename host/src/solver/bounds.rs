@@ -8,6 +8,7 @@ use super::result::SolveError;
 use crate::backend::StepBounds;
 use crate::linalg::vector;
 use crate::objective::{EvalError, Held};
+use gpu_kernels::bounds;
 
 /// Box bounds `lower[i] ≤ x[i] ≤ upper[i]`, `±∞` where a side has none: scipy's `bounds`.
 #[derive(Clone, Debug, PartialEq)]
@@ -269,7 +270,7 @@ impl Bounds {
 
     /// `v` moved into variable `i`'s bounds.
     pub fn clip(&self, i: usize, v: f64) -> f64 {
-        v.max(self.lower[i]).min(self.upper[i])
+        bounds::clip(self.lower[i], self.upper[i], v)
     }
 
     /// Whether any variable has a finite bound.
@@ -280,22 +281,6 @@ impl Bounds {
     /// Whether every variable has both bounds finite.
     pub(super) fn boxed(&self) -> bool {
         self.lower.iter().chain(&self.upper).all(|b| b.is_finite())
-    }
-
-    /// When variable `i` at `x` meets its bound along `−g·t`: `∞` if never, 0 if at once.
-    pub(super) fn breakpoint(&self, i: usize, x: f64, g: f64) -> f64 {
-        if g < 0.0 && self.upper[i].is_finite() {
-            (x - self.upper[i]) / g
-        } else if g > 0.0 && self.lower[i].is_finite() {
-            (x - self.lower[i]) / g
-        } else {
-            f64::INFINITY
-        }
-    }
-
-    /// `‖P(x − g) − x‖∞`, the projected gradient's ∞-norm (L-BFGS-B's `projgr`).
-    pub(super) fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
-        vector::max_indexed(x.len(), |i| self.projected(i, x[i], g[i]).abs())
     }
 
     /// `‖P(x − g) − P(x − r)‖∞`: how far the projected gradient of `g` is from that of a
@@ -311,34 +296,8 @@ impl Bounds {
     }
 
     /// Entry `i` of the projected gradient `x − P(x − g)` (sign aside).
-    pub(super) fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
-        if g < 0.0 {
-            (x - self.upper[i]).max(g)
-        } else {
-            (x - self.lower[i]).min(g)
-        }
-    }
-
-    /// How far along `d` variable `i` may go from `x` within its bounds, as a multiple of `d`:
-    /// `∞` where it never meets one (`d = 0`, or that side unbounded), 0 where it is already
-    /// on (or past) the bound it moves toward (told by the sign of the room against `d`'s, which
-    /// a product of two tiny values would lose to underflow). L-BFGS-B's longest line step and
-    /// its subspace step's truncation both ask it.
-    pub(super) fn room(&self, i: usize, x: f64, d: f64) -> f64 {
-        let room = if d < 0.0 {
-            self.lower[i] - x
-        } else if d > 0.0 {
-            self.upper[i] - x
-        } else {
-            return f64::INFINITY;
-        };
-        if !room.is_finite() {
-            f64::INFINITY
-        } else if room * d.signum() <= 0.0 {
-            0.0
-        } else {
-            room / d
-        }
+    fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
+        bounds::projected(self.lower[i], self.upper[i], x, g)
     }
 }
 

@@ -17,6 +17,10 @@ use crate::objective::{
 /// where copying `x` and `∇f` over PCIe for every evaluation starts to dominate.
 pub(super) const DEVICE_MIN_LEN: usize = 1 << 15;
 
+/// A distance between gradients at `x`: `distance(x, g, reference)`, on host vectors (the
+/// reference's may be overwritten).
+pub(super) type Distance<'d> = dyn FnMut(&[f64], &[f64], &mut [f64]) -> f64 + 'd;
+
 /// The vectors of a solve and the objective at them. Each vector has the objective's `n`
 /// entries.
 pub(super) trait Workspace {
@@ -47,6 +51,14 @@ pub(super) trait Workspace {
         x: &Self::Vector,
         g: &Self::Vector,
         ord: f64,
+    ) -> Result<Option<GradientError>, EvalError>;
+    /// As [`gradient_error`](Self::gradient_error), the distance measured by `distance(x, g,
+    /// reference)` on host copies (once, at a solution).
+    fn gradient_error_by(
+        &mut self,
+        x: &Self::Vector,
+        g: &Self::Vector,
+        distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError>;
 }
 
@@ -98,6 +110,15 @@ impl Workspace for HostWorkspace<'_> {
             vector::norm(reference, ord)
         })
     }
+
+    fn gradient_error_by(
+        &mut self,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        distance: &mut Distance<'_>,
+    ) -> Result<Option<GradientError>, EvalError> {
+        gradient_error(self.objective, x, |reference| distance(x, g, reference))
+    }
 }
 
 /// Device vectors, next to a term problem loaded there. Every operation is a launch in order
@@ -148,6 +169,34 @@ impl Workspace for DeviceWorkspace<'_> {
         g: &DeviceVector,
         ord: f64,
     ) -> Result<Option<GradientError>, EvalError> {
+        self.error_against_reference(x, |space, mut reference| {
+            space.difference(g, &mut reference)?;
+            space.norm(&reference, ord)
+        })
+    }
+
+    fn gradient_error_by(
+        &mut self,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        distance: &mut Distance<'_>,
+    ) -> Result<Option<GradientError>, EvalError> {
+        self.error_against_reference(x, |space, reference| {
+            let (x, g) = (space.download(x)?, space.download(g)?);
+            let mut reference = space.download(&reference)?;
+            Ok(distance(&x, &g, &mut reference))
+        })
+    }
+}
+
+impl DeviceWorkspace<'_> {
+    /// `measure` of the objective's reference gradient at `x`, where its gradient is not
+    /// exact.
+    fn error_against_reference(
+        &mut self,
+        x: &DeviceVector,
+        measure: impl FnOnce(&mut DeviceVectors, DeviceVector) -> Result<f64, EvalError>,
+    ) -> Result<Option<GradientError>, EvalError> {
         let mut reference = self.space.zeros()?;
         let objective = &mut self.objective;
         let checked = crate::objective::checked_against(objective.gradient_kind(), |kind| {
@@ -156,9 +205,8 @@ impl Workspace for DeviceWorkspace<'_> {
         let Some((kind, ())) = checked else {
             return Ok(None);
         };
-        self.space.difference(g, &mut reference)?;
         Ok(Some(GradientError {
-            estimate: self.space.norm(&reference, ord)?,
+            estimate: measure(&mut self.space, reference)?,
             reference: kind,
         }))
     }

@@ -1,51 +1,41 @@
 //! L-BFGS-B's generalized Cauchy point: the projected steepest-descent path and its
-//! breakpoints, walked in order as far as the quadratic model keeps decreasing along it.
+//! breakpoints, walked in order as far as the quadratic model keeps decreasing along it. The
+//! walk is the host's; the passes over the vectors, and the few rows of them it reads, are the
+//! space's.
 
 use super::compact::Compact;
-use super::{StepBuffers, sized};
-use crate::linalg::vector;
-use crate::solver::bounds::Bounds;
+use super::{StepBuffers, made};
+use crate::linalg::vector::dot;
+use crate::objective::{BoxSpace, BoxVectors, Breakpoint, EvalError};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::ops::Range;
 
 /// Breakpoints and the projected steepest-descent path at `(x, g)`, into `buffers.times` (when
 /// each variable meets its bound along `−g`) and `buffers.path` (`−g`, 0 where a variable
-/// cannot move); returns the projected gradient's ∞-norm there, taken in the same pass (the
-/// value of [`Bounds::projected_gradient_norm`]).
-pub(super) fn steepest_path(
-    x: &[f64],
-    g: &[f64],
-    bounds: &Bounds,
-    buffers: &mut StepBuffers,
-) -> f64 {
-    let n = x.len();
-    let times = sized(&mut buffers.times, n);
-    let d = sized(&mut buffers.path, n);
-    let kernel = |((times, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
-        let mut norm = 0.0;
-        for ((t, d), i) in times.iter_mut().zip(d).zip(range) {
-            *t = bounds.breakpoint(i, x[i], g[i]);
-            *d = if *t > 0.0 { -g[i] } else { 0.0 };
-            norm = f64::max(norm, bounds.projected(i, x[i], g[i]).abs());
-        }
-        norm
-    };
-    let norms = |blocks: Vec<f64>| blocks.into_iter().fold(0.0, f64::max);
-    vector::blockwise(((&mut times[..], &mut d[..]), 0..n), kernel, norms)
+/// cannot move); returns the projected gradient's ∞-norm there, taken in the same pass.
+pub(super) fn steepest_path<S: BoxSpace>(
+    space: &mut S,
+    bounds: Option<&BoxVectors<S::Vector>>,
+    x: &S::Vector,
+    g: &S::Vector,
+    buffers: &mut StepBuffers<S::Vector, S::Mask>,
+) -> Result<f64, EvalError> {
+    let times = made(&mut buffers.times, || space.zeros())?;
+    let path = made(&mut buffers.path, || space.zeros())?;
+    space.steepest_path(bounds, x, g, times, path)
 }
 
 /// The generalized Cauchy point (Byrd et al., Algorithm CP), written to `buffers.cauchy`, and
 /// `c = Wᵀ(x_cp − x)`. The path is `buffers.path` where the memory took its products for this
 /// point, else made here.
-pub(super) fn cauchy_point(
-    x: &[f64],
-    g: &[f64],
-    bounds: &Bounds,
-    compact: &Compact<'_>,
-    buffers: &mut StepBuffers,
-) -> Vec<f64> {
-    let n = x.len();
+pub(super) fn cauchy_point<S: BoxSpace>(
+    space: &mut S,
+    x: &S::Vector,
+    g: &S::Vector,
+    bounds: Option<&BoxVectors<S::Vector>>,
+    compact: &Compact<'_, S::Vector>,
+    buffers: &mut StepBuffers<S::Vector, S::Mask>,
+) -> Result<Vec<f64>, EvalError> {
     let width = compact.width();
     let theta = compact.theta();
     // The path and `Wᵀd`: from the pass that took in the newest pair, where it took them for
@@ -53,53 +43,61 @@ pub(super) fn cauchy_point(
     let mut p = match compact.memory.pairs_dot_path() {
         Some(products) => compact.w_products(products),
         None => {
-            steepest_path(x, g, bounds, buffers);
-            compact.w_transpose(&buffers.path)
+            steepest_path(space, bounds, x, g, buffers)?;
+            let path = made(&mut buffers.path, || space.zeros())?;
+            compact.w_transpose(space, path)?
         }
     };
-    let cauchy = sized(&mut buffers.cauchy, n);
-    vector::update_indexed(cauchy, |i, _| x[i]);
-    let (times, d) = (&buffers.times, &mut buffers.path);
+    let cauchy = made(&mut buffers.cauchy, || space.zeros())?;
+    let times = made(&mut buffers.times, || space.zeros())?;
+    let d = made(&mut buffers.path, || space.zeros())?;
     let mut w = vec![0.0; width];
     let mut c = vec![0.0; width];
-    let mut slope = -vector::dot(d, d);
-    let mut curvature = -theta * slope - vector::dot(&p, &compact.m_times(&p));
+    let mut slope = -space.dot(d, d)?;
+    let mut curvature = -theta * slope - dot(&p, &compact.m_times(&p));
     let curvature_floor = f64::EPSILON * curvature;
     if slope == 0.0 || curvature <= 0.0 {
-        return c;
+        space.copy(x, cauchy)?;
+        return Ok(c);
     }
-    let mut breaks = Breakpoints::new(times, std::mem::take(&mut buffers.breaks));
+    // Each breakpoint's row: `x`, `g`, the bounds, then `W`'s unscaled columns.
+    // Without bounds no variable meets one: the path has no breakpoints.
+    let rows = bounds.map(|bounds| {
+        let mut rows: Vec<&S::Vector> = vec![x, g, &bounds.lower, &bounds.upper];
+        rows.extend(compact.memory.columns());
+        rows
+    });
+    let mut breaks = Breakpoints::new(space, times, rows, std::mem::take(&mut buffers.breaks))?;
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
     // Whether the path passed every breakpoint: only then may it have no direction left.
     let mut passed_all = true;
-    while let Some(Breakpoint(t, b)) = breaks.pop() {
+    // The variables the path took to a bound, and that bound.
+    let mut met = Vec::new();
+    while let Some((Breakpoint(t, b), row)) = breaks.pop(space)? {
         let dt = t - t_old;
         if step_to_minimum < dt {
             passed_all = false;
             break;
         }
-        let bound = if d[b] > 0.0 {
-            bounds.upper[b]
-        } else {
-            bounds.lower[b]
-        };
-        cauchy[b] = bound;
-        let z = bound - x[b];
+        let [xb, gb, lower, upper] = [row[0], row[1], row[2], row[3]];
+        // The path is `−g` here: up where `g` is negative.
+        let bound = if gb < 0.0 { upper } else { lower };
+        met.push((b, bound));
+        let z = bound - xb;
         for (cj, pj) in c.iter_mut().zip(&p) {
             *cj += dt * pj;
         }
-        compact.w_row(b, &mut w);
+        for (j, (wj, &v)) in w.iter_mut().zip(&row[4..]).enumerate() {
+            *wj = compact.column_scale(j) * v;
+        }
         let mw = compact.m_times(&w);
-        let gb = g[b];
-        slope += dt * curvature + gb * gb + theta * gb * z - gb * vector::dot(&mw, &c);
-        curvature -=
-            theta * gb * gb + 2.0 * gb * vector::dot(&mw, &p) + gb * gb * vector::dot(&mw, &w);
+        slope += dt * curvature + gb * gb + theta * gb * z - gb * dot(&mw, &c);
+        curvature -= theta * gb * gb + 2.0 * gb * dot(&mw, &p) + gb * gb * dot(&mw, &w);
         curvature = curvature.max(curvature_floor);
         for (pj, wj) in p.iter_mut().zip(&w) {
             *pj += gb * wj;
         }
-        d[b] = 0.0;
         step_to_minimum = -slope / curvature;
         t_old = t;
         if slope >= 0.0 {
@@ -107,127 +105,148 @@ pub(super) fn cauchy_point(
             break;
         }
     }
+    buffers.breaks = breaks.into_storage();
+    // The variables at their bounds leave the path.
+    let left: Vec<(usize, f64)> = met.iter().map(|&(b, _)| (b, 0.0)).collect();
+    space.scatter(d, &left)?;
     // Every variable at a bound: the path ends there (the model's minimum along it is moot).
-    let step_to_minimum = if passed_all && vector::max_abs(d) == 0.0 {
+    let step_to_minimum = if passed_all && space.norm(d, f64::INFINITY)? == 0.0 {
         0.0
     } else {
         step_to_minimum.max(0.0)
     };
     let t = t_old + step_to_minimum;
-    vector::update_indexed(
-        cauchy,
-        |i, at| if d[i] != 0.0 { x[i] + t * d[i] } else { at },
-    );
     for (cj, pj) in c.iter_mut().zip(&p) {
         *cj += step_to_minimum * pj;
     }
-    buffers.breaks = breaks.into_storage();
-    c
+    space.path_point(x, t, d, cauchy)?;
+    space.scatter(cauchy, &met)?;
+    Ok(c)
 }
 
-/// How many of the earliest breakpoints one parallel pass picks out: the path usually stops
-/// after a few, at the model's minimum along it.
+/// How many of the earliest breakpoints one pass picks out (with their rows, in one gather):
+/// the path usually stops after a few, at the model's minimum along it.
 const EARLY_BREAKPOINTS: usize = 64;
 
-/// The breakpoints in the order the path meets them: the earliest [`EARLY_BREAKPOINTS`] from one
-/// pass on every core, then, only where the path goes on past them, a heap of the rest (built
-/// in O(n), in storage kept from one iteration to the next). Sorting them all cost n·log n an
-/// iteration; a heap of them all, built every iteration, was the step's largest serial part.
-pub(super) struct Breakpoints<'t> {
-    times: &'t [f64],
-    /// The earliest, the latest of them first (taken from the end).
+/// The breakpoints in the order the path meets them, each with its row of the vectors the walk
+/// reads: the earliest [`EARLY_BREAKPOINTS`] from one pass, then, only where the path goes on
+/// past them, a heap of the rest (built in O(n), in storage kept from one iteration to the
+/// next). Sorting them all cost n·log n an iteration; a heap of them all, built every
+/// iteration, was the step's largest serial part.
+struct Breakpoints<'v, V> {
+    times: &'v V,
+    /// The vectors a breakpoint's row is read from (none: there are no breakpoints).
+    rows: Vec<&'v V>,
+    /// The earliest, in order, and their rows, one after another.
     early: Vec<Breakpoint>,
+    early_rows: Vec<f64>,
+    /// How many of the earliest the path has met.
+    met_early: usize,
+    /// The row of a breakpoint past the earliest.
+    row: Vec<f64>,
     /// The latest of the earliest: the rest come after it.
     last_early: Option<Breakpoint>,
     /// Whether there are more than `early` held.
     more: bool,
     /// The rest, once the path has passed the earliest.
     rest: Option<BinaryHeap<Reverse<Breakpoint>>>,
-    storage: Vec<Reverse<Breakpoint>>,
+    storage: BreakpointStorage,
 }
 
-impl<'t> Breakpoints<'t> {
-    /// The breakpoints of `times`: each variable's finite positive time to its bound.
-    fn new(times: &'t [f64], storage: Vec<Reverse<Breakpoint>>) -> Self {
-        let (mut early, total) =
-            vector::smallest_indexed(times.len(), EARLY_BREAKPOINTS, |i| breakpoint(times, i));
-        let more = total > early.len();
-        let last_early = early.last().copied();
-        early.reverse();
-        Breakpoints {
+/// Storage for the breakpoints past the earliest, kept from one iteration to the next.
+#[derive(Default)]
+pub(super) struct BreakpointStorage {
+    /// As they come from the space.
+    later: Vec<Breakpoint>,
+    /// As a heap.
+    heap: Vec<Reverse<Breakpoint>>,
+}
+
+impl<'v, V> Breakpoints<'v, V> {
+    /// The breakpoints of `times` (each variable's finite positive time to its bound), with
+    /// rows of `rows` (`None`: no variable has a bound).
+    fn new<S: BoxSpace<Vector = V>>(
+        space: &mut S,
+        times: &'v V,
+        rows: Option<Vec<&'v V>>,
+        storage: BreakpointStorage,
+    ) -> Result<Self, EvalError> {
+        let mut breaks = Breakpoints {
             times,
-            early,
-            last_early,
-            more,
+            rows: rows.unwrap_or_default(),
+            early: Vec::new(),
+            early_rows: Vec::new(),
+            met_early: 0,
+            row: Vec::new(),
+            last_early: None,
+            more: false,
             rest: None,
             storage,
+        };
+        if breaks.rows.is_empty() {
+            return Ok(breaks);
         }
+        let (early, total) = space.earliest_breakpoints(times, EARLY_BREAKPOINTS)?;
+        breaks.more = total > early.len();
+        breaks.last_early = early.last().copied();
+        let indices: Vec<usize> = early.iter().map(|&Breakpoint(_, i)| i).collect();
+        breaks.early_rows = vec![0.0; indices.len() * breaks.rows.len()];
+        space.gather(&breaks.rows, &indices, &mut breaks.early_rows)?;
+        breaks.early = early;
+        Ok(breaks)
     }
 
-    /// The next breakpoint the path meets.
-    fn pop(&mut self) -> Option<Breakpoint> {
+    /// The next breakpoint the path meets, and its row.
+    fn pop<S: BoxSpace<Vector = V>>(
+        &mut self,
+        space: &mut S,
+    ) -> Result<Option<(Breakpoint, &[f64])>, EvalError> {
+        let width = self.rows.len();
         if self.rest.is_none() {
-            let next = self.early.pop();
-            if next.is_some() || !self.more {
-                return next;
+            if let Some(&next) = self.early.get(self.met_early) {
+                let at = self.met_early * width;
+                self.met_early += 1;
+                return Ok(Some((next, &self.early_rows[at..at + width])));
             }
+            let Some(last) = self.last_early.filter(|_| self.more) else {
+                return Ok(None);
+            };
             // Past the earliest: the breakpoints after the last of them.
-            let mut storage = std::mem::take(&mut self.storage);
-            storage.clear();
-            let last = self.last_early;
-            storage.extend(
-                (0..self.times.len())
-                    .filter_map(|i| breakpoint(self.times, i))
-                    .filter(|&b| Some(b) > last)
-                    .map(Reverse),
-            );
-            self.rest = Some(BinaryHeap::from(storage));
+            let BreakpointStorage { later, heap } = &mut self.storage;
+            later.clear();
+            space.breakpoints_after(self.times, last, later)?;
+            let mut heap = std::mem::take(heap);
+            heap.clear();
+            heap.extend(later.drain(..).map(Reverse));
+            self.rest = Some(BinaryHeap::from(heap));
         }
-        self.rest.as_mut()?.pop().map(|Reverse(b)| b)
+        let Some(Reverse(next)) = self.rest.as_mut().and_then(BinaryHeap::pop) else {
+            return Ok(None);
+        };
+        self.row.resize(width, 0.0);
+        space.gather(&self.rows, &[next.1], &mut self.row)?;
+        Ok(Some((next, &self.row)))
     }
 
-    /// The storage, for the next iteration's heap.
-    fn into_storage(self) -> Vec<Reverse<Breakpoint>> {
-        self.rest.map_or(self.storage, BinaryHeap::into_vec)
-    }
-}
-
-/// Variable `i`'s breakpoint, where it meets one along the path (a finite positive time).
-pub(super) fn breakpoint(times: &[f64], i: usize) -> Option<Breakpoint> {
-    let t = times[i];
-    (t > 0.0 && t.is_finite()).then_some(Breakpoint(t, i))
-}
-
-/// A variable's breakpoint `t` (along the Cauchy path, or the fraction of the subspace step
-/// that meets its bound) and its index, ordered by `t`, then by index (`total_cmp`: the
-/// breakpoints are never NaN).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Breakpoint(pub(super) f64, pub(super) usize);
-
-impl Eq for Breakpoint {}
-
-impl PartialOrd for Breakpoint {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Breakpoint {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    /// The storage, for the next iteration's breakpoints.
+    fn into_storage(self) -> BreakpointStorage {
+        let BreakpointStorage { later, heap } = self.storage;
+        let heap = self.rest.map_or(heap, BinaryHeap::into_vec);
+        BreakpointStorage { later, heap }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objective::HostVectors;
 
     /// The breakpoints come out in order of time, then index, past the earliest few too, and
-    /// without the variables that never meet a bound (time 0 or ∞); ties and all. Long enough
-    /// to be picked out on every core.
+    /// without the variables that never meet a bound (time 0 or ∞); ties and all; each with its
+    /// row. Long enough to be picked out on every core.
     #[test]
     fn breakpoints_come_in_the_order_the_path_meets_them() {
-        let n = 3 * vector::PARALLEL_MIN_LEN + 5;
+        let n = 3 * crate::linalg::vector::PARALLEL_MIN_LEN + 5;
         let times: Vec<f64> = (0..n)
             .map(|i| match i % 7 {
                 0 => 0.0,
@@ -235,11 +254,26 @@ mod tests {
                 _ => ((i * 7919) % 4099) as f64 * 0.25,
             })
             .collect();
-        let mut expected: Vec<Breakpoint> = (0..n).filter_map(|i| breakpoint(&times, i)).collect();
+        let index: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let mut expected: Vec<Breakpoint> = (0..n)
+            .filter(|&i| times[i] > 0.0 && times[i].is_finite())
+            .map(|i| Breakpoint(times[i], i))
+            .collect();
         expected.sort();
-        for storage in [Vec::new(), vec![Reverse(Breakpoint(1.0, 3)); 5]] {
-            let mut breaks = Breakpoints::new(&times, storage);
-            let met: Vec<Breakpoint> = std::iter::from_fn(|| breaks.pop()).collect();
+        let mut space = HostVectors::new(n);
+        let mut storage = BreakpointStorage {
+            later: Vec::new(),
+            heap: vec![Reverse(Breakpoint(1.0, 3)); 5],
+        };
+        for _ in 0..2 {
+            let rows = Some(vec![&index, &times]);
+            let mut breaks = Breakpoints::new(&mut space, &times, rows, storage).unwrap();
+            let mut met = Vec::new();
+            while let Some((b, row)) = breaks.pop(&mut space).unwrap() {
+                assert_eq!(row, [b.1 as f64, b.0]);
+                met.push(b);
+            }
+            storage = breaks.into_storage();
             assert_eq!(met.len(), expected.len());
             assert!(met == expected, "out of order");
             assert!(met.len() > EARLY_BREAKPOINTS && met[0].0 > 0.0);

@@ -2,31 +2,37 @@
 //! the memory L-BFGS keeps too, and the subspace step's correction solved with it.
 
 use crate::linalg::{self, vector};
+use crate::objective::{EvalError, VectorSpace};
 use crate::solver::memory::Memory;
 use ndarray::ArrayView2;
 
-/// `[Yᵀv, Sᵀv]` for the pairs of `memory`, in one pass.
-pub(super) fn pairs_with(memory: &Memory<Vec<f64>>, v: &[f64]) -> Vec<f64> {
-    let columns: Vec<&[f64]> = memory.columns().map(Vec::as_slice).collect();
+/// `[Yᵀv, Sᵀv]` for the pairs of `memory`, in one pass (kept nowhere, unlike
+/// [`Memory::pairs_dot`]'s).
+pub(super) fn pairs_with<S: VectorSpace>(
+    space: &mut S,
+    memory: &Memory<S::Vector>,
+    v: &S::Vector,
+) -> Result<Vec<f64>, EvalError> {
+    let columns: Vec<&S::Vector> = memory.columns().collect();
     let mut out = vec![0.0; columns.len()];
-    vector::dots(&columns, &[v], &mut out);
-    out
+    space.dots(&columns, &[v], &mut out)?;
+    Ok(out)
 }
 
 /// The compact form of one iteration: `B = θI − W·M·Wᵀ`, `W`'s rows on demand and `M`, the
 /// inverse of the middle matrix `[[−D, Lᵀ], [L, θ·SᵀS]]` (`D` the diagonal of `SᵀY`, `L` its
 /// strict lower triangle), held as the Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ` (Byrd, Lu,
 /// Nocedal & Zhu, §4; the Fortran's `formt`), never inverted.
-pub(super) struct Compact<'m> {
-    pub(super) memory: &'m Memory<Vec<f64>>,
+pub(super) struct Compact<'m, V> {
+    pub(super) memory: &'m Memory<V>,
     /// The Cholesky factor of `T = θ·SᵀS + L·D⁻¹·Lᵀ`, `k × k` by rows.
     t_factor: Vec<f64>,
 }
 
-impl<'m> Compact<'m> {
+impl<'m, V> Compact<'m, V> {
     /// The compact form of `memory`'s pairs; `None` where `T` is not numerically positive
     /// definite: the memory is to be refreshed, as the Fortran code does.
-    pub(super) fn new(memory: &'m Memory<Vec<f64>>) -> Option<Self> {
+    pub(super) fn new(memory: &'m Memory<V>) -> Option<Self> {
         let k = memory.len();
         let t: Vec<f64> = (0..k * k)
             .map(|at| {
@@ -68,22 +74,30 @@ impl<'m> Compact<'m> {
     pub(super) fn columns<'c>(
         &'c self,
         coefficients: &'c [f64],
-    ) -> impl Iterator<Item = (f64, &'c [f64])> {
+    ) -> impl Iterator<Item = (f64, &'c V)> {
         let pairs = self.memory.columns().zip(coefficients).enumerate();
-        pairs.map(|(j, (v, &c))| (self.column_scale(j) * c, v.as_slice()))
+        pairs.map(|(j, (v, &c))| (self.column_scale(j) * c, v))
     }
 
     /// `Wᵀv` (`2k`): `[yⱼᵀv …, θ·sⱼᵀv …]`, in one pass.
-    pub(super) fn w_transpose(&self, v: &[f64]) -> Vec<f64> {
-        self.w_products(&pairs_with(self.memory, v))
+    pub(super) fn w_transpose<S: VectorSpace<Vector = V>>(
+        &self,
+        space: &mut S,
+        v: &V,
+    ) -> Result<Vec<f64>, EvalError> {
+        Ok(self.w_products(&pairs_with(space, self.memory, v)?))
     }
 
     /// `Wᵀg` for the current gradient `g`: from the products the newest pair's pass took with
     /// it, where it took them for this point.
-    pub(super) fn w_gradient(&self, g: &[f64]) -> Vec<f64> {
+    pub(super) fn w_gradient<S: VectorSpace<Vector = V>>(
+        &self,
+        space: &mut S,
+        g: &V,
+    ) -> Result<Vec<f64>, EvalError> {
         match self.memory.known_pairs_dot() {
-            Some(known) => self.w_products(known),
-            None => self.w_transpose(g),
+            Some(known) => Ok(self.w_products(known)),
+            None => self.w_transpose(space, g),
         }
     }
 
@@ -91,15 +105,6 @@ impl<'m> Compact<'m> {
     pub(super) fn w_products(&self, products: &[f64]) -> Vec<f64> {
         let scaled = products.iter().enumerate();
         scaled.map(|(j, p)| p * self.column_scale(j)).collect()
-    }
-
-    /// Row `i` of `W = [Y  θS]` into `w`.
-    pub(super) fn w_row(&self, i: usize, w: &mut [f64]) {
-        let k = self.memory.len();
-        for j in 0..k {
-            w[j] = self.memory.y(j)[i];
-            w[k + j] = self.theta() * self.memory.s(j)[i];
-        }
     }
 
     /// `WᵀW = [[YᵀY, θ·YᵀS], [θ·SᵀY, θ²·SᵀS]]`, `2k × 2k`, from the kept products.
@@ -141,8 +146,8 @@ impl<'m> Compact<'m> {
 /// Cholesky factorizations, where forming `I − M·WᵀZ·ZᵀW/θ` from an inverted middle matrix
 /// lost every digit on a badly scaled problem. `None` where either is not numerically positive
 /// definite (the memory is to be refreshed).
-pub(super) fn correction(
-    compact: &Compact<'_>,
+pub(super) fn correction<V>(
+    compact: &Compact<'_, V>,
     wz_r: &[f64],
     free_gram: &[f64],
     bound_gram: &[f64],
@@ -221,6 +226,16 @@ mod tests {
         middle
     }
 
+    /// Row `i` of `W = [Y  θS]` into `w`.
+    fn w_row(compact: &Compact<'_, Vec<f64>>, i: usize, w: &mut [f64]) {
+        let memory = compact.memory;
+        let k = memory.len();
+        for j in 0..k {
+            w[j] = memory.y(j)[i];
+            w[k + j] = compact.theta() * memory.s(j)[i];
+        }
+    }
+
     /// `a·v` for a square `a` by rows.
     fn times(a: &[f64], v: &[f64]) -> Vec<f64> {
         a.chunks(v.len()).map(|row| vector::dot(row, v)).collect()
@@ -284,7 +299,7 @@ mod tests {
         let mut bound_gram = vec![0.0; width * width];
         let mut row = vec![0.0; width];
         for i in 0..n {
-            compact.w_row(i, &mut row);
+            w_row(&compact, i, &mut row);
             let gram = if i % 3 == 0 {
                 &mut bound_gram
             } else {
@@ -334,7 +349,7 @@ mod tests {
         let mut row = vec![0.0; width];
         let mut from_rows = vec![0.0; width * width];
         for i in 0..n {
-            compact.w_row(i, &mut row);
+            w_row(&compact, i, &mut row);
             for p in 0..width {
                 for q in 0..width {
                     from_rows[p * width + q] += row[p] * row[q];

@@ -31,13 +31,13 @@
 //! as L-BFGS's: one takes the new gradient's products with them (the new pair's follow from
 //! those and the direction's coefficients), one forms the direction. The pairs and their
 //! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
-//! live); the step's other vectors are host vectors here. The small matrices are `2k × 2k`
-//! with `k ≤ m`.
+//! live), and so are the step's: every `n`-sized pass is a [`BoxSpace`] operation of the
+//! workspace's vectors, the walk along the path and the small matrices (`2k × 2k` with `k ≤ m`)
+//! are the host's.
 //!
-//! Here: the driver loop and the line within the box; `cauchy` the path, its breakpoints and
-//! the Cauchy point; `compact` the compact form of `B` and the subspace step's correction;
-//! `step` the steps' fused passes (the unbounded step, the subspace step and its projection,
-//! `aim`, the new pair).
+//! Here: the driver loop and the line within the box; `cauchy` the walk along the path and the
+//! Cauchy point; `compact` the compact form of `B` and the subspace step's correction; `step`
+//! the unbounded step and the subspace step.
 
 mod cauchy;
 mod compact;
@@ -48,14 +48,12 @@ use super::line_search::{Accepted, Line, search_in_box};
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
 use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use crate::linalg::vector;
-use crate::objective::{EvalError, GradientError, HostVectors, Objective, gradient_error};
-use cauchy::{Breakpoint, cauchy_point, steepest_path};
+use super::workspace::{HostWorkspace, Workspace};
+use crate::objective::{BoxSpace, BoxVectors, EvalError, GradientError, Objective, VectorSpace};
+use cauchy::{BreakpointStorage, cauchy_point, steepest_path};
 use compact::Compact;
-use std::borrow::Cow;
-use std::cmp::Reverse;
 use std::ops::ControlFlow;
-use step::{Target, aim, new_pair, subspace_step, unbounded_step};
+use step::{Target, subspace_step, unbounded_step};
 
 /// scipy's `maxfun` and `maxiter` defaults for L-BFGS-B.
 const MAXFUN_DEFAULT: usize = 15_000;
@@ -76,57 +74,81 @@ pub fn minimize(
     let unbounded = Bounds::unbounded(n);
     let bounds = options.bounds.as_ref().unwrap_or(&unbounded);
     bounds.check(n)?;
-    let mut solver = Solver {
-        objective,
-        bounds,
-        bounded: bounds.any(),
-        nfev: 0,
-        njev: 0,
-    };
-    if !solver.bounded {
-        return solver.run(x0, options, observer);
+    // Asked once: the answer reads the whole box.
+    let bounded = bounds.any();
+    if !bounded {
+        let mut workspace = HostWorkspace::new(objective);
+        return Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer);
     }
     bounds.confining(
-        &mut solver,
-        |solver, box_| solver.objective.confine_steps(box_),
-        |solver| solver.run(x0, options, observer),
+        objective,
+        |objective, box_| objective.confine_steps(box_),
+        |objective| {
+            let mut workspace = HostWorkspace::new(objective);
+            Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer)
+        },
     )
 }
 
-/// The objective, the box and the evaluation counts.
-struct Solver<'a> {
-    objective: &'a mut dyn Objective,
+/// The workspace, the box and the evaluation counts.
+struct Solver<'a, W: Workspace> {
+    workspace: &'a mut W,
     bounds: &'a Bounds,
-    /// Whether any variable has a finite bound (asked once: the answer reads the whole box).
-    bounded: bool,
+    /// The box in the workspace's space, where any variable has a finite bound.
+    box_: Option<BoxVectors<W::Vector>>,
     nfev: usize,
     njev: usize,
 }
 
-impl Solver<'_> {
+impl<'a, W> Solver<'a, W>
+where
+    W: Workspace,
+    W::Space: BoxSpace,
+{
+    fn new(workspace: &'a mut W, bounds: &'a Bounds, bounded: bool) -> Result<Self, EvalError> {
+        let box_ = if bounded {
+            let space = workspace.space_mut();
+            Some(BoxVectors {
+                lower: space.upload(&bounds.lower)?,
+                upper: space.upload(&bounds.upper)?,
+            })
+        } else {
+            None
+        };
+        Ok(Solver {
+            workspace,
+            bounds,
+            box_,
+            nfev: 0,
+            njev: 0,
+        })
+    }
+
     fn run(
         &mut self,
         x0: &[f64],
         options: &Options,
         observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     ) -> Result<OptimizeResult, SolveError> {
-        let n = x0.len();
         let bounds = self.bounds;
-        let mut x: Vec<f64> = x0
+        let clipped: Vec<f64> = x0
             .iter()
             .enumerate()
             .map(|(i, &v)| bounds.clip(i, v))
             .collect();
-        let mut g = vec![0.0; n];
+        let space = self.workspace.space_mut();
+        let mut x = space.upload(&clipped)?;
+        drop(clipped);
+        let mut g = space.zeros()?;
+        let mut trial = space.zeros()?;
+        let mut trial_g = space.zeros()?;
+        let mut direction = space.zeros()?;
+        let mut target = space.zeros()?;
         let mut f = self.evaluate(&x, &mut g)?;
         let maxiter = options.maxiter.unwrap_or(MAXITER_DEFAULT);
         let maxfun = options.maxfun.unwrap_or(MAXFUN_DEFAULT);
-        let mut memory: Memory<Vec<f64>> = Memory::new(options.memory);
+        let mut memory: Memory<W::Vector> = Memory::new(options.memory);
         let mut nit = 0;
-        let mut trial = vec![0.0; n];
-        let mut trial_g = vec![0.0; n];
-        let mut direction = vec![0.0; n];
-        let mut target = vec![0.0; n];
         let mut buffers = StepBuffers::default();
         let mut spare = None;
         // f before the last step, for the relative-reduction test.
@@ -136,20 +158,28 @@ impl Solver<'_> {
         let mut known_norm = None;
         // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
         let status = loop {
-            if !f.is_finite() || vector::first_non_finite(&g).is_some() {
+            let space = self.workspace.space_mut();
+            // ‖g‖∞ is finite exactly when every entry is; without bounds it is the projected
+            // gradient's norm too.
+            let g_max = space.norm(&g, f64::INFINITY)?;
+            if !f.is_finite() || !g_max.is_finite() {
                 break Status::NanEncountered;
             }
-            let projected = known_norm
-                .take()
-                .unwrap_or_else(|| bounds.projected_gradient_norm(&x, &g));
+            let projected = match (known_norm.take(), &self.box_) {
+                (Some(norm), _) => norm,
+                (None, Some(box_)) => space.projected_gradient_norm(Some(box_), &x, &g)?,
+                (None, None) => g_max,
+            };
             if nit > 0 {
+                let workspace = &*self.workspace;
+                let x_now = || workspace.space().download(&x);
                 let iterate = Iterate {
                     nit,
                     fun: f,
                     grad_norm: projected,
                     nfev: self.nfev,
                     njev: self.njev,
-                    x: &|| Ok(Cow::Borrowed(&x[..])),
+                    x: &x_now,
                 };
                 if observer(&iterate).is_break() {
                     break Status::Stopped;
@@ -175,11 +205,11 @@ impl Solver<'_> {
             // formed them.
             let mut direction_products: Option<DirectionProducts>;
             let accepted = loop {
-                let box_ = self.bounded.then_some(bounds);
-                let (slope, room) = if !self.bounded && !memory.is_empty() {
+                let (slope, room) = if self.box_.is_none() && !memory.is_empty() {
+                    let space = self.workspace.space_mut();
                     let slope;
                     (slope, direction_products) =
-                        unbounded_step(&x, &g, &memory, &mut target, &mut direction);
+                        unbounded_step(space, &x, &g, &memory, &mut target, &mut direction)?;
                     (slope, f64::INFINITY)
                 } else {
                     direction_products = None;
@@ -190,7 +220,7 @@ impl Solver<'_> {
                         &mut buffers,
                         &mut target,
                         &mut direction,
-                    );
+                    )?;
                     let Some(aimed) = aimed else {
                         memory.clear();
                         continue;
@@ -199,12 +229,13 @@ impl Solver<'_> {
                 };
                 let found = if slope < 0.0 {
                     // With bounds: 1 at the first iteration, then where the line leaves the box.
-                    let step_max = match box_ {
+                    let step_max = match self.box_ {
                         Some(_) if nit == 0 => 1.0,
                         _ => room.min(STEP_MAX_FREE),
                     };
                     let initial = if nit == 0 && !bounds.boxed() {
-                        (1.0 / vector::norm(&direction, 2.0)).min(step_max)
+                        let length = self.workspace.space_mut().norm(&direction, 2.0)?;
+                        (1.0 / length).min(step_max)
                     } else {
                         1.0
                     };
@@ -229,22 +260,34 @@ impl Solver<'_> {
             let Some(Accepted { step, value }) = accepted else {
                 break Status::AbnormalLineSearch;
             };
+            let Solver {
+                workspace, box_, ..
+            } = self;
+            let space = workspace.space_mut();
             // The pair's vectors: those the memory last let go, where it did.
-            let (mut s, mut y) = spare.take().unwrap_or_else(|| (vec![0.0; n], vec![0.0; n]));
-            let sums = new_pair(step, &direction, &trial_g, &g, &mut s, &mut y);
+            let (mut s, mut y) = match spare.take() {
+                Some(pair) => pair,
+                None => (space.zeros()?, space.zeros()?),
+            };
+            let sums = space.new_pair(step, &direction, &trial_g, &g, &mut s, &mut y)?;
             // Without bounds the projected gradient is the gradient: its norm came with the
             // pair's pass.
-            if !self.bounded {
+            if box_.is_none() {
                 known_norm = Some(sums.g_new_max);
             }
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
             spare = if sums.sy > f64::EPSILON * -sums.gs {
                 // The next Cauchy point's path, from the new point, so that the new pair's
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
-                let path = self.bounded.then(|| {
-                    known_norm = Some(steepest_path(&trial, &trial_g, bounds, &mut buffers));
-                    &buffers.path
-                });
+                let path = match box_ {
+                    Some(box_) => {
+                        let norm =
+                            steepest_path(space, Some(&*box_), &trial, &trial_g, &mut buffers)?;
+                        known_norm = Some(norm);
+                        buffers.path.as_ref()
+                    }
+                    None => None,
+                };
                 // `s = step·d`: its products with the pairs where `d`'s keep their digits.
                 let s_with_held =
                     (direction_products.take()).and_then(|d| d.of_step(step, sums.ss));
@@ -260,7 +303,7 @@ impl Solver<'_> {
                     products,
                     s_with_held,
                 };
-                memory.push(&mut HostVectors::new(n), pair, &trial_g, path)?
+                memory.push(space, pair, &trial_g, path)?
             } else {
                 memory.forget_point();
                 Some((s, y))
@@ -285,10 +328,11 @@ impl Solver<'_> {
         } else {
             status
         };
+        let space = self.workspace.space_mut();
         Ok(OptimizeResult {
-            x,
+            x: space.host_vector(x)?,
             fun: f,
-            jac: g,
+            jac: space.host_vector(g)?,
             jac_error,
             hess_inv: None,
             nfev: self.nfev,
@@ -305,131 +349,164 @@ impl Solver<'_> {
     /// by both gradients counts 0, however far apart their partials there.
     fn projected_gradient_error(
         &mut self,
-        x: &[f64],
-        g: &[f64],
+        x: &W::Vector,
+        g: &W::Vector,
     ) -> Result<Option<GradientError>, EvalError> {
         let bounds = self.bounds;
-        gradient_error(self.objective, x, |reference| {
-            bounds.projected_gradient_difference(x, g, reference)
-        })
+        self.workspace
+            .gradient_error_by(x, g, &mut |x, g, reference| {
+                bounds.projected_gradient_difference(x, g, reference)
+            })
     }
 
     /// `f(x)` and `∇f(x)` into `g`, counted once each as scipy counts them.
-    fn evaluate(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+    fn evaluate(&mut self, x: &W::Vector, g: &mut W::Vector) -> Result<f64, EvalError> {
         self.nfev += 1;
         self.njev += 1;
-        self.objective.value_and_gradient(x, g)
+        self.workspace.value_and_gradient(x, g)
     }
 
     /// Writes where the iteration's step aims, `x̄`, to `target`: the generalized Cauchy point,
     /// then the subspace step from it (with bounds, or before the first pair; otherwise
     /// [`unbounded_step`]); and the line toward it to `direction`, returning its slope and room
-    /// as [`aim`] does. `None` where the compact form's factorizations fail (pairs the
-    /// rounding has made dependent): the memory is to be refreshed, as the Fortran code does
-    /// (`formt`'s and `formk`'s "refresh the lbfgs memory and restart the iteration"); an empty
-    /// memory never fails.
+    /// as [`BoxSpace::aim`] does. `None` where the compact form's factorizations fail (pairs
+    /// the rounding has made dependent): the memory is to be refreshed, as the Fortran code
+    /// does (`formt`'s and `formk`'s "refresh the lbfgs memory and restart the iteration"); an
+    /// empty memory never fails.
     fn step_target(
-        &self,
-        x: &[f64],
-        g: &[f64],
-        memory: &Memory<Vec<f64>>,
-        buffers: &mut StepBuffers,
-        target: &mut Vec<f64>,
-        direction: &mut [f64],
-    ) -> Option<(f64, f64)> {
-        let compact = Compact::new(memory)?;
-        let c = cauchy_point(x, g, self.bounds, &compact, buffers);
+        &mut self,
+        x: &W::Vector,
+        g: &W::Vector,
+        memory: &Memory<W::Vector>,
+        buffers: &mut StepBuffers<W::Vector, <W::Space as BoxSpace>::Mask>,
+        target: &mut W::Vector,
+        direction: &mut W::Vector,
+    ) -> Result<Option<(f64, f64)>, EvalError> {
+        let Some(compact) = Compact::new(memory) else {
+            return Ok(None);
+        };
+        let box_ = self.box_.as_ref();
+        let space = self.workspace.space_mut();
+        let c = cauchy_point(space, x, g, box_, &compact, buffers)?;
+        let cauchy = made(&mut buffers.cauchy, || space.zeros())?;
         if memory.is_empty() {
-            std::mem::swap(target, &mut buffers.cauchy);
-        } else {
-            // Only a bounded solve gets here with pairs (else `unbounded_step`), so the line's
-            // room is the box's.
+            std::mem::swap(target, cauchy);
+        } else if let Some(box_) = box_ {
+            // Only a bounded solve gets here with pairs (else `unbounded_step`).
             let written =
-                subspace_step(x, g, self.bounds, &compact, buffers, &c, target, direction)?;
-            if let Target::Aimed(slope, room) = written {
-                return Some((slope, room));
+                subspace_step(space, x, g, box_, &compact, buffers, &c, target, direction)?;
+            match written {
+                None => return Ok(None),
+                Some(Target::Aimed(slope, room)) => return Ok(Some((slope, room))),
+                Some(Target::Unaimed) => {}
             }
         }
-        Some(aim(
-            x,
-            g,
-            target,
-            direction,
-            self.bounded.then_some(self.bounds),
-        ))
+        Ok(Some(space.aim(box_, x, g, target, direction)?))
     }
 }
 
-/// The `n`-vectors of the bounded step, kept from one iteration to the next: made afresh at
-/// each, their pages faulted in again every time (12 700 faults per iteration at n = 10⁶,
-/// about a quarter of the step's time).
-#[derive(Default)]
-struct StepBuffers {
+/// The `n`-vectors (and the mask) of the bounded step, kept from one iteration to the next,
+/// each made the first time it is needed: made afresh at each iteration, their pages were
+/// faulted in again every time (12 700 faults per iteration at n = 10⁶ on the host, about a
+/// quarter of the step's time).
+struct StepBuffers<V, M> {
     /// The Cauchy point.
-    cauchy: Vec<f64>,
+    cauchy: Option<V>,
     /// When each variable meets its bound along `−g` (0 for one that cannot move, ∞ for one
     /// that never meets one).
-    times: Vec<f64>,
+    times: Option<V>,
     /// The projected steepest-descent path's direction: `−g`, 0 where a variable cannot move.
-    path: Vec<f64>,
+    path: Option<V>,
     /// Whether each variable is free at the Cauchy point.
-    is_free: Vec<bool>,
+    free: Option<M>,
     /// The subspace step.
-    step: Vec<f64>,
-    /// The breakpoints, as the storage of a heap.
-    breaks: Vec<Reverse<Breakpoint>>,
+    step: Option<V>,
+    /// The breakpoints past the earliest.
+    breaks: BreakpointStorage,
 }
 
-/// `buffer` as `n` values (defaults the first time), for a pass that writes every one of them.
-fn sized<T: Clone + Default>(buffer: &mut Vec<T>, n: usize) -> &mut Vec<T> {
-    buffer.resize(n, T::default());
-    buffer
+impl<V, M> Default for StepBuffers<V, M> {
+    fn default() -> Self {
+        StepBuffers {
+            cauchy: None,
+            times: None,
+            path: None,
+            free: None,
+            step: None,
+            breaks: BreakpointStorage::default(),
+        }
+    }
+}
+
+/// The value `slot` keeps, made by `make` the first time.
+fn made<T>(
+    slot: &mut Option<T>,
+    make: impl FnOnce() -> Result<T, EvalError>,
+) -> Result<&mut T, EvalError> {
+    let value = match slot.take() {
+        Some(value) => value,
+        None => make()?,
+    };
+    Ok(slot.insert(value))
 }
 
 /// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
 /// clipped into the box (rounding would otherwise put a point on a bound a hair outside).
-struct BoxRay<'r, 's> {
-    solver: &'r mut Solver<'s>,
-    origin: &'r [f64],
-    direction: &'r [f64],
-    target: &'r [f64],
-    point: &'r mut Vec<f64>,
-    gradient: &'r mut Vec<f64>,
+struct BoxRay<'r, 's, W: Workspace> {
+    solver: &'r mut Solver<'s, W>,
+    origin: &'r W::Vector,
+    direction: &'r W::Vector,
+    target: &'r W::Vector,
+    point: &'r mut W::Vector,
+    gradient: &'r mut W::Vector,
 }
 
-impl BoxRay<'_, '_> {
-    fn move_to(&mut self, step: f64) {
-        let bounds = self.solver.bounds;
+impl<W> BoxRay<'_, '_, W>
+where
+    W: Workspace,
+    W::Space: BoxSpace,
+{
+    fn move_to(&mut self, step: f64) -> Result<(), EvalError> {
+        let Solver {
+            workspace, box_, ..
+        } = &mut *self.solver;
+        let space = workspace.space_mut();
         let (origin, direction) = (self.origin, self.direction);
-        if step == 1.0 {
-            self.point.copy_from_slice(self.target);
-        } else if !self.solver.bounded {
+        match box_ {
+            _ if step == 1.0 => space.copy(self.target, self.point),
             // Nothing to clip to: the box's two vectors need no reading.
-            vector::update_indexed(self.point, |i, _| origin[i] + step * direction[i]);
-        } else {
-            vector::update_indexed(self.point, |i, _| {
-                bounds.clip(i, origin[i] + step * direction[i])
-            });
+            None => space.ray_point(origin, step, direction, self.point),
+            Some(box_) => space.clipped_ray_point(box_, origin, step, direction, self.point),
         }
     }
 }
 
-impl Line for BoxRay<'_, '_> {
+impl<W> Line for BoxRay<'_, '_, W>
+where
+    W: Workspace,
+    W::Space: BoxSpace,
+{
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
-        self.move_to(step);
+        self.move_to(step)?;
         self.solver.nfev += 1;
-        self.solver.objective.value(self.point)
+        self.solver.workspace.value(self.point)
     }
 
     fn slope(&mut self) -> Result<f64, EvalError> {
         self.solver.njev += 1;
-        self.solver.objective.gradient(self.point, self.gradient)?;
-        Ok(vector::dot(self.gradient, self.direction))
+        let workspace = &mut *self.solver.workspace;
+        workspace.gradient(self.point, self.gradient)?;
+        workspace.space_mut().dot(self.gradient, self.direction)
     }
 
     fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
-        self.move_to(step);
+        self.move_to(step)?;
         let value = self.solver.evaluate(self.point, self.gradient)?;
-        Ok((value, vector::dot(self.gradient, self.direction)))
+        let slope = self
+            .solver
+            .workspace
+            .space_mut()
+            .dot(self.gradient, self.direction)?;
+        Ok((value, slope))
     }
 }

@@ -1,0 +1,53 @@
+//! One variable's box `lower ≤ x ≤ upper` (`±∞` where a side has none): the scalar questions a
+//! bounded quasi-Newton step asks of it, once for the host's passes and the device's kernels.
+
+/// `v` moved into `[lower, upper]`.
+#[inline(always)]
+pub fn clip(lower: f64, upper: f64, v: f64) -> f64 {
+    v.max(lower).min(upper)
+}
+
+/// When a variable at `x` meets its bound along `−g·t`: `∞` if never, 0 if at once.
+#[inline(always)]
+pub fn breakpoint(lower: f64, upper: f64, x: f64, g: f64) -> f64 {
+    if g < 0.0 && upper.is_finite() {
+        (x - upper) / g
+    } else if g > 0.0 && lower.is_finite() {
+        (x - lower) / g
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// The projected gradient's entry `x − P(x − g)` (sign aside): `g` where the variable may move
+/// along `−g`, what is left to its bound where that is nearer.
+#[inline(always)]
+pub fn projected(lower: f64, upper: f64, x: f64, g: f64) -> f64 {
+    if g < 0.0 {
+        (x - upper).max(g)
+    } else {
+        (x - lower).min(g)
+    }
+}
+
+/// How far along `d` a variable may go from `x` within its bounds, as a multiple of `d`: `∞`
+/// where it never meets one (`d = 0`, or that side unbounded), 0 where it is already on (or
+/// past) the bound it moves toward (told by the sign of the room against `d`'s, which a product
+/// of two tiny values would lose to underflow).
+#[inline(always)]
+pub fn room(lower: f64, upper: f64, x: f64, d: f64) -> f64 {
+    let room = if d < 0.0 {
+        lower - x
+    } else if d > 0.0 {
+        upper - x
+    } else {
+        return f64::INFINITY;
+    };
+    if !room.is_finite() {
+        f64::INFINITY
+    } else if room * d.signum() <= 0.0 {
+        0.0
+    } else {
+        room / d
+    }
+}

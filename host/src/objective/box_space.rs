@@ -1,0 +1,631 @@
+//! The vector passes of a quasi-Newton step within box bounds `lower ≤ x ≤ upper`, L-BFGS-B's
+//! (`solver::lbfgsb`): the projected steepest-descent path and its breakpoints, the Cauchy
+//! point, the Gram matrix of the variables left free, the projected subspace step, the line
+//! toward the step's target and the points on it, and the new pair. The solver decides on the
+//! host (which breakpoints the path passes, the compact form's small matrices); these are its
+//! `n`-sized work, done where the vectors live. Each slope and product a pass returns has
+//! [`VectorSpace::dot`]'s bits (`masked_gram`'s are its own sums); each maximum is of finite
+//! values (the driver tests the gradient's finiteness before it asks).
+
+use super::EvalError;
+use super::space::{HostVectors, VectorSpace};
+use crate::linalg::vector;
+use gpu_kernels::bounds::{breakpoint, clip, projected, room};
+use std::ops::Range;
+
+/// A box as vectors of a space: each variable's lower and upper bound, `±∞` where a side has
+/// none.
+pub struct BoxVectors<V> {
+    /// The lower bounds.
+    pub lower: V,
+    /// The upper bounds.
+    pub upper: V,
+}
+
+/// A variable's breakpoint `t` (along the Cauchy path, or the fraction of the subspace step
+/// that meets its bound) and its index, ordered by `t`, then by index (`total_cmp`: the
+/// breakpoints are never NaN).
+#[derive(Clone, Copy, Debug)]
+pub struct Breakpoint(pub f64, pub usize);
+
+impl PartialEq for Breakpoint {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Breakpoint {}
+
+impl PartialOrd for Breakpoint {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Breakpoint {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// What [`BoxSpace::new_pair`] sums (each product the bits of [`VectorSpace::dot`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PairSums {
+    /// `sᵀy`.
+    pub sy: f64,
+    /// `yᵀy`.
+    pub yy: f64,
+    /// `sᵀs`.
+    pub ss: f64,
+    /// `gᵀs`, the step's slope.
+    pub gs: f64,
+    /// `g₊ᵀg₊`.
+    pub gg: f64,
+    /// `‖g₊‖∞`.
+    pub g_new_max: f64,
+}
+
+/// A [`VectorSpace`] that can make the passes of a step within a box. `bounds: None` is the
+/// box with no finite side, which needs no vectors.
+pub trait BoxSpace: VectorSpace {
+    /// One flag per variable: whether it is free (strictly inside its bounds).
+    type Mask;
+
+    /// A mask of `n` flags.
+    fn new_mask(&mut self) -> Result<Self::Mask, EvalError>;
+
+    /// `‖x − P(x − g)‖∞`, the projected gradient's ∞-norm (`P` the projection into the box;
+    /// without bounds, `‖g‖∞`).
+    fn projected_gradient_norm(
+        &mut self,
+        bounds: Option<&BoxVectors<Self::Vector>>,
+        x: &Self::Vector,
+        g: &Self::Vector,
+    ) -> Result<f64, EvalError>;
+
+    /// The projected steepest-descent path at `(x, g)`: `times ←` when each variable meets its
+    /// bound along `−g` (0: it cannot move, `∞`: it never meets one), `path ← −g`, 0 where a
+    /// variable cannot move; and the projected gradient's ∞-norm, from the same pass.
+    fn steepest_path(
+        &mut self,
+        bounds: Option<&BoxVectors<Self::Vector>>,
+        x: &Self::Vector,
+        g: &Self::Vector,
+        times: &mut Self::Vector,
+        path: &mut Self::Vector,
+    ) -> Result<f64, EvalError>;
+
+    /// The `count` earliest breakpoints of `times` (its finite positive entries) in
+    /// [`Breakpoint`]'s order (time, then index: exactly the `count` least, ties included), and
+    /// how many breakpoints there are.
+    fn earliest_breakpoints(
+        &mut self,
+        times: &Self::Vector,
+        count: usize,
+    ) -> Result<(Vec<Breakpoint>, usize), EvalError>;
+
+    /// Every breakpoint of `times` strictly after `after` in [`Breakpoint`]'s order, in no
+    /// particular order, appended to `out`.
+    fn breakpoints_after(
+        &mut self,
+        times: &Self::Vector,
+        after: Breakpoint,
+        out: &mut Vec<Breakpoint>,
+    ) -> Result<(), EvalError>;
+
+    /// `out[r·k + j] ← vectors[j][indices[r]]` (`k = vectors.len()`, `out` of
+    /// `indices.len()·k` entries): a few rows of the vectors, brought to the host.
+    fn gather(
+        &mut self,
+        vectors: &[&Self::Vector],
+        indices: &[usize],
+        out: &mut [f64],
+    ) -> Result<(), EvalError>;
+
+    /// `v[i] ← value` for each `(i, value)` of `entries` (distinct indices).
+    fn scatter(&mut self, v: &mut Self::Vector, entries: &[(usize, f64)]) -> Result<(), EvalError>;
+
+    /// The point `t` along the path: `cauchy ← x + t·path` where `path` is not 0, `x` where it
+    /// is.
+    fn path_point(
+        &mut self,
+        x: &Self::Vector,
+        t: f64,
+        path: &Self::Vector,
+        cauchy: &mut Self::Vector,
+    ) -> Result<(), EvalError>;
+
+    /// `free ←` which variables lie strictly inside their bounds at `point`; returns how many.
+    fn free_variables(
+        &mut self,
+        bounds: &BoxVectors<Self::Vector>,
+        point: &Self::Vector,
+        free: &mut Self::Mask,
+    ) -> Result<usize, EvalError>;
+
+    /// The Gram matrix of the rows `i` with `free[i] == keep` and their products with `u`:
+    /// with `wᵢ = [c₀·v₀[i], c₁·v₁[i], …]` for `columns = [(c₀, v₀), …]` and
+    /// `uᵢ = Σ aₜ·uₜ[i]` over `u = [(a₀, u₀), …]` (in order, as [`VectorSpace::combine_dot`]
+    /// forms an entry), `Σ wᵢ·wᵢᵀ` (`w × w` by rows, symmetric to the bit) and `Σ uᵢ·wᵢ`.
+    fn masked_gram(
+        &mut self,
+        columns: &[(f64, &Self::Vector)],
+        free: &Self::Mask,
+        keep: bool,
+        u: &[(f64, &Self::Vector)],
+    ) -> Result<(Vec<f64>, Vec<f64>), EvalError>;
+
+    /// A subspace step from `cauchy` and its projection, in one pass: `step ← Σ cⱼ·vⱼ` over
+    /// `terms` (as [`VectorSpace::combine_dot`] forms it), `target ← P(cauchy + step)` for the
+    /// free variables and `cauchy` for the others, then [`aim`](Self::aim) at `target`.
+    #[allow(clippy::too_many_arguments)]
+    fn projected_step(
+        &mut self,
+        terms: &[(f64, &Self::Vector)],
+        bounds: &BoxVectors<Self::Vector>,
+        free: &Self::Mask,
+        cauchy: &Self::Vector,
+        x: &Self::Vector,
+        g: &Self::Vector,
+        step: &mut Self::Vector,
+        target: &mut Self::Vector,
+        direction: &mut Self::Vector,
+    ) -> Result<(f64, f64), EvalError>;
+
+    /// The subspace `step` from `cauchy` cut at the first bound a free variable meets: `α` the
+    /// least room `room(lower, upper, cauchy, step)` below 1 over the free variables (the lowest
+    /// index among equals; 1 where none is below), `target ← cauchy + α·step` over the free
+    /// variables, the bound itself (upper where `step > 0`, else lower) for the one that meets
+    /// it, `cauchy` for the others.
+    fn truncated_step(
+        &mut self,
+        bounds: &BoxVectors<Self::Vector>,
+        free: &Self::Mask,
+        cauchy: &Self::Vector,
+        step: &Self::Vector,
+        target: &mut Self::Vector,
+    ) -> Result<(), EvalError>;
+
+    /// The line toward the step's target: `direction ← target − x`, its slope `gᵀd` and the
+    /// multiple of `d` at which it first leaves the box (`∞`: never).
+    fn aim(
+        &mut self,
+        bounds: Option<&BoxVectors<Self::Vector>>,
+        x: &Self::Vector,
+        g: &Self::Vector,
+        target: &Self::Vector,
+        direction: &mut Self::Vector,
+    ) -> Result<(f64, f64), EvalError>;
+
+    /// An unbounded step: `direction ← Σ cⱼ·vⱼ` over `terms` (as
+    /// [`VectorSpace::combine_dot`] forms it), `target ← x + direction`, and the slope
+    /// `gᵀdirection`. The default makes the two passes; a space that can makes one.
+    fn combined_step(
+        &mut self,
+        terms: &[(f64, &Self::Vector)],
+        x: &Self::Vector,
+        g: &Self::Vector,
+        direction: &mut Self::Vector,
+        target: &mut Self::Vector,
+    ) -> Result<f64, EvalError> {
+        let slope = self.combine_dot(terms, direction, g)?;
+        self.ray_point(x, 1.0, direction, target)?;
+        Ok(slope)
+    }
+
+    /// `out ← P(x + step·d)`, a point of the line within the box.
+    fn clipped_ray_point(
+        &mut self,
+        bounds: &BoxVectors<Self::Vector>,
+        x: &Self::Vector,
+        step: f64,
+        d: &Self::Vector,
+        out: &mut Self::Vector,
+    ) -> Result<(), EvalError>;
+
+    /// The new pair from the step `step·d` that took the gradient from `g` to `g_new`:
+    /// `s ← step·d` and `y ← g_new − g`, with their products, in one pass.
+    fn new_pair(
+        &mut self,
+        step: f64,
+        d: &Self::Vector,
+        g_new: &Self::Vector,
+        g: &Self::Vector,
+        s: &mut Self::Vector,
+        y: &mut Self::Vector,
+    ) -> Result<PairSums, EvalError>;
+}
+
+/// The box's sides at variable `i`: `(−∞, ∞)` without one.
+fn sides(bounds: Option<&BoxVectors<Vec<f64>>>, i: usize) -> (f64, f64) {
+    bounds.map_or((f64::NEG_INFINITY, f64::INFINITY), |b| {
+        (b.lower[i], b.upper[i])
+    })
+}
+
+impl BoxSpace for HostVectors {
+    type Mask = Vec<bool>;
+
+    fn new_mask(&mut self) -> Result<Vec<bool>, EvalError> {
+        let n = self.dim();
+        let mut mask = Vec::new();
+        mask.try_reserve_exact(n)
+            .map_err(|_| EvalError::OutOfMemory {
+                what: "a mask of the solver",
+                bytes: n,
+            })?;
+        mask.resize(n, false);
+        Ok(mask)
+    }
+
+    fn projected_gradient_norm(
+        &mut self,
+        bounds: Option<&BoxVectors<Vec<f64>>>,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+    ) -> Result<f64, EvalError> {
+        let Some(bounds) = bounds else {
+            return Ok(vector::max_abs(g));
+        };
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        Ok(vector::max_indexed(x.len(), |i| {
+            projected(lower[i], upper[i], x[i], g[i]).abs()
+        }))
+    }
+
+    fn steepest_path(
+        &mut self,
+        bounds: Option<&BoxVectors<Vec<f64>>>,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        times: &mut Vec<f64>,
+        path: &mut Vec<f64>,
+    ) -> Result<f64, EvalError> {
+        let n = x.len();
+        let kernel = |((times, d), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+            let mut norm = 0.0;
+            for ((t, d), i) in times.iter_mut().zip(d).zip(range) {
+                let (lower, upper) = sides(bounds, i);
+                *t = breakpoint(lower, upper, x[i], g[i]);
+                *d = if *t > 0.0 { -g[i] } else { 0.0 };
+                norm = f64::max(norm, projected(lower, upper, x[i], g[i]).abs());
+            }
+            norm
+        };
+        let norms = |blocks: Vec<f64>| blocks.into_iter().fold(0.0, f64::max);
+        Ok(vector::blockwise(
+            ((&mut times[..], &mut path[..]), 0..n),
+            kernel,
+            norms,
+        ))
+    }
+
+    fn earliest_breakpoints(
+        &mut self,
+        times: &Vec<f64>,
+        count: usize,
+    ) -> Result<(Vec<Breakpoint>, usize), EvalError> {
+        Ok(vector::smallest_indexed(times.len(), count, |i| {
+            breakpoint_of(times, i)
+        }))
+    }
+
+    fn breakpoints_after(
+        &mut self,
+        times: &Vec<f64>,
+        after: Breakpoint,
+        out: &mut Vec<Breakpoint>,
+    ) -> Result<(), EvalError> {
+        out.extend(
+            (0..times.len())
+                .filter_map(|i| breakpoint_of(times, i))
+                .filter(|&b| b > after),
+        );
+        Ok(())
+    }
+
+    fn gather(
+        &mut self,
+        vectors: &[&Vec<f64>],
+        indices: &[usize],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        debug_assert_eq!(out.len(), indices.len() * vectors.len());
+        let rows = out.chunks_exact_mut(vectors.len().max(1));
+        for (row, &i) in rows.zip(indices) {
+            for (entry, v) in row.iter_mut().zip(vectors) {
+                *entry = v[i];
+            }
+        }
+        Ok(())
+    }
+
+    fn scatter(&mut self, v: &mut Vec<f64>, entries: &[(usize, f64)]) -> Result<(), EvalError> {
+        for &(i, value) in entries {
+            v[i] = value;
+        }
+        Ok(())
+    }
+
+    fn path_point(
+        &mut self,
+        x: &Vec<f64>,
+        t: f64,
+        path: &Vec<f64>,
+        cauchy: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
+        vector::fill_with(cauchy, x, path, |x, d| if d != 0.0 { x + t * d } else { x });
+        Ok(())
+    }
+
+    fn free_variables(
+        &mut self,
+        bounds: &BoxVectors<Vec<f64>>,
+        point: &Vec<f64>,
+        free: &mut Vec<bool>,
+    ) -> Result<usize, EvalError> {
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        let n = point.len();
+        let kernel = |(free, range): (&mut [bool], Range<usize>)| {
+            for (free, i) in free.iter_mut().zip(range) {
+                *free = lower[i] < point[i] && point[i] < upper[i];
+            }
+            free.iter().filter(|&&free| free).count()
+        };
+        Ok(vector::blockwise((&mut free[..], 0..n), kernel, |counts| {
+            counts.iter().sum()
+        }))
+    }
+
+    fn masked_gram(
+        &mut self,
+        columns: &[(f64, &Vec<f64>)],
+        free: &Vec<bool>,
+        keep: bool,
+        u: &[(f64, &Vec<f64>)],
+    ) -> Result<(Vec<f64>, Vec<f64>), EvalError> {
+        Ok(vector::masked_gram(
+            &slices(columns),
+            free,
+            keep,
+            &slices(u),
+        ))
+    }
+
+    fn projected_step(
+        &mut self,
+        terms: &[(f64, &Vec<f64>)],
+        bounds: &BoxVectors<Vec<f64>>,
+        free: &Vec<bool>,
+        cauchy: &Vec<f64>,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        step: &mut Vec<f64>,
+        target: &mut Vec<f64>,
+        direction: &mut Vec<f64>,
+    ) -> Result<(f64, f64), EvalError> {
+        let terms = slices(terms);
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        type Parts<'a> = (
+            ((&'a mut [f64], &'a mut [f64]), &'a mut [f64]),
+            Range<usize>,
+        );
+        let kernel = |(((step, target), direction), range): Parts<'_>| {
+            vector::combine_block(&terms, step, range.clone());
+            for ((t, &s), i) in target.iter_mut().zip(&*step).zip(range.clone()) {
+                *t = if free[i] {
+                    clip(lower[i], upper[i], cauchy[i] + s)
+                } else {
+                    cauchy[i]
+                };
+            }
+            aim_block(Some(bounds), x, g, target, direction, range)
+        };
+        let n = x.len();
+        Ok(vector::blockwise(
+            (((&mut step[..], &mut target[..]), &mut direction[..]), 0..n),
+            kernel,
+            slope_and_room,
+        ))
+    }
+
+    fn truncated_step(
+        &mut self,
+        bounds: &BoxVectors<Vec<f64>>,
+        free: &Vec<bool>,
+        cauchy: &Vec<f64>,
+        step: &Vec<f64>,
+        target: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        // The smallest reach below 1, from one pass on every core.
+        let reach = |i: usize| {
+            let fraction = if free[i] {
+                room(lower[i], upper[i], cauchy[i], step[i]).min(1.0)
+            } else {
+                1.0
+            };
+            (fraction < 1.0).then_some(Breakpoint(fraction, i))
+        };
+        let (met, _) = vector::smallest_indexed(step.len(), 1, reach);
+        let (alpha, first) = met
+            .first()
+            .map_or((1.0, None), |&Breakpoint(reach, i)| (reach, Some(i)));
+        vector::update_indexed(target, |i, _| {
+            if !free[i] {
+                cauchy[i]
+            } else if first == Some(i) {
+                if step[i] > 0.0 { upper[i] } else { lower[i] }
+            } else {
+                cauchy[i] + alpha * step[i]
+            }
+        });
+        Ok(())
+    }
+
+    fn aim(
+        &mut self,
+        bounds: Option<&BoxVectors<Vec<f64>>>,
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        target: &Vec<f64>,
+        direction: &mut Vec<f64>,
+    ) -> Result<(f64, f64), EvalError> {
+        let kernel = |(d, range): (&mut [f64], Range<usize>)| {
+            let block_target = &target[range.clone()];
+            aim_block(bounds, x, g, block_target, d, range)
+        };
+        let len = direction.len();
+        Ok(vector::blockwise(
+            (&mut direction[..], 0..len),
+            kernel,
+            slope_and_room,
+        ))
+    }
+
+    fn combined_step(
+        &mut self,
+        terms: &[(f64, &Vec<f64>)],
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        direction: &mut Vec<f64>,
+        target: &mut Vec<f64>,
+    ) -> Result<f64, EvalError> {
+        let terms = slices(terms);
+        let kernel = |((d, target), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+            vector::combine_block(&terms, d, range.clone());
+            for ((t, &d), i) in target.iter_mut().zip(&*d).zip(range.clone()) {
+                *t = x[i] + d;
+            }
+            vector::serial_dot(&g[range], d)
+        };
+        let len = target.len();
+        Ok(vector::blockwise(
+            ((&mut direction[..], &mut target[..]), 0..len),
+            kernel,
+            vector::sum_of,
+        ))
+    }
+
+    fn clipped_ray_point(
+        &mut self,
+        bounds: &BoxVectors<Vec<f64>>,
+        x: &Vec<f64>,
+        step: f64,
+        d: &Vec<f64>,
+        out: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        vector::update_indexed(out, |i, _| clip(lower[i], upper[i], x[i] + step * d[i]));
+        Ok(())
+    }
+
+    fn new_pair(
+        &mut self,
+        step: f64,
+        d: &Vec<f64>,
+        g_new: &Vec<f64>,
+        g: &Vec<f64>,
+        s: &mut Vec<f64>,
+        y: &mut Vec<f64>,
+    ) -> Result<PairSums, EvalError> {
+        let kernel = |((s, y), range): ((&mut [f64], &mut [f64]), Range<usize>)| {
+            let mut g_new_max = 0.0;
+            for ((s, y), i) in s.iter_mut().zip(y.iter_mut()).zip(range.clone()) {
+                *s = step * d[i];
+                *y = g_new[i] - g[i];
+                g_new_max = f64::max(g_new_max, g_new[i].abs());
+            }
+            let g_new = &g_new[range.clone()];
+            let [sy, yy] = vector::serial_dots_of([&*s, &*y], y);
+            let [ss, gs] = vector::serial_dots_of([&*s, &g[range]], s);
+            [sy, yy, ss, gs, vector::serial_dot(g_new, g_new), g_new_max]
+        };
+        let len = d.len();
+        let [sy, yy, ss, gs, gg, g_new_max] =
+            vector::blockwise(((&mut s[..], &mut y[..]), 0..len), kernel, |blocks| {
+                let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
+                let max = blocks.iter().map(|sums| sums[5]).fold(0.0, f64::max);
+                [sum(0), sum(1), sum(2), sum(3), sum(4), max]
+            });
+        Ok(PairSums {
+            sy,
+            yy,
+            ss,
+            gs,
+            gg,
+            g_new_max,
+        })
+    }
+}
+
+/// Variable `i`'s breakpoint, where it meets one along the path (a finite positive time).
+fn breakpoint_of(times: &[f64], i: usize) -> Option<Breakpoint> {
+    let t = times[i];
+    (t > 0.0 && t.is_finite()).then_some(Breakpoint(t, i))
+}
+
+/// `(c, v)` terms over slices.
+fn slices<'v>(terms: &[(f64, &'v Vec<f64>)]) -> Vec<(f64, &'v [f64])> {
+    terms.iter().map(|&(c, v)| (c, v.as_slice())).collect()
+}
+
+/// [`BoxSpace::aim`] over the block `range` of the vectors, whose part of `target` and
+/// `direction` are `target` and `direction`: the block's slope and room.
+fn aim_block(
+    bounds: Option<&BoxVectors<Vec<f64>>>,
+    x: &[f64],
+    g: &[f64],
+    target: &[f64],
+    direction: &mut [f64],
+    range: Range<usize>,
+) -> (f64, f64) {
+    for ((d, &t), i) in direction.iter_mut().zip(target).zip(range.clone()) {
+        *d = t - x[i];
+    }
+    let least_room = bounds.map_or(f64::INFINITY, |b| {
+        (range.clone().zip(direction.iter()))
+            .map(|(i, &d)| room(b.lower[i], b.upper[i], x[i], d))
+            .fold(f64::INFINITY, f64::min)
+    });
+    (vector::serial_dot(&g[range], direction), least_room)
+}
+
+/// The blocks' slopes and rooms as one: the slope as [`vector::dot`] adds them, the least room.
+fn slope_and_room(blocks: Vec<(f64, f64)>) -> (f64, f64) {
+    let slope = vector::sum_of(blocks.iter().map(|&(slope, _)| slope).collect());
+    let room = blocks
+        .iter()
+        .map(|&(_, room)| room)
+        .fold(f64::INFINITY, f64::min);
+    (slope, room)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's one-pass unbounded step equals the default's two passes (a combination, then
+    /// the ray's point at 1), the route of a space without its own, bit for bit.
+    #[test]
+    fn the_one_pass_step_equals_the_default() {
+        for n in [5, 3 * vector::PARALLEL_MIN_LEN + 7] {
+            let mut host = HostVectors::new(n);
+            let ramp = |scale: f64| -> Vec<f64> {
+                (0..n).map(|i| scale * ((i % 11) as f64 - 5.5)).collect()
+            };
+            let (x, g, v) = (ramp(0.3), ramp(-1.7), ramp(0.01));
+            let terms = [(-0.25, &g), (3.5, &v), (-1e-3, &x)];
+            let mut fused = (host.zeros().unwrap(), host.zeros().unwrap());
+            let slope = host
+                .combined_step(&terms, &x, &g, &mut fused.0, &mut fused.1)
+                .unwrap();
+            let mut separate = (host.zeros().unwrap(), host.zeros().unwrap());
+            let default_slope = host.combine_dot(&terms, &mut separate.0, &g).unwrap();
+            host.ray_point(&x, 1.0, &separate.0, &mut separate.1)
+                .unwrap();
+            assert_eq!(slope.to_bits(), default_slope.to_bits());
+            assert_eq!(fused, separate);
+        }
+    }
+}
