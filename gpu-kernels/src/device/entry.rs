@@ -748,7 +748,7 @@ mod nvptx {
 
     /// The device address of a vector, as a table of them holds it.
     #[inline(always)]
-    fn vector_at(table: *const u64, j: usize) -> *const f64 {
+    pub(crate) fn vector_at(table: *const u64, j: usize) -> *const f64 {
         // SAFETY: the launcher passes a table of at least `j + 1` addresses.
         (unsafe { table.add(j).read() }) as usize as *const f64
     }
@@ -768,15 +768,56 @@ mod nvptx {
         // SAFETY: the launcher passes `count` addresses of vectors of `n` f64, and `count`
         // rows of one partial per block.
         let with = unsafe { slice(with, n) };
+        unsafe { dots_sweeps(n, table, count, partials, |i| with[i]) };
+    }
+
+    /// [`dots_partials`] over the rows `i` with `mask[i] ≠ 0` (`keep = 1`) or `= 0`
+    /// (`keep = 0`) alone: the others count as a 0 in `with`.
+    #[unsafe(export_name = "cudamin_masked_dots_partials")]
+    unsafe extern "ptx-kernel" fn masked_dots_partials(
+        n: usize,
+        table: *const u64,
+        count: usize,
+        with: *const f64,
+        mask: *const f64,
+        keep: usize,
+        partials: *mut f64,
+    ) {
+        // SAFETY: as in `dots_partials`, and a mask of `n` f64.
+        let (with, mask) = unsafe { (slice(with, n), slice(mask, n)) };
+        let keep = keep != 0;
+        let weight = |i: usize| {
+            if (mask[i] != 0.0) == keep {
+                with[i]
+            } else {
+                0.0
+            }
+        };
+        unsafe { dots_sweeps(n, table, count, partials, weight) };
+    }
+
+    /// The sweeps of [`dots_partials`], against `with(i)`.
+    ///
+    /// # Safety
+    /// `table` holds `count` addresses of vectors of `n` f64, and `partials` `count` rows of
+    /// one partial per block.
+    #[inline(always)]
+    unsafe fn dots_sweeps(
+        n: usize,
+        table: *const u64,
+        count: usize,
+        partials: *mut f64,
+        with: impl Fn(usize) -> f64,
+    ) {
         let blocks = grid_dim();
         let mut first = 0;
         while first < count {
             let width = (count - first).min(DOTS_SWEEP);
-            // A sweep past the last vector reads `with` in its place and drops those sums: no
-            // branch in the loop, so every slot's load can be in flight at once. Every loop over
-            // the slots has a constant count, so that it unrolls and the arrays stay in
-            // registers.
-            let mut vectors = [with.as_ptr(); DOTS_SWEEP];
+            // A sweep past the last vector reads the first one in its place and drops those
+            // sums: no branch in the loop, so every slot's load can be in flight at once. Every
+            // loop over the slots has a constant count, so that it unrolls and the arrays stay
+            // in registers.
+            let mut vectors = [vector_at(table, 0); DOTS_SWEEP];
             for (t, v) in vectors.iter_mut().enumerate() {
                 if t < width {
                     *v = vector_at(table, first + t);
@@ -784,7 +825,7 @@ mod nvptx {
             }
             let mut sums = [0.0; DOTS_SWEEP];
             for i in grid_stride(n) {
-                let w = with[i];
+                let w = with(i);
                 // Indexed, not zipped: the zip leaves the arrays in local memory.
                 for t in 0..DOTS_SWEEP {
                     sums[t] += unsafe { *vectors[t].add(i) } * w;

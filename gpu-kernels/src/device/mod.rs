@@ -7,6 +7,8 @@
 //! CPU the executor plays the role of the grid.
 
 #[cfg(target_arch = "nvptx64")]
+pub mod box_entry;
+#[cfg(target_arch = "nvptx64")]
 pub mod entry;
 mod macros;
 #[cfg(target_arch = "nvptx64")]

@@ -58,6 +58,33 @@ pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
 pub const STEP_END_PARTIALS: &str = "cudamin_step_end_partials";
 /// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
 pub const SUM_PARTIAL_ROWS: &str = "cudamin_sum_partial_rows";
+/// [`DOTS_PARTIALS`] over the rows a mask keeps (its nonzero or its zero entries).
+pub const MASKED_DOTS_PARTIALS: &str = "cudamin_masked_dots_partials";
+/// The box passes of a step within bounds (`device::box_entry`): the steepest-descent path
+/// and the projected gradient's norm.
+pub const BOX_PATH_PARTIALS: &str = "cudamin_box_path_partials";
+/// A point of the Cauchy path.
+pub const PATH_POINT: &str = "cudamin_path_point";
+/// The free mask and its count.
+pub const FREE_PARTIALS: &str = "cudamin_free_partials";
+/// The line toward a target: the direction, its slope and its room to the box.
+pub const AIM_PARTIALS: &str = "cudamin_aim_partials";
+/// A subspace step projected into the box, and the line toward it.
+pub const PROJECT_AIM_PARTIALS: &str = "cudamin_project_aim_partials";
+/// How far the free variables may follow a step, and the first to meet its bound.
+pub const REACH_PARTIALS: &str = "cudamin_reach_partials";
+/// A step cut at its first bound.
+pub const TRUNCATE: &str = "cudamin_truncate";
+/// A point of the line search's ray within the box.
+pub const CLIPPED_RAY_POINT: &str = "cudamin_clipped_ray_point";
+/// The new pair and its products.
+pub const NEW_PAIR_PARTIALS: &str = "cudamin_new_pair_partials";
+/// A few rows of several vectors.
+pub const GATHER: &str = "cudamin_gather";
+/// A few entries of a vector set.
+pub const SCATTER: &str = "cudamin_scatter";
+/// The rows of [`NEW_PAIR_PARTIALS`]' partials: five sums, then one maximum.
+pub const NEW_PAIR_ROWS: usize = 6;
 /// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows (one running
 /// sum per vector in registers, the shared vector read once per group), and the group of terms
 /// whose loads [`COMBINE_DOT_PARTIALS`] has in flight together.

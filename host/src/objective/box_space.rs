@@ -65,6 +65,20 @@ pub struct PairSums {
     pub g_new_max: f64,
 }
 
+impl From<[f64; 6]> for PairSums {
+    /// `[sᵀy, yᵀy, sᵀs, gᵀs, g₊ᵀg₊, ‖g₊‖∞]`.
+    fn from([sy, yy, ss, gs, gg, g_new_max]: [f64; 6]) -> Self {
+        PairSums {
+            sy,
+            yy,
+            ss,
+            gs,
+            gg,
+            g_new_max,
+        }
+    }
+}
+
 /// A [`VectorSpace`] that can make the passes of a step within a box. `bounds: None` is the
 /// box with no finite side, which needs no vectors.
 pub trait BoxSpace: VectorSpace {
@@ -542,20 +556,12 @@ impl BoxSpace for HostVectors {
             [sy, yy, ss, gs, vector::serial_dot(g_new, g_new), g_new_max]
         };
         let len = d.len();
-        let [sy, yy, ss, gs, gg, g_new_max] =
-            vector::blockwise(((&mut s[..], &mut y[..]), 0..len), kernel, |blocks| {
-                let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
-                let max = blocks.iter().map(|sums| sums[5]).fold(0.0, f64::max);
-                [sum(0), sum(1), sum(2), sum(3), sum(4), max]
-            });
-        Ok(PairSums {
-            sy,
-            yy,
-            ss,
-            gs,
-            gg,
-            g_new_max,
-        })
+        let sums = vector::blockwise(((&mut s[..], &mut y[..]), 0..len), kernel, |blocks| {
+            let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
+            let max = blocks.iter().map(|sums| sums[5]).fold(0.0, f64::max);
+            [sum(0), sum(1), sum(2), sum(3), sum(4), max]
+        });
+        Ok(sums.into())
     }
 }
 

@@ -2,13 +2,17 @@
 //! there too: evaluations at vectors that never leave the device.
 
 use super::EvalError;
-use super::space::{StepEnd, VectorSpace, combine_term_by_term, finish_step_pass_by_pass};
+use super::box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
+use super::space::{
+    HostVectors, StepEnd, VectorSpace, combine_term_by_term, finish_step_pass_by_pass,
+};
 use crate::backend::Gradient;
 use crate::backend::gpu::DeviceEvaluator;
 use crate::linalg::vector;
 use std::borrow::Cow;
 
 pub use crate::backend::checked_against;
+use crate::backend::gpu::DeviceBox;
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
 /// A term objective's GPU evaluator with its gradient scheme (see [`Objective::device`]).
@@ -188,5 +192,195 @@ impl VectorSpace for DeviceVectors {
 
     fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
         Ok(DeviceVectors::copy(self, from, to)?)
+    }
+}
+
+/// The box as the device's passes take it.
+fn device_box(bounds: Option<&BoxVectors<DeviceVector>>) -> DeviceBox<'_> {
+    bounds.map(|b| (&b.lower, &b.upper))
+}
+
+/// The passes run on the device, but for the choice of the earliest breakpoints, made on the
+/// host from a copy of the times (one `n`-vector down per bounded iteration, and one more
+/// where the path goes past the earliest 64).
+impl BoxSpace for DeviceVectors {
+    type Mask = DeviceVector;
+
+    fn new_mask(&mut self) -> Result<DeviceVector, EvalError> {
+        Ok(DeviceVectors::zeros(self)?)
+    }
+
+    fn projected_gradient_norm(
+        &mut self,
+        bounds: Option<&BoxVectors<DeviceVector>>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+    ) -> Result<f64, EvalError> {
+        Ok(match bounds {
+            None => DeviceVectors::max_abs(self, g)?,
+            box_ => DeviceVectors::box_path(self, device_box(box_), x, g, None)?,
+        })
+    }
+
+    fn steepest_path(
+        &mut self,
+        bounds: Option<&BoxVectors<DeviceVector>>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        times: &mut DeviceVector,
+        path: &mut DeviceVector,
+    ) -> Result<f64, EvalError> {
+        let out = Some((times, path));
+        Ok(DeviceVectors::box_path(
+            self,
+            device_box(bounds),
+            x,
+            g,
+            out,
+        )?)
+    }
+
+    fn earliest_breakpoints(
+        &mut self,
+        times: &DeviceVector,
+        count: usize,
+    ) -> Result<(Vec<Breakpoint>, usize), EvalError> {
+        let times = DeviceVectors::download(self, times)?;
+        HostVectors::new(times.len()).earliest_breakpoints(&times, count)
+    }
+
+    fn breakpoints_after(
+        &mut self,
+        times: &DeviceVector,
+        after: Breakpoint,
+        out: &mut Vec<Breakpoint>,
+    ) -> Result<(), EvalError> {
+        let times = DeviceVectors::download(self, times)?;
+        HostVectors::new(times.len()).breakpoints_after(&times, after, out)
+    }
+
+    fn gather(
+        &mut self,
+        vectors: &[&DeviceVector],
+        indices: &[usize],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        Ok(DeviceVectors::gather(self, vectors, indices, out)?)
+    }
+
+    fn scatter(&mut self, v: &mut DeviceVector, entries: &[(usize, f64)]) -> Result<(), EvalError> {
+        Ok(DeviceVectors::scatter(self, v, entries)?)
+    }
+
+    fn path_point(
+        &mut self,
+        x: &DeviceVector,
+        t: f64,
+        path: &DeviceVector,
+        cauchy: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        Ok(DeviceVectors::path_point(self, x, t, path, cauchy)?)
+    }
+
+    fn free_variables(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        point: &DeviceVector,
+        free: &mut DeviceVector,
+    ) -> Result<usize, EvalError> {
+        let bounds = device_box(Some(bounds));
+        Ok(DeviceVectors::free_variables(self, bounds, point, free)?)
+    }
+
+    fn masked_gram(
+        &mut self,
+        columns: &[(f64, &DeviceVector)],
+        free: &DeviceVector,
+        keep: bool,
+        u: &[(f64, &DeviceVector)],
+    ) -> Result<(Vec<f64>, Vec<f64>), EvalError> {
+        Ok(DeviceVectors::masked_gram(self, columns, (free, keep), u)?)
+    }
+
+    fn projected_step(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        bounds: &BoxVectors<DeviceVector>,
+        free: &DeviceVector,
+        cauchy: &DeviceVector,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        step: &mut DeviceVector,
+        target: &mut DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), EvalError> {
+        // The combination's own pass (its product with `g` unused), then the projection's.
+        VectorSpace::combine_dot(self, terms, step, g)?;
+        let along = (free, cauchy, &*step);
+        let bounds = device_box(Some(bounds));
+        Ok(DeviceVectors::project_aim(
+            self, bounds, along, x, g, target, direction,
+        )?)
+    }
+
+    fn truncated_step(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        free: &DeviceVector,
+        cauchy: &DeviceVector,
+        step: &DeviceVector,
+        target: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let bounds = device_box(Some(bounds));
+        Ok(DeviceVectors::truncated_step(
+            self,
+            bounds,
+            (free, cauchy, step),
+            target,
+        )?)
+    }
+
+    fn aim(
+        &mut self,
+        bounds: Option<&BoxVectors<DeviceVector>>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        target: &DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), EvalError> {
+        Ok(DeviceVectors::aim(
+            self,
+            device_box(bounds),
+            x,
+            g,
+            target,
+            direction,
+        )?)
+    }
+
+    fn clipped_ray_point(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        x: &DeviceVector,
+        step: f64,
+        d: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let bounds = device_box(Some(bounds));
+        Ok(DeviceVectors::clipped_ray_point(
+            self, bounds, x, step, d, out,
+        )?)
+    }
+
+    fn new_pair(
+        &mut self,
+        step: f64,
+        d: &DeviceVector,
+        g_new: &DeviceVector,
+        g: &DeviceVector,
+        s: &mut DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<PairSums, EvalError> {
+        Ok(DeviceVectors::new_pair(self, step, (d, g_new, g), s, y)?.into())
     }
 }

@@ -12,6 +12,7 @@
 //! without a GPU.
 
 pub mod abi;
+mod box_passes;
 #[cfg(feature = "cuda")]
 #[allow(unsafe_code)]
 mod cust;
@@ -29,6 +30,7 @@ pub mod ptx;
 mod sim;
 mod vectors;
 
+pub use box_passes::DeviceBox;
 pub use evaluator::GpuEvaluator;
 pub use launcher::Launcher;
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};

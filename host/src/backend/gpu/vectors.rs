@@ -10,8 +10,9 @@ use super::driver::Buffer;
 use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
-    AXPY, COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, MAX_ABS_PARTIALS, STEP_END_PARTIALS,
-    STEP_END_ROWS,
+    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS,
+    FREE_PARTIALS, MASKED_DOTS_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS,
+    PROJECT_AIM_PARTIALS, REACH_PARTIALS, STEP_END_PARTIALS, STEP_END_ROWS,
 };
 use std::sync::Arc;
 
@@ -40,6 +41,10 @@ pub struct DeviceVectors {
     /// Tables of vector addresses (and coefficients) for the passes over many vectors, one per
     /// length used, kept so that a solve allocates none after its first iterations.
     tables: Vec<Buffer>,
+    /// Rows gathered from vectors, as many as a gather has needed.
+    rows_out: Option<Buffer>,
+    /// An `n`-vector for a pass's intermediate (the masked Gram's `u`).
+    pub(super) scratch: Option<DeviceVector>,
     launcher: Arc<Launcher>,
 }
 
@@ -57,6 +62,13 @@ impl DeviceVectors {
                 DOTS_PARTIALS,
                 COMBINE_DOT_PARTIALS,
                 STEP_END_PARTIALS,
+                MASKED_DOTS_PARTIALS,
+                BOX_PATH_PARTIALS,
+                FREE_PARTIALS,
+                AIM_PARTIALS,
+                PROJECT_AIM_PARTIALS,
+                REACH_PARTIALS,
+                NEW_PAIR_PARTIALS,
             ],
             n,
         )?;
@@ -71,10 +83,12 @@ impl DeviceVectors {
             finish,
             partials: l.alloc(
                 "reduction partials",
-                STEP_END_ROWS * reduction.blocks as usize,
+                STEP_END_ROWS.max(NEW_PAIR_ROWS) * reduction.blocks as usize,
             )?,
             scalars: l.alloc("reductions' results", STEP_END_ROWS)?,
             tables: Vec::new(),
+            rows_out: None,
+            scratch: None,
             launcher,
         })
     }
@@ -164,16 +178,30 @@ impl DeviceVectors {
         with: &DeviceVector,
         out: &mut [f64],
     ) -> Result<(), BackendError> {
+        let (n, with) = (self.n, with.0.address());
+        self.products(vectors, out, DOTS_PARTIALS, |table, count, partials| {
+            Launch::dots_partials(n, table, count, with, partials)
+        })
+    }
+
+    /// `out[j]`, the product of `vectors[j]` the reduction `launch(table, count, partials)`
+    /// takes (one row of partials per vector of the table), finished in block order.
+    pub(super) fn products(
+        &mut self,
+        vectors: &[&DeviceVector],
+        out: &mut [f64],
+        kernel: &str,
+        launch: impl FnOnce(u64, usize, u64) -> Launch,
+    ) -> Result<(), BackendError> {
         if vectors.is_empty() {
             return Ok(());
         }
         let words: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
         let table = self.table(&words)?;
         let partials = self.partials_rows(vectors.len())?;
-        let launch =
-            Launch::dots_partials(self.n, table, vectors.len(), with.0.address(), partials);
-        self.launcher.launch(&launch, self.reduction)?;
-        self.finish_sums(DOTS_PARTIALS, out)
+        self.launcher
+            .launch(&launch(table, vectors.len(), partials), self.reduction)?;
+        self.finish_sums(kernel, out)
     }
 
     /// `out ← Σ cⱼ·vⱼ` over `terms` (at least one), formed as a copy, a scaling and axpys
@@ -271,6 +299,52 @@ impl DeviceVectors {
         self.launcher.launch(&launch, thread_per_row(rows))
     }
 
+    /// The launcher, for the passes of other files.
+    pub(super) fn launcher(&self) -> &Launcher {
+        &self.launcher
+    }
+
+    /// `launch`, an elementwise pass over the vectors.
+    pub(super) fn launch_elementwise(&self, launch: &Launch) -> Result<(), BackendError> {
+        self.launcher.launch(launch, self.elementwise)
+    }
+
+    /// `launch`, a reduction leaving one partial per block in each of its rows.
+    pub(super) fn launch_reduction(&self, launch: &Launch) -> Result<(), BackendError> {
+        self.launcher.launch(launch, self.reduction)
+    }
+
+    /// The first `rows` rows of partials and the partials per row, after the work `after`
+    /// names.
+    pub(super) fn read_partials(
+        &self,
+        rows: usize,
+        after: &str,
+    ) -> Result<(Vec<f64>, usize), BackendError> {
+        let blocks = self.reduction.blocks as usize;
+        let mut all = self.launcher.read_new(&self.partials, after)?;
+        all.truncate(rows * blocks);
+        Ok((all, blocks))
+    }
+
+    /// The address of room for `len` gathered values, grown if no gather has needed as many.
+    pub(super) fn rows_out(&mut self, len: usize) -> Result<u64, BackendError> {
+        if self.rows_out.as_ref().is_none_or(|rows| rows.len() < len) {
+            self.rows_out = Some(self.launcher.alloc("gathered rows", len)?);
+        }
+        Ok(self.rows_out.as_ref().map_or(0, Buffer::address))
+    }
+
+    /// The first `out.len()` gathered values, after the work `after` names.
+    pub(super) fn read_rows_out(&self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
+        let Some(rows) = &self.rows_out else {
+            return Ok(());
+        };
+        let all = self.launcher.read_new(rows, after)?;
+        out.copy_from_slice(&all[..out.len()]);
+        Ok(())
+    }
+
     /// The first result, after the work `after` names.
     fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
         let mut scalar = [0.0];
@@ -289,7 +363,7 @@ impl DeviceVectors {
 
     /// The address of `rows` rows of partials, and room for their `rows` results, grown if
     /// no launch has needed as many yet.
-    fn partials_rows(&mut self, rows: usize) -> Result<u64, BackendError> {
+    pub(super) fn partials_rows(&mut self, rows: usize) -> Result<u64, BackendError> {
         let len = rows * self.reduction.blocks as usize;
         if self.partials.len() < len {
             self.partials = self.launcher.alloc("reduction partials", len)?;
@@ -302,7 +376,7 @@ impl DeviceVectors {
 
     /// A device copy of `words` (addresses as [`address_word`]s, coefficients), in the kept
     /// table of that length.
-    fn table(&mut self, words: &[f64]) -> Result<u64, BackendError> {
+    pub(super) fn table(&mut self, words: &[f64]) -> Result<u64, BackendError> {
         let at = match self.tables.iter().position(|t| t.len() == words.len()) {
             Some(at) => at,
             None => {
@@ -318,7 +392,7 @@ impl DeviceVectors {
 }
 
 /// A thread for each of `rows` rows of partials, whole warps, as few blocks as that takes.
-fn thread_per_row(rows: usize) -> LaunchConfig {
+pub(super) fn thread_per_row(rows: usize) -> LaunchConfig {
     let warps = rows.div_ceil(32) as u32;
     LaunchConfig {
         blocks: warps.div_ceil(32),
@@ -327,6 +401,6 @@ fn thread_per_row(rows: usize) -> LaunchConfig {
 }
 
 /// A vector's device address as a table entry: the kernels read the word as a `u64`.
-fn address_word(v: &DeviceVector) -> f64 {
+pub(super) fn address_word(v: &DeviceVector) -> f64 {
     f64::from_bits(v.0.address())
 }

@@ -32,8 +32,9 @@
 //! those and the direction's coefficients), one forms the direction. The pairs and their
 //! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
 //! live), and so are the step's: every `n`-sized pass is a [`BoxSpace`] operation of the
-//! workspace's vectors, the walk along the path and the small matrices (`2k × 2k` with `k ≤ m`)
-//! are the host's.
+//! workspace's vectors (on the device for a GPU term objective of at least `DEVICE_MIN_LEN`
+//! variables, as L-BFGS's), the walk along the path and the small matrices (`2k × 2k` with
+//! `k ≤ m`) are the host's.
 //!
 //! Here: the driver loop and the line within the box; `cauchy` the walk along the path and the
 //! Cauchy point; `compact` the compact form of `B` and the subspace step's correction; `step`
@@ -48,7 +49,7 @@ use super::line_search::{Accepted, Line, search_in_box};
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
 use super::options::{Options, check_limited_memory_start};
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use super::workspace::{HostWorkspace, Workspace};
+use super::workspace::{DEVICE_MIN_LEN, DeviceWorkspace, HostWorkspace, Workspace};
 use crate::objective::{BoxSpace, BoxVectors, EvalError, GradientError, Objective, VectorSpace};
 use cauchy::{BreakpointStorage, cauchy_point, steepest_path};
 use compact::Compact;
@@ -77,17 +78,33 @@ pub fn minimize(
     // Asked once: the answer reads the whole box.
     let bounded = bounds.any();
     if !bounded {
-        let mut workspace = HostWorkspace::new(objective);
-        return Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer);
+        return solve(objective, x0, options, observer, bounds, bounded);
     }
     bounds.confining(
         objective,
         |objective, box_| objective.confine_steps(box_),
-        |objective| {
-            let mut workspace = HostWorkspace::new(objective);
-            Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer)
-        },
+        |objective| solve(objective, x0, options, observer, bounds, bounded),
     )
+}
+
+/// The solve, with its vectors where the objective computes: on the device, for a term
+/// objective loaded there and at least `DEVICE_MIN_LEN` variables, else in host memory.
+fn solve(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+    bounds: &Bounds,
+    bounded: bool,
+) -> Result<OptimizeResult, SolveError> {
+    if x0.len() >= DEVICE_MIN_LEN
+        && let Some(on_device) = objective.device()
+    {
+        let mut workspace = DeviceWorkspace::new(on_device)?;
+        return Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer);
+    }
+    let mut workspace = HostWorkspace::new(objective);
+    Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer)
 }
 
 /// The workspace, the box and the evaluation counts.

@@ -1,0 +1,308 @@
+//! The passes of a step within a box (L-BFGS-B's) on a solver's device vectors: one launch
+//! each (the truncation two and a cut, the masked Gram one per column), in order with the
+//! evaluations. Their reductions leave rows of one partial per block, brought back and finished
+//! here: sums in block order by `sum_in_order`, as the device's dot products are finished (a
+//! slope has `dot`'s bits), maxima and minima in any order. A box is `(lower, upper)`, or `None`
+//! for one with no finite side.
+
+use super::abi::Launch;
+use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
+use crate::backend::evaluator::BackendError;
+use gpu_kernels::kernel::{
+    AIM_PARTIALS, BOX_PATH_PARTIALS, FREE_PARTIALS, GATHER, MASKED_DOTS_PARTIALS,
+    NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS, sum_in_order,
+};
+
+/// A box on the device: the lower and upper bounds.
+pub type DeviceBox<'b> = Option<(&'b DeviceVector, &'b DeviceVector)>;
+
+/// The box's addresses, both 0 without one.
+fn addresses(bounds: DeviceBox<'_>) -> (u64, u64) {
+    bounds.map_or((0, 0), |(lower, upper)| (address(lower), address(upper)))
+}
+
+fn address(v: &DeviceVector) -> u64 {
+    v.buffer().address()
+}
+
+impl DeviceVectors {
+    /// The steepest-descent path's `(times, path)` where given, and the projected gradient's
+    /// ∞-norm at `(x, g)`.
+    pub(crate) fn box_path(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        out: Option<(&mut DeviceVector, &mut DeviceVector)>,
+    ) -> Result<f64, BackendError> {
+        let (times, path) = out.map_or((0, 0), |(times, path)| (address(times), address(path)));
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let [norms] = self.reduce(BOX_PATH_PARTIALS, |partials| {
+            Launch::box_path_partials(n, bounds, address(x), address(g), (times, path), partials)
+        })?;
+        Ok(maximum(&norms))
+    }
+
+    /// `out ← x + t·path` where `path ≠ 0`, else `x`.
+    pub(crate) fn path_point(
+        &mut self,
+        x: &DeviceVector,
+        t: f64,
+        path: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        let launch = Launch::path_point(self.dim(), address(x), t, address(path), address(out));
+        self.launch_elementwise(&launch)
+    }
+
+    /// `free ←` 1 where `point` lies strictly inside the box, else 0; how many.
+    pub(crate) fn free_variables(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        point: &DeviceVector,
+        free: &mut DeviceVector,
+    ) -> Result<usize, BackendError> {
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let [counts] = self.reduce(FREE_PARTIALS, |partials| {
+            Launch::free_partials(n, bounds, address(point), address(free), partials)
+        })?;
+        // Whole numbers below 2⁵³: exact in any order.
+        Ok(counts.iter().sum::<f64>() as usize)
+    }
+
+    /// `direction ← target − x`, its slope and its room to the box.
+    pub(crate) fn aim(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        target: &DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), BackendError> {
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let [slopes, rooms] = self.reduce(AIM_PARTIALS, |partials| {
+            let (x, g, target, direction) =
+                (address(x), address(g), address(target), address(direction));
+            Launch::aim_partials(n, bounds, x, g, target, direction, partials)
+        })?;
+        Ok((sum(&slopes), minimum(&rooms)))
+    }
+
+    /// `target ← P(cauchy + step)` over the free variables (`cauchy` elsewhere), then
+    /// [`aim`](Self::aim) at it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn project_aim(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        (free, cauchy, step): (&DeviceVector, &DeviceVector, &DeviceVector),
+        x: &DeviceVector,
+        g: &DeviceVector,
+        target: &mut DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), BackendError> {
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let along = (address(free), address(cauchy), address(step));
+        let at = (address(x), address(g));
+        let written = (address(target), address(direction));
+        let [slopes, rooms] = self.reduce(PROJECT_AIM_PARTIALS, |partials| {
+            Launch::project_aim_partials(n, bounds, along, at, written, partials)
+        })?;
+        Ok((sum(&slopes), minimum(&rooms)))
+    }
+
+    /// `step` from `cauchy` cut where the first free variable meets its bound (the lowest
+    /// index among equals): `target ← cauchy + α·step` over the free variables, that bound at
+    /// that variable, `cauchy` elsewhere.
+    pub(crate) fn truncated_step(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        (free, cauchy, step): (&DeviceVector, &DeviceVector, &DeviceVector),
+        target: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let along = (address(free), address(cauchy), address(step));
+        let mut reach = |alpha: f64| -> Result<[Vec<f64>; 2], BackendError> {
+            self.reduce(REACH_PARTIALS, |partials| {
+                Launch::reach_partials(n, bounds, along, alpha, partials)
+            })
+        };
+        // The least fraction; then, where it is below 1, the first variable that has it.
+        let alpha = minimum(&reach(f64::NAN)?[0]);
+        let first = if alpha < 1.0 {
+            minimum(&reach(alpha)?[1]) as usize
+        } else {
+            n
+        };
+        let launch = Launch::truncate(n, bounds, along, alpha.min(1.0), first, address(target));
+        self.launch_elementwise(&launch)
+    }
+
+    /// `out ← P(x + step·d)`.
+    pub(crate) fn clipped_ray_point(
+        &mut self,
+        bounds: DeviceBox<'_>,
+        x: &DeviceVector,
+        step: f64,
+        d: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        let (n, bounds) = (self.dim(), addresses(bounds));
+        let launch =
+            Launch::clipped_ray_point(n, bounds, address(x), step, address(d), address(out));
+        self.launch_elementwise(&launch)
+    }
+
+    /// `s ← step·d`, `y ← g_new − g`, and `[sᵀy, yᵀy, sᵀs, gᵀs, g_newᵀg_new, ‖g_new‖∞]`.
+    pub(crate) fn new_pair(
+        &mut self,
+        step: f64,
+        (d, g_new, g): (&DeviceVector, &DeviceVector, &DeviceVector),
+        s: &mut DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<[f64; NEW_PAIR_ROWS], BackendError> {
+        let n = self.dim();
+        let read = (address(d), address(g_new), address(g));
+        let written = (address(s), address(y));
+        let rows: [Vec<f64>; NEW_PAIR_ROWS] = self.reduce(NEW_PAIR_PARTIALS, |partials| {
+            Launch::new_pair_partials(n, step, read, written, partials)
+        })?;
+        let [sy, yy, ss, gs, gg, max] = rows;
+        Ok([
+            sum(&sy),
+            sum(&yy),
+            sum(&ss),
+            sum(&gs),
+            sum(&gg),
+            maximum(&max),
+        ])
+    }
+
+    /// `out[r·k + j] ← vectors[j][indices[r]]` (`k` vectors).
+    pub(crate) fn gather(
+        &mut self,
+        vectors: &[&DeviceVector],
+        indices: &[usize],
+        out: &mut [f64],
+    ) -> Result<(), BackendError> {
+        let len = vectors.len() * indices.len();
+        if len == 0 {
+            return Ok(());
+        }
+        // One table: the vectors' addresses, then the indices (two tables of one length
+        // would share a buffer).
+        let words: Vec<f64> = (vectors.iter().map(|v| address_word(v)))
+            .chain(indices.iter().map(|&i| f64::from_bits(i as u64)))
+            .collect();
+        let table = self.table(&words)?;
+        let indices_at = table + (vectors.len() * size_of::<f64>()) as u64;
+        let rows = self.rows_out(len)?;
+        let launch = Launch::gather(table, vectors.len(), indices_at, indices.len(), rows);
+        self.launcher().launch(&launch, thread_per_row(len))?;
+        self.read_rows_out(GATHER, out)
+    }
+
+    /// `v[i] ← value` for each `(i, value)` of `entries` (distinct indices).
+    pub(crate) fn scatter(
+        &mut self,
+        v: &mut DeviceVector,
+        entries: &[(usize, f64)],
+    ) -> Result<(), BackendError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let words: Vec<f64> = (entries.iter())
+            .flat_map(|&(i, value)| [f64::from_bits(i as u64), value])
+            .collect();
+        let table = self.table(&words)?;
+        let launch = Launch::scatter(address(v), table, entries.len());
+        self.launcher()
+            .launch(&launch, thread_per_row(entries.len()))
+    }
+
+    /// `out[j] ← Σ vectors[j][i]·with[i]` over the rows `i` where `mask[i] ≠ 0` is `keep`.
+    pub(crate) fn masked_dots(
+        &mut self,
+        vectors: &[&DeviceVector],
+        with: &DeviceVector,
+        (mask, keep): (&DeviceVector, bool),
+        out: &mut [f64],
+    ) -> Result<(), BackendError> {
+        let (n, with, mask) = (self.dim(), address(with), address(mask));
+        self.products(
+            vectors,
+            out,
+            MASKED_DOTS_PARTIALS,
+            |table, count, partials| {
+                Launch::masked_dots_partials(n, table, count, with, mask, keep, partials)
+            },
+        )
+    }
+
+    /// The Gram matrix of the rows where `mask[i] ≠ 0` is `keep`, `Σ wᵢ·wᵢᵀ` with
+    /// `wᵢ = [c₀·v₀[i], …]` for `columns = [(c₀, v₀), …]`, and `Σ uᵢ·wᵢ` with `uᵢ = Σ aₜ·uₜ[i]`
+    /// (formed in a kept scratch vector): one masked pass per column, each against the columns
+    /// before it (the matrix is symmetric by construction), and one against `u`.
+    pub(crate) fn masked_gram(
+        &mut self,
+        columns: &[(f64, &DeviceVector)],
+        mask: (&DeviceVector, bool),
+        u: &[(f64, &DeviceVector)],
+    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
+        let width = columns.len();
+        let vectors: Vec<&DeviceVector> = columns.iter().map(|&(_, v)| v).collect();
+        let scale = |a: usize, b: usize| columns[a].0 * columns[b].0;
+        let mut gram = vec![0.0; width * width];
+        let mut row = vec![0.0; width];
+        for b in 0..width {
+            self.masked_dots(&vectors[..=b], vectors[b], mask, &mut row[..=b])?;
+            for (a, &product) in row[..=b].iter().enumerate() {
+                gram[a * width + b] = scale(a, b) * product;
+                gram[b * width + a] = scale(a, b) * product;
+            }
+        }
+        let mut with_u = vec![0.0; width];
+        if let Some(&(_, first)) = u.first() {
+            let mut combined = match self.scratch.take() {
+                Some(v) => v,
+                None => self.zeros()?,
+            };
+            let made = self.combine_dot(u, &mut combined, first);
+            let taken = made.and_then(|_| self.masked_dots(&vectors, &combined, mask, &mut row));
+            self.scratch = Some(combined);
+            taken?;
+            for (a, (out, &product)) in with_u.iter_mut().zip(&row).enumerate() {
+                *out = columns[a].0 * product;
+            }
+        }
+        Ok((gram, with_u))
+    }
+
+    /// The `R` rows of partials of the reduction `launch(partials)` makes, brought back.
+    fn reduce<const R: usize>(
+        &mut self,
+        kernel: &str,
+        launch: impl FnOnce(u64) -> Launch,
+    ) -> Result<[Vec<f64>; R], BackendError> {
+        let partials = self.partials_rows(R)?;
+        self.launch_reduction(&launch(partials))?;
+        let (all, blocks) = self.read_partials(R, kernel)?;
+        Ok(std::array::from_fn(|row| {
+            all[row * blocks..(row + 1) * blocks].to_vec()
+        }))
+    }
+}
+
+/// The sum of a row of partials in block order, as the device's dot products are finished.
+fn sum(row: &[f64]) -> f64 {
+    sum_in_order(row.iter().copied())
+}
+
+/// The greatest of a row of partials (none are NaN).
+fn maximum(row: &[f64]) -> f64 {
+    row.iter().copied().fold(0.0, f64::max)
+}
+
+/// The least of a row of partials.
+fn minimum(row: &[f64]) -> f64 {
+    row.iter().copied().fold(f64::INFINITY, f64::min)
+}
