@@ -768,11 +768,11 @@ mod nvptx {
         // SAFETY: the launcher passes `count` addresses of vectors of `n` f64, and `count`
         // rows of one partial per block.
         let with = unsafe { slice(with, n) };
-        unsafe { dots_sweeps(n, table, count, partials, |i| with[i]) };
+        unsafe { dots_sweeps(n, table, count, partials, |i| with[i], |_| true) };
     }
 
     /// [`dots_partials`] over the rows `i` with `mask[i] ≠ 0` (`keep = 1`) or `= 0`
-    /// (`keep = 0`) alone: the others count as a 0 in `with`.
+    /// (`keep = 0`) alone: the others add nothing, whatever their values.
     #[unsafe(export_name = "cudamin_masked_dots_partials")]
     unsafe extern "ptx-kernel" fn masked_dots_partials(
         n: usize,
@@ -786,17 +786,11 @@ mod nvptx {
         // SAFETY: as in `dots_partials`, and a mask of `n` f64.
         let (with, mask) = unsafe { (slice(with, n), slice(mask, n)) };
         let keep = keep != 0;
-        let weight = |i: usize| {
-            if (mask[i] != 0.0) == keep {
-                with[i]
-            } else {
-                0.0
-            }
-        };
-        unsafe { dots_sweeps(n, table, count, partials, weight) };
+        let kept = |i: usize| (mask[i] != 0.0) == keep;
+        unsafe { dots_sweeps(n, table, count, partials, |i| with[i], kept) };
     }
 
-    /// The sweeps of [`dots_partials`], against `with(i)`.
+    /// The sweeps of [`dots_partials`], against `with(i)`, over the rows `kept(i)` admits.
     ///
     /// # Safety
     /// `table` holds `count` addresses of vectors of `n` f64, and `partials` `count` rows of
@@ -808,16 +802,17 @@ mod nvptx {
         count: usize,
         partials: *mut f64,
         with: impl Fn(usize) -> f64,
+        kept: impl Fn(usize) -> bool,
     ) {
         let blocks = grid_dim();
         let mut first = 0;
         while first < count {
             let width = (count - first).min(DOTS_SWEEP);
-            // A sweep past the last vector reads the first one in its place and drops those
-            // sums: no branch in the loop, so every slot's load can be in flight at once. Every
-            // loop over the slots has a constant count, so that it unrolls and the arrays stay
-            // in registers.
-            let mut vectors = [vector_at(table, 0); DOTS_SWEEP];
+            // A sweep past the last vector reads the sweep's first one in its place (loaded
+            // anyway) and drops those sums: no branch in the loop, so every slot's load can be
+            // in flight at once. Every loop over the slots has a constant count, so that it
+            // unrolls and the arrays stay in registers.
+            let mut vectors = [vector_at(table, first); DOTS_SWEEP];
             for (t, v) in vectors.iter_mut().enumerate() {
                 if t < width {
                     *v = vector_at(table, first + t);
@@ -825,6 +820,9 @@ mod nvptx {
             }
             let mut sums = [0.0; DOTS_SWEEP];
             for i in grid_stride(n) {
+                if !kept(i) {
+                    continue;
+                }
                 let w = with(i);
                 // Indexed, not zipped: the zip leaves the arrays in local memory.
                 for t in 0..DOTS_SWEEP {

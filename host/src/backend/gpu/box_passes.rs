@@ -1,6 +1,6 @@
 //! The passes of a step within a box (L-BFGS-B's) on a solver's device vectors: one launch
-//! each (the truncation two and a cut, the masked Gram one per column), in order with the
-//! evaluations. Their reductions leave rows of one partial per block, brought back and finished
+//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one masked
+//! pass per column and one against `u`), in order with the evaluations. Their reductions leave rows of one partial per block, brought back and finished
 //! here: sums in block order by `sum_in_order`, as the device's dot products are finished (a
 //! slope has `dot`'s bits), maxima and minima in any order. A box is `(lower, upper)`, or `None`
 //! for one with no finite side.
@@ -129,7 +129,10 @@ impl DeviceVectors {
         // The least fraction; then, where it is below 1, the first variable that has it.
         let alpha = minimum(&reach(f64::NAN)?[0]);
         let first = if alpha < 1.0 {
-            minimum(&reach(alpha)?[1]) as usize
+            let first = minimum(&reach(alpha)?[1]);
+            // The variable that gave the least fraction has it.
+            debug_assert!(first < n as f64, "no variable reaches {alpha}");
+            first as usize
         } else {
             n
         };

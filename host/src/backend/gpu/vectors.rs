@@ -1,6 +1,6 @@
 //! The vectors of a solver that keeps them on the device: each operation is one or two
 //! launches, in order with the evaluations, and only scalars (a dot product, a norm) come
-//! back. The operations over many vectors (L-BFGS's products and its direction, the end of a
+//! back (the box passes, box_passes.rs, bring rows of partials and a few gathered rows). The operations over many vectors (L-BFGS's products and its direction, the end of a
 //! step) are one pass each, their vectors named by a small table of addresses copied down
 //! first; each of their sums adds what the one-vector kernels add, in the same order, so both
 //! give the same bits.
@@ -10,9 +10,10 @@ use super::driver::Buffer;
 use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
-    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS,
-    FREE_PARTIALS, MASKED_DOTS_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS,
-    PROJECT_AIM_PARTIALS, REACH_PARTIALS, STEP_END_PARTIALS, STEP_END_ROWS,
+    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, CLIPPED_RAY_POINT, COMBINE_DOT_PARTIALS, DOT_PARTIALS,
+    DOTS_PARTIALS, FREE_PARTIALS, MASKED_DOTS_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS,
+    NEW_PAIR_ROWS, PATH_POINT, PROJECT_AIM_PARTIALS, REACH_PARTIALS, STEP_END_PARTIALS,
+    STEP_END_ROWS, TRUNCATE,
 };
 use std::sync::Arc;
 
@@ -29,6 +30,8 @@ impl DeviceVector {
 pub struct DeviceVectors {
     n: usize,
     elementwise: LaunchConfig,
+    /// The box passes' elementwise grid: the fewest threads any of their kernels allows.
+    box_elementwise: LaunchConfig,
     /// Every reduction's grid (`Launcher::reduction_config`): one for all of them, so that a
     /// product has the same bits whichever kernel takes it.
     reduction: LaunchConfig,
@@ -52,6 +55,13 @@ impl DeviceVectors {
     pub(super) fn new(launcher: Arc<Launcher>, n: usize) -> Result<Self, BackendError> {
         let l = &*launcher;
         let elementwise = l.config(AXPY, n)?;
+        let mut box_elementwise = elementwise;
+        for kernel in [PATH_POINT, TRUNCATE, CLIPPED_RAY_POINT] {
+            let config = l.config(kernel, n)?;
+            if config.threads < box_elementwise.threads {
+                box_elementwise = config;
+            }
+        }
         // One grid for every reduction, so that one partials row serves each, the second
         // stage's block reads all of a row, and the fused passes sum in the one-vector
         // kernels' order.
@@ -79,6 +89,7 @@ impl DeviceVectors {
         Ok(Self {
             n,
             elementwise,
+            box_elementwise,
             reduction,
             finish,
             partials: l.alloc(
@@ -304,9 +315,9 @@ impl DeviceVectors {
         &self.launcher
     }
 
-    /// `launch`, an elementwise pass over the vectors.
+    /// `launch`, an elementwise pass of the box over the vectors.
     pub(super) fn launch_elementwise(&self, launch: &Launch) -> Result<(), BackendError> {
-        self.launcher.launch(launch, self.elementwise)
+        self.launcher.launch(launch, self.box_elementwise)
     }
 
     /// `launch`, a reduction leaving one partial per block in each of its rows.
@@ -341,7 +352,8 @@ impl DeviceVectors {
             return Ok(());
         };
         let all = self.launcher.read_new(rows, after)?;
-        out.copy_from_slice(&all[..out.len()]);
+        let len = out.len().min(all.len());
+        out[..len].copy_from_slice(&all[..len]);
         Ok(())
     }
 
