@@ -721,6 +721,13 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
             }
         }
     }
+    // Without `u`: its products are zeros, the Gram matrix the same.
+    let (d_gram, d_with_u) = device.masked_gram(&d_columns, &d_free, true, &[]).unwrap();
+    let (gram, _) = host.masked_gram(&columns, &free, true, &[]).unwrap();
+    assert_eq!(d_with_u, vec![0.0; width]);
+    for (a, b) in gram.iter().zip(&d_gram) {
+        close("masked Gram without u", *b, *a, 9.0 * 36.0 * n as f64);
+    }
 
     // The subspace step, its projection and the line toward it; then cut at the first bound.
     let terms = [(-4.0, &g), (0.5, &x)];

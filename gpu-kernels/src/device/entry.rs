@@ -771,23 +771,39 @@ mod nvptx {
         unsafe { dots_sweeps(n, table, count, partials, |i| with[i], |_| true) };
     }
 
-    /// [`dots_partials`] over the rows `i` with `mask[i] ≠ 0` (`keep = 1`) or `= 0`
-    /// (`keep = 0`) alone: the others add nothing, whatever their values.
-    #[unsafe(export_name = "cudamin_masked_dots_partials")]
-    unsafe extern "ptx-kernel" fn masked_dots_partials(
+    /// The Gram matrix of the `count` vectors `table` holds over the rows `i` with
+    /// `mask[i] ≠ 0` (`keep = 1`) or `= 0` (`keep = 0`) alone, and their products with `u`
+    /// (none where `u` is null): row `b·(b + 1)/2 + a` of the partials (`a ≤ b`) holds
+    /// `Σ vₐ,ᵢ·v_b,ᵢ`, row `count·(count + 1)/2 + a` holds `Σ vₐ,ᵢ·uᵢ`, each summed as
+    /// [`dots_partials`] sums a product. The rows the mask drops add nothing, whatever their
+    /// values. One launch: the columns' sweeps one after another.
+    #[unsafe(export_name = "cudamin_masked_gram_partials")]
+    unsafe extern "ptx-kernel" fn masked_gram_partials(
         n: usize,
         table: *const u64,
         count: usize,
-        with: *const f64,
+        u: *const f64,
         mask: *const f64,
         keep: usize,
         partials: *mut f64,
     ) {
-        // SAFETY: as in `dots_partials`, and a mask of `n` f64.
-        let (with, mask) = unsafe { (slice(with, n), slice(mask, n)) };
+        // SAFETY: as in `dots_partials`, with `u` null or of `n` f64, a mask of `n` f64 and
+        // `count·(count + 3)/2` rows of partials (the triangle's, then `u`'s).
+        let mask = unsafe { slice(mask, n) };
         let keep = keep != 0;
         let kept = |i: usize| (mask[i] != 0.0) == keep;
-        unsafe { dots_sweeps(n, table, count, partials, |i| with[i], kept) };
+        let blocks = grid_dim();
+        for b in 0..count {
+            let column = vector_at(table, b);
+            let rows = unsafe { partials.add(b * (b + 1) / 2 * blocks) };
+            let with = |i: usize| unsafe { *column.add(i) };
+            unsafe { dots_sweeps(n, table, b + 1, rows, with, kept) };
+        }
+        if !u.is_null() {
+            let u = unsafe { slice(u, n) };
+            let rows = unsafe { partials.add(count * (count + 1) / 2 * blocks) };
+            unsafe { dots_sweeps(n, table, count, rows, |i| u[i], kept) };
+        }
     }
 
     /// The sweeps of [`dots_partials`], against `with(i)`, over the rows `kept(i)` admits.

@@ -58,8 +58,9 @@ pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
 pub const STEP_END_PARTIALS: &str = "cudamin_step_end_partials";
 /// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
 pub const SUM_PARTIAL_ROWS: &str = "cudamin_sum_partial_rows";
-/// [`DOTS_PARTIALS`] over the rows a mask keeps (its nonzero or its zero entries).
-pub const MASKED_DOTS_PARTIALS: &str = "cudamin_masked_dots_partials";
+/// The Gram matrix of several vectors, and their products with one more, over the rows a mask
+/// keeps (its nonzero or its zero entries), in one pass: [`DOTS_PARTIALS`]' sums.
+pub const MASKED_GRAM_PARTIALS: &str = "cudamin_masked_gram_partials";
 /// The box passes of a step within bounds (`device::box_entry`): the steepest-descent path
 /// and the projected gradient's norm.
 pub const BOX_PATH_PARTIALS: &str = "cudamin_box_path_partials";

@@ -5,7 +5,7 @@
 
 use cudamin::backend::gpu::{ptx, simulated_entries};
 use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
-use cudamin::objective::VectorSpace;
+use cudamin::objective::{BoxSpace, BoxVectors, DeviceVectors, VectorSpace};
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,
@@ -216,6 +216,69 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         [end.sy, end.yy, end.step_norm, end.gradient_norm],
         [12.5, 6.25, 5.0, 5.0]
     );
+    // L-BFGS-B's passes within a box, 0 ≤ x ≤ 2: at x = (1, 2) with g = (−1, −4) the path
+    // −g moves x₀ up to its bound at t = 1; x₁ is on its bound already.
+    let up = |space: &mut DeviceVectors, v: &[f64]| space.upload(v).unwrap();
+    let bounds = BoxVectors {
+        lower: up(&mut space, &[0.0, 0.0]),
+        upper: up(&mut space, &[2.0, 2.0]),
+    };
+    let (x, g) = (up(&mut space, &[1.0, 2.0]), up(&mut space, &[-1.0, -4.0]));
+    let (mut times, mut path) = (space.zeros().unwrap(), space.zeros().unwrap());
+    let norm = (space.steepest_path(Some(&bounds), &x, &g, &mut times, &mut path)).unwrap();
+    assert_eq!(
+        (norm, space.download(&path).unwrap().to_vec()),
+        (1.0, vec![1.0, 0.0])
+    );
+    let (earliest, count) = space.earliest_breakpoints(&times, 64).unwrap();
+    assert_eq!((earliest[0].0, earliest[0].1, count), (1.0, 0, 1));
+    let mut row = [0.0; 2];
+    space.gather(&[&x, &g], &[0], &mut row).unwrap();
+    assert_eq!(row, [1.0, -1.0]);
+    let mut cauchy = space.zeros().unwrap();
+    space.path_point(&x, 0.5, &path, &mut cauchy).unwrap(); // (1.5, 2)
+    space.scatter(&mut cauchy, &[(1, 1.0)]).unwrap(); // (1.5, 1)
+    let mut free = space.new_mask().unwrap();
+    assert_eq!(
+        space.free_variables(&bounds, &cauchy, &mut free).unwrap(),
+        2
+    );
+    let (gram, with_u) = (space.masked_gram(&[(1.0, &x)], &free, true, &[(1.0, &g)])).unwrap();
+    assert_eq!((gram, with_u), (vec![5.0], vec![-9.0]));
+    // The step g from the Cauchy point, projected: (0.5, 0); the line toward it from x.
+    let mut step = space.zeros().unwrap();
+    let (mut target, mut direction) = (space.zeros().unwrap(), space.zeros().unwrap());
+    let terms = [(1.0, &g)];
+    let aimed = space.projected_step(
+        &terms,
+        &bounds,
+        &free,
+        &cauchy,
+        &x,
+        &g,
+        &mut step,
+        &mut target,
+        &mut direction,
+    );
+    assert_eq!(aimed.unwrap(), (8.5, 1.0)); // d = (−0.5, −2): gᵀd = 0.5 + 8; x₁ meets 0 at 1
+    space
+        .truncated_step(&bounds, &free, &cauchy, &step, &mut target)
+        .unwrap();
+    // Cut where x₁ meets its bound, a quarter of the step: (1.5 − 0.25, 0).
+    assert_eq!(space.download(&target).unwrap().to_vec(), [1.25, 0.0]);
+    let (slope, room) = space.aim(None, &x, &g, &target, &mut direction).unwrap();
+    assert_eq!((slope, room), (7.75, f64::INFINITY)); // d = (0.25, −2), no box
+    let mut point = space.zeros().unwrap();
+    space
+        .clipped_ray_point(&bounds, &x, 2.0, &direction, &mut point)
+        .unwrap();
+    assert_eq!(space.download(&point).unwrap().to_vec(), [1.5, 0.0]); // (1.5, −2) clipped
+    let (mut s, mut y) = (space.zeros().unwrap(), space.zeros().unwrap());
+    let pair = space
+        .new_pair(0.5, &direction, &x, &g, &mut s, &mut y)
+        .unwrap();
+    // s = (0.125, −1), y = x − g = (2, 6).
+    assert_eq!([pair.sy, pair.gs, pair.g_new_max], [-5.75, 3.875, 2.0]);
 
     let shipped = ptx::entries(PTX.unwrap()).unwrap();
     let executed = simulated_entries();

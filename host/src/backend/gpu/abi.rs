@@ -12,7 +12,7 @@ use KernelArg::{F64, Ptr};
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, CLIPPED_RAY_POINT, COMBINE_DOT_PARTIALS, DENSE_FINISH,
-    DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, GATHER, MASKED_DOTS_PARTIALS,
+    DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, GATHER, MASKED_GRAM_PARTIALS,
     MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, PATH_POINT, PROJECT_AIM_PARTIALS, RAY_POINT,
     REACH_PARTIALS, SCALE, SCATTER, STEP_END_PARTIALS, SUM_PARTIAL_ROWS, SUM_PARTIALS, TRUNCATE,
 };
@@ -334,24 +334,24 @@ impl Launch {
         )
     }
 
-    /// [`dots_partials`](Launch::dots_partials) over the rows where `mask` is nonzero
-    /// (`keep`) or zero (not `keep`).
-    pub fn masked_dots_partials(
+    /// The Gram matrix of the `vectors` of `table` and their products with `u` (none where it
+    /// is 0), over the rows where `mask` is nonzero (`keep`) or zero (not `keep`): one row of
+    /// partials per product.
+    pub fn masked_gram_partials(
         n: usize,
         table: u64,
         vectors: usize,
-        with: u64,
-        mask: u64,
-        keep: bool,
+        u: u64,
+        (mask, keep): (u64, bool),
         partials: u64,
     ) -> Launch {
         Launch::of(
-            MASKED_DOTS_PARTIALS,
+            MASKED_GRAM_PARTIALS,
             vec![
                 count(n),
                 Ptr(table),
                 count(vectors),
-                Ptr(with),
+                Ptr(u),
                 Ptr(mask),
                 count(usize::from(keep)),
                 Ptr(partials),
@@ -573,7 +573,7 @@ pub fn vector_launches() -> Vec<Launch> {
         Launch::combine_dot_partials(1, 1, 2, 1, 3, 4, 5),
         Launch::step_end_partials(1, 1.0, 1, 2, 3, 4),
         Launch::sum_partial_rows(1, 1, 1, 2),
-        Launch::masked_dots_partials(1, 1, 1, 2, 3, true, 4),
+        Launch::masked_gram_partials(1, 1, 1, 2, (3, true), 4),
         Launch::box_path_partials(1, (1, 2), 3, 4, (5, 6), 7),
         Launch::path_point(1, 1, 1.0, 2, 3),
         Launch::free_partials(1, (1, 2), 3, 4, 5),

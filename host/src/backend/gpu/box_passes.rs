@@ -1,6 +1,6 @@
 //! The passes of a step within a box (L-BFGS-B's) on a solver's device vectors: one launch
-//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one masked
-//! pass per column and one against `u`), in order with the evaluations. Their reductions leave rows of one partial per block, brought back and finished
+//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one pass),
+//! in order with the evaluations. Their reductions leave rows of one partial per block, brought back and finished
 //! here: sums in block order by `sum_in_order`, as the device's dot products are finished (a
 //! slope has `dot`'s bits), maxima and minima in any order. A box is `(lower, upper)`, or `None`
 //! for one with no finite side.
@@ -9,7 +9,7 @@ use super::abi::Launch;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
 use crate::backend::evaluator::BackendError;
 use gpu_kernels::kernel::{
-    AIM_PARTIALS, BOX_PATH_PARTIALS, FREE_PARTIALS, GATHER, MASKED_DOTS_PARTIALS,
+    AIM_PARTIALS, BOX_PATH_PARTIALS, FREE_PARTIALS, GATHER, MASKED_GRAM_PARTIALS,
     NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS, sum_in_order,
 };
 
@@ -222,59 +222,56 @@ impl DeviceVectors {
             .launch(&launch, thread_per_row(entries.len()))
     }
 
-    /// `out[j] ← Σ vectors[j][i]·with[i]` over the rows `i` where `mask[i] ≠ 0` is `keep`.
-    pub(crate) fn masked_dots(
-        &mut self,
-        vectors: &[&DeviceVector],
-        with: &DeviceVector,
-        (mask, keep): (&DeviceVector, bool),
-        out: &mut [f64],
-    ) -> Result<(), BackendError> {
-        let (n, with, mask) = (self.dim(), address(with), address(mask));
-        self.products(
-            vectors,
-            out,
-            MASKED_DOTS_PARTIALS,
-            |table, count, partials| {
-                Launch::masked_dots_partials(n, table, count, with, mask, keep, partials)
-            },
-        )
-    }
-
     /// The Gram matrix of the rows where `mask[i] ≠ 0` is `keep`, `Σ wᵢ·wᵢᵀ` with
     /// `wᵢ = [c₀·v₀[i], …]` for `columns = [(c₀, v₀), …]`, and `Σ uᵢ·wᵢ` with `uᵢ = Σ aₜ·uₜ[i]`
-    /// (formed in a kept scratch vector): one masked pass per column, each against the columns
-    /// before it (the matrix is symmetric by construction), and one against `u`.
+    /// (formed first in a kept scratch vector): one masked pass for every product, each column
+    /// against those before it (the matrix is symmetric by construction).
     pub(crate) fn masked_gram(
         &mut self,
         columns: &[(f64, &DeviceVector)],
-        mask: (&DeviceVector, bool),
+        (mask, keep): (&DeviceVector, bool),
         u: &[(f64, &DeviceVector)],
     ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
         let width = columns.len();
-        let vectors: Vec<&DeviceVector> = columns.iter().map(|&(_, v)| v).collect();
-        let scale = |a: usize, b: usize| columns[a].0 * columns[b].0;
-        let mut gram = vec![0.0; width * width];
-        let mut row = vec![0.0; width];
+        let (mut gram, mut with_u) = (vec![0.0; width * width], vec![0.0; width]);
+        if width == 0 {
+            return Ok((gram, with_u));
+        }
+        let combined = match u.first() {
+            Some(&(_, first)) => {
+                let mut combined = match self.scratch.take() {
+                    Some(v) => v,
+                    None => self.zeros()?,
+                };
+                let made = self.combine_dot(u, &mut combined, first);
+                let combined = self.scratch.insert(combined);
+                made?;
+                address(combined)
+            }
+            None => 0,
+        };
+        let words: Vec<f64> = columns.iter().map(|&(_, v)| address_word(v)).collect();
+        let table = self.table(&words)?;
+        let triangle = width * (width + 1) / 2;
+        let rows = triangle + if combined == 0 { 0 } else { width };
+        let partials = self.partials_rows(rows)?;
+        let mask = (address(mask), keep);
+        let launch =
+            Launch::masked_gram_partials(self.dim(), table, width, combined, mask, partials);
+        self.launch_reduction(&launch)?;
+        let (all, blocks) = self.read_partials(rows, MASKED_GRAM_PARTIALS)?;
+        let row = |r: usize| sum(&all[r * blocks..(r + 1) * blocks]);
+        let scale = |a: usize| columns[a].0;
         for b in 0..width {
-            self.masked_dots(&vectors[..=b], vectors[b], mask, &mut row[..=b])?;
-            for (a, &product) in row[..=b].iter().enumerate() {
-                gram[a * width + b] = scale(a, b) * product;
-                gram[b * width + a] = scale(a, b) * product;
+            for a in 0..=b {
+                let product = scale(a) * scale(b) * row(b * (b + 1) / 2 + a);
+                gram[a * width + b] = product;
+                gram[b * width + a] = product;
             }
         }
-        let mut with_u = vec![0.0; width];
-        if let Some(&(_, first)) = u.first() {
-            let mut combined = match self.scratch.take() {
-                Some(v) => v,
-                None => self.zeros()?,
-            };
-            let made = self.combine_dot(u, &mut combined, first);
-            let taken = made.and_then(|_| self.masked_dots(&vectors, &combined, mask, &mut row));
-            self.scratch = Some(combined);
-            taken?;
-            for (a, (out, &product)) in with_u.iter_mut().zip(&row).enumerate() {
-                *out = columns[a].0 * product;
+        if combined != 0 {
+            for (a, out) in with_u.iter_mut().enumerate() {
+                *out = scale(a) * row(triangle + a);
             }
         }
         Ok((gram, with_u))

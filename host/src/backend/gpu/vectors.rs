@@ -11,7 +11,7 @@ use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, CLIPPED_RAY_POINT, COMBINE_DOT_PARTIALS, DOT_PARTIALS,
-    DOTS_PARTIALS, FREE_PARTIALS, MASKED_DOTS_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS,
+    DOTS_PARTIALS, FREE_PARTIALS, MASKED_GRAM_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS,
     NEW_PAIR_ROWS, PATH_POINT, PROJECT_AIM_PARTIALS, REACH_PARTIALS, STEP_END_PARTIALS,
     STEP_END_ROWS, TRUNCATE,
 };
@@ -72,7 +72,7 @@ impl DeviceVectors {
                 DOTS_PARTIALS,
                 COMBINE_DOT_PARTIALS,
                 STEP_END_PARTIALS,
-                MASKED_DOTS_PARTIALS,
+                MASKED_GRAM_PARTIALS,
                 BOX_PATH_PARTIALS,
                 FREE_PARTIALS,
                 AIM_PARTIALS,
@@ -189,30 +189,16 @@ impl DeviceVectors {
         with: &DeviceVector,
         out: &mut [f64],
     ) -> Result<(), BackendError> {
-        let (n, with) = (self.n, with.0.address());
-        self.products(vectors, out, DOTS_PARTIALS, |table, count, partials| {
-            Launch::dots_partials(n, table, count, with, partials)
-        })
-    }
-
-    /// `out[j]`, the product of `vectors[j]` the reduction `launch(table, count, partials)`
-    /// takes (one row of partials per vector of the table), finished in block order.
-    pub(super) fn products(
-        &mut self,
-        vectors: &[&DeviceVector],
-        out: &mut [f64],
-        kernel: &str,
-        launch: impl FnOnce(u64, usize, u64) -> Launch,
-    ) -> Result<(), BackendError> {
         if vectors.is_empty() {
             return Ok(());
         }
         let words: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
         let table = self.table(&words)?;
         let partials = self.partials_rows(vectors.len())?;
-        self.launcher
-            .launch(&launch(table, vectors.len(), partials), self.reduction)?;
-        self.finish_sums(kernel, out)
+        let launch =
+            Launch::dots_partials(self.n, table, vectors.len(), with.0.address(), partials);
+        self.launcher.launch(&launch, self.reduction)?;
+        self.finish_sums(DOTS_PARTIALS, out)
     }
 
     /// `out ← Σ cⱼ·vⱼ` over `terms` (at least one), formed as a copy, a scaling and axpys
