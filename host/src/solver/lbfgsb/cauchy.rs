@@ -144,9 +144,7 @@ struct Breakpoints<'v, V> {
     met_early: usize,
     /// The row of a breakpoint past the earliest.
     row: Vec<f64>,
-    /// The latest of the earliest: the rest come after it.
-    last_early: Option<Breakpoint>,
-    /// Whether there are more than `early` held.
+    /// Whether there are more than `early` held (all after its last).
     more: bool,
     /// The rest, once the path has passed the earliest.
     rest: Option<BinaryHeap<Reverse<Breakpoint>>>,
@@ -178,7 +176,6 @@ impl<'v, V> Breakpoints<'v, V> {
             early_rows: Vec::new(),
             met_early: 0,
             row: Vec::new(),
-            last_early: None,
             more: false,
             rest: None,
             storage,
@@ -188,7 +185,6 @@ impl<'v, V> Breakpoints<'v, V> {
         }
         let (early, total) = space.earliest_breakpoints(times, EARLY_BREAKPOINTS)?;
         breaks.more = total > early.len();
-        breaks.last_early = early.last().copied();
         let indices: Vec<usize> = early.iter().map(|&Breakpoint(_, i)| i).collect();
         breaks.early_rows = vec![0.0; indices.len() * breaks.rows.len()];
         space.gather(&breaks.rows, &indices, &mut breaks.early_rows)?;
@@ -208,7 +204,7 @@ impl<'v, V> Breakpoints<'v, V> {
                 self.met_early += 1;
                 return Ok(Some((next, &self.early_rows[at..at + width])));
             }
-            let Some(last) = self.last_early.filter(|_| self.more) else {
+            let Some(&last) = self.early.last().filter(|_| self.more) else {
                 return Ok(None);
             };
             // Past the earliest: the breakpoints after the last of them.
