@@ -653,6 +653,37 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
             assert_eq!(d_rest, h_rest);
         }
     }
+    // The earliest breakpoints, found from runs of the times: ties across runs (the lowest
+    // indices first), the earliest crowded into the last run, few, and none.
+    let crafted: [(&str, Vec<f64>); 4] = [
+        (
+            "ties",
+            ramp(&|i| if i % 3 == 0 { 0.5 } else { f64::INFINITY }),
+        ),
+        (
+            "crowded",
+            ramp(&|i| match n - i {
+                left @ ..=100 => 1e-3 * left as f64,
+                _ => 1.0 + (i % 13) as f64,
+            }),
+        ),
+        ("few", ramp(&|i| if i % 401 == 7 { 2.0 } else { 0.0 })),
+        (
+            "none",
+            ramp(&|i| if i % 2 == 0 { 0.0 } else { f64::INFINITY }),
+        ),
+    ];
+    for (what, times) in crafted {
+        let d_times = up(device, &times);
+        for count in [1, 8, 64] {
+            assert_eq!(
+                device.earliest_breakpoints(&d_times, count).unwrap(),
+                host.earliest_breakpoints(&times, count).unwrap(),
+                "{what}, the earliest {count}"
+            );
+        }
+    }
+
     let (mut times, mut path) = (vec![0.0; n], vec![0.0; n]);
     host.steepest_path(Some(&host_box), &x, &g, &mut times, &mut path)
         .unwrap();

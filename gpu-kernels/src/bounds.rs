@@ -19,6 +19,13 @@ pub fn breakpoint(lower: f64, upper: f64, x: f64, g: f64) -> f64 {
     }
 }
 
+/// Whether a time from [`breakpoint`] is a breakpoint of the Cauchy path: one the path meets
+/// after its start (not 0: cannot move; not `∞`: never meets a bound).
+#[inline(always)]
+pub fn is_breakpoint(t: f64) -> bool {
+    t > 0.0 && t.is_finite()
+}
+
 /// The projected gradient's entry `x − P(x − g)` (sign aside): `g` where the variable may move
 /// along `−g`, what is left to its bound where that is nearer.
 #[inline(always)]

@@ -12,10 +12,10 @@
 pub use nvptx::*;
 
 mod nvptx {
-    use crate::bounds::{breakpoint, clip, projected, room};
+    use crate::bounds::{breakpoint, clip, is_breakpoint, projected, room};
     use crate::device::entry::vector_at;
-    use crate::device::{block_idx, block_reduce, block_reduce_sum, grid_dim, grid_stride};
-    use crate::device::{slice, thread_idx};
+    use crate::device::{block_dim, block_idx, block_reduce, block_reduce_sum, grid_dim};
+    use crate::device::{grid_stride, slice, thread_idx};
 
     /// Variable `i`'s bounds: `(−∞, ∞)` where the box is null.
     ///
@@ -352,6 +352,46 @@ mod nvptx {
             block_max(max),
         ];
         unsafe { write_rows(partials, totals) };
+    }
+
+    /// For each of the `chunks = ⌈n / chunk⌉` runs of `chunk` consecutive `times` (the last
+    /// one shorter): `out[c]` ← the run's least breakpoint time (`∞` for none) and
+    /// `out[chunks + c]` ← how many breakpoints it holds. A block takes whole runs, its
+    /// threads striding through each, so that a run is an index range the host can fetch.
+    #[unsafe(export_name = "cudamin_breakpoint_chunks")]
+    unsafe extern "ptx-kernel" fn breakpoint_chunks(
+        n: usize,
+        times: *const f64,
+        chunk: usize,
+        out: *mut f64,
+    ) {
+        // SAFETY: the launcher passes `n` times and `2·⌈n / chunk⌉` output slots; thread 0 of
+        // the block that takes a run writes its two.
+        let times = unsafe { slice(times, n) };
+        let chunks = n.div_ceil(chunk);
+        // The loop bound is the block's alone, so every thread reaches each reduction.
+        let mut c = block_idx();
+        while c < chunks {
+            let end = n.min((c + 1) * chunk);
+            let (mut least, mut count) = (f64::INFINITY, 0.0);
+            let mut i = c * chunk + thread_idx();
+            while i < end {
+                if is_breakpoint(times[i]) {
+                    least = least.min(times[i]);
+                    count += 1.0;
+                }
+                i += block_dim();
+            }
+            let least = block_min(least);
+            let count = block_reduce_sum(count);
+            if thread_idx() == 0 {
+                unsafe {
+                    out.add(c).write(least);
+                    out.add(chunks + c).write(count);
+                }
+            }
+            c += grid_dim();
+        }
     }
 
     /// `out[r·count + j] ← vⱼ[indices[r]]` for the `count` vectors `table` holds and the

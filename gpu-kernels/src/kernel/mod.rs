@@ -80,6 +80,9 @@ pub const TRUNCATE: &str = "cudamin_truncate";
 pub const CLIPPED_RAY_POINT: &str = "cudamin_clipped_ray_point";
 /// The new pair and its products.
 pub const NEW_PAIR_PARTIALS: &str = "cudamin_new_pair_partials";
+/// Each run of consecutive breakpoint times: its least and how many, from which the host picks
+/// the runs that hold the earliest.
+pub const BREAKPOINT_CHUNKS: &str = "cudamin_breakpoint_chunks";
 /// A few rows of several vectors.
 pub const GATHER: &str = "cudamin_gather";
 /// A few entries of a vector set.

@@ -10,7 +10,7 @@
 use super::EvalError;
 use super::space::{HostVectors, VectorSpace};
 use crate::linalg::vector;
-use gpu_kernels::bounds::{breakpoint, clip, projected, room};
+use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, room};
 use std::ops::Range;
 
 /// A box as vectors of a space: each variable's lower and upper bound, `±∞` where a side has
@@ -568,7 +568,7 @@ impl BoxSpace for HostVectors {
 /// Variable `i`'s breakpoint, where it meets one along the path (a finite positive time).
 fn breakpoint_of(times: &[f64], i: usize) -> Option<Breakpoint> {
     let t = times[i];
-    (t > 0.0 && t.is_finite()).then_some(Breakpoint(t, i))
+    is_breakpoint(t).then_some(Breakpoint(t, i))
 }
 
 /// `(c, v)` terms over slices.

@@ -11,10 +11,11 @@ use super::ptx::ParamType;
 use KernelArg::{F64, Ptr};
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::{
-    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, CLIPPED_RAY_POINT, COMBINE_DOT_PARTIALS, DENSE_FINISH,
-    DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, GATHER, MASKED_GRAM_PARTIALS,
-    MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, PATH_POINT, PROJECT_AIM_PARTIALS, RAY_POINT,
-    REACH_PARTIALS, SCALE, SCATTER, STEP_END_PARTIALS, SUM_PARTIAL_ROWS, SUM_PARTIALS, TRUNCATE,
+    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
+    COMBINE_DOT_PARTIALS, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS,
+    GATHER, MASKED_GRAM_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, PATH_POINT,
+    PROJECT_AIM_PARTIALS, RAY_POINT, REACH_PARTIALS, SCALE, SCATTER, STEP_END_PARTIALS,
+    SUM_PARTIAL_ROWS, SUM_PARTIALS, TRUNCATE,
 };
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
@@ -527,6 +528,15 @@ impl Launch {
         Launch::of(NEW_PAIR_PARTIALS, args)
     }
 
+    /// Each `chunk`-long run of the `n` `times`: its least breakpoint into `out[c]`, how many
+    /// into `out[⌈n / chunk⌉ + c]`.
+    pub fn breakpoint_chunks(n: usize, times: u64, chunk: usize, out: u64) -> Launch {
+        Launch::of(
+            BREAKPOINT_CHUNKS,
+            vec![count(n), Ptr(times), count(chunk), Ptr(out)],
+        )
+    }
+
     /// `out[r·vectors + j] ← vⱼ[indices[r]]` over the `vectors` addresses of `table`.
     pub fn gather(table: u64, vectors: usize, indices: u64, rows: usize, out: u64) -> Launch {
         Launch::of(
@@ -583,6 +593,7 @@ pub fn vector_launches() -> Vec<Launch> {
         Launch::truncate(1, (1, 2), (3, 4, 5), 0.5, 0, 6),
         Launch::clipped_ray_point(1, (1, 2), 3, 1.0, 4, 5),
         Launch::new_pair_partials(1, 1.0, (1, 2, 3), (4, 5), 6),
+        Launch::breakpoint_chunks(1, 2, 1, 3),
         Launch::gather(1, 1, 2, 1, 3),
         Launch::scatter(1, 2, 1),
     ]

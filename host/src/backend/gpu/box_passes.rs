@@ -9,8 +9,9 @@ use super::abi::Launch;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
 use crate::backend::evaluator::BackendError;
 use gpu_kernels::kernel::{
-    AIM_PARTIALS, BOX_PATH_PARTIALS, FREE_PARTIALS, GATHER, MASKED_GRAM_PARTIALS,
-    NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS, sum_in_order,
+    AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
+    MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,
+    sum_in_order,
 };
 
 /// A box on the device: the lower and upper bounds.
@@ -178,6 +179,24 @@ impl DeviceVectors {
             sum(&gg),
             maximum(&max),
         ])
+    }
+
+    /// For each run of `chunk` consecutive `times` (the last one shorter), in order: its least
+    /// breakpoint time (`∞` for none) and how many breakpoints it holds.
+    pub(crate) fn breakpoint_chunks(
+        &mut self,
+        times: &DeviceVector,
+        chunk: usize,
+    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
+        let n = self.dim();
+        let chunks = n.div_ceil(chunk);
+        let out = self.rows_out(2 * chunks)?;
+        let launch = Launch::breakpoint_chunks(n, address(times), chunk, out);
+        self.launch_reduction(&launch)?;
+        let mut rows = vec![0.0; 2 * chunks];
+        self.read_rows_out(BREAKPOINT_CHUNKS, &mut rows)?;
+        let counts = rows.split_off(chunks);
+        Ok((rows, counts))
     }
 
     /// `out[r·k + j] ← vectors[j][indices[r]]` (`k` vectors).
