@@ -58,3 +58,36 @@ pub fn room(lower: f64, upper: f64, x: f64, d: f64) -> f64 {
         room / d
     }
 }
+
+/// How far a variable may follow the subspace step `d` from the Cauchy point `x`, as a fraction
+/// of the step: `min(room, 1)` for a free variable, 1 for one held at its bound (it does not
+/// move).
+#[inline(always)]
+pub fn reach(lower: f64, upper: f64, free: bool, x: f64, d: f64) -> f64 {
+    if free {
+        room(lower, upper, x, d).min(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// A variable of the step cut at the fraction `alpha` (the least [`reach`]): a held one stays
+/// at `x`, the `first` to meet its bound lands on it exactly (rounding would leave it a hair
+/// inside or out), the other free ones move `alpha·d`.
+#[inline(always)]
+pub fn truncated(
+    lower: f64,
+    upper: f64,
+    (free, first): (bool, bool),
+    x: f64,
+    d: f64,
+    alpha: f64,
+) -> f64 {
+    if !free {
+        x
+    } else if first {
+        if d > 0.0 { upper } else { lower }
+    } else {
+        x + alpha * d
+    }
+}

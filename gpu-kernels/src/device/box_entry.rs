@@ -12,7 +12,7 @@
 pub use nvptx::*;
 
 mod nvptx {
-    use crate::bounds::{breakpoint, clip, is_breakpoint, projected, room};
+    use crate::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
     use crate::device::entry::vector_at;
     use crate::device::{block_dim, block_idx, block_reduce, block_reduce_sum, grid_dim};
     use crate::device::{grid_stride, slice, thread_idx};
@@ -250,11 +250,7 @@ mod nvptx {
         let (mut least, mut first) = (f64::INFINITY, f64::INFINITY);
         for i in grid_stride(n) {
             let (lo, hi) = unsafe { sides(lower, upper, i) };
-            let fraction = if free[i] != 0.0 {
-                f64::min(room(lo, hi, cauchy[i], step[i]), 1.0)
-            } else {
-                1.0
-            };
+            let fraction = reach(lo, hi, free[i] != 0.0, cauchy[i], step[i]);
             least = f64::min(least, fraction);
             if fraction == alpha {
                 first = f64::min(first, i as f64);
@@ -282,13 +278,8 @@ mod nvptx {
         let (free, cauchy, step) = unsafe { (slice(free, n), slice(cauchy, n), slice(step, n)) };
         for i in grid_stride(n) {
             let (lo, hi) = unsafe { sides(lower, upper, i) };
-            let t = if free[i] == 0.0 {
-                cauchy[i]
-            } else if i == first {
-                if step[i] > 0.0 { hi } else { lo }
-            } else {
-                cauchy[i] + alpha * step[i]
-            };
+            let at = (free[i] != 0.0, i == first);
+            let t = truncated(lo, hi, at, cauchy[i], step[i], alpha);
             unsafe { target.add(i).write(t) };
         }
     }

@@ -10,7 +10,7 @@
 use super::EvalError;
 use super::space::{HostVectors, VectorSpace};
 use crate::linalg::vector;
-use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, room};
+use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
 use std::ops::Range;
 
 /// A box as vectors of a space: each variable's lower and upper bound, `±∞` where a side has
@@ -453,26 +453,17 @@ impl BoxSpace for HostVectors {
     ) -> Result<(), EvalError> {
         let (lower, upper) = (&bounds.lower, &bounds.upper);
         // The smallest reach below 1, from one pass on every core.
-        let reach = |i: usize| {
-            let fraction = if free[i] {
-                room(lower[i], upper[i], cauchy[i], step[i]).min(1.0)
-            } else {
-                1.0
-            };
+        let short_of_the_step = |i: usize| {
+            let fraction = reach(lower[i], upper[i], free[i], cauchy[i], step[i]);
             (fraction < 1.0).then_some(Breakpoint(fraction, i))
         };
-        let (met, _) = vector::smallest_indexed(step.len(), 1, reach);
+        let (met, _) = vector::smallest_indexed(step.len(), 1, short_of_the_step);
         let (alpha, first) = met
             .first()
             .map_or((1.0, None), |&Breakpoint(reach, i)| (reach, Some(i)));
         vector::update_indexed(target, |i, _| {
-            if !free[i] {
-                cauchy[i]
-            } else if first == Some(i) {
-                if step[i] > 0.0 { upper[i] } else { lower[i] }
-            } else {
-                cauchy[i] + alpha * step[i]
-            }
+            let at = (free[i], first == Some(i));
+            truncated(lower[i], upper[i], at, cauchy[i], step[i], alpha)
         });
         Ok(())
     }
