@@ -877,7 +877,8 @@ mod nvptx {
     /// `out ← Σⱼ cⱼ·vⱼ` over the `count` vectors `table` holds and their coefficients, formed
     /// as `out ← c₀·v₀` then `out ← out + cⱼ·vⱼ` in order (the bits of a copy, a [`scale`] and
     /// [`axpy`]s), and `partials[block] = Σ zᵢ·outᵢ` over the block's share, as
-    /// [`dot_partials`] sums `dot(z, out)`.
+    /// [`dot_partials`] sums `dot(z, out)`; with `z` null, the combination alone (no partials:
+    /// a pass whose product nobody reads costs no finishing launch and no read-back).
     #[unsafe(export_name = "cudamin_combine_dot_partials")]
     unsafe extern "ptx-kernel" fn combine_dot_partials(
         n: usize,
@@ -889,9 +890,10 @@ mod nvptx {
         partials: *mut f64,
     ) {
         // SAFETY: the launcher passes `count ≥ 1` addresses of vectors of `n` f64 and their
-        // `count` coefficients, `out` and `z` of `n` f64 (`out` none of the others), and one
-        // partial per block.
-        let (coefficients, z) = unsafe { (slice(coefficients, count), slice(z, n)) };
+        // `count` coefficients, `out` of `n` f64 (none of the others), and `z` of `n` f64 with
+        // one partial per block, or both null.
+        let coefficients = unsafe { slice(coefficients, count) };
+        let z = (!z.is_null()).then(|| unsafe { slice(z, n) });
         let first = vector_at(table, 0);
         let mut sum = 0.0;
         for i in grid_stride(n) {
@@ -915,11 +917,16 @@ mod nvptx {
                 next += width;
             }
             unsafe { out.add(i).write(value) };
-            sum += z[i] * value;
+            if let Some(z) = z {
+                sum += z[i] * value;
+            }
         }
-        let block_sum = block_reduce_sum(sum);
-        if thread_idx() == 0 {
-            unsafe { partials.add(block_idx()).write(block_sum) };
+        // `z` is the launch's, so the whole block takes the reduction or skips it.
+        if z.is_some() {
+            let block_sum = block_reduce_sum(sum);
+            if thread_idx() == 0 {
+                unsafe { partials.add(block_idx()).write(block_sum) };
+            }
         }
     }
 

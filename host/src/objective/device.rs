@@ -369,8 +369,8 @@ impl BoxSpace for DeviceVectors {
         target: &mut DeviceVector,
         direction: &mut DeviceVector,
     ) -> Result<(f64, f64), EvalError> {
-        // The combination's own pass (its product with `g` unused), then the projection's.
-        VectorSpace::combine_dot(self, terms, step, g)?;
+        // The combination's own pass, then the projection's.
+        DeviceVectors::combine(self, terms, step)?;
         let along = (free, cauchy, &*step);
         let bounds = device_box(Some(bounds));
         Ok(DeviceVectors::project_aim(

@@ -256,18 +256,17 @@ impl DeviceVectors {
         if width == 0 {
             return Ok((gram, with_u));
         }
-        let combined = match u.first() {
-            Some(&(_, first)) => {
-                let mut combined = match self.scratch.take() {
-                    Some(v) => v,
-                    None => self.zeros()?,
-                };
-                let made = self.combine_dot(u, &mut combined, first);
-                let combined = self.scratch.insert(combined);
-                made?;
-                address(combined)
-            }
-            None => 0,
+        let combined = if u.is_empty() {
+            0
+        } else {
+            let mut combined = match self.scratch.take() {
+                Some(v) => v,
+                None => self.zeros()?,
+            };
+            let made = self.combine(u, &mut combined);
+            let combined = self.scratch.insert(combined);
+            made?;
+            address(combined)
         };
         let words: Vec<f64> = columns.iter().map(|&(_, v)| address_word(v)).collect();
         let table = self.table(&words)?;

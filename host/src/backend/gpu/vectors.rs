@@ -209,23 +209,43 @@ impl DeviceVectors {
         out: &mut DeviceVector,
         z: &DeviceVector,
     ) -> Result<f64, BackendError> {
+        let partials = self.partials.address();
+        self.launch_combination(terms, out, (z.0.address(), partials))?;
+        self.finish_sum(COMBINE_DOT_PARTIALS)
+    }
+
+    /// [`combine_dot`](Self::combine_dot)'s `out`, without the product: nothing to finish or
+    /// wait for.
+    pub(crate) fn combine(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        out: &mut DeviceVector,
+    ) -> Result<(), BackendError> {
+        self.launch_combination(terms, out, (0, 0))
+    }
+
+    /// The combination's launch, with `(z, partials)` for the product (both 0 for none).
+    fn launch_combination(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        out: &mut DeviceVector,
+        (z, partials): (u64, u64),
+    ) -> Result<(), BackendError> {
         let words: Vec<f64> = (terms.iter().map(|(_, v)| address_word(v)))
             .chain(terms.iter().map(|&(c, _)| c))
             .collect();
         let table = self.table(&words)?;
         let coefficients = table + (terms.len() * size_of::<f64>()) as u64;
-        let partials = self.partials.address();
         let launch = Launch::combine_dot_partials(
             self.n,
             table,
             coefficients,
             terms.len(),
             out.0.address(),
-            z.0.address(),
+            z,
             partials,
         );
-        self.launcher.launch(&launch, self.reduction)?;
-        self.finish_sum(COMBINE_DOT_PARTIALS)
+        self.launcher.launch(&launch, self.reduction)
     }
 
     /// `p ← step·p`, `g ← g_new − g`, and `[sᵀy, yᵀy, g_newᵀg_new, sᵀs, ‖g_new‖∞]`: one pass,
