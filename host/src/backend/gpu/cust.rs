@@ -39,9 +39,16 @@ fn driver(call: &'static str) -> impl Fn(CudaError) -> BackendError {
 
 /// The device memory of `buffer`, as cust copies to and from it.
 fn slice(buffer: &Buffer) -> DeviceSlice<f64> {
+    prefix(buffer, buffer.len())
+}
+
+/// The first `len` f64 of `buffer` (all of them where it is shorter).
+fn prefix(buffer: &Buffer, len: usize) -> DeviceSlice<f64> {
+    let len = len.min(buffer.len());
     // SAFETY: a `Buffer` holds an address that `CustDriver::alloc` made for `len` f64 and that
-    // stays allocated until the buffer's drop; the slice lives no longer than the borrow.
-    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.address()), buffer.len()) }
+    // stays allocated until the buffer's drop; the slice, no longer than that, lives no longer
+    // than the borrow.
+    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(buffer.address()), len) }
 }
 
 /// Copies of at most this many f64 (1 MiB) go through the page-locked staging buffer, which
@@ -282,9 +289,10 @@ impl Driver for CustDriver {
         let total: usize = reads.iter().map(|(_, out)| out.len()).sum();
         if total > STAGED_MAX {
             for (from, out) in reads.iter_mut() {
-                // SAFETY: `out` holds `from.len()` f64 (the launcher checked) and is not
-                // touched until the synchronize below, which waits for the copy.
-                unsafe { slice(from).async_copy_to(&mut **out, &self.stream) }
+                // SAFETY: `out` holds at most `from.len()` f64 (the launcher checked), the
+                // prefix as many, and `out` is not touched until the synchronize below, which
+                // waits for the copy.
+                unsafe { prefix(from, out.len()).async_copy_to(&mut **out, &self.stream) }
                     .map_err(driver("cuMemcpyDtoHAsync"))?;
             }
             return self.synchronize(after);
@@ -296,9 +304,10 @@ impl Driver for CustDriver {
                 continue;
             }
             let target = &mut staging.as_mut_slice()[offset..offset + out.len()];
-            // SAFETY: `target` is page-locked memory of `from.len()` f64, read only after the
-            // synchronize below.
-            unsafe { slice(from).async_copy_to(target, &self.stream) }
+            // SAFETY: `target` is page-locked memory of `out.len()` f64, as many as the prefix
+            // (at most `from.len()`: the launcher checked), read only after the synchronize
+            // below.
+            unsafe { prefix(from, out.len()).async_copy_to(target, &self.stream) }
                 .map_err(driver("cuMemcpyDtoHAsync"))?;
             offset += out.len();
         }

@@ -57,8 +57,8 @@ pub(crate) trait Driver: Send + Sync {
     fn free(&self, address: u64, len: usize);
     /// `to ← values` (`values.len()` entries).
     fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError>;
-    /// Each `(from, out)`: `out ← from`, waiting for all earlier work; `after` names that work
-    /// in the error of a fault.
+    /// Each `(from, out)`: `out ←` the first `out.len()` entries of `from` (at most all of
+    /// them), waiting for all earlier work; `after` names that work in the error of a fault.
     fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError>;
     /// `len` zeros in host memory for a copy from the device to land in: [`host_zeros`]; a
     /// driver may first ready long ones for its copy.

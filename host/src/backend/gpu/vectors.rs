@@ -339,9 +339,12 @@ impl DeviceVectors {
         after: &str,
     ) -> Result<(Vec<f64>, usize), BackendError> {
         let blocks = self.reduction.blocks as usize;
-        let mut all = self.launcher.read_new(&self.partials, after)?;
-        all.truncate(rows * blocks);
-        Ok((all, blocks))
+        // Only the rows asked for: the buffer keeps the size of the widest reduction so far
+        // (the masked Gram's hundreds of rows).
+        let mut read = vec![0.0; rows * blocks];
+        self.launcher
+            .read(&mut [(&self.partials, &mut read)], after)?;
+        Ok((read, blocks))
     }
 
     /// The address of room for `len` gathered values, grown if no gather has needed as many.
@@ -357,10 +360,8 @@ impl DeviceVectors {
         let Some(rows) = &self.rows_out else {
             return Ok(());
         };
-        let all = self.launcher.read_new(rows, after)?;
-        let len = out.len().min(all.len());
-        out[..len].copy_from_slice(&all[..len]);
-        Ok(())
+        let len = out.len().min(rows.len());
+        self.launcher.read(&mut [(rows, &mut out[..len])], after)
     }
 
     /// The first result, after the work `after` names.
@@ -372,11 +373,7 @@ impl DeviceVectors {
 
     /// The first `out.len()` results, after the work `after` names.
     fn read_scalars(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
-        let mut all = vec![0.0; self.scalars.len()];
-        self.launcher
-            .read(&mut [(&self.scalars, &mut all)], after)?;
-        out.copy_from_slice(&all[..out.len()]);
-        Ok(())
+        self.launcher.read(&mut [(&self.scalars, out)], after)
     }
 
     /// The address of `rows` rows of partials, and room for their `rows` results, grown if
