@@ -654,8 +654,9 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
         }
     }
     // The earliest breakpoints, found from runs of the times: ties across runs (the lowest
-    // indices first), the earliest crowded into the last run, few, and none.
-    let crafted: [(&str, Vec<f64>); 4] = [
+    // indices first), the earliest crowded into the last run, one early breakpoint in each of
+    // a few runs and in the reverse of their order, few, and none.
+    let crafted: [(&str, Vec<f64>); 5] = [
         (
             "ties",
             ramp(&|i| if i % 3 == 0 { 0.5 } else { f64::INFINITY }),
@@ -667,6 +668,16 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
                 _ => 1.0 + (i % 13) as f64,
             }),
         ),
+        (
+            "spread",
+            ramp(&|i| {
+                if i % 97 == 0 {
+                    1.0 + (n - i) as f64
+                } else {
+                    1e9
+                }
+            }),
+        ),
         ("few", ramp(&|i| if i % 401 == 7 { 2.0 } else { 0.0 })),
         (
             "none",
@@ -675,7 +686,9 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
     ];
     for (what, times) in crafted {
         let d_times = up(device, &times);
-        for count in [1, 8, 64] {
+        // Counts that leave runs out (at the simulator's n = 2000: 45 runs at count 1, 63 at
+        // the others), up to the Cauchy walk's 64.
+        for count in [1, 8, 24, 64] {
             assert_eq!(
                 device.earliest_breakpoints(&d_times, count).unwrap(),
                 host.earliest_breakpoints(&times, count).unwrap(),
@@ -872,6 +885,44 @@ fn box_passes_match_host_vectors() {
     let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
     let mut space = objective.device().unwrap().vectors().unwrap();
     box_passes_match_the_host(&mut space, n);
+}
+
+/// The earliest breakpoints picked from runs of the times are the host's whatever the launch:
+/// a warp per run with 1, 33 or 100 threads per block (warps of fewer than 32 lanes), on one
+/// block or three.
+#[test]
+fn earliest_breakpoints_match_the_host_at_any_block_size() {
+    let n = sized(100_000, 2_000);
+    let times: Vec<f64> = (0..n)
+        .map(|i| match (i % 97, i % 5) {
+            (0, _) => 1.0 + (n - i) as f64,
+            (_, 0) => 1e9,
+            _ => 0.0,
+        })
+        .collect();
+    let mut host = cudamin::objective::HostVectors::new(n);
+    let problem = problems::find("seed-expsum").unwrap();
+    for threads in [1, 33, 100] {
+        for blocks in [1, 3] {
+            let launch = LaunchOverride {
+                threads: Some(threads),
+                blocks: Some(blocks),
+            };
+            let instance = problem
+                .instantiate(&gpu_with(launch), Some(n), None)
+                .unwrap();
+            let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
+            let mut space = objective.device().unwrap().vectors().unwrap();
+            let on_device = VectorSpace::upload(&mut space, &times).unwrap();
+            for count in [1, 24, 64] {
+                assert_eq!(
+                    space.earliest_breakpoints(&on_device, count).unwrap(),
+                    host.earliest_breakpoints(&times, count).unwrap(),
+                    "{threads} threads × {blocks} blocks, the earliest {count}"
+                );
+            }
+        }
+    }
 }
 
 /// L-BFGS-B keeps a GPU term objective's vectors on the device from 2¹⁵ variables, bounded or

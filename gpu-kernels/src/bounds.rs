@@ -71,14 +71,15 @@ pub fn reach(lower: f64, upper: f64, free: bool, x: f64, d: f64) -> f64 {
     }
 }
 
-/// A variable of the step cut at the fraction `alpha` (the least [`reach`]): a held one stays
-/// at `x`, the `first` to meet its bound lands on it exactly (rounding would leave it a hair
-/// inside or out), the other free ones move `alpha·d`.
+/// A variable of the step cut at the fraction `alpha` (the least [`reach`]): a held one (not
+/// `free`) stays at `x`, the `first` to meet its bound lands on it exactly (rounding would
+/// leave it a hair inside or out), the other free ones move `alpha·d`.
 #[inline(always)]
 pub fn truncated(
     lower: f64,
     upper: f64,
-    (free, first): (bool, bool),
+    free: bool,
+    first: bool,
     x: f64,
     d: f64,
     alpha: f64,

@@ -14,8 +14,8 @@ pub use nvptx::*;
 mod nvptx {
     use crate::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
     use crate::device::entry::vector_at;
-    use crate::device::{block_dim, block_idx, block_reduce, block_reduce_sum, grid_dim};
-    use crate::device::{grid_stride, slice, thread_idx};
+    use crate::device::{WARP_SIZE, block_dim, block_idx, block_reduce, block_reduce_sum};
+    use crate::device::{grid_dim, grid_stride, slice, thread_idx, warp_reduce};
 
     /// Variable `i`'s bounds: `(−∞, ∞)` where the box is null.
     ///
@@ -278,8 +278,15 @@ mod nvptx {
         let (free, cauchy, step) = unsafe { (slice(free, n), slice(cauchy, n), slice(step, n)) };
         for i in grid_stride(n) {
             let (lo, hi) = unsafe { sides(lower, upper, i) };
-            let at = (free[i] != 0.0, i == first);
-            let t = truncated(lo, hi, at, cauchy[i], step[i], alpha);
+            let t = truncated(
+                lo,
+                hi,
+                free[i] != 0.0,
+                i == first,
+                cauchy[i],
+                step[i],
+                alpha,
+            );
             unsafe { target.add(i).write(t) };
         }
     }
@@ -347,8 +354,9 @@ mod nvptx {
 
     /// For each of the `chunks = ⌈n / chunk⌉` runs of `chunk` consecutive `times` (the last
     /// one shorter): `out[c]` ← the run's least breakpoint time (`∞` for none) and
-    /// `out[chunks + c]` ← how many breakpoints it holds. A block takes whole runs, its
-    /// threads striding through each, so that a run is an index range the host can fetch.
+    /// `out[chunks + c]` ← how many breakpoints it holds. A warp takes whole runs, its lanes
+    /// striding through each (a run is an index range the host can fetch), and reduces them
+    /// by shuffles alone: no barrier, and no lane waits on a run that is not its warp's.
     #[unsafe(export_name = "cudamin_breakpoint_chunks")]
     unsafe extern "ptx-kernel" fn breakpoint_chunks(
         n: usize,
@@ -356,32 +364,36 @@ mod nvptx {
         chunk: usize,
         out: *mut f64,
     ) {
-        // SAFETY: the launcher passes `n` times and `2·⌈n / chunk⌉` output slots; thread 0 of
-        // the block that takes a run writes its two.
+        // SAFETY: the launcher passes `n` times and `2·⌈n / chunk⌉` output slots; lane 0 of
+        // the warp that takes a run writes its two.
         let times = unsafe { slice(times, n) };
         let chunks = n.div_ceil(chunk);
-        // The loop bound is the block's alone, so every thread reaches each reduction.
-        let mut c = block_idx();
+        let (warp, lane) = (thread_idx() / WARP_SIZE, thread_idx() % WARP_SIZE);
+        let warps_per_block = block_dim().div_ceil(WARP_SIZE);
+        // The last warp of a block whose size is not a multiple of 32 has fewer lanes.
+        let lanes = (block_dim() - warp * WARP_SIZE).min(WARP_SIZE);
+        // The loop bound is the warp's alone, so all its lanes reach each shuffle.
+        let mut c = block_idx() * warps_per_block + warp;
         while c < chunks {
             let end = n.min((c + 1) * chunk);
             let (mut least, mut count) = (f64::INFINITY, 0.0);
-            let mut i = c * chunk + thread_idx();
+            let mut i = c * chunk + lane;
             while i < end {
                 if is_breakpoint(times[i]) {
                     least = least.min(times[i]);
                     count += 1.0;
                 }
-                i += block_dim();
+                i += lanes;
             }
-            let least = block_min(least);
-            let count = block_reduce_sum(count);
-            if thread_idx() == 0 {
+            let least = warp_reduce(least, lanes, f64::min);
+            let count = warp_reduce(count, lanes, |a, b| a + b);
+            if lane == 0 {
                 unsafe {
                     out.add(c).write(least);
                     out.add(chunks + c).write(count);
                 }
             }
-            c += grid_dim();
+            c += grid_dim() * warps_per_block;
         }
     }
 

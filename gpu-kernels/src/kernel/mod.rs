@@ -51,7 +51,7 @@ pub const MAX_ABS_PARTIALS: &str = "cudamin_max_abs_partials";
 /// holds vector `j`'s, summed as `DOT_PARTIALS` sums them; [`SUM_PARTIAL_ROWS`] adds each row.
 pub const DOTS_PARTIALS: &str = "cudamin_dots_partials";
 /// `out ← Σ cⱼ·vⱼ` (as a copy, a scaling and axpys would form it), with the partials of
-/// `zᵀout`, in one pass.
+/// `zᵀout`, in one pass; with `z` null, the combination alone.
 pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
 /// The end of a quasi-Newton step in one pass: `p ← step·p`, `g ← g₊ − g`, and the partials of
 /// `sᵀy`, `yᵀy`, `g₊ᵀg₊`, `sᵀs` (rows 0–3) and `max |g₊ᵢ|` (row 4).

@@ -460,10 +460,12 @@ impl BoxSpace for HostVectors {
         let (met, _) = vector::smallest_indexed(step.len(), 1, short_of_the_step);
         let (alpha, first) = met
             .first()
-            .map_or((1.0, None), |&Breakpoint(reach, i)| (reach, Some(i)));
+            .map_or((1.0, None), |&Breakpoint(fraction, i)| (fraction, Some(i)));
         vector::update_indexed(target, |i, _| {
-            let at = (free[i], first == Some(i));
-            truncated(lower[i], upper[i], at, cauchy[i], step[i], alpha)
+            let first = first == Some(i);
+            truncated(
+                lower[i], upper[i], free[i], first, cauchy[i], step[i], alpha,
+            )
         });
         Ok(())
     }

@@ -201,16 +201,16 @@ fn device_box(bounds: Option<&BoxVectors<DeviceVector>>) -> DeviceBox<'_> {
     bounds.map(|b| (&b.lower, &b.upper))
 }
 
-/// The shortest run of times [`BoxSpace::earliest_breakpoints`] asks the device about: a
-/// warp's worth, so that a block's threads are not mostly idle on one.
-const RUN_MIN_LEN: f64 = 32.0;
+/// The shortest run of times [`BoxSpace::earliest_breakpoints`] asks the device about: a warp
+/// takes each run, and a shorter one would leave some of its lanes idle.
+const RUN_MIN_LEN: usize = 32;
 
 /// Which runs of consecutive times hold the `count` earliest breakpoints, from each run's
 /// least breakpoint time (`least`) and how many it holds (`counts`), in increasing order: the
 /// `count` runs that come first by (least time, position), among those that hold any.
 ///
-/// Why these suffice: take a breakpoint `b` in a run `r` that is not chosen. Each of the
-/// `count` chosen runs `q` comes before `r`, so its least breakpoint is before `b` in
+/// Why these suffice: take a breakpoint `b` in a run `r` that is not chosen. Since `r` holds
+/// one, `count` runs were chosen, and each chosen run `q` comes before `r`, so its least breakpoint is before `b` in
 /// [`Breakpoint`]'s order: its time is below `b`'s, or equal with `q` before `r` and so every
 /// index of `q` below `b`'s. Thus `count` breakpoints precede `b`, and `b` is not among the
 /// earliest `count`.
@@ -277,13 +277,14 @@ impl BoxSpace for DeviceVectors {
         let n = self.dim();
         // Runs of about √(n / count) times: the runs' summaries and the chosen runs' times
         // then cross in about as many bytes each.
-        let chunk = ((n / count.max(1)) as f64).sqrt().ceil().max(RUN_MIN_LEN) as usize;
+        let chunk = (((n / count.max(1)) as f64).sqrt().ceil() as usize).max(RUN_MIN_LEN);
         let (least, counts) = DeviceVectors::breakpoint_chunks(self, times, chunk)?;
         // Whole numbers below 2⁵³: exact in any order.
         let total = counts.iter().sum::<f64>() as usize;
         let runs = earliest_runs(&least, &counts, count);
         // Always `count` runs' worth of indices (the first one's again in place of runs not
-        // chosen), so that the gather's buffers are the same every iteration.
+        // chosen), so that the gather's kept table takes a few lengths (the last run is
+        // shorter), not one per iteration.
         let Some(&first) = runs.first() else {
             return Ok((Vec::new(), total));
         };

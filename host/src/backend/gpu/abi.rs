@@ -281,7 +281,8 @@ impl Launch {
     }
 
     /// `out ← Σ cⱼ·vⱼ` over the `terms` vectors of `table` and the coefficients at
-    /// `coefficients`, with one partial sum of `zᵀout` per block into `partials`.
+    /// `coefficients`, with one partial sum of `zᵀout` per block into `partials` (`z` and
+    /// `partials` both 0: the combination alone).
     pub fn combine_dot_partials(
         n: usize,
         table: u64,

@@ -10,10 +10,10 @@ use super::driver::Buffer;
 use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
-    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, CLIPPED_RAY_POINT, COMBINE_DOT_PARTIALS, DOT_PARTIALS,
-    DOTS_PARTIALS, FREE_PARTIALS, MASKED_GRAM_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS,
-    NEW_PAIR_ROWS, PATH_POINT, PROJECT_AIM_PARTIALS, REACH_PARTIALS, STEP_END_PARTIALS,
-    STEP_END_ROWS, TRUNCATE,
+    AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
+    COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, MASKED_GRAM_PARTIALS,
+    MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PATH_POINT, PROJECT_AIM_PARTIALS,
+    REACH_PARTIALS, STEP_END_PARTIALS, STEP_END_ROWS, TRUNCATE,
 };
 use std::sync::Arc;
 
@@ -79,6 +79,7 @@ impl DeviceVectors {
                 PROJECT_AIM_PARTIALS,
                 REACH_PARTIALS,
                 NEW_PAIR_PARTIALS,
+                BREAKPOINT_CHUNKS,
             ],
             n,
         )?;
@@ -214,8 +215,8 @@ impl DeviceVectors {
         self.finish_sum(COMBINE_DOT_PARTIALS)
     }
 
-    /// [`combine_dot`](Self::combine_dot)'s `out`, without the product: nothing to finish or
-    /// wait for.
+    /// [`combine_dot`](Self::combine_dot)'s `out` (at least one term), without the product:
+    /// nothing to finish or wait for.
     pub(crate) fn combine(
         &mut self,
         terms: &[(f64, &DeviceVector)],
@@ -231,6 +232,8 @@ impl DeviceVectors {
         out: &mut DeviceVector,
         (z, partials): (u64, u64),
     ) -> Result<(), BackendError> {
+        // The kernel starts from the first term.
+        debug_assert!(!terms.is_empty(), "a combination of no terms");
         let words: Vec<f64> = (terms.iter().map(|(_, v)| address_word(v)))
             .chain(terms.iter().map(|&(c, _)| c))
             .collect();
