@@ -37,7 +37,7 @@ mod nvptx {
         FOLD_ROWS_GPU, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
     };
     use crate::kernel::{
-        CompensatedSum, DOTS_SWEEP, DenseTerm, GradientWork, banded_group_gradient,
+        CompensatedSum, DOTS_SWEEP, DenseTerm, GRAM_TILE, GradientWork, banded_group_gradient,
         dense_gradient_component, sum_in_order, term_value, value_partial,
     };
     use crate::scheme::{Differences, Exact, Scheme};
@@ -776,7 +776,9 @@ mod nvptx {
     /// (none where `u` is null): row `b·(b + 1)/2 + a` of the partials (`a ≤ b`) holds
     /// `Σ vₐ,ᵢ·v_b,ᵢ`, row `count·(count + 1)/2 + a` holds `Σ vₐ,ᵢ·uᵢ`, each summed as
     /// [`dots_partials`] sums a product. The rows the mask drops add nothing, whatever their
-    /// values. One launch: the columns' sweeps one after another.
+    /// values. One launch, in tiles of [`GRAM_TILE`] columns by as many (`u` the last column):
+    /// each tile's columns are read once for all its products, so the triangle of `c` columns
+    /// reads about `c²/4` column vectors where one sweep per column read `c²/2`.
     #[unsafe(export_name = "cudamin_masked_gram_partials")]
     unsafe extern "ptx-kernel" fn masked_gram_partials(
         n: usize,
@@ -790,20 +792,117 @@ mod nvptx {
         // SAFETY: as in `dots_partials`, with `u` null or of `n` f64, a mask of `n` f64 and
         // `count·(count + 3)/2` rows of partials (the triangle's, then `u`'s).
         let mask = unsafe { slice(mask, n) };
-        let keep = keep != 0;
-        let kept = |i: usize| (mask[i] != 0.0) == keep;
-        let blocks = grid_dim();
-        for b in 0..count {
-            let column = vector_at(table, b);
-            let rows = unsafe { partials.add(b * (b + 1) / 2 * blocks) };
-            let with = |i: usize| unsafe { *column.add(i) };
-            unsafe { dots_sweeps(n, table, b + 1, rows, with, kept) };
+        let gram = Gram {
+            n,
+            table,
+            count,
+            u,
+            columns: count + usize::from(!u.is_null()),
+            kept: |i: usize| (mask[i] != 0.0) == (keep != 0),
+        };
+        let mut high = 0;
+        while high < gram.columns {
+            let mut low = 0;
+            while low <= high {
+                unsafe { gram.tile(low, high, partials) };
+                low += GRAM_TILE;
+            }
+            high += GRAM_TILE;
         }
-        if !u.is_null() {
-            let u = unsafe { slice(u, n) };
-            let rows = unsafe { partials.add(count * (count + 1) / 2 * blocks) };
-            unsafe { dots_sweeps(n, table, count, rows, |i| u[i], kept) };
+    }
+
+    /// The columns of [`masked_gram_partials`]: the table's `count`, then `u` where it is not
+    /// null.
+    struct Gram<K> {
+        n: usize,
+        table: *const u64,
+        count: usize,
+        u: *const f64,
+        columns: usize,
+        kept: K,
+    }
+
+    impl<K: Fn(usize) -> bool> Gram<K> {
+        /// Column `j`'s address (`j < columns`).
+        #[inline(always)]
+        fn column(&self, j: usize) -> *const f64 {
+            if j < self.count {
+                vector_at(self.table, j)
+            } else {
+                self.u
+            }
         }
+
+        /// The addresses of the tile of columns from `first` (past the last column, `first`
+        /// again: loaded anyway, its products dropped, so the loop has no branch).
+        #[inline(always)]
+        fn tile_columns(&self, first: usize) -> [*const f64; GRAM_TILE] {
+            let mut columns = [self.column(first); GRAM_TILE];
+            for (t, column) in columns.iter_mut().enumerate() {
+                if first + t < self.columns {
+                    *column = self.column(first + t);
+                }
+            }
+            columns
+        }
+
+        /// The products of the tiles of columns from `low` and from `high` (`low ≤ high`), in
+        /// one sweep over the rows: row `b·(b + 1)/2 + a` of `partials` for each `a ≤ b` of
+        /// them but `u`'s with itself.
+        ///
+        /// # Safety
+        /// As in [`masked_gram_partials`].
+        #[inline(always)]
+        unsafe fn tile(&self, low: usize, high: usize, partials: *mut f64) {
+            let (a_columns, b_columns) = (self.tile_columns(low), self.tile_columns(high));
+            let mut sums = [[0.0; GRAM_TILE]; GRAM_TILE];
+            for i in grid_stride(self.n) {
+                if !(self.kept)(i) {
+                    continue;
+                }
+                // Indexed, not zipped, with constant counts: the loops unroll and the arrays
+                // stay in registers.
+                let mut a = [0.0; GRAM_TILE];
+                let mut b = [0.0; GRAM_TILE];
+                for t in 0..GRAM_TILE {
+                    a[t] = unsafe { *a_columns[t].add(i) };
+                    b[t] = unsafe { *b_columns[t].add(i) };
+                }
+                for s in 0..GRAM_TILE {
+                    for t in 0..GRAM_TILE {
+                        sums[s][t] += a[s] * b[t];
+                    }
+                }
+            }
+            // Every product is reduced, the dropped ones too (the barriers inside are reached
+            // by the whole block), each by name: a sum indexed by a variable would put them all
+            // in local memory.
+            let blocks = grid_dim();
+            let write = |s: usize, t: usize, total: f64| {
+                let (a, b) = (low + s, high + t);
+                // `a < count` leaves out `u`'s product with itself, the one pair of columns
+                // with `a ≤ b` that is not the table's.
+                if thread_idx() == 0 && a <= b && b < self.columns && a < self.count {
+                    let row = b * (b + 1) / 2 + a;
+                    unsafe { partials.add(row * blocks + block_idx()).write(total) };
+                }
+            };
+            let [r0, r1, r2, r3] = sums;
+            block_sums(r0, |t, total| write(0, t, total));
+            block_sums(r1, |t, total| write(1, t, total));
+            block_sums(r2, |t, total| write(2, t, total));
+            block_sums(r3, |t, total| write(3, t, total));
+        }
+    }
+
+    /// Each of a row of [`masked_gram_partials`]' sums over the block, given to `write` with
+    /// its place in the row (the total is valid in thread 0).
+    #[inline(always)]
+    fn block_sums([s0, s1, s2, s3]: [f64; GRAM_TILE], write: impl Fn(usize, f64)) {
+        write(0, block_reduce_sum(s0));
+        write(1, block_reduce_sum(s1));
+        write(2, block_reduce_sum(s2));
+        write(3, block_reduce_sum(s3));
     }
 
     /// The sweeps of [`dots_partials`], against `with(i)`, over the rows `kept(i)` admits.

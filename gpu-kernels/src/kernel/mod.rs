@@ -93,6 +93,10 @@ pub const NEW_PAIR_ROWS: usize = 6;
 /// sum per vector in registers, the shared vector read once per group), and the group of terms
 /// whose loads [`COMBINE_DOT_PARTIALS`] has in flight together.
 pub const DOTS_SWEEP: usize = 8;
+/// The columns of a tile of [`MASKED_GRAM_PARTIALS`]: a sweep over the rows takes the
+/// products of two tiles, `GRAM_TILE²` running sums in registers (at 4, the kernel's registers
+/// stay within what the reductions' 512-thread blocks allow).
+pub const GRAM_TILE: usize = 4;
 /// The rows of [`STEP_END_PARTIALS`]'s partials: four sums, then one maximum.
 pub const STEP_END_ROWS: usize = 5;
 
