@@ -228,7 +228,7 @@ fn earliest_runs(least: &[f64], counts: &[f64], count: usize) -> Vec<usize> {
 }
 
 /// The passes run on the device. The earliest breakpoints are chosen on the host from what
-/// the device tells of runs of consecutive times ([`earliest_runs`]) and the times of the runs
+/// the device tells of runs of consecutive times (`earliest_runs`) and the times of the runs
 /// that hold them: about `32·√(n·count)` bytes across, not the `8n` of the times (at
 /// n = 10⁶ and 64 breakpoints, about 0.3 MB for 8 MB). Every breakpoint after the earliest, needed
 /// only where the Cauchy path goes past them, is found on the host from a copy of the times.
