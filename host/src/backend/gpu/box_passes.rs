@@ -243,8 +243,9 @@ impl DeviceVectors {
 
     /// The Gram matrix of the rows where `mask[i] ≠ 0` is `keep`, `Σ wᵢ·wᵢᵀ` with
     /// `wᵢ = [c₀·v₀[i], …]` for `columns = [(c₀, v₀), …]`, and `Σ uᵢ·wᵢ` with `uᵢ = Σ aₜ·uₜ[i]`
-    /// (formed first in a kept scratch vector): one masked pass for every product, each column
-    /// against those before it (the matrix is symmetric by construction).
+    /// (formed first in a kept scratch vector, then taken as one more column): one launch, in
+    /// tiles of columns, each product `a ≤ b` taken once (the matrix is symmetric by
+    /// construction).
     pub(crate) fn masked_gram(
         &mut self,
         columns: &[(f64, &DeviceVector)],
