@@ -210,10 +210,10 @@ const RUN_MIN_LEN: usize = 32;
 /// `count` runs that come first by (least time, position), among those that hold any.
 ///
 /// Why these suffice: take a breakpoint `b` in a run `r` that is not chosen. Since `r` holds
-/// one, `count` runs were chosen, and each chosen run `q` comes before `r`, so its least breakpoint is before `b` in
-/// [`Breakpoint`]'s order: its time is below `b`'s, or equal with `q` before `r` and so every
-/// index of `q` below `b`'s. Thus `count` breakpoints precede `b`, and `b` is not among the
-/// earliest `count`.
+/// one, `count` runs were chosen, and each chosen run `q` comes before `r`, so its least
+/// breakpoint is before `b` in [`Breakpoint`]'s order: its time is below `b`'s, or equal with
+/// `q` before `r` and so every index of `q` below `b`'s. Thus `count` breakpoints precede `b`,
+/// and `b` is not among the earliest `count`.
 fn earliest_runs(least: &[f64], counts: &[f64], count: usize) -> Vec<usize> {
     // (least time, run), in the order of breakpoints (time, then index).
     let mut runs: Vec<Breakpoint> = (0..least.len())
@@ -229,9 +229,9 @@ fn earliest_runs(least: &[f64], counts: &[f64], count: usize) -> Vec<usize> {
 
 /// The passes run on the device. The earliest breakpoints are chosen on the host from what
 /// the device tells of runs of consecutive times (`earliest_runs`) and the times of the runs
-/// that hold them: about `32·√(n·count)` bytes across, not the `8n` of the times (at
-/// n = 10⁶ and 64 breakpoints, about 0.3 MB for 8 MB). Every breakpoint after the earliest, needed
-/// only where the Cauchy path goes past them, is found on the host from a copy of the times.
+/// that hold them: about `32·√(n·count)` bytes across, not the `8n` of the times (at n = 10⁶
+/// and 64 breakpoints, about 0.3 MB for 8 MB). Every breakpoint after the earliest, needed only
+/// where the Cauchy path goes past them, is found on the host from a copy of the times.
 impl BoxSpace for DeviceVectors {
     type Mask = DeviceVector;
 

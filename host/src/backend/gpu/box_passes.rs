@@ -1,6 +1,7 @@
 //! The passes of a step within a box (L-BFGS-B's) on a solver's device vectors: one launch
-//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one pass),
-//! in order with the evaluations. Their reductions leave rows of one partial per block, brought back and finished
+//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one pass;
+//! the earliest breakpoints' runs, then a gather of the chosen ones), in order with the
+//! evaluations. Their reductions leave rows of one partial per block, brought back and finished
 //! here: sums in block order by `sum_in_order`, as the device's dot products are finished (a
 //! slope has `dot`'s bits), maxima and minima in any order. A box is `(lower, upper)`, or `None`
 //! for one with no finite side.
