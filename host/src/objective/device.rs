@@ -281,16 +281,7 @@ impl BoxSpace for DeviceVectors {
         let (least, counts) = DeviceVectors::breakpoint_chunks(self, times, chunk)?;
         // Whole numbers below 2⁵³: exact in any order.
         let total = counts.iter().sum::<f64>() as usize;
-        let runs = earliest_runs(&least, &counts, count);
-        // Always `count` runs' worth of indices (the first one's again in place of runs not
-        // chosen), so that the gather's kept table takes a few lengths (the last run is
-        // shorter), not one per iteration.
-        let Some(&first) = runs.first() else {
-            return Ok((Vec::new(), total));
-        };
-        let indices: Vec<usize> = (runs.iter().copied())
-            .chain(std::iter::repeat(first))
-            .take(count)
+        let indices: Vec<usize> = (earliest_runs(&least, &counts, count).into_iter())
             .flat_map(|run| run * chunk..(run * chunk + chunk).min(n))
             .collect();
         let mut values = vec![0.0; indices.len()];
@@ -300,7 +291,6 @@ impl BoxSpace for DeviceVectors {
             .map(|(&i, &t)| Breakpoint(t, i))
             .collect();
         found.sort_unstable();
-        found.dedup();
         found.truncate(count);
         Ok((found, total))
     }

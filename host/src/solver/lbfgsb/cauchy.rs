@@ -128,23 +128,31 @@ pub(super) fn cauchy_point<S: BoxSpace>(
 /// the path usually stops after a few, at the model's minimum along it.
 const EARLY_BREAKPOINTS: usize = 64;
 
+/// Past the earliest, each gather of rows brings this many times more breakpoints than the one
+/// before, up to [`MOST_ROWS_A_GATHER`]: a path that goes on past the earliest may pass them
+/// all (a bound that binds half the variables at once), and a gather per breakpoint, a launch
+/// and a wait each on a GPU, made 9 of the 9.4 s of such a solve at n = 10⁶ on an H200.
+const GATHER_GROWTH: usize = 4;
+
+/// The most breakpoints whose rows one gather brings (with 24 vectors a row, 12.6 MB).
+const MOST_ROWS_A_GATHER: usize = 1 << 16;
+
 /// The breakpoints in the order the path meets them, each with its row of the vectors the walk
 /// reads: the earliest [`EARLY_BREAKPOINTS`] from one pass, then, only where the path goes on
 /// past them, a heap of the rest (built in O(n), in storage kept from one iteration to the
-/// next). Sorting them all cost n·log n an iteration; a heap of them all, built every
-/// iteration, was the step's largest serial part.
+/// next), taken a growing batch at a time with the batch's rows in one gather. Sorting them all
+/// cost n·log n an iteration; a heap of them all, built every iteration, was the step's largest
+/// serial part.
 struct Breakpoints<'v, V> {
     times: &'v V,
     /// The vectors a breakpoint's row is read from (none: there are no breakpoints).
     rows: Vec<&'v V>,
-    /// The earliest, in order, and their rows, one after another.
-    early: Vec<Breakpoint>,
-    early_rows: Vec<f64>,
-    /// How many of the earliest the path has met.
-    met_early: usize,
-    /// The row of a breakpoint past the earliest.
-    row: Vec<f64>,
-    /// Whether there are more than `early` held (all after its last).
+    /// The batch held (first the earliest), in order, and its rows, one after another.
+    batch: Vec<Breakpoint>,
+    batch_rows: Vec<f64>,
+    /// How many of the batch the path has met.
+    met: usize,
+    /// Whether there are more breakpoints than the earliest (all after the last of them).
     more: bool,
     /// The rest, once the path has passed the earliest.
     rest: Option<BinaryHeap<Reverse<Breakpoint>>>,
@@ -172,10 +180,9 @@ impl<'v, V> Breakpoints<'v, V> {
         let mut breaks = Breakpoints {
             times,
             rows: rows.unwrap_or_default(),
-            early: Vec::new(),
-            early_rows: Vec::new(),
-            met_early: 0,
-            row: Vec::new(),
+            batch: Vec::new(),
+            batch_rows: Vec::new(),
+            met: 0,
             more: false,
             rest: None,
             storage,
@@ -185,10 +192,7 @@ impl<'v, V> Breakpoints<'v, V> {
         }
         let (early, total) = space.earliest_breakpoints(times, EARLY_BREAKPOINTS)?;
         breaks.more = total > early.len();
-        let indices: Vec<usize> = early.iter().map(|&Breakpoint(_, i)| i).collect();
-        breaks.early_rows = vec![0.0; indices.len() * breaks.rows.len()];
-        space.gather(&breaks.rows, &indices, &mut breaks.early_rows)?;
-        breaks.early = early;
+        breaks.hold(space, early)?;
         Ok(breaks)
     }
 
@@ -197,17 +201,22 @@ impl<'v, V> Breakpoints<'v, V> {
         &mut self,
         space: &mut S,
     ) -> Result<Option<(Breakpoint, &[f64])>, EvalError> {
+        if self.met == self.batch.len() && !self.next_batch(space)? {
+            return Ok(None);
+        }
         let width = self.rows.len();
+        let (next, at) = (self.batch[self.met], self.met * width);
+        self.met += 1;
+        Ok(Some((next, &self.batch_rows[at..at + width])))
+    }
+
+    /// Takes the next batch from the rest (made from the space's breakpoints after the
+    /// earliest on the first call); false where there are none left.
+    fn next_batch<S: BoxSpace<Vector = V>>(&mut self, space: &mut S) -> Result<bool, EvalError> {
         if self.rest.is_none() {
-            if let Some(&next) = self.early.get(self.met_early) {
-                let at = self.met_early * width;
-                self.met_early += 1;
-                return Ok(Some((next, &self.early_rows[at..at + width])));
-            }
-            let Some(&last) = self.early.last().filter(|_| self.more) else {
-                return Ok(None);
+            let Some(&last) = self.batch.last().filter(|_| self.more) else {
+                return Ok(false);
             };
-            // Past the earliest: the breakpoints after the last of them.
             let BreakpointStorage { later, heap } = &mut self.storage;
             later.clear();
             space.breakpoints_after(self.times, last, later)?;
@@ -216,12 +225,32 @@ impl<'v, V> Breakpoints<'v, V> {
             heap.extend(later.drain(..).map(Reverse));
             self.rest = Some(BinaryHeap::from(heap));
         }
-        let Some(Reverse(next)) = self.rest.as_mut().and_then(BinaryHeap::pop) else {
-            return Ok(None);
+        let Some(rest) = self.rest.as_mut() else {
+            return Ok(false);
         };
-        self.row.resize(width, 0.0);
-        space.gather(&self.rows, &[next.1], &mut self.row)?;
-        Ok(Some((next, &self.row)))
+        let size = (self.batch.len() * GATHER_GROWTH).clamp(EARLY_BREAKPOINTS, MOST_ROWS_A_GATHER);
+        let batch: Vec<Breakpoint> = std::iter::from_fn(|| rest.pop().map(|Reverse(b)| b))
+            .take(size)
+            .collect();
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        self.hold(space, batch)?;
+        Ok(true)
+    }
+
+    /// Holds `batch` (in order) and its rows, none of it met yet.
+    fn hold<S: BoxSpace<Vector = V>>(
+        &mut self,
+        space: &mut S,
+        batch: Vec<Breakpoint>,
+    ) -> Result<(), EvalError> {
+        let indices: Vec<usize> = batch.iter().map(|&Breakpoint(_, i)| i).collect();
+        self.batch_rows.resize(indices.len() * self.rows.len(), 0.0);
+        space.gather(&self.rows, &indices, &mut self.batch_rows)?;
+        self.batch = batch;
+        self.met = 0;
+        Ok(())
     }
 
     /// The storage, for the next iteration's breakpoints.
@@ -239,10 +268,10 @@ mod tests {
 
     /// The breakpoints come out in order of time, then index, past the earliest few too, and
     /// without the variables that never meet a bound (time 0 or ∞); ties and all; each with its
-    /// row. Long enough to be picked out on every core.
+    /// row; the rows come in few gathers, growing. Long enough to be picked out on every core.
     #[test]
     fn breakpoints_come_in_the_order_the_path_meets_them() {
-        let n = 3 * crate::linalg::vector::PARALLEL_MIN_LEN + 5;
+        let n = 4 * crate::linalg::vector::PARALLEL_MIN_LEN + 5;
         let times: Vec<f64> = (0..n)
             .map(|i| match i % 7 {
                 0 => 0.0,
@@ -265,10 +294,25 @@ mod tests {
             let rows = Some(vec![&index, &times]);
             let mut breaks = Breakpoints::new(&mut space, &times, rows, storage).unwrap();
             let mut met = Vec::new();
+            // A batch's first breakpoint met: its rows came in one gather.
+            let mut batches = Vec::new();
             while let Some((b, row)) = breaks.pop(&mut space).unwrap() {
                 assert_eq!(row, [b.1 as f64, b.0]);
+                if breaks.met == 1 {
+                    batches.push(breaks.batch.len());
+                }
                 met.push(b);
             }
+            // 64, then 4 times more each gather up to 2¹⁶ (met here), then what is left.
+            let mut sizes = vec![EARLY_BREAKPOINTS];
+            let mut left = expected.len() - EARLY_BREAKPOINTS;
+            while left > 0 {
+                let size = (sizes[sizes.len() - 1] * GATHER_GROWTH).min(MOST_ROWS_A_GATHER);
+                sizes.push(size.min(left));
+                left -= size.min(left);
+            }
+            assert!(sizes.contains(&MOST_ROWS_A_GATHER));
+            assert_eq!(batches, sizes);
             storage = breaks.into_storage();
             assert_eq!(met.len(), expected.len());
             assert!(met == expected, "out of order");
