@@ -181,6 +181,11 @@ fn bad_input_is_a_one_line_error() {
             &["solve", "rosenbrock", "--method", "lbfgs", "--maxcor", "0"],
             "must be at least 1, got 0",
         ),
+        // mgh-21 is ext-rosenbrock's scalar term, not loaded with its residuals.
+        (
+            &["solve", "mgh-21", "--method", "lm"],
+            "this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb",
+        ),
         (
             &["solve", "mgh-1", "--method", "lm", "--lower", "0"],
             "x0[0] = -1.2 lies outside its bounds [0, inf]",

@@ -250,7 +250,7 @@ impl MethodArgs {
                 };
                 let Some(least_squares) = objective.least_squares() else {
                     anyhow::bail!(
-                        "--method lm needs a sum of squares loaded with its residuals (the mgh-* problems, fit models, terms registered with register_residuals!)"
+                        "--method lm needs a sum of squares loaded with its residuals (fit models, terms registered with register_residuals!, most mgh-* problems); this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb"
                     );
                 };
                 let r = solver::least_squares_with_observer(
