@@ -207,28 +207,19 @@ impl DeviceVectors {
         indices: &[usize],
         out: &mut [f64],
     ) -> Result<(), BackendError> {
-        let Some(&first) = indices.first().filter(|_| !vectors.is_empty()) else {
+        let len = vectors.len() * indices.len();
+        if len == 0 {
             return Ok(());
-        };
-        // The rows padded to a power of two with the first one again: the tables are kept by
-        // length, so a walk's gathers of every length would keep a table each.
-        let padded = indices.len().next_power_of_two();
+        }
         // One table: the vectors' addresses, then the indices (two tables of one length
         // would share a buffer).
         let words: Vec<f64> = (vectors.iter().map(|v| address_word(v)))
-            .chain(
-                indices
-                    .iter()
-                    .chain(std::iter::repeat(&first))
-                    .take(padded)
-                    .map(|&i| f64::from_bits(i as u64)),
-            )
+            .chain(indices.iter().map(|&i| f64::from_bits(i as u64)))
             .collect();
         let table = self.table(&words)?;
         let indices_at = table + (vectors.len() * size_of::<f64>()) as u64;
-        let len = vectors.len() * padded;
         let rows = self.rows_out(len)?;
-        let launch = Launch::gather(table, vectors.len(), indices_at, padded, rows);
+        let launch = Launch::gather(table, vectors.len(), indices_at, indices.len(), rows);
         self.launcher().launch(&launch, thread_per_row(len))?;
         self.read_rows_out(GATHER, out)
     }

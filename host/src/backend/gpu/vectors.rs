@@ -41,8 +41,9 @@ pub struct DeviceVectors {
     partials: Buffer,
     /// The reductions' results, as many as a launch has needed.
     scalars: Buffer,
-    /// Tables of vector addresses (and coefficients) for the passes over many vectors, one per
-    /// length used, kept so that a solve allocates none after its first iterations.
+    /// Tables of vector addresses (and coefficients, indices) for the passes over many vectors,
+    /// one per power of two of words used, kept so that a solve allocates none after its first
+    /// iterations.
     tables: Vec<Buffer>,
     /// Rows gathered from vectors, as many as a gather has needed.
     rows_out: Option<Buffer>,
@@ -392,19 +393,24 @@ impl DeviceVectors {
         Ok(self.partials.address())
     }
 
-    /// A device copy of `words` (addresses as [`address_word`]s, coefficients), in the kept
-    /// table of that length.
+    /// A device copy of `words` (addresses as [`address_word`]s, coefficients, indices), in
+    /// the kept table of the next power of two words, zeros past `words`: a launch reads only
+    /// its own words, and a table kept for every length asked (the Cauchy walk's gathers and
+    /// scatters change length every iteration) would hold one more buffer each time.
     pub(super) fn table(&mut self, words: &[f64]) -> Result<u64, BackendError> {
-        let at = match self.tables.iter().position(|t| t.len() == words.len()) {
+        let len = words.len().next_power_of_two();
+        let at = match self.tables.iter().position(|t| t.len() == len) {
             Some(at) => at,
             None => {
-                let table = self.launcher.alloc("a table of vectors", words.len())?;
+                let table = self.launcher.alloc("a table of vectors", len)?;
                 self.tables.push(table);
                 self.tables.len() - 1
             }
         };
+        let mut padded = words.to_vec();
+        padded.resize(len, 0.0);
         // The write is ordered after the launches that read this table before.
-        self.launcher.write(&self.tables[at], words)?;
+        self.launcher.write(&self.tables[at], &padded)?;
         Ok(self.tables[at].address())
     }
 }
