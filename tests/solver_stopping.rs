@@ -465,6 +465,56 @@ fn lbfgs_stops_on_the_relative_reduction_of_f() {
     }
 }
 
+/// The lifted bowl with a reference gradient off by `offset` in its first partial.
+struct ClaimedLiftedBowl {
+    offset: f64,
+}
+
+impl Objective for ClaimedLiftedBowl {
+    fn dim(&self) -> usize {
+        LiftedBowl.dim()
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        LiftedBowl.value(x)
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        LiftedBowl.gradient(x, g)
+    }
+
+    fn reference_gradient(
+        &mut self,
+        x: &[f64],
+        into: &mut [f64],
+    ) -> Result<Option<cudamin::Gradient>, EvalError> {
+        LiftedBowl.gradient(x, into)?;
+        into[0] += self.offset;
+        Ok(Some(cudamin::Gradient::Exact))
+    }
+}
+
+/// An end by the `ftol` rule is a success only while the gradient's claimed error is at most
+/// gtol, as an end by `gtol` is: `f`'s stall along directions made from a gradient wrong by
+/// more proves as little as that gradient's small norm.
+#[test]
+fn an_ftol_end_needs_a_gradient_error_within_gtol() {
+    let x0 = [0.0, 2.0, -1.0, 0.5];
+    let options = Options::default();
+    for method in [Method::Lbfgs, Method::LbfgsB] {
+        for (offset, status) in [
+            (0.5 * options.gtol, Status::RelativeReduction),
+            (2.0 * options.gtol, Status::PrecisionLoss),
+        ] {
+            let mut objective = ClaimedLiftedBowl { offset };
+            let result = solve(&mut objective, &x0, method, &options).unwrap();
+            assert_eq!(result.status, status, "{method:?}, error {offset}");
+            assert_eq!(result.success, status.success());
+            assert!((result.jac_error.unwrap().estimate - offset).abs() <= 1e-12);
+        }
+    }
+}
+
 #[test]
 fn a_negative_or_nan_ftol_is_refused() {
     for ftol in [-1e-9, f64::NAN] {
