@@ -13,8 +13,9 @@
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
 # CPU, launch sizes, raw kernels, drop order, JIT log, solver vectors on the device);
-# seed-expsum at n = 10⁸ with L-BFGS and BFGS; compute-sanitizer (memcheck, racecheck,
-# synccheck) on evaluations, a solve and the raw kernels; and
+# seed-expsum at n = 10⁸ with L-BFGS and BFGS; bounded L-BFGS-B at 10⁶, GPU and CPU;
+# compute-sanitizer (memcheck, racecheck, synccheck) on evaluations, an L-BFGS and an L-BFGS-B
+# solve and the raw kernels; and
 # timings of the value and gradient passes, GPU and CPU, with the value pass's bandwidth against
 # the device's own copy bandwidth.
 set -uo pipefail
@@ -123,6 +124,19 @@ big_solve() {
 check "seed-expsum, n = $big, L-BFGS on the GPU" big_solve lbfgs
 check "seed-expsum, n = $big, BFGS on the GPU" big_solve bfgs
 
+# L-BFGS-B with half the variables at a bound, GPU then CPU: the Cauchy walk passes nearly
+# every breakpoint in its first iteration (BENCHMARKS.md, 2026-11-28: 9.4 s on an H200 when it
+# gathered them one by one, 0.5 s on 16 cores).
+bounded_solves() {
+  local backend status=0
+  for backend in cuda cpu; do
+    "$cudamin" solve ext-rosenbrock --n "$((big / 100))" --method lbfgsb --upper 0.9 \
+      --backend "$backend" | grep -E '^(backend|status|nit|elapsed|active)' || status=1
+  done
+  return $status
+}
+check "ext-rosenbrock, n = $((big / 100)), L-BFGS-B below 0.9, GPU then CPU" bounded_solves
+
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck synccheck; do
     check "compute-sanitizer $tool: seed-expsum eval" sanitize $tool \
@@ -135,6 +149,9 @@ if command -v compute-sanitizer >/dev/null; then
       "$cudamin" eval mgh-16 --backend cuda --repeat 1
     check "compute-sanitizer $tool: L-BFGS solve (vectors on the device)" sanitize $tool \
       "$cudamin" solve seed-expsum --n 100000 --method lbfgs --backend cuda
+    check "compute-sanitizer $tool: bounded L-BFGS-B solve (box passes on the device)" \
+      sanitize $tool "$cudamin" solve ext-rosenbrock --n 100000 --method lbfgsb --upper 0.9 \
+      --backend cuda
     check "compute-sanitizer $tool: raw kernels" sanitize $tool \
       env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --include-ignored --test-threads=1 raw_kernels
   done
