@@ -175,24 +175,14 @@ pub(super) fn run<W: Workspace>(
 
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.
     let x_has_nan = objective.workspace.space_mut().dot(&x, &x)?.is_nan();
-    let mut status =
-        stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, x_has_nan));
-    // An approximate gradient is checked at the solution: its small norm proves nothing when
-    // its own error is larger than gtol, nor does f's stall (L-BFGS's `ftol` rule) along
-    // directions made from it, so neither is reported as success (scipy's status 2, as when
-    // the line search cannot progress on a noisy gradient). gtol = 0 asks for no gradient
-    // test, so there is none to doubt.
+    let status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, x_has_nan));
+    // An approximate gradient is checked at the solution ([`Status::doubted`]).
     let jac_error = if status == Status::NanEncountered {
         None
     } else {
         objective.workspace.gradient_error(&x, &g, options.norm)?
     };
-    if status.success()
-        && options.gtol > 0.0
-        && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
-    {
-        status = Status::PrecisionLoss;
-    }
+    let status = status.doubted(jac_error.as_ref(), options.gtol);
     let x = objective.workspace.space_mut().host_vector(x)?;
     let jac = objective.workspace.space_mut().host_vector(g)?;
     Ok(OptimizeResult {

@@ -72,6 +72,21 @@ impl Status {
             Status::Success | Status::RelativeReduction | Status::ProjectedGradient
         )
     }
+
+    /// A converged status checked against the gradient's own error: an approximate gradient
+    /// whose estimated error exceeds `gtol` (or is NaN) proves nothing by its small norm, nor
+    /// does `f`'s stall along directions made from it, so neither is reported as success but as
+    /// [`PrecisionLoss`](Status::PrecisionLoss) (scipy's status 2, as when the line search
+    /// cannot progress on a noisy gradient). `gtol = 0` asks for no gradient test, so there is
+    /// none to doubt.
+    pub(crate) fn doubted(self, jac_error: Option<&GradientError>, gtol: f64) -> Status {
+        let doubtful = jac_error.is_some_and(|e| e.estimate > gtol || e.estimate.is_nan());
+        if self.success() && gtol > 0.0 && doubtful {
+            Status::PrecisionLoss
+        } else {
+            self
+        }
+    }
 }
 
 /// The result of a solve, like scipy's `OptimizeResult`.

@@ -336,15 +336,8 @@ where
         } else {
             self.projected_gradient_error(&x, &g)?
         };
-        // As `quasi_newton::run` checks an approximate gradient (none to doubt at gtol = 0).
-        let status = if status.success()
-            && options.gtol > 0.0
-            && jac_error.is_some_and(|e| e.estimate > options.gtol || e.estimate.is_nan())
-        {
-            Status::PrecisionLoss
-        } else {
-            status
-        };
+        // An approximate gradient is checked at the solution ([`Status::doubted`]).
+        let status = status.doubted(jac_error.as_ref(), options.gtol);
         let space = self.workspace.space_mut();
         Ok(OptimizeResult {
             x: space.host_vector(x)?,
