@@ -9,7 +9,7 @@
 mod common;
 
 use common::relative_error;
-use cudamin::backend::gpu::{ptx, simulated_entries};
+use cudamin::backend::gpu::{Traffic, ptx, simulated_entries};
 use cudamin::backend::{LeastSquaresEvaluator, StepBounds};
 use cudamin::kernels::Window;
 use cudamin::kernels::fd::SQRT_EPS;
@@ -534,39 +534,54 @@ fn device_vectors_match_host_vectors() {
         ("rosenbrock", Method::Lbfgs, sized(1_000, 0), None),
         ("lsq-expsin", Method::Lbfgs, sized(16, 0), Some(100_000)),
     ];
-    say("problem        method       n   points | device s  nit | host s    nit | f rel. diff");
+    say(
+        "problem        method       n   points | device s  nit | host s    nit | f rel. diff | waits, words an iteration (most)",
+    );
     for (name, method, n, points) in cases.into_iter().filter(|case| case.2 > 0) {
         let problem = problems::find(name).unwrap();
-        let solve = |objective: &mut dyn Objective, x0: &[f64]| {
+        let solve = |objective: &mut dyn Objective, x0: &[f64], probe: Option<&DeviceVectors>| {
             let mut last_x = Vec::new();
             let start = std::time::Instant::now();
+            let mut counter = TrafficCounter::new(probe);
             let result =
                 minimize_with_observer(objective, x0, method, &Options::default(), &mut |it| {
+                    counter.iteration_done(it.nfev);
                     last_x = it.x().unwrap().into_owned();
+                    counter.skip_observer();
                     ControlFlow::Continue(())
                 })
                 .unwrap();
-            (result, last_x, start.elapsed().as_secs_f64())
+            let elapsed = start.elapsed().as_secs_f64();
+            (result, (last_x, counter.per_iteration), elapsed)
         };
         let on_device = problem.instantiate(&gpu, Some(n), points).unwrap();
         let mut device = TermObjective::new(on_device.evaluator.into_sum(), Gradient::Central);
-        let (d, d_last_x, d_s) = solve(&mut device, &on_device.x0);
+        let probe = device.device().unwrap().vectors().unwrap();
+        let (d, (d_last_x, d_traffic), d_s) = solve(&mut device, &on_device.x0, Some(&probe));
         let on_host = problem.instantiate(&gpu, Some(n), points).unwrap();
         let mut host = HostVectors(TermObjective::new(
             on_host.evaluator.into_sum(),
             Gradient::Central,
         ));
-        let (h, _, h_s) = solve(&mut host, &on_host.x0);
+        let (h, _, h_s) = solve(&mut host, &on_host.x0, None);
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
+        let case = format!("{name} {}", method.name());
+        // Below 2¹⁵ variables the vectors stay on the host (no traffic but the evaluations').
+        let on_device_vectors = on_host.x0.len() >= 1 << 15;
+        let memory = Options::default().memory;
+        let (waits, words) = if on_device_vectors {
+            check_traffic(&case, on_host.x0.len(), (method, memory), &d_traffic)
+        } else {
+            (0, 0)
+        };
         say(&format!(
-            "{name:<14} {:<6} {:>7} {:>8} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e}",
+            "{name:<14} {:<6} {:>7} {:>8} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e} | {waits}, {words}",
             method.name(),
             on_host.x0.len(),
             points.map_or(String::new(), |p| p.to_string()),
             d.nit,
             h.nit
         ));
-        let case = format!("{name} {}", method.name());
         assert_eq!(d.status, h.status, "{case}");
         assert!(f_diff <= 1e-8, "{case}: {} vs {}", d.fun, h.fun);
         assert_eq!(
@@ -925,6 +940,93 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
     }
 }
 
+/// Each iteration's device traffic in a solve, counted from the observer: what the device was
+/// asked between one iteration's report and the next, less the observer's own copy of `x`.
+struct TrafficCounter<'a> {
+    probe: Option<&'a DeviceVectors>,
+    counted: Traffic,
+    nfev: usize,
+    /// Each iteration's traffic and evaluations.
+    per_iteration: Vec<(Traffic, usize)>,
+}
+
+impl<'a> TrafficCounter<'a> {
+    /// Counts on `probe`'s device (vectors on the device solved on); nothing without one.
+    fn new(probe: Option<&'a DeviceVectors>) -> Self {
+        let counted = probe.map(DeviceVectors::traffic).unwrap_or_default();
+        Self {
+            probe,
+            counted,
+            nfev: 0,
+            per_iteration: Vec::new(),
+        }
+    }
+
+    fn now(&self) -> Traffic {
+        self.probe.map(DeviceVectors::traffic).unwrap_or_default()
+    }
+
+    /// An iteration ended, after `nfev` evaluations in all.
+    fn iteration_done(&mut self, nfev: usize) {
+        let traffic = self.now() - self.counted;
+        self.per_iteration.push((traffic, nfev - self.nfev));
+        self.nfev = nfev;
+    }
+
+    /// The observer's own traffic is not the solve's.
+    fn skip_observer(&mut self) {
+        self.counted = self.now();
+    }
+}
+
+/// Waits (copies to the host) an iteration on device vectors may make besides those of its
+/// evaluations and of its Cauchy walk's batches. At 2¹⁵ variables on the simulator, L-BFGS makes
+/// 3, L-BFGS-B 4 unbounded and 13–21 bounded (the passes' sums, the earliest breakpoints, the
+/// batches of breakpoints the walk passes). A walk fetching the breakpoints past the earliest
+/// 64 one at a time made thousands (an H200 run of 2026-11-28, 20× slower than the CPU).
+const WAITS_AN_ITERATION: u64 = 32;
+/// Waits an evaluation adds: its value, and its slope along the line.
+const WAITS_AN_EVALUATION: u64 = 2;
+
+/// Checks one device solve's traffic (`n` variables, by `method` keeping `memory` pairs),
+/// iteration by iteration:
+/// - waits and launches do not grow with `n`, but for one wait per 2¹⁶ variables (a Cauchy walk
+///   past every breakpoint gathers their rows in batches of at most 2¹⁶), and for BFGS, whose
+///   implicit form walks its pairs one by one, two a pair: at most [`WAITS_AN_ITERATION`] and
+///   [`WAITS_AN_EVALUATION`] for each evaluation besides, and four launches a wait;
+/// - once the memory holds its pairs and the one in waiting, nothing is allocated (tables and
+///   pairs are reused).
+///
+/// Returns the most waits and words (copied either way) of any iteration, for the table.
+fn check_traffic(
+    case: &str,
+    n: usize,
+    (method, memory): (Method, usize),
+    per_iteration: &[(Traffic, usize)],
+) -> (u64, u64) {
+    let (mut most_waits, mut most_words) = (0, 0);
+    for (i, (t, evaluations)) in per_iteration.iter().enumerate() {
+        let pair_waits = if method == Method::Bfgs { 2 * i } else { 0 };
+        let waits = WAITS_AN_ITERATION
+            + WAITS_AN_EVALUATION * *evaluations as u64
+            + (n >> 16) as u64
+            + pair_waits as u64;
+        let at = format!("{case}, iteration {i} ({evaluations} evaluations): {t:?}");
+        assert!(t.waits <= waits, "{at}: more than {waits} waits");
+        assert!(
+            t.launches <= 4 * waits,
+            "{at}: more than {} launches",
+            4 * waits
+        );
+        if method != Method::Bfgs && i > memory + 1 {
+            assert_eq!(t.allocations, 0, "{at}");
+        }
+        most_waits = most_waits.max(t.waits);
+        most_words = most_words.max(t.words_to_host + t.words_to_device);
+    }
+    (most_waits, most_words)
+}
+
 /// L-BFGS-B keeps a GPU term objective's vectors on the device from 2¹⁵ variables, bounded or
 /// not: each solve ends where the same solve with host vectors ends (same status, iterations
 /// and evaluations, the same active set, `f` to 1e-12), and the observer's `x` is the device's.
@@ -954,7 +1056,9 @@ fn device_lbfgsb_matches_host_vectors() {
         ("seed-expsum", None, 10),
         ("ext-rosenbrock", Some(below), 3),
     ];
-    say("problem          n | device s  nit | host s    nit | f rel. diff | active");
+    say(
+        "problem          n | device s  nit | host s    nit | f rel. diff | active | waits, words an iteration (most)",
+    );
     for (name, bounds, memory) in cases {
         let problem = problems::find(name).unwrap();
         let options = Options {
@@ -962,30 +1066,39 @@ fn device_lbfgsb_matches_host_vectors() {
             memory,
             ..Options::default()
         };
-        let solve = |objective: &mut dyn Objective, x0: &[f64]| {
+        // `probe` (vectors on the device solved on) counts each iteration's traffic, less
+        // the observer's own copy of `x`.
+        let solve = |objective: &mut dyn Objective, x0: &[f64], probe: Option<&DeviceVectors>| {
             let mut last_x = Vec::new();
             let start = std::time::Instant::now();
             let mut copied = false;
+            let mut counter = TrafficCounter::new(probe);
             let result =
                 minimize_with_observer(objective, x0, Method::LbfgsB, &options, &mut |it| {
+                    counter.iteration_done(it.nfev);
                     let x = it.x().unwrap();
                     // A device iterate is copied to the host, a host one borrowed.
                     copied = matches!(x, std::borrow::Cow::Owned(_));
                     last_x = x.into_owned();
+                    counter.skip_observer();
                     ControlFlow::Continue(())
                 })
                 .unwrap();
-            (result, (last_x, copied), start.elapsed().as_secs_f64())
+            let elapsed = start.elapsed().as_secs_f64();
+            (result, (last_x, copied, counter.per_iteration), elapsed)
         };
         let on_device = problem.instantiate(&gpu, Some(n), None).unwrap();
         let mut device = TermObjective::new(on_device.evaluator.into_sum(), Gradient::Exact);
-        let (d, (d_last_x, d_copied), d_s) = solve(&mut device, &on_device.x0);
+        let probe = device.device().unwrap().vectors().unwrap();
+        let (d, (d_last_x, d_copied, d_traffic), d_s) =
+            solve(&mut device, &on_device.x0, Some(&probe));
+        let (waits, words) = check_traffic(name, n, (Method::LbfgsB, memory), &d_traffic);
         let on_host = problem.instantiate(&gpu, Some(n), None).unwrap();
         let mut host = HostVectors(TermObjective::new(
             on_host.evaluator.into_sum(),
             Gradient::Exact,
         ));
-        let (h, (_, h_copied), h_s) = solve(&mut host, &on_host.x0);
+        let (h, (_, h_copied, _), h_s) = solve(&mut host, &on_host.x0, None);
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         if d.nit > 0 {
             assert!(
@@ -1001,7 +1114,7 @@ fn device_lbfgsb_matches_host_vectors() {
             bounds.active_mask(x)
         };
         say(&format!(
-            "{name:<14} {n:>7} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e} | {}",
+            "{name:<14} {n:>7} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e} | {:>6} | {waits}, {words}",
             d.nit,
             h.nit,
             active(&d.x).iter().filter(|&&a| a != 0).count()

@@ -7,6 +7,7 @@ use super::driver::{Buffer, Driver};
 use crate::backend::evaluator::{BackendError, LaunchConfig, LaunchOverride, RawArg};
 use gpu_kernels::raw::RawKernel;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The launch of [`SUM_PARTIALS`](gpu_kernels::kernel::SUM_PARTIALS) and the other one-thread
 /// sums, which add partials in order.
@@ -19,12 +20,79 @@ pub(super) const SINGLE_THREAD: LaunchConfig = LaunchConfig {
 pub struct Launcher {
     driver: Arc<dyn Driver>,
     launch: LaunchOverride,
+    counts: TrafficCounts,
+}
+
+/// What a device has been asked to do so far, counted where every call passes: the cost of a
+/// solve that grows with round trips and copies rather than with arithmetic, and the same on
+/// the simulator as on a GPU. Its waits and copies are what a device path must keep from
+/// growing with `n` (past the earliest breakpoints, a Cauchy walk that fetched each one alone
+/// made L-BFGS-B 20× slower on an H200 than on the CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Kernel launches and copies on the device.
+    pub launches: u64,
+    /// Copies to the host, each of which waits for all earlier work.
+    pub waits: u64,
+    /// Device allocations (a solve's vectors, tables and scratch).
+    pub allocations: u64,
+    /// Words (`f64`) copied to the device.
+    pub words_to_device: u64,
+    /// Words copied to the host.
+    pub words_to_host: u64,
+}
+
+impl std::ops::Sub for Traffic {
+    type Output = Traffic;
+
+    /// The traffic between two readings (the earlier one subtracted).
+    fn sub(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            launches: self.launches - earlier.launches,
+            waits: self.waits - earlier.waits,
+            allocations: self.allocations - earlier.allocations,
+            words_to_device: self.words_to_device - earlier.words_to_device,
+            words_to_host: self.words_to_host - earlier.words_to_host,
+        }
+    }
+}
+
+/// [`Traffic`]'s counters, shared by every thread using the launcher.
+#[derive(Default)]
+struct TrafficCounts {
+    launches: AtomicU64,
+    waits: AtomicU64,
+    allocations: AtomicU64,
+    words_to_device: AtomicU64,
+    words_to_host: AtomicU64,
+}
+
+/// Adds `by` to a counter; the counts are statistics, ordered with nothing.
+fn count(counter: &AtomicU64, by: usize) {
+    counter.fetch_add(by as u64, Ordering::Relaxed);
 }
 
 impl Launcher {
     /// Launches on `driver`, with `launch` (checked by the caller) overriding the sizes.
     pub(crate) fn new(driver: Arc<dyn Driver>, launch: LaunchOverride) -> Self {
-        Self { driver, launch }
+        Self {
+            driver,
+            launch,
+            counts: TrafficCounts::default(),
+        }
+    }
+
+    /// The launches, waits, allocations and copies asked of the device so far.
+    pub fn traffic(&self) -> Traffic {
+        let c = &self.counts;
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Traffic {
+            launches: get(&c.launches),
+            waits: get(&c.waits),
+            allocations: get(&c.allocations),
+            words_to_device: get(&c.words_to_device),
+            words_to_host: get(&c.words_to_host),
+        }
     }
 
     /// Seconds the driver has spent loading kernels so far (the JIT compilation of each one
@@ -110,11 +178,13 @@ impl Launcher {
 
     /// Enqueues one launch.
     pub(super) fn launch(&self, launch: &Launch, config: LaunchConfig) -> Result<(), BackendError> {
+        count(&self.counts.launches, 1);
         self.driver.launch(&launch.kernel, config, &launch.args)
     }
 
     /// `len` zeros on the device.
     pub(super) fn alloc(&self, what: &'static str, len: usize) -> Result<Buffer, BackendError> {
+        count(&self.counts.allocations, 1);
         let address = self.driver.alloc(what, len)?;
         Ok(Buffer::new(address, len, self.driver.clone()))
     }
@@ -133,6 +203,7 @@ impl Launcher {
     /// `to ← values`; `values` may change once this returns.
     pub(super) fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
         check_lengths("a copy to the device", to.len(), values.len())?;
+        count(&self.counts.words_to_device, values.len());
         self.driver.write(to, values)
     }
 
@@ -151,17 +222,25 @@ impl Launcher {
                 });
             }
         }
+        count(&self.counts.waits, 1);
+        count(
+            &self.counts.words_to_host,
+            reads.iter().map(|(_, out)| out.len()).sum(),
+        );
         self.driver.read(reads, after)
     }
 
     /// `from` in new host memory, after all earlier work (whose fault `after` names).
     pub(super) fn read_new(&self, from: &Buffer, after: &str) -> Result<Vec<f64>, BackendError> {
+        count(&self.counts.waits, 1);
+        count(&self.counts.words_to_host, from.len());
         self.driver.read_new(from, after)
     }
 
     /// `to ← from`, on the device.
     pub(super) fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError> {
         check_lengths("a copy on the device", to.len(), from.len())?;
+        count(&self.counts.launches, 1);
         self.driver.copy(from, to)
     }
 

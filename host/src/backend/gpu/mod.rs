@@ -32,7 +32,7 @@ mod vectors;
 
 pub use box_passes::DeviceBox;
 pub use evaluator::GpuEvaluator;
-pub use launcher::Launcher;
+pub use launcher::{Launcher, Traffic};
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
 pub use on_device::DeviceEvaluator;
 pub use sim::simulated_entries;
