@@ -126,12 +126,13 @@ check "seed-expsum, n = $big, BFGS on the GPU" big_solve bfgs
 
 # L-BFGS-B with half the variables at a bound, GPU then CPU: the Cauchy walk passes nearly
 # every breakpoint in its first iteration (BENCHMARKS.md, 2026-11-28: 9.4 s on an H200 when it
-# gathered them one by one, 0.5 s on 16 cores).
+# gathered them one by one, 0.5 s on 16 cores). The GPU's line `device` counts its launches,
+# waits and copies.
 bounded_solves() {
   local backend status=0
   for backend in cuda cpu; do
     "$cudamin" solve ext-rosenbrock --n "$((big / 100))" --method lbfgsb --upper 0.9 \
-      --backend "$backend" | grep -E '^(backend|status|nit|elapsed|active)' || status=1
+      --backend "$backend" | grep -E '^(backend|status|nit|elapsed|device|active)' || status=1
   done
   return $status
 }

@@ -66,6 +66,37 @@ fn seed_expsum_json_has_the_contract_fields_and_the_known_minimum() {
     assert!(x.iter().all(|xi| (xi + 0.351733711249).abs() < 1e-5));
 }
 
+/// A solve on a device reports what it asked of it (`device_traffic`); a CPU solve has no
+/// such field. 2¹⁵ variables, where the vectors live on the device: `x0` goes over, the answer
+/// and its gradient come back.
+#[test]
+fn a_device_solve_reports_its_traffic() {
+    let n = 1usize << 15;
+    let solve = |backend: &str| {
+        let n = n.to_string();
+        let args = ["solve", "seed-expsum", "--n", &n, "--method", "lbfgsb"];
+        json(
+            &[
+                &args[..],
+                &["--upper", "-0.4", "--backend", backend, "--json"],
+            ]
+            .concat(),
+        )
+    };
+    let on_device = solve("sim");
+    let traffic = &on_device["device_traffic"];
+    let count = |field: &str| {
+        traffic[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{traffic}"))
+    };
+    let vector_bytes = (n * size_of::<f64>()) as u64;
+    assert!(count("launches") > 0 && count("waits") > 0, "{traffic}");
+    assert!(count("bytes_to_device") >= vector_bytes, "{traffic}");
+    assert!(count("bytes_to_host") >= 2 * vector_bytes, "{traffic}");
+    assert!(solve("cpu").get("device_traffic").is_none());
+}
+
 #[test]
 fn maxiter_zero_returns_x0_with_status_1() {
     let v = json(&[

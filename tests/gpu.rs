@@ -488,7 +488,8 @@ fn rejected_ptx_says_why() {
 }
 
 /// Hides a term objective's GPU evaluator from the solver, which then keeps its vectors in
-/// host memory and sends `x` over for every evaluation.
+/// host memory and sends `x` over for every evaluation; all else is the objective's (its
+/// reference gradient, its box for finite differences).
 struct HostVectors(TermObjective);
 
 impl Objective for HostVectors {
@@ -500,6 +501,19 @@ impl Objective for HostVectors {
     }
     fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
         self.0.gradient(x, g)
+    }
+    fn value_and_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+        self.0.value_and_gradient(x, g)
+    }
+    fn reference_gradient(
+        &mut self,
+        x: &[f64],
+        into: &mut [f64],
+    ) -> Result<Option<Gradient>, EvalError> {
+        self.0.reference_gradient(x, into)
+    }
+    fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        self.0.confine_steps(bounds)
     }
 }
 

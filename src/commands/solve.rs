@@ -5,6 +5,8 @@ use super::method::MethodArgs;
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
 use cudamin::backend::Share;
+use cudamin::backend::gpu::Traffic;
+use cudamin::objective::DeviceVectors;
 use cudamin::problems::Solvable;
 use std::io::Write;
 use std::time::Instant;
@@ -50,6 +52,33 @@ struct SolveReport<'a> {
     /// With --fix: the variables held.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fixed: Vec<usize>,
+    /// On a GPU: what the device was asked during the solve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_traffic: Option<TrafficReport>,
+}
+
+/// A solve's [`Traffic`]: launches and waits (copies to the host, each after all earlier work)
+/// cost a round trip each, whatever `n`; the bytes cross the host link.
+#[derive(serde::Serialize)]
+struct TrafficReport {
+    launches: u64,
+    waits: u64,
+    allocations: u64,
+    bytes_to_device: u64,
+    bytes_to_host: u64,
+}
+
+impl From<Traffic> for TrafficReport {
+    fn from(t: Traffic) -> Self {
+        let bytes = |words: u64| words * size_of::<f64>() as u64;
+        TrafficReport {
+            launches: t.launches,
+            waits: t.waits,
+            allocations: t.allocations,
+            bytes_to_device: bytes(t.words_to_device),
+            bytes_to_host: bytes(t.words_to_host),
+        }
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -76,11 +105,18 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     }
     let evaluator = job.evaluator(instance.evaluator, Share::Whole)?;
     let mut objective = Solvable::new(evaluator, fd);
+    // Vectors on the problem's device, if it has one, read its counts before and after.
+    let probe = (objective.objective().device())
+        .map(|mut on_device| on_device.vectors())
+        .transpose()?;
+    let before = probe.as_ref().map(DeviceVectors::traffic);
     let start = Instant::now();
     let result = args
         .options
         .run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
+    let device_traffic =
+        (probe.as_ref().zip(before)).map(|(p, before)| (p.traffic() - before).into());
 
     let report = SolveReport {
         problem: &args.problem.problem,
@@ -105,6 +141,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         x: &result.x,
         active_mask: result.active_mask.as_deref(),
         fixed: fixed_indices(result.fixed.as_deref()),
+        device_traffic,
     };
     if let Some(path) = args.options.plot.as_ref().filter(|_| super::job::prints()) {
         let title = format!("{} (n = {}), {}", report.problem, report.n, report.method);
@@ -136,6 +173,17 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     }
     writeln!(out, "nit nfev njev  {} {} {}", r.nit, r.nfev, r.njev)?;
     writeln!(out, "elapsed        {:.3} s", r.elapsed_s)?;
+    if let Some(t) = &r.device_traffic {
+        let mb = |bytes: u64| bytes as f64 / 1e6;
+        writeln!(
+            out,
+            "device         {} launches, {} waits, {:.1} MB to it, {:.1} MB back",
+            t.launches,
+            t.waits,
+            mb(t.bytes_to_device),
+            mb(t.bytes_to_host)
+        )?;
+    }
     writeln!(out, "x              {}", preview(r.x))?;
     if let Some(mask) = r.active_mask {
         writeln!(out, "active bounds  {}", active_summary(mask, "x"))?;
