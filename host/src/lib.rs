@@ -50,7 +50,7 @@ macro_rules! include_ptx {
 pub use backend::{
     Backend, BackendChoice, BackendError, Evaluator, Factor, Gradient, LaunchConfig,
     LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
-    TermProblem, TermSum,
+    TermProblem, TermSum, Traffic,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};

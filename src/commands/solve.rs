@@ -4,9 +4,8 @@ use super::job::Job;
 use super::method::MethodArgs;
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
+use cudamin::Traffic;
 use cudamin::backend::Share;
-use cudamin::backend::gpu::Traffic;
-use cudamin::objective::DeviceVectors;
 use cudamin::problems::Solvable;
 use std::io::Write;
 use std::time::Instant;
@@ -57,12 +56,13 @@ struct SolveReport<'a> {
     device_traffic: Option<TrafficReport>,
 }
 
-/// A solve's [`Traffic`]: launches and waits (copies to the host, each after all earlier work)
-/// cost a round trip each, whatever `n`; the bytes cross the host link.
+/// A solve's [`Traffic`]: each wait (a copy back, after all earlier work) and each write costs a
+/// round trip whatever `n`, a launch an enqueue; the bytes cross the host link.
 #[derive(serde::Serialize)]
 struct TrafficReport {
     launches: u64,
     waits: u64,
+    writes: u64,
     allocations: u64,
     bytes_to_device: u64,
     bytes_to_host: u64,
@@ -74,6 +74,7 @@ impl From<Traffic> for TrafficReport {
         TrafficReport {
             launches: t.launches,
             waits: t.waits,
+            writes: t.writes,
             allocations: t.allocations,
             bytes_to_device: bytes(t.words_to_device),
             bytes_to_host: bytes(t.words_to_host),
@@ -105,18 +106,13 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     }
     let evaluator = job.evaluator(instance.evaluator, Share::Whole)?;
     let mut objective = Solvable::new(evaluator, fd);
-    // Vectors on the problem's device, if it has one, read its counts before and after.
-    let probe = (objective.objective().device())
-        .map(|mut on_device| on_device.vectors())
-        .transpose()?;
-    let before = probe.as_ref().map(DeviceVectors::traffic);
+    let before = backend.traffic();
     let start = Instant::now();
     let result = args
         .options
         .run(args.method, &mut objective, &instance.x0, args.json)?;
     let elapsed_s = start.elapsed().as_secs_f64();
-    let device_traffic =
-        (probe.as_ref().zip(before)).map(|(p, before)| (p.traffic() - before).into());
+    let device_traffic = (backend.traffic().zip(before)).map(|(now, before)| (now - before).into());
 
     let report = SolveReport {
         problem: &args.problem.problem,
@@ -177,9 +173,12 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
         let mb = |bytes: u64| bytes as f64 / 1e6;
         writeln!(
             out,
-            "device         {} launches, {} waits, {:.1} MB to it, {:.1} MB back",
+            "device         {} launches, {} waits, {} writes, {} allocations, {:.1} MB to the \
+             device, {:.1} MB back",
             t.launches,
             t.waits,
+            t.writes,
+            t.allocations,
             mb(t.bytes_to_device),
             mb(t.bytes_to_host)
         )?;

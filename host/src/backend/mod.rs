@@ -18,6 +18,7 @@ pub use evaluator::{
     LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, RawArg, RobustLoss, Share, StepBounds,
     WithResiduals, checked_against,
 };
+pub use gpu::Traffic;
 pub use problem::{ProblemError, TermProblem};
 pub use sum::{ResidualSum, SumEvaluator, TermSum};
 
@@ -132,6 +133,14 @@ impl Backend {
     /// The GPU backend's device in words (the simulator says what it is); `None` on the CPU.
     pub fn device_summary(&self) -> Option<&str> {
         self.launcher().map(|launcher| launcher.device_summary())
+    }
+
+    /// What the GPU backend's device has been asked to do so far, by every problem loaded on
+    /// it and every solve's vectors there: launches, waits, copies and allocations. Read it
+    /// before and after a solve to see the round trips a GPU solve pays whatever its size;
+    /// `None` on the CPU.
+    pub fn traffic(&self) -> Option<Traffic> {
+        self.launcher().map(|launcher| launcher.traffic())
     }
 
     /// Seconds the GPU backend's driver has spent loading kernels so far: a device compiles

@@ -209,8 +209,12 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
         Some(OnDevice::new(evaluator, gradient))
     }
 
-    /// The evaluator keeps the box for its finite-difference passes.
+    /// The evaluator keeps the box for its finite-difference passes. An exact gradient takes
+    /// no point but `x`, so it keeps none (on a GPU, the box's two `n`-vectors uploaded).
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        if self.gradient == Gradient::Exact {
+            return Ok(());
+        }
         Ok(self.evaluator.confine_steps(bounds)?)
     }
 }

@@ -176,7 +176,7 @@ pub(super) fn run<W: Workspace>(
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.
     let x_has_nan = objective.workspace.space_mut().dot(&x, &x)?.is_nan();
     let status = stopped_early.unwrap_or_else(|| final_status(nit, maxiter, gnorm, f, x_has_nan));
-    // An approximate gradient is checked at the solution ([`Status::doubted`]).
+    // An approximate gradient is checked at the solution (`Status::doubted`).
     let jac_error = if status == Status::NanEncountered {
         None
     } else {

@@ -25,15 +25,19 @@ pub struct Launcher {
 
 /// What a device has been asked to do so far, counted where every call passes: the cost of a
 /// solve that grows with round trips and copies rather than with arithmetic, and the same on
-/// the simulator as on a GPU. Its waits and copies are what a device path must keep from
-/// growing with `n` (past the earliest breakpoints, a Cauchy walk that fetched each one alone
-/// made L-BFGS-B 20× slower on an H200 than on the CPU).
+/// the simulator as on a GPU. Its waits and writes are what a device path must keep from
+/// growing with `n`: past the earliest breakpoints, a Cauchy walk that fetched each one alone
+/// made L-BFGS-B 20× slower on an H200 than on the CPU. (Frees, which wait on CUDA too, are not
+/// counted: a solve frees what it allocated.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
-    /// Kernel launches and copies on the device.
+    /// Kernel launches and copies on the device: enqueued, not waited for.
     pub launches: u64,
     /// Copies to the host, each of which waits for all earlier work.
     pub waits: u64,
+    /// Copies to the device: a CUDA device waits for the stream at each (before a small one is
+    /// staged, after a large one).
+    pub writes: u64,
     /// Device allocations (a solve's vectors, tables and scratch).
     pub allocations: u64,
     /// Words (`f64`) copied to the device.
@@ -50,6 +54,7 @@ impl std::ops::Sub for Traffic {
         Traffic {
             launches: self.launches - earlier.launches,
             waits: self.waits - earlier.waits,
+            writes: self.writes - earlier.writes,
             allocations: self.allocations - earlier.allocations,
             words_to_device: self.words_to_device - earlier.words_to_device,
             words_to_host: self.words_to_host - earlier.words_to_host,
@@ -62,6 +67,7 @@ impl std::ops::Sub for Traffic {
 struct TrafficCounts {
     launches: AtomicU64,
     waits: AtomicU64,
+    writes: AtomicU64,
     allocations: AtomicU64,
     words_to_device: AtomicU64,
     words_to_host: AtomicU64,
@@ -89,6 +95,7 @@ impl Launcher {
         Traffic {
             launches: get(&c.launches),
             waits: get(&c.waits),
+            writes: get(&c.writes),
             allocations: get(&c.allocations),
             words_to_device: get(&c.words_to_device),
             words_to_host: get(&c.words_to_host),
@@ -203,6 +210,7 @@ impl Launcher {
     /// `to ← values`; `values` may change once this returns.
     pub(super) fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
         check_lengths("a copy to the device", to.len(), values.len())?;
+        count(&self.counts.writes, 1);
         count(&self.counts.words_to_device, values.len());
         self.driver.write(to, values)
     }

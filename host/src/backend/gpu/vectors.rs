@@ -7,7 +7,7 @@
 
 use super::abi::Launch;
 use super::driver::Buffer;
-use super::launcher::{Launcher, Traffic};
+use super::launcher::Launcher;
 use crate::backend::evaluator::{BackendError, LaunchConfig};
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
@@ -109,12 +109,6 @@ impl DeviceVectors {
     /// `n`, the length of every vector.
     pub fn dim(&self) -> usize {
         self.n
-    }
-
-    /// What the device these vectors live on has been asked to do so far, by every user of it
-    /// (the evaluations too).
-    pub fn traffic(&self) -> Traffic {
-        self.launcher.traffic()
     }
 
     /// `n` zeros.

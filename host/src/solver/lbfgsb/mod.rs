@@ -336,7 +336,7 @@ where
         } else {
             self.projected_gradient_error(&x, &g)?
         };
-        // An approximate gradient is checked at the solution ([`Status::doubted`]).
+        // An approximate gradient is checked at the solution (`Status::doubted`).
         let status = status.doubted(jac_error.as_ref(), options.gtol);
         let space = self.workspace.space_mut();
         Ok(OptimizeResult {
