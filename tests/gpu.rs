@@ -1007,11 +1007,11 @@ const ROUND_TRIPS_AN_EVALUATION: u64 = 2;
 /// Checks one device solve's traffic (`n` variables, by `method`), iteration by iteration:
 /// round trips that do not grow with `n` but for two per 2¹⁶ variables (the Cauchy walk
 /// gathers the rows of breakpoints in batches of at most 2¹⁶, a table over and the rows back
-/// each) and, for BFGS, whose implicit
-/// form walks its pairs one by one, two per pair: at most [`ROUND_TRIPS_AN_ITERATION`] and
-/// [`ROUND_TRIPS_AN_EVALUATION`] for each evaluation besides; and at most four launches per
-/// round trip. Returns the most round trips and words (copied either way) of any iteration,
-/// for the table.
+/// each) and, for BFGS, whose implicit form walks its pairs one by one, two per pair: at most
+/// [`ROUND_TRIPS_AN_ITERATION`] and [`ROUND_TRIPS_AN_EVALUATION`] for each evaluation besides;
+/// and at most four launches per round trip. Allocations (and their frees, which CUDA waits for too) are not budgeted: a
+/// solve's memory fills over its first iterations, by how many depends on the data. Returns the
+/// most round trips and words (copied either way) of any iteration, for the table.
 fn check_traffic(
     case: &str,
     n: usize,
@@ -1079,8 +1079,8 @@ fn device_lbfgsb_matches_host_vectors() {
             memory,
             ..Options::default()
         };
-        // `probe` (vectors on the device solved on) counts each iteration's traffic, less
-        // the observer's own copy of `x`.
+        // `counted` (the backend solved on) counts each iteration's traffic, less the
+        // observer's own copy of `x`.
         let solve = |objective: &mut dyn Objective, x0: &[f64], counted: Option<&Backend>| {
             let mut last_x = Vec::new();
             let start = std::time::Instant::now();
