@@ -1009,9 +1009,10 @@ const ROUND_TRIPS_AN_EVALUATION: u64 = 2;
 /// gathers the rows of breakpoints in batches of at most 2¹⁶, a table over and the rows back
 /// each) and, for BFGS, whose implicit form walks its pairs one by one, two per pair: at most
 /// [`ROUND_TRIPS_AN_ITERATION`] and [`ROUND_TRIPS_AN_EVALUATION`] for each evaluation besides;
-/// and at most four launches per round trip. Allocations (and their frees, which CUDA waits for too) are not budgeted: a
-/// solve's memory fills over its first iterations, by how many depends on the data. Returns the
-/// most round trips and words (copied either way) of any iteration, for the table.
+/// and at most four launches per round trip. Allocations (and their frees, which CUDA waits
+/// for too) are not budgeted: a solve's memory fills over its first iterations, by how many
+/// depends on the data. Returns the most round trips and words (copied either way) of any
+/// iteration, for the table.
 fn check_traffic(
     case: &str,
     n: usize,

@@ -49,15 +49,16 @@ pub struct Traffic {
 impl std::ops::Sub for Traffic {
     type Output = Traffic;
 
-    /// The traffic between two readings (the earlier one subtracted).
+    /// The traffic between two readings, the earlier one subtracted (the counts only grow; a
+    /// later reading subtracted gives zeros, not a panic).
     fn sub(self, earlier: Traffic) -> Traffic {
         Traffic {
-            launches: self.launches - earlier.launches,
-            waits: self.waits - earlier.waits,
-            writes: self.writes - earlier.writes,
-            allocations: self.allocations - earlier.allocations,
-            words_to_device: self.words_to_device - earlier.words_to_device,
-            words_to_host: self.words_to_host - earlier.words_to_host,
+            launches: self.launches.saturating_sub(earlier.launches),
+            waits: self.waits.saturating_sub(earlier.waits),
+            writes: self.writes.saturating_sub(earlier.writes),
+            allocations: self.allocations.saturating_sub(earlier.allocations),
+            words_to_device: self.words_to_device.saturating_sub(earlier.words_to_device),
+            words_to_host: self.words_to_host.saturating_sub(earlier.words_to_host),
         }
     }
 }
