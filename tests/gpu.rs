@@ -9,7 +9,7 @@
 mod common;
 
 use common::relative_error;
-use cudamin::backend::gpu::{Traffic, ptx, simulated_entries};
+use cudamin::backend::gpu::{ptx, simulated_entries};
 use cudamin::backend::{LeastSquaresEvaluator, StepBounds};
 use cudamin::kernels::Window;
 use cudamin::kernels::fd::SQRT_EPS;
@@ -17,14 +17,14 @@ use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::objective::{BoxSpace, BoxVectors, DeviceVector, DeviceVectors, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS};
-use cudamin::problems::{self, Instance};
+use cudamin::problems::{self, Instance, Problem};
 use cudamin::solver::Bounds;
 use cudamin::solver::{
     LeastSquaresResult, LmOptions, least_squares, minimize, minimize_with_observer,
 };
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
-    Method, Objective, Options, RawArg, TermObjective,
+    Method, Objective, OptimizeResult, Options, RawArg, TermObjective, Traffic,
 };
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -554,36 +554,26 @@ fn device_vectors_match_host_vectors() {
     );
     for (name, method, n, points) in cases.into_iter().filter(|case| case.2 > 0) {
         let problem = problems::find(name).unwrap();
-        let solve = |objective: &mut dyn Objective, x0: &[f64], counted: Option<&Backend>| {
-            let mut last_x = Vec::new();
-            let start = std::time::Instant::now();
-            let mut counter = TrafficCounter::new(counted);
-            let result =
-                minimize_with_observer(objective, x0, method, &Options::default(), &mut |it| {
-                    counter.iteration_done(it.nfev);
-                    last_x = it.x().unwrap().into_owned();
-                    counter.skip_observer();
-                    ControlFlow::Continue(())
-                })
-                .unwrap();
-            let elapsed = start.elapsed().as_secs_f64();
-            (result, (last_x, counter.per_iteration), elapsed)
-        };
-        let on_device = problem.instantiate(&gpu, Some(n), points).unwrap();
-        let mut device = TermObjective::new(on_device.evaluator.into_sum(), Gradient::Central);
-        let (d, (d_last_x, d_traffic), d_s) = solve(&mut device, &on_device.x0, Some(&gpu));
-        let on_host = problem.instantiate(&gpu, Some(n), points).unwrap();
-        let mut host = HostVectors(TermObjective::new(
-            on_host.evaluator.into_sum(),
-            Gradient::Central,
-        ));
-        let (h, _, h_s) = solve(&mut host, &on_host.x0, None);
-        let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         let case = format!("{name} {}", method.name());
+        let (on_device, host_solve) = solve_on_device_and_host(
+            &gpu,
+            problem,
+            (n, points),
+            Gradient::Central,
+            method,
+            &Options::default(),
+        );
+        let (d, d_s, h, h_s) = (
+            &on_device.result,
+            on_device.seconds,
+            &host_solve.result,
+            host_solve.seconds,
+        );
+        let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         // Below 2¹⁵ variables the vectors stay on the host (no traffic but the evaluations').
-        let on_device_vectors = on_host.x0.len() >= device_min;
+        let on_device_vectors = d.x.len() >= device_min;
         let (trips, words) = if on_device_vectors {
-            check_traffic(&case, on_host.x0.len(), method, &d_traffic)
+            check_traffic(&case, on_device.result.x.len(), method, &on_device.traffic)
         } else {
             (0, 0)
         };
@@ -591,7 +581,7 @@ fn device_vectors_match_host_vectors() {
             "{name:<14} {:<6} {:>7} {:>8} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e} \
              | {trips}, {words}",
             method.name(),
-            on_host.x0.len(),
+            d.x.len(),
             points.map_or(String::new(), |p| p.to_string()),
             d.nit,
             h.nit
@@ -599,7 +589,7 @@ fn device_vectors_match_host_vectors() {
         assert_eq!(d.status, h.status, "{case}");
         assert!(f_diff <= 1e-8, "{case}: {} vs {}", d.fun, h.fun);
         assert_eq!(
-            d_last_x, d.x,
+            on_device.last_x, d.x,
             "{case}: the observer's last x is the result's"
         );
     }
@@ -954,6 +944,69 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
     }
 }
 
+/// A solve watched from its observer.
+struct ObservedSolve {
+    result: OptimizeResult,
+    /// The observer's last `x`.
+    last_x: Vec<f64>,
+    /// Whether the observer was handed a copy (a device iterate) rather than the solver's own
+    /// host vector.
+    copied: bool,
+    /// Each iteration's device traffic and evaluations (see [`TrafficCounter`]).
+    traffic: Vec<(Traffic, usize)>,
+    seconds: f64,
+}
+
+/// `problem` at `size` (variables, data points) solved on `gpu`'s device vectors, then on host
+/// vectors (the same evaluator behind [`HostVectors`]).
+fn solve_on_device_and_host(
+    gpu: &Backend,
+    problem: &Problem,
+    (n, points): (usize, Option<usize>),
+    gradient: Gradient,
+    method: Method,
+    options: &Options,
+) -> (ObservedSolve, ObservedSolve) {
+    let on_device = problem.instantiate(gpu, Some(n), points).unwrap();
+    let mut device = TermObjective::new(on_device.evaluator.into_sum(), gradient);
+    let device_solve = observed_solve(&mut device, &on_device.x0, method, options, Some(gpu));
+    let on_host = problem.instantiate(gpu, Some(n), points).unwrap();
+    let mut host = HostVectors(TermObjective::new(on_host.evaluator.into_sum(), gradient));
+    let host_solve = observed_solve(&mut host, &on_host.x0, method, options, None);
+    (device_solve, host_solve)
+}
+
+/// Solves by `method`, counting each iteration's traffic on `counted` (the backend solved on;
+/// none for host vectors), less the observer's own copy of `x`.
+fn observed_solve(
+    objective: &mut dyn Objective,
+    x0: &[f64],
+    method: Method,
+    options: &Options,
+    counted: Option<&Backend>,
+) -> ObservedSolve {
+    let mut last_x = Vec::new();
+    let mut copied = false;
+    let start = std::time::Instant::now();
+    let mut counter = TrafficCounter::new(counted);
+    let result = minimize_with_observer(objective, x0, method, options, &mut |it| {
+        counter.iteration_done(it.nfev);
+        let x = it.x().unwrap();
+        copied = matches!(x, std::borrow::Cow::Owned(_));
+        last_x = x.into_owned();
+        counter.skip_observer();
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    ObservedSolve {
+        result,
+        last_x,
+        copied,
+        traffic: counter.per_iteration,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
 /// Each iteration's device traffic in a solve, counted from the observer: what the device was
 /// asked between one iteration's report and the next, less the observer's own copy of `x`.
 struct TrafficCounter<'a> {
@@ -1080,42 +1133,20 @@ fn device_lbfgsb_matches_host_vectors() {
             memory,
             ..Options::default()
         };
-        // `counted` (the backend solved on) counts each iteration's traffic, less the
-        // observer's own copy of `x`.
-        let solve = |objective: &mut dyn Objective, x0: &[f64], counted: Option<&Backend>| {
-            let mut last_x = Vec::new();
-            let start = std::time::Instant::now();
-            let mut copied = false;
-            let mut counter = TrafficCounter::new(counted);
-            let result =
-                minimize_with_observer(objective, x0, Method::LbfgsB, &options, &mut |it| {
-                    counter.iteration_done(it.nfev);
-                    let x = it.x().unwrap();
-                    // A device iterate is copied to the host, a host one borrowed.
-                    copied = matches!(x, std::borrow::Cow::Owned(_));
-                    last_x = x.into_owned();
-                    counter.skip_observer();
-                    ControlFlow::Continue(())
-                })
-                .unwrap();
-            let elapsed = start.elapsed().as_secs_f64();
-            (result, (last_x, copied, counter.per_iteration), elapsed)
-        };
-        let on_device = problem.instantiate(&gpu, Some(n), None).unwrap();
-        let mut device = TermObjective::new(on_device.evaluator.into_sum(), Gradient::Exact);
-        let (d, (d_last_x, d_copied, d_traffic), d_s) =
-            solve(&mut device, &on_device.x0, Some(&gpu));
-        let (trips, words) = check_traffic(name, n, Method::LbfgsB, &d_traffic);
-        let on_host = problem.instantiate(&gpu, Some(n), None).unwrap();
-        let mut host = HostVectors(TermObjective::new(
-            on_host.evaluator.into_sum(),
-            Gradient::Exact,
-        ));
-        let (h, (_, h_copied, _), h_s) = solve(&mut host, &on_host.x0, None);
+        let method = Method::LbfgsB;
+        let (on_device, host_solve) =
+            solve_on_device_and_host(&gpu, problem, (n, None), Gradient::Exact, method, &options);
+        let (trips, words) = check_traffic(name, n, method, &on_device.traffic);
+        let (d, d_s, h, h_s) = (
+            &on_device.result,
+            on_device.seconds,
+            &host_solve.result,
+            host_solve.seconds,
+        );
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
         if d.nit > 0 {
             assert!(
-                d_copied && !h_copied,
+                on_device.copied && !host_solve.copied,
                 "{name}: the device's vectors on the device"
             );
         }
@@ -1143,7 +1174,7 @@ fn device_lbfgsb_matches_host_vectors() {
         assert_eq!(active(&d.x), active(&h.x), "{name}");
         if d.nit > 0 {
             assert_eq!(
-                d_last_x, d.x,
+                on_device.last_x, d.x,
                 "{name}: the observer's last x is the result's"
             );
         }

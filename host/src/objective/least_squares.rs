@@ -1,7 +1,7 @@
 //! A sum of squares seen through its residuals: what Levenberg–Marquardt asks of an objective.
 
 use super::{EvalError, TermObjective};
-use crate::backend::{Evaluation, Factor, Gradient, LeastSquaresEvaluator, RobustLoss, StepBounds};
+use crate::backend::{Evaluation, Factor, LeastSquaresEvaluator, RobustLoss, StepBounds};
 
 /// `f(x) = Σ_k r_k(x)²` with its residual rows reduced to a triangle (`J = Q·R`).
 ///
@@ -83,9 +83,6 @@ impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
 
     /// As the term objective's own (an exact Jacobian keeps no box).
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
-        if self.gradient == Gradient::Exact {
-            return Ok(());
-        }
-        Ok(self.evaluator.confine_steps(bounds)?)
+        self.confine_evaluator_steps(bounds)
     }
 }

@@ -154,6 +154,15 @@ impl<E: Evaluator + ?Sized> TermObjective<E> {
         self.gradient
     }
 
+    /// The one rule both objective traits follow: the evaluator keeps the box for its
+    /// finite-difference passes; an exact gradient (or Jacobian) takes no point but `x`.
+    fn confine_evaluator_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
+        if self.gradient == Gradient::Exact {
+            return Ok(());
+        }
+        Ok(self.evaluator.confine_steps(bounds)?)
+    }
+
     fn check_len(&self, got: usize) -> Result<(), EvalError> {
         let expected = self.evaluator.dim();
         if got == expected {
@@ -212,9 +221,6 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
     /// The evaluator keeps the box for its finite-difference passes. An exact gradient takes
     /// no point but `x`, so it keeps none (on a GPU, the box's two `n`-vectors uploaded).
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
-        if self.gradient == Gradient::Exact {
-            return Ok(());
-        }
-        Ok(self.evaluator.confine_steps(bounds)?)
+        self.confine_evaluator_steps(bounds)
     }
 }
