@@ -4,6 +4,7 @@ mod solver_common;
 
 use cudamin::solver::{Bounds, Method, Options, SolveError};
 use cudamin::{EvalError, Objective};
+use ndarray::s;
 use solver_common::*;
 
 /// Rosenbrock in 3 variables at `(x₀, x₁, 1)`: the function a solve with `x₂` held at 1 sees.
@@ -34,7 +35,7 @@ fn a_held_variable_leaves_the_solve_of_the_others() {
     for method in [Method::Bfgs, Method::Lbfgs, Method::LbfgsB] {
         let options = Options {
             fixed: Some(vec![false, false, true]),
-            return_hess_inv: method == Method::Bfgs,
+            return_hess_inv: true,
             ..Options::default()
         };
         let held = solve(
@@ -45,7 +46,7 @@ fn a_held_variable_leaves_the_solve_of_the_others() {
         )
         .unwrap();
         let alone = Options {
-            return_hess_inv: method == Method::Bfgs,
+            return_hess_inv: true,
             ..Options::default()
         };
         let reduced = solve(&mut LastHeldAtOne, &[-1.2, 1.0], method, &alone).unwrap();
@@ -60,6 +61,22 @@ fn a_held_variable_leaves_the_solve_of_the_others() {
         );
         if let Some(h) = held.hess_inv {
             assert!((0..3).all(|i| h[[i, 2]] == 0.0 && h[[2, i]] == 0.0));
+        }
+        // The limited-memory methods' pairs: the reduced solve's, with a zero column for x₂.
+        if let Some(pairs) = held.hess_inv_pairs {
+            let alone = reduced.hess_inv_pairs.unwrap();
+            assert_eq!(pairs.fixed, vec![2], "{method:?}");
+            assert_eq!(pairs.s.slice(s![.., ..2]), alone.s, "{method:?}");
+            assert_eq!(pairs.y.slice(s![.., ..2]), alone.y, "{method:?}");
+            assert!(pairs.s.column(2).iter().all(|&v| v == 0.0));
+            assert_eq!(
+                pairs.dot(&[0.3, -0.2, 5.0])[..2],
+                alone.dot(&[0.3, -0.2])[..]
+            );
+            assert_eq!(pairs.dot(&[0.0, 0.0, 1.0]), vec![0.0; 3]);
+            assert_eq!(pairs.to_dense().unwrap()[[2, 2]], 0.0);
+        } else {
+            assert_eq!(method, Method::Bfgs);
         }
     }
 }

@@ -109,3 +109,17 @@ fn the_poisson_regression_recovers_its_generating_parameters() {
         assert!((b - l).abs() < 1e-3, "θ{j}: BFGS {b}, L-BFGS {l}");
     }
 }
+
+/// `hess_inv_pairs` are the last pairs L-BFGS's last direction came from.
+#[test]
+fn hess_inv_pairs_are_the_last_directions_pairs() {
+    for memory in [3, 50] {
+        check_hess_inv_pairs(
+            Method::Lbfgs,
+            Options {
+                memory,
+                ..Options::default()
+            },
+        );
+    }
+}

@@ -801,3 +801,24 @@ fn the_gradient_error_is_that_of_the_projected_gradient() {
         assert_eq!(result.success, status == Status::ProjectedGradient);
     }
 }
+
+/// `hess_inv_pairs` are the last pairs L-BFGS-B's last direction came from, with and without
+/// a bound that binds (`x₀ ≤ 0.8`).
+#[test]
+fn hess_inv_pairs_are_the_last_directions_pairs() {
+    for bounds in [
+        None,
+        Some(bounds_of(&[(-2.0, 0.8), (f64::NEG_INFINITY, 2.0)])),
+    ] {
+        for memory in [3, 50] {
+            check_hess_inv_pairs(
+                Method::LbfgsB,
+                Options {
+                    memory,
+                    bounds: bounds.clone(),
+                    ..Options::default()
+                },
+            );
+        }
+    }
+}

@@ -56,7 +56,7 @@ pub use backend::{
 pub use linalg::{available_memory, inf_norm};
 pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
 pub use solver::{
-    Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method, OptimizeResult, Options,
-    SolveError, Status, covariance, least_squares, least_squares_with_observer, minimize,
-    minimize_with_observer,
+    CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method,
+    OptimizeResult, Options, SolveError, Status, covariance, least_squares,
+    least_squares_with_observer, minimize, minimize_with_observer,
 };

@@ -30,7 +30,8 @@ import inspect
 import warnings
 
 import numpy as np
-from scipy.optimize import Bounds, OptimizeResult, OptimizeWarning
+from scipy.optimize import Bounds, LbfgsInvHessProduct, OptimizeResult, OptimizeWarning
+from scipy.sparse.linalg import LinearOperator
 
 
 class BackendError(RuntimeError):
@@ -62,6 +63,40 @@ _MINIMIZE_OPTIONS = {
     "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "disp"},
     "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "disp"},
 }
+
+
+def _inverse_hessian(s, y, fixed):
+    """The limited-memory methods' ``hess_inv``, scipy's ``LbfgsInvHessProduct`` of the pairs
+    (``s``, ``y``: one row each, oldest first) the last direction came from; with ``fixed``
+    variables, zero in their rows and columns."""
+    product = LbfgsInvHessProduct(s, y)
+    return product if len(fixed) == 0 else _HeldInvHessProduct(product, fixed)
+
+
+class _HeldInvHessProduct(LinearOperator):
+    """``inner`` (pairs that are zero at the ``fixed`` variables) with the fixed variables'
+    rows and columns zero, as a solve that never varied them reports them; ``todense()`` as
+    ``LbfgsInvHessProduct``'s."""
+
+    def __init__(self, inner, fixed):
+        super().__init__(dtype=inner.dtype, shape=inner.shape)
+        self.inner = inner
+        self.fixed = np.asarray(fixed, dtype=np.intp)
+
+    def _matvec(self, x):
+        # With the fixed entries of x zero, the pairs' zero columns keep them zero throughout.
+        v = np.array(x, dtype=self.dtype).reshape(-1)
+        v[self.fixed] = 0.0
+        return self.inner.matvec(v)
+
+    def _adjoint(self):
+        return self
+
+    def todense(self):
+        dense = self.inner.todense()
+        dense[self.fixed, :] = 0.0
+        dense[:, self.fixed] = 0.0
+        return dense
 
 
 def _array(name, values, check_finite=False):
@@ -282,7 +317,8 @@ class Solvers:
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B, ``return_hess_inv``
-        for BFGS; ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
+        for BFGS (the limited-memory methods always return ``hess_inv``, scipy's
+        ``LbfgsInvHessProduct`` of their pairs, oldest first); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
@@ -320,9 +356,14 @@ class Solvers:
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
             maxfun=_count("maxfun", options.get("maxfun")), maxcor=maxcor,
-            return_hess_inv=bool(options.get("return_hess_inv", False)),
+            # scipy's L-BFGS-B always returns its pairs as hess_inv; so do the limited-memory
+            # methods here.
+            return_hess_inv=bool(options.get("return_hess_inv", key != "bfgs")),
             backend=backend, callback=_observer(callback),
         )
+        pairs = result.pop("hess_inv_pairs", None)
+        if pairs is not None:
+            result["hess_inv"] = _inverse_hessian(*pairs)
         return OptimizeResult(result)
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,

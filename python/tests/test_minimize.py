@@ -36,6 +36,50 @@ def test_lbfgsb_within_bounds_is_scipys():
     assert ours.active_mask.tolist() == [1] + [0] * 9
 
 
+# Within the box both take the same 27 steps to 1e-14; unbounded, 70 steps, whose pairs part
+# by up to 4e-5 of their size in the last 25 (x agrees to 1e-6, as above).
+@pytest.mark.parametrize("bounds, rtol", [([(-2.0, 0.8)] * X0.size, 1e-10), (None, 1e-4)])
+def test_lbfgsb_hess_inv_is_scipys(bounds, rtol):
+    # maxcor above the iterations: scipy's memory never wraps around (see the next test).
+    options = {"maxcor": 100}
+    ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", bounds=bounds, options=options)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", bounds=bounds, options=options)
+    assert (ours.nit, ours.nfev) == (theirs.nit, theirs.nfev)
+    # The pairs the last direction came from: every step's but the last.
+    assert ours.hess_inv.sk.shape == theirs.hess_inv.sk.shape == (ours.nit - 1, X0.size)
+    for mine, scipys in [(ours.hess_inv.sk, theirs.hess_inv.sk), (ours.hess_inv.yk, theirs.hess_inv.yk)]:
+        np.testing.assert_allclose(mine, scipys, rtol=0, atol=rtol * np.abs(scipys).max())
+    dense = theirs.hess_inv.todense()
+    np.testing.assert_allclose(ours.hess_inv.todense(), dense, rtol=0, atol=10 * rtol * np.abs(dense).max())
+    v = np.linspace(-1.0, 1.0, X0.size)
+    np.testing.assert_allclose(ours.hess_inv @ v, dense @ v, rtol=0, atol=10 * rtol * np.abs(dense @ v).max())
+
+
+def test_lbfgsb_hess_inv_keeps_the_order_the_pairs_were_made_in():
+    # Past maxcor updates scipy hands its workspace's rows over in storage order, the pairs
+    # rotated by the updates made mod maxcor; cudamin's are oldest first, the order the BFGS
+    # updates that define H were made in (the order changes H).
+    bounds = [(-2.0, 0.8)] * X0.size
+    ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", bounds=bounds)
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", bounds=bounds)
+    assert ours.nit == theirs.nit == 32
+    rotated = np.roll(ours.hess_inv.sk, (ours.nit - 1) % 10, axis=0)
+    np.testing.assert_allclose(rotated, theirs.hess_inv.sk, rtol=0, atol=1e-10 * np.abs(rotated).max())
+
+
+def test_limited_memory_hess_inv_is_zero_at_fixed_variables():
+    free = cudamin.minimize("rosenbrock", X0, method="L-BFGS")
+    assert free.hess_inv.shape == (X0.size, X0.size)
+    result = cudamin.minimize("rosenbrock", X0, method="L-BFGS", fixed=[0, 3])
+    dense = result.hess_inv.todense()
+    assert result.hess_inv.shape == dense.shape == (X0.size, X0.size)
+    assert not dense[[0, 3], :].any() and not dense[:, [0, 3]].any()
+    assert np.all(np.diag(dense)[[1, 2, 4]] > 0)
+    v = np.linspace(-1.0, 1.0, X0.size)
+    np.testing.assert_allclose(result.hess_inv @ v, dense @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(result.hess_inv.matmat(np.eye(X0.size)), dense, rtol=1e-12, atol=1e-12)
+
+
 def test_large_separable_problem_reaches_its_known_minimum():
     # seed-expsum: Σ x_i² + e^{x_i}, minimum n · 0.827184026128 at 2x + e^x = 0.
     n = 100_000

@@ -40,10 +40,13 @@ pub(super) fn minimize(
         }
         whole
     });
+    let hess_inv_pairs =
+        (result.hess_inv_pairs.as_ref()).map(|pairs| pairs.expanded(x0.len(), held.free()));
     Ok(OptimizeResult {
         x: held.expand(&result.x),
         jac: held.expand_with(&result.jac, 0.0),
         hess_inv,
+        hess_inv_pairs,
         ..result
     })
 }

@@ -64,25 +64,41 @@ pub fn minimize(
         && let Some(on_device) = objective.device()
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
-        let mut hessian = LimitedMemory::new(options.memory);
-        return quasi_newton::run(
-            &mut workspace,
-            x0,
-            options,
-            Some(options.ftol),
-            observer,
-            &mut hessian,
-        );
+        return run(&mut workspace, x0, options, observer);
     }
+    run(&mut HostWorkspace::new(objective), x0, options, observer)
+}
+
+/// The solve on `workspace`'s vectors, and the pairs its last direction came from where
+/// `options.return_hess_inv` asks for them.
+fn run<W: Workspace>(
+    workspace: &mut W,
+    x0: &[f64],
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
     let mut hessian = LimitedMemory::new(options.memory);
-    quasi_newton::run(
-        &mut HostWorkspace::new(objective),
+    let result = quasi_newton::run(
+        workspace,
         x0,
         options,
         Some(options.ftol),
         observer,
         &mut hessian,
-    )
+    )?;
+    // A pending pair is the last step's, which no direction used.
+    let hess_inv_pairs = if options.return_hess_inv {
+        let pairs = hessian
+            .memory
+            .into_correction_pairs(workspace.space_mut(), x0.len())?;
+        Some(pairs)
+    } else {
+        None
+    };
+    Ok(OptimizeResult {
+        hess_inv_pairs,
+        ..result
+    })
 }
 
 /// L-BFGS's `H`: the last `memory` pairs in the memory L-BFGS-B keeps too ([`Memory`]).

@@ -16,6 +16,7 @@
 //! L-BFGS-B's bounded step uses the same products in the compact form of `B` (`lbfgsb`'s
 //! `Compact`).
 
+use super::correction_pairs::CorrectionPairs;
 use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use crate::linalg::vector;
 use crate::objective::{EvalError, VectorSpace};
@@ -158,6 +159,22 @@ impl<V> Memory<V> {
     /// Pair `j`'s `y`.
     pub fn y(&self, j: usize) -> &V {
         &self.y[j]
+    }
+
+    /// The pairs as host vectors over `n` variables, oldest first: moved where they are host
+    /// vectors already, else copied over one pair at a time.
+    pub fn into_correction_pairs<S>(
+        self,
+        space: &mut S,
+        n: usize,
+    ) -> Result<CorrectionPairs, EvalError>
+    where
+        S: VectorSpace<Vector = V>,
+    {
+        let k = self.len();
+        let pairs = (self.s.into_iter().zip(self.y))
+            .map(|(s, y)| Ok((space.host_vector(s)?, space.host_vector(y)?)));
+        CorrectionPairs::from_pairs(n, k, pairs)
     }
 
     /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.

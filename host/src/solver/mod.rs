@@ -19,6 +19,7 @@
 
 pub mod bfgs;
 mod bounds;
+mod correction_pairs;
 mod covariance;
 mod dense;
 mod fixed;
@@ -36,6 +37,7 @@ mod two_loop;
 mod workspace;
 
 pub use bounds::Bounds;
+pub use correction_pairs::CorrectionPairs;
 pub use covariance::{Covariance, covariance, covariance_of_free};
 pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
 pub use options::{Method, Options};

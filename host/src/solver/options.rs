@@ -55,8 +55,10 @@ pub struct Options {
     /// entry; its symmetric part is used) and positive definite (checked by a Cholesky
     /// factorization, `O(n³)` once). `None` is the identity. L-BFGS ignores it.
     pub hess_inv0: Option<Array2<f64>>,
-    /// BFGS: materialize [`OptimizeResult::hess_inv`](super::OptimizeResult::hess_inv). Refused when the `n×n` matrix would
-    /// exceed 2 GiB (`n > 16384`). L-BFGS ignores it.
+    /// BFGS: materialize [`OptimizeResult::hess_inv`](super::OptimizeResult::hess_inv), refused
+    /// when the `n×n` matrix would exceed 2 GiB (`n > 16384`). L-BFGS and L-BFGS-B: hand over
+    /// their pairs as [`OptimizeResult::hess_inv_pairs`](super::OptimizeResult::hess_inv_pairs)
+    /// (`2·k·n` values, copied from the device where they were kept there).
     pub return_hess_inv: bool,
     /// L-BFGS and L-BFGS-B: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS
     /// ignores it.
@@ -67,8 +69,9 @@ pub struct Options {
     /// `None` is scipy's 15000.
     pub maxfun: Option<usize>,
     /// Every method: the variables held at their values in `x0` (`true`: fixed), one entry
-    /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac`
-    /// and `hess_inv` are 0 at the fixed variables (their partials are not computed), and the
+    /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac`,
+    /// `hess_inv` and `hess_inv_pairs` are 0 at the fixed variables (their partials are not
+    /// computed), and the
     /// counts are the evaluations made. `None`: every variable free.
     pub fixed: Option<Vec<bool>>,
 }

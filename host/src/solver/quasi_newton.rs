@@ -191,6 +191,7 @@ pub(super) fn run<W: Workspace>(
         jac,
         jac_error,
         hess_inv: None,
+        hess_inv_pairs: None,
         nfev: objective.nfev,
         njev: objective.njev,
         nit,

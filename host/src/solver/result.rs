@@ -1,6 +1,7 @@
 //! What a solve reports, in scipy's vocabulary: the result, each iterate as it goes, and the
 //! errors that stop a solve without a result.
 
+use super::correction_pairs::CorrectionPairs;
 use crate::objective::{EvalError, GradientError};
 use ndarray::Array2;
 use std::borrow::Cow;
@@ -102,9 +103,13 @@ pub struct OptimizeResult {
     /// at `x` with one more gradient evaluation (not counted in `njev`). `success` is never
     /// reported when it exceeds `gtol`: the status is then 2, precision loss.
     pub jac_error: Option<GradientError>,
-    /// The inverse-Hessian approximation at `x`: BFGS only, and only when
+    /// BFGS's inverse-Hessian approximation at `x`, when
     /// [`Options::return_hess_inv`](super::Options::return_hess_inv) is set.
     pub hess_inv: Option<Array2<f64>>,
+    /// L-BFGS's and L-BFGS-B's inverse-Hessian approximation, as the pairs that define it
+    /// (scipy's `LbfgsInvHessProduct`), when
+    /// [`Options::return_hess_inv`](super::Options::return_hess_inv) is set.
+    pub hess_inv_pairs: Option<CorrectionPairs>,
     /// Objective value evaluations (one kernel pass each for term objectives).
     pub nfev: usize,
     /// Gradient evaluations (one kernel pass each).

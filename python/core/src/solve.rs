@@ -12,7 +12,7 @@ use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
 use cudamin::solver::Bounds;
 use cudamin::{BackendChoice, Gradient, LmOptions, Options};
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -285,6 +285,8 @@ impl Catalog {
             std::mem::take(&mut ran.result.x),
             std::mem::take(&mut ran.result.jac),
         );
+        let (hess_inv, hess_inv_pairs) =
+            (ran.result.hess_inv.take(), ran.result.hess_inv_pairs.take());
         let out = common(py, &ran, x)?;
         let r = &ran.result;
         out.set_item("fun", r.fun)?;
@@ -306,12 +308,13 @@ impl Catalog {
             None => None,
         };
         out.set_item("jac_error", jac_error)?;
-        if let Some(h) = &r.hess_inv {
-            let flat: Vec<f64> = h.iter().copied().collect();
-            out.set_item(
-                "hess_inv",
-                array(py, &flat).reshape([h.nrows(), h.ncols()])?,
-            )?;
+        // The matrices become the arrays' memory, not copied (the pairs are 2·k·n values).
+        if let Some(pairs) = hess_inv_pairs {
+            let (s, y) = (pairs.s.into_pyarray(py), pairs.y.into_pyarray(py));
+            out.set_item("hess_inv_pairs", (s, y, pairs.fixed))?;
+        }
+        if let Some(h) = hess_inv {
+            out.set_item("hess_inv", h.into_pyarray(py))?;
         }
         Ok(out)
     }

@@ -168,6 +168,9 @@ where
         let mut nit = 0;
         let mut buffers = StepBuffers::default();
         let mut spare = None;
+        // The last step's pair, for the memory, and whether the Cauchy path from its end was
+        // formed for the memory's pass to take `Wᵀd` too.
+        let mut pending: Option<(Pair<W::Vector>, bool)> = None;
         // f before the last step, for the relative-reduction test.
         let mut previous: Option<f64> = None;
         // The projected gradient's norm at the new point, where the pass that made its
@@ -215,6 +218,17 @@ where
                 && previous - f <= options.ftol * previous.abs().max(f.abs()).max(1.0)
             {
                 break Status::RelativeReduction;
+            }
+            // The last step's pair joins the memory once the solve goes on: L-BFGS-B tests for
+            // the end before its update, so a solve's last step adds no pair, and the memory at
+            // the end is what the last direction came from (scipy's `hess_inv`).
+            if let Some((pair, with_path)) = pending.take() {
+                let path = if with_path {
+                    buffers.path.as_ref()
+                } else {
+                    None
+                };
+                spare = memory.push(self.workspace.space_mut(), pair, &g, path)?;
             }
             // One iteration; a failed line search with pairs in memory empties it and tries
             // again from the same point.
@@ -293,17 +307,17 @@ where
                 known_norm = Some(sums.g_new_max);
             }
             // L-BFGS-B's curvature test: skip a pair with sᵀy ≤ ε·(−gᵀs).
-            spare = if sums.sy > f64::EPSILON * -sums.gs {
+            if sums.sy > f64::EPSILON * -sums.gs {
                 // The next Cauchy point's path, from the new point, so that the new pair's
                 // pass also takes `Wᵀd` (without bounds the next step needs no path).
-                let path = match box_ {
+                let with_path = match box_ {
                     Some(box_) => {
                         let norm =
                             steepest_path(space, Some(&*box_), &trial, &trial_g, &mut buffers)?;
                         known_norm = Some(norm);
-                        buffers.path.as_ref()
+                        true
                     }
-                    None => None,
+                    None => false,
                 };
                 // `s = step·d`: its products with the pairs where `d`'s keep their digits.
                 let s_with_held =
@@ -320,11 +334,11 @@ where
                     products,
                     s_with_held,
                 };
-                memory.push(space, pair, &trial_g, path)?
+                pending = Some((pair, with_path));
             } else {
                 memory.forget_point();
-                Some((s, y))
-            };
+                spare = Some((s, y));
+            }
             std::mem::swap(&mut x, &mut trial);
             std::mem::swap(&mut g, &mut trial_g);
             previous = Some(f);
@@ -339,12 +353,18 @@ where
         // An approximate gradient is checked at the solution (`Status::doubted`).
         let status = status.doubted(jac_error.as_ref(), options.gtol);
         let space = self.workspace.space_mut();
+        let hess_inv_pairs = if options.return_hess_inv {
+            Some(memory.into_correction_pairs(space, x0.len())?)
+        } else {
+            None
+        };
         Ok(OptimizeResult {
             x: space.host_vector(x)?,
             fun: f,
             jac: space.host_vector(g)?,
             jac_error,
             hess_inv: None,
+            hess_inv_pairs,
             nfev: self.nfev,
             njev: self.njev,
             nit,
