@@ -110,16 +110,28 @@ fn the_poisson_regression_recovers_its_generating_parameters() {
     }
 }
 
-/// `hess_inv_pairs` are the last pairs L-BFGS's last direction came from.
+/// `hess_inv_pairs` are the last pairs L-BFGS's last direction came from, whichever way the
+/// solve ends: converged, at `maxiter` (the one exit where the last step's pair waits in the
+/// method for a next direction), or stopped by the observer.
 #[test]
 fn hess_inv_pairs_are_the_last_directions_pairs() {
     for memory in [3, 50] {
-        check_hess_inv_pairs(
-            Method::Lbfgs,
-            Options {
-                memory,
-                ..Options::default()
-            },
+        let options = Options {
+            memory,
+            ..Options::default()
+        };
+        let limited = Options {
+            maxiter: Some(7),
+            ..options.clone()
+        };
+        let statuses = [
+            check_hess_inv_pairs(Method::Lbfgs, options.clone(), None),
+            check_hess_inv_pairs(Method::Lbfgs, limited, None),
+            check_hess_inv_pairs(Method::Lbfgs, options, Some(5)),
+        ];
+        assert_eq!(
+            statuses,
+            [Status::Success, Status::MaxIter, Status::Stopped]
         );
     }
 }

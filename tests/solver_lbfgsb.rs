@@ -803,7 +803,8 @@ fn the_gradient_error_is_that_of_the_projected_gradient() {
 }
 
 /// `hess_inv_pairs` are the last pairs L-BFGS-B's last direction came from, with and without
-/// a bound that binds (`x₀ ≤ 0.8`).
+/// a bound that binds (`x₀ ≤ 0.8`), whichever way the solve ends: converged, at `maxiter`, at
+/// `maxfun`, or stopped by the observer.
 #[test]
 fn hess_inv_pairs_are_the_last_directions_pairs() {
     for bounds in [
@@ -811,14 +812,37 @@ fn hess_inv_pairs_are_the_last_directions_pairs() {
         Some(bounds_of(&[(-2.0, 0.8), (f64::NEG_INFINITY, 2.0)])),
     ] {
         for memory in [3, 50] {
-            check_hess_inv_pairs(
-                Method::LbfgsB,
-                Options {
-                    memory,
-                    bounds: bounds.clone(),
-                    ..Options::default()
-                },
-            );
+            let options = Options {
+                memory,
+                bounds: bounds.clone(),
+                ..Options::default()
+            };
+            let ends = [
+                (options.clone(), None, Status::ProjectedGradient),
+                (
+                    Options {
+                        maxiter: Some(7),
+                        ..options.clone()
+                    },
+                    None,
+                    Status::IterationLimit,
+                ),
+                (
+                    Options {
+                        maxfun: Some(9),
+                        ..options.clone()
+                    },
+                    None,
+                    Status::EvaluationLimit,
+                ),
+                (options, Some(5), Status::Stopped),
+            ];
+            for (options, stop_after, status) in ends {
+                assert_eq!(
+                    check_hess_inv_pairs(Method::LbfgsB, options, stop_after),
+                    status
+                );
+            }
         }
     }
 }

@@ -26,6 +26,7 @@ command line prints; memory that cannot be had, ``MemoryError``; a backend that 
 ``cudamin.BackendError``.
 """
 
+import functools
 import inspect
 import warnings
 
@@ -60,40 +61,62 @@ _JAC_NAMES = {"2-point": "forward", "3-point": "central"}
 # and ignored, as scipy does.
 _MINIMIZE_OPTIONS = {
     "bfgs": {"gtol", "maxiter", "return_hess_inv", "disp"},
-    "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "disp"},
-    "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "disp"},
+    "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "return_hess_inv", "disp"},
+    "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "return_hess_inv", "disp"},
 }
 
 
-def _inverse_hessian(s, y, fixed):
-    """The limited-memory methods' ``hess_inv``, scipy's ``LbfgsInvHessProduct`` of the pairs
-    (``s``, ``y``: one row each, oldest first) the last direction came from; with ``fixed``
-    variables, zero in their rows and columns."""
-    product = LbfgsInvHessProduct(s, y)
-    return product if len(fixed) == 0 else _HeldInvHessProduct(product, fixed)
+class _PairsInvHessProduct(LbfgsInvHessProduct):
+    """The limited-memory methods' ``hess_inv``: scipy's ``LbfgsInvHessProduct`` of the pairs
+    the last direction came from, oldest first, given as 1-D arrays (``s``, ``y``, ``n`` entries
+    each) that are stacked into its ``sk`` and ``yk`` when first used, not at every solve's end.
+    With ``fixed`` variables (the pairs zero there) it is zero in their rows and columns, where
+    the identity it starts from would leave a 1 on the diagonal."""
 
-
-class _HeldInvHessProduct(LinearOperator):
-    """``inner`` (pairs that are zero at the ``fixed`` variables) with the fixed variables'
-    rows and columns zero, as a solve that never varied them reports them; ``todense()`` as
-    ``LbfgsInvHessProduct``'s."""
-
-    def __init__(self, inner, fixed):
-        super().__init__(dtype=inner.dtype, shape=inner.shape)
-        self.inner = inner
+    def __init__(self, s, y, fixed, n):
+        # LbfgsInvHessProduct's own __init__ stacks at once; its products read only sk, yk,
+        # rho and n_corrs, which are made here on first use.
+        LinearOperator.__init__(self, dtype=np.float64, shape=(n, n))
+        self._rows = (s, y)
         self.fixed = np.asarray(fixed, dtype=np.intp)
 
+    @functools.cached_property
+    def sk(self):
+        return self._stacked(0)
+
+    @functools.cached_property
+    def yk(self):
+        return self._stacked(1)
+
+    @functools.cached_property
+    def rho(self):
+        return 1.0 / np.einsum("ij,ij->i", self.sk, self.yk)
+
+    @property
+    def n_corrs(self):
+        return len(self._rows[0])
+
+    def _stacked(self, which):
+        rows = self._rows[which]
+        return np.stack(rows) if rows else np.empty((0, self.shape[0]))
+
     def _matvec(self, x):
-        # With the fixed entries of x zero, the pairs' zero columns keep them zero throughout.
+        # With x zero at the fixed variables, the pairs' zero columns keep the product zero there.
         v = np.array(x, dtype=self.dtype).reshape(-1)
         v[self.fixed] = 0.0
-        return self.inner.matvec(v)
+        return super()._matvec(v)
+
+    def _matmat(self, X):
+        # scipy's own product of several vectors does not go through _matvec.
+        V = np.array(X, dtype=self.dtype)
+        V[self.fixed, :] = 0.0
+        return super()._matmat(V)
 
     def _adjoint(self):
         return self
 
     def todense(self):
-        dense = self.inner.todense()
+        dense = super().todense()
         dense[self.fixed, :] = 0.0
         dense[:, self.fixed] = 0.0
         return dense
@@ -317,8 +340,8 @@ class Solvers:
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B, ``return_hess_inv``
-        for BFGS (the limited-memory methods always return ``hess_inv``, scipy's
-        ``LbfgsInvHessProduct`` of their pairs, oldest first); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
+        for each (default ``True`` for L-BFGS-B, which returns ``hess_inv`` as scipy's does: an
+        ``LbfgsInvHessProduct`` of its pairs, oldest first; ``False`` for the others); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
@@ -356,14 +379,15 @@ class Solvers:
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
             maxfun=_count("maxfun", options.get("maxfun")), maxcor=maxcor,
-            # scipy's L-BFGS-B always returns its pairs as hess_inv; so do the limited-memory
-            # methods here.
-            return_hess_inv=bool(options.get("return_hess_inv", key != "bfgs")),
+            # scipy's L-BFGS-B always returns its pairs as hess_inv, and so does cudamin's unless
+            # told not to (the pairs are then kept with the result: 16·maxcor MB at n = 10⁶); its
+            # L-BFGS (not scipy's) and BFGS (an n×n matrix) only when asked.
+            return_hess_inv=bool(options.get("return_hess_inv", key == "l-bfgs-b")),
             backend=backend, callback=_observer(callback),
         )
         pairs = result.pop("hess_inv_pairs", None)
         if pairs is not None:
-            result["hess_inv"] = _inverse_hessian(*pairs)
+            result["hess_inv"] = _PairsInvHessProduct(*pairs)
         return OptimizeResult(result)
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,

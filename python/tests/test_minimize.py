@@ -3,7 +3,7 @@ same problems: scipy's functions are written here in numpy, cudamin's are its bu
 
 import numpy as np
 import pytest
-from scipy.optimize import OptimizeWarning
+from scipy.optimize import LbfgsInvHessProduct, OptimizeWarning
 from scipy.optimize import least_squares as scipy_least_squares
 from scipy.optimize import minimize as scipy_minimize
 from scipy.optimize import rosen, rosen_der
@@ -68,16 +68,34 @@ def test_lbfgsb_hess_inv_keeps_the_order_the_pairs_were_made_in():
 
 
 def test_limited_memory_hess_inv_is_zero_at_fixed_variables():
-    free = cudamin.minimize("rosenbrock", X0, method="L-BFGS")
-    assert free.hess_inv.shape == (X0.size, X0.size)
-    result = cudamin.minimize("rosenbrock", X0, method="L-BFGS", fixed=[0, 3])
-    dense = result.hess_inv.todense()
-    assert result.hess_inv.shape == dense.shape == (X0.size, X0.size)
+    asked = {"return_hess_inv": True}
+    result = cudamin.minimize("rosenbrock", X0, method="L-BFGS", fixed=[0, 3], options=asked)
+    h = result.hess_inv
+    dense = h.todense()
+    assert h.shape == dense.shape == (X0.size, X0.size)
+    assert h.sk.shape == h.yk.shape and not h.sk[:, [0, 3]].any()
     assert not dense[[0, 3], :].any() and not dense[:, [0, 3]].any()
     assert np.all(np.diag(dense)[[1, 2, 4]] > 0)
     v = np.linspace(-1.0, 1.0, X0.size)
-    np.testing.assert_allclose(result.hess_inv @ v, dense @ v, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(result.hess_inv.matmat(np.eye(X0.size)), dense, rtol=1e-12, atol=1e-12)
+    for product in [h @ v, h.matvec(v.reshape(-1, 1)).ravel(), h.rmatvec(v), h.T @ v]:
+        np.testing.assert_allclose(product, dense @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h.matmat(np.eye(X0.size)), dense, rtol=1e-12, atol=1e-12)
+    assert v[0] == -1.0  # the caller's vector is left as it was
+
+
+def test_hess_inv_is_returned_where_scipy_returns_it_or_when_asked():
+    assert "hess_inv" in cudamin.minimize("rosenbrock", X0, method="L-BFGS-B")
+    skipped = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"return_hess_inv": False})
+    assert "hess_inv" not in skipped
+    assert "hess_inv" not in cudamin.minimize("rosenbrock", X0, method="L-BFGS")
+    asked = cudamin.minimize("rosenbrock", X0, method="L-BFGS", options={"return_hess_inv": True})
+    assert isinstance(asked.hess_inv, LbfgsInvHessProduct)
+    assert asked.hess_inv.sk.shape == (10, X0.size)
+    # One iteration made no pair: H is the identity it starts from, as scipy's.
+    first = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"maxiter": 1})
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", options={"maxiter": 1})
+    assert first.hess_inv.sk.shape == theirs.hess_inv.sk.shape == (0, X0.size)
+    assert (first.hess_inv @ X0).tolist() == X0.tolist()
 
 
 def test_large_separable_problem_reaches_its_known_minimum():

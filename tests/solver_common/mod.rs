@@ -3,7 +3,7 @@
 
 pub use cudamin::problems::random::SplitMix64;
 use cudamin::solver::{
-    Method, OptimizeResult, Options, SolveError, minimize, minimize_with_observer,
+    Method, OptimizeResult, Options, SolveError, Status, minimize, minimize_with_observer,
 };
 use cudamin::{EvalError, Objective};
 use std::ops::ControlFlow;
@@ -24,11 +24,13 @@ pub fn solve_rosenbrock2(method: Method, options: &Options) -> Result<OptimizeRe
 }
 
 /// A limited-memory solve's `hess_inv_pairs` (2-variable Rosenbrock from (−1.2, 1), `options`
-/// with `return_hess_inv` set) are the pairs its last direction came from, as scipy's L-BFGS-B
-/// reports them: the steps between the observed iterates and the gradient changes between them
-/// (recomputed here), all but the last step's, the last `options.memory` of them, oldest
-/// first; and their `H` meets the newest pair's secant condition, `H·y = s`.
-pub fn check_hess_inv_pairs(method: Method, options: Options) {
+/// with `return_hess_inv` set, stopped by the observer after iteration `stop_after` where
+/// given) are the pairs its last direction came from, as scipy's L-BFGS-B reports them,
+/// however the solve ended: the steps between the observed iterates and the gradient changes
+/// between them (recomputed here), all but the last step's, the last `options.memory` of them,
+/// oldest first; and their `H` meets the newest pair's secant condition, `H·y = s`. Returns
+/// the solve's status.
+pub fn check_hess_inv_pairs(method: Method, options: Options, stop_after: Option<usize>) -> Status {
     let x0 = [-1.2, 1.0];
     let options = Options {
         return_hess_inv: true,
@@ -38,10 +40,15 @@ pub fn check_hess_inv_pairs(method: Method, options: Options) {
     let mut iterates = vec![x0.to_vec()];
     let result = minimize_with_observer(&mut rosenbrock, &x0, method, &options, &mut |it| {
         iterates.push(it.x().unwrap().into_owned());
-        ControlFlow::Continue(())
+        if stop_after == Some(it.nit) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
     })
     .unwrap();
-    assert!(result.success, "{method:?}: {}", result.message);
+    let case = format!("{method:?}, memory {}, {:?}", options.memory, result.status);
+    assert_eq!(iterates.len(), result.nit + 1, "{case}");
     let pairs = result.hess_inv_pairs.expect("pairs, as asked");
     let mut gradient = |x: &[f64]| {
         let mut g = vec![0.0; 2];
@@ -51,39 +58,32 @@ pub fn check_hess_inv_pairs(method: Method, options: Options) {
     // Steps 0 … nit − 2 made pairs; the last `memory` of them are kept.
     let made = result.nit - 1;
     let first = made.saturating_sub(options.memory);
-    assert_eq!(
-        pairs.s.nrows(),
-        made - first,
-        "{method:?}, memory {}",
-        options.memory
-    );
-    assert_eq!(pairs.s.dim(), pairs.y.dim());
+    assert_eq!(pairs.s().len(), made - first, "{case}");
+    assert_eq!(pairs.y().len(), pairs.s().len());
+    assert!(pairs.s().iter().chain(pairs.y()).all(|v| v.len() == 2));
     for (row, i) in (first..made).enumerate() {
         let (x, x_next) = (&iterates[i], &iterates[i + 1]);
         let (g, g_next) = (gradient(x), gradient(x_next));
         for j in 0..2 {
             let s = x_next[j] - x[j];
             assert!(
-                (pairs.s[[row, j]] - s).abs() <= 1e-14 * x_next[j].abs().max(1.0),
-                "{method:?}: s of step {i}: {} vs {s}",
-                pairs.s[[row, j]]
+                (pairs.s()[row][j] - s).abs() <= 1e-14 * x_next[j].abs().max(1.0),
+                "{case}: s of step {i}: {} vs {s}",
+                pairs.s()[row][j]
             );
-            assert_eq!(
-                pairs.y[[row, j]],
-                g_next[j] - g[j],
-                "{method:?}: y of step {i}"
-            );
+            assert_eq!(pairs.y()[row][j], g_next[j] - g[j], "{case}: y of step {i}");
         }
     }
-    let newest = pairs.s.nrows() - 1;
-    let hy = pairs.dot(pairs.y.row(newest).as_slice().unwrap());
-    for (a, b) in hy.iter().zip(pairs.s.row(newest)) {
+    let newest = pairs.s().len() - 1;
+    let hy = pairs.dot(&pairs.y()[newest]).unwrap();
+    for (a, b) in hy.iter().zip(&pairs.s()[newest]) {
         assert!(
             (a - b).abs() <= 1e-10 * b.abs().max(1e-8),
-            "{method:?}: H·y {a} vs s {b}"
+            "{case}: H·y {a} vs s {b}"
         );
     }
-    assert!(pairs.fixed.is_empty());
+    assert!(pairs.fixed().is_empty());
+    result.status
 }
 
 /// Asserts that `result` is the minimum of [`SeparableExp`] in `n` variables.

@@ -4,7 +4,8 @@
 use super::dense::bfgs_update;
 use crate::linalg::try_zeros;
 use crate::linalg::vector::dot;
-use ndarray::{Array2, ArrayView1};
+use crate::objective::EvalError;
+use ndarray::Array2;
 
 /// L-BFGS's and L-BFGS-B's `hess_inv`: the pairs `(sᵢ, yᵢ)` held when the last direction was
 /// formed (a solve's last step adds none, as in scipy, which tests convergence before its
@@ -19,110 +20,130 @@ use ndarray::{Array2, ArrayView1};
 ///
 /// With fixed variables ([`Options::fixed`](super::Options::fixed)) the pairs are zero in the
 /// fixed variables' columns and `H` is zero in their rows and columns (they do not vary).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CorrectionPairs {
-    /// `sᵢ = xᵢ₊₁ − xᵢ`, one row per pair (`k × n`, `k ≤` [`Options::memory`](super::Options::memory)).
-    pub s: Array2<f64>,
-    /// `yᵢ = gᵢ₊₁ − gᵢ`, the rows matching `s`'s.
-    pub y: Array2<f64>,
-    /// The variables held fixed (ascending); empty where none was.
-    pub fixed: Vec<usize>,
+    s: Vec<Vec<f64>>,
+    y: Vec<Vec<f64>>,
+    n: usize,
+    fixed: Vec<usize>,
 }
 
 impl CorrectionPairs {
-    /// `k` pairs over `n` variables from `pairs`, oldest first, each row copied in as it comes
-    /// (so that a memory handing its vectors over one by one holds about one more vector at a
-    /// time, not a second copy of all of them).
-    pub(super) fn from_pairs<E>(
-        n: usize,
-        k: usize,
-        pairs: impl Iterator<Item = Result<(Vec<f64>, Vec<f64>), E>>,
-    ) -> Result<Self, E> {
-        let (mut s, mut y) = (Array2::zeros((k, n)), Array2::zeros((k, n)));
-        for (i, pair) in pairs.enumerate() {
-            let (s_i, y_i) = pair?;
-            s.row_mut(i).assign(&ArrayView1::from(&s_i));
-            y.row_mut(i).assign(&ArrayView1::from(&y_i));
-        }
-        Ok(CorrectionPairs {
+    /// The pairs `(s, y)` over `n` variables, oldest first.
+    pub(super) fn new(n: usize, s: Vec<Vec<f64>>, y: Vec<Vec<f64>>) -> Self {
+        debug_assert!(s.len() == y.len() && s.iter().chain(&y).all(|v| v.len() == n));
+        CorrectionPairs {
             s,
             y,
+            n,
             fixed: Vec::new(),
-        })
+        }
+    }
+
+    /// `sᵢ = xᵢ₊₁ − xᵢ`, oldest first (`k ≤` [`Options::memory`](super::Options::memory) of
+    /// them, [`dim`](Self::dim) entries each).
+    pub fn s(&self) -> &[Vec<f64>] {
+        &self.s
+    }
+
+    /// `yᵢ = gᵢ₊₁ − gᵢ`, matching [`s`](Self::s).
+    pub fn y(&self) -> &[Vec<f64>] {
+        &self.y
+    }
+
+    /// The variables held fixed, ascending; empty where none was.
+    pub fn fixed(&self) -> &[usize] {
+        &self.fixed
+    }
+
+    /// `(s, y, fixed)`, for a caller that keeps the vectors (the Python package's arrays).
+    pub fn into_parts(self) -> (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<usize>) {
+        (self.s, self.y, self.fixed)
     }
 
     /// The variables' count, `n`.
     pub fn dim(&self) -> usize {
-        self.s.ncols()
+        self.n
+    }
+
+    /// `ρᵢ = 1/sᵢᵀyᵢ`, oldest first.
+    fn rho(&self) -> Vec<f64> {
+        (self.s.iter().zip(&self.y))
+            .map(|(s, y)| 1.0 / dot(s, y))
+            .collect()
     }
 
     /// `H·v`, by the two-loop recursion (Nocedal & Wright, Algorithm 7.4): `O(k·n)`, no `n × n`
-    /// matrix. `v` has [`dim`](Self::dim) entries.
-    pub fn dot(&self, v: &[f64]) -> Vec<f64> {
-        assert_eq!(v.len(), self.dim(), "H·v: v has {} entries", v.len());
+    /// matrix. A `v` whose length is not [`dim`](Self::dim) is refused.
+    pub fn dot(&self, v: &[f64]) -> Result<Vec<f64>, EvalError> {
+        if v.len() != self.n {
+            return Err(EvalError::WrongLength {
+                expected: self.n,
+                got: v.len(),
+            });
+        }
         let mut q = v.to_vec();
         // H₀ is the identity on the free variables, zero on the fixed ones.
         for &i in &self.fixed {
             q[i] = 0.0;
         }
-        let rho: Vec<f64> = (self.s.rows().into_iter().zip(self.y.rows()))
-            .map(|(s, y)| 1.0 / s.dot(&y))
-            .collect();
+        let rho = self.rho();
         let mut alpha = vec![0.0; rho.len()];
         for i in (0..rho.len()).rev() {
-            let (s, y) = (self.s.row(i), self.y.row(i));
-            alpha[i] = rho[i] * dot(s.as_slice().unwrap(), &q);
-            q.iter_mut().zip(y).for_each(|(q, y)| *q -= alpha[i] * y);
+            alpha[i] = rho[i] * dot(&self.s[i], &q);
+            axpy(-alpha[i], &self.y[i], &mut q);
         }
         for (i, (&rho, &alpha)) in rho.iter().zip(&alpha).enumerate() {
-            let (s, y) = (self.s.row(i), self.y.row(i));
-            let beta = rho * dot(y.as_slice().unwrap(), &q);
-            q.iter_mut()
-                .zip(s)
-                .for_each(|(q, s)| *q += (alpha - beta) * s);
+            let beta = rho * dot(&self.y[i], &q);
+            axpy(alpha - beta, &self.s[i], &mut q);
         }
-        q
+        Ok(q)
     }
 
     /// `H` as an `n × n` matrix (scipy's `todense()`), in `O(k·n²)` from the updates themselves;
     /// `None` where its `n²` values cannot be allocated.
     pub fn to_dense(&self) -> Option<Array2<f64>> {
-        let n = self.dim();
+        let n = self.n;
         let mut h = Array2::from_shape_vec((n, n), try_zeros(n.checked_mul(n)?)?).ok()?;
         h.diag_mut().fill(1.0);
         for &i in &self.fixed {
             h[[i, i]] = 0.0;
         }
         let mut scratch = vec![0.0; n];
-        for (s, y) in self.s.rows().into_iter().zip(self.y.rows()) {
-            let rho = 1.0 / s.dot(&y);
-            bfgs_update(
-                &mut h,
-                s.as_slice().unwrap(),
-                y.as_slice().unwrap(),
-                rho,
-                &mut scratch,
-            );
+        for ((s, y), rho) in self.s.iter().zip(&self.y).zip(self.rho()) {
+            bfgs_update(&mut h, s, y, rho, &mut scratch);
         }
         Some(h)
     }
 
     /// The pairs over the free variables `free` of `n`, as pairs over all `n`, the others fixed.
-    pub(super) fn expanded(&self, n: usize, free: &[usize]) -> Self {
-        let k = self.s.nrows();
-        let (mut s, mut y) = (Array2::zeros((k, n)), Array2::zeros((k, n)));
-        for (a, &i) in free.iter().enumerate() {
-            s.column_mut(i).assign(&self.s.column(a));
-            y.column_mut(i).assign(&self.y.column(a));
-        }
+    pub(super) fn expanded(self, n: usize, free: &[usize]) -> Result<Self, EvalError> {
+        let whole = |part: Vec<Vec<f64>>| -> Result<Vec<Vec<f64>>, EvalError> {
+            (part.into_iter())
+                .map(|v| {
+                    let mut whole = try_zeros(n).ok_or(EvalError::OutOfMemory {
+                        what: "hess_inv's pairs over every variable",
+                        bytes: n.saturating_mul(size_of::<f64>()),
+                    })?;
+                    free.iter().zip(v).for_each(|(&i, value)| whole[i] = value);
+                    Ok(whole)
+                })
+                .collect()
+        };
         let mut is_free = vec![false; n];
         free.iter().for_each(|&i| is_free[i] = true);
-        CorrectionPairs {
-            s,
-            y,
+        Ok(CorrectionPairs {
+            s: whole(self.s)?,
+            y: whole(self.y)?,
+            n,
             fixed: (0..n).filter(|&i| !is_free[i]).collect(),
-        }
+        })
     }
+}
+
+/// `q ← q + a·v`.
+fn axpy(a: f64, v: &[f64], q: &mut [f64]) {
+    q.iter_mut().zip(v).for_each(|(q, v)| *q += a * v);
 }
 
 #[cfg(test)]
@@ -131,11 +152,11 @@ mod tests {
     use ndarray::array;
 
     fn pairs() -> CorrectionPairs {
-        CorrectionPairs {
-            s: array![[0.5, -0.2, 0.1, 0.3], [-0.1, 0.4, 0.2, 0.0]],
-            y: array![[1.0, 0.1, 0.3, 0.4], [0.2, 0.5, 0.6, -0.1]],
-            fixed: Vec::new(),
-        }
+        CorrectionPairs::new(
+            4,
+            vec![vec![0.5, -0.2, 0.1, 0.3], vec![-0.1, 0.4, 0.2, 0.0]],
+            vec![vec![1.0, 0.1, 0.3, 0.4], vec![0.2, 0.5, 0.6, -0.1]],
+        )
     }
 
     /// The two-loop product is the matrix of the updates, column by column; the matrix
@@ -147,14 +168,13 @@ mod tests {
         for j in 0..4 {
             let mut e = vec![0.0; 4];
             e[j] = 1.0;
-            let column = pairs.dot(&e);
+            let column = pairs.dot(&e).unwrap();
             for i in 0..4 {
                 assert!((column[i] - h[[i, j]]).abs() <= 1e-14, "({i}, {j})");
             }
         }
-        let newest_y = pairs.y.row(1).to_vec();
-        let hy = pairs.dot(&newest_y);
-        for (a, b) in hy.iter().zip(pairs.s.row(1)) {
+        let hy = pairs.dot(&pairs.y[1]).unwrap();
+        for (a, b) in hy.iter().zip(&pairs.s[1]) {
             assert!((a - b).abs() <= 1e-14);
         }
     }
@@ -164,13 +184,16 @@ mod tests {
     /// [0, 0]] = [[3/4, −1/2], [−1/2, 1]]`.
     #[test]
     fn one_pair_by_hand() {
-        let pairs = CorrectionPairs {
-            s: array![[1.0, 0.0]],
-            y: array![[2.0, 1.0]],
-            fixed: Vec::new(),
-        };
+        let pairs = CorrectionPairs::new(2, vec![vec![1.0, 0.0]], vec![vec![2.0, 1.0]]);
         assert_eq!(pairs.to_dense().unwrap(), array![[0.75, -0.5], [-0.5, 1.0]]);
-        assert_eq!(pairs.dot(&[1.0, 2.0]), vec![-0.25, 1.5]);
+        assert_eq!(pairs.dot(&[1.0, 2.0]).unwrap(), vec![-0.25, 1.5]);
+        assert!(matches!(
+            pairs.dot(&[1.0]),
+            Err(EvalError::WrongLength {
+                expected: 2,
+                got: 1
+            })
+        ));
     }
 
     /// Expanded over fixed variables, `H` is the free variables' in their rows and columns and
@@ -178,7 +201,7 @@ mod tests {
     #[test]
     fn fixed_variables_have_zero_rows_and_columns() {
         let free = pairs();
-        let whole = free.expanded(6, &[0, 2, 3, 5]);
+        let whole = free.clone().expanded(6, &[0, 2, 3, 5]).unwrap();
         assert_eq!(whole.fixed, vec![1, 4]);
         let (h_free, h) = (free.to_dense().unwrap(), whole.to_dense().unwrap());
         let at = [0, 2, 3, 5];
@@ -195,7 +218,7 @@ mod tests {
             }
         }
         let v = [1.0, 2.0, -1.0, 0.5, 3.0, 0.25];
-        let hv = whole.dot(&v);
+        let hv = whole.dot(&v).unwrap();
         for i in 0..6 {
             let row: f64 = (0..6).map(|j| h[[i, j]] * v[j]).sum();
             assert!((hv[i] - row).abs() <= 1e-14, "{i}");

@@ -23,7 +23,7 @@ pub(super) fn minimize(
     let free_options = options.for_free(&held);
     let mut free = FixedObjective::new(objective, held.clone());
     let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
-    let result = super::run(
+    let mut result = super::run(
         &mut free,
         &held.gather(x0),
         method,
@@ -40,8 +40,9 @@ pub(super) fn minimize(
         }
         whole
     });
-    let hess_inv_pairs =
-        (result.hess_inv_pairs.as_ref()).map(|pairs| pairs.expanded(x0.len(), held.free()));
+    let hess_inv_pairs = (result.hess_inv_pairs.take())
+        .map(|pairs| pairs.expanded(x0.len(), held.free()))
+        .transpose()?;
     Ok(OptimizeResult {
         x: held.expand(&result.x),
         jac: held.expand_with(&result.jac, 0.0),

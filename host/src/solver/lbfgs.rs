@@ -88,10 +88,8 @@ fn run<W: Workspace>(
     )?;
     // A pending pair is the last step's, which no direction used.
     let hess_inv_pairs = if options.return_hess_inv {
-        let pairs = hessian
-            .memory
-            .into_correction_pairs(workspace.space_mut(), x0.len())?;
-        Some(pairs)
+        let space = workspace.space_mut();
+        Some(hessian.memory.into_correction_pairs(space, x0.len())?)
     } else {
         None
     };

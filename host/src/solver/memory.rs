@@ -161,8 +161,8 @@ impl<V> Memory<V> {
         &self.y[j]
     }
 
-    /// The pairs as host vectors over `n` variables, oldest first: moved where they are host
-    /// vectors already, else copied over one pair at a time.
+    /// The pairs over `n` variables, oldest first, in host memory: the vectors themselves
+    /// where they are host vectors (no copy), else copied over one at a time.
     pub fn into_correction_pairs<S>(
         self,
         space: &mut S,
@@ -171,10 +171,12 @@ impl<V> Memory<V> {
     where
         S: VectorSpace<Vector = V>,
     {
-        let k = self.len();
-        let pairs = (self.s.into_iter().zip(self.y))
-            .map(|(s, y)| Ok((space.host_vector(s)?, space.host_vector(y)?)));
-        CorrectionPairs::from_pairs(n, k, pairs)
+        let mut host = |vectors: VecDeque<V>| -> Result<Vec<Vec<f64>>, EvalError> {
+            vectors.into_iter().map(|v| space.host_vector(v)).collect()
+        };
+        let s = host(self.s)?;
+        let y = host(self.y)?;
+        Ok(CorrectionPairs::new(n, s, y))
     }
 
     /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.

@@ -56,9 +56,10 @@ pub struct Options {
     /// factorization, `O(n³)` once). `None` is the identity. L-BFGS ignores it.
     pub hess_inv0: Option<Array2<f64>>,
     /// BFGS: materialize [`OptimizeResult::hess_inv`](super::OptimizeResult::hess_inv), refused
-    /// when the `n×n` matrix would exceed 2 GiB (`n > 16384`). L-BFGS and L-BFGS-B: hand over
-    /// their pairs as [`OptimizeResult::hess_inv_pairs`](super::OptimizeResult::hess_inv_pairs)
-    /// (`2·k·n` values, copied from the device where they were kept there).
+    /// when the `n×n` matrix would exceed 2 GiB (`n > 16384`). L-BFGS and L-BFGS-B: hand their
+    /// pairs over as [`OptimizeResult::hess_inv_pairs`](super::OptimizeResult::hess_inv_pairs)
+    /// (`2k` vectors of `n`: the memory's own on the host, copied from the device where the
+    /// pairs were kept there).
     pub return_hess_inv: bool,
     /// L-BFGS and L-BFGS-B: how many `(s, y)` pairs to keep (at least 1). Default 10. BFGS
     /// ignores it.
@@ -69,10 +70,10 @@ pub struct Options {
     /// `None` is scipy's 15000.
     pub maxfun: Option<usize>,
     /// Every method: the variables held at their values in `x0` (`true`: fixed), one entry
-    /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac`,
-    /// `hess_inv` and `hess_inv_pairs` are 0 at the fixed variables (their partials are not
-    /// computed), and the
-    /// counts are the evaluations made. `None`: every variable free.
+    /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac` is
+    /// 0 at the fixed variables (their partials are not computed) and so is `hess_inv` in
+    /// their rows and columns (`hess_inv_pairs`: zero columns, and `H` zero in those rows and
+    /// columns); the counts are the evaluations made. `None`: every variable free.
     pub fixed: Option<Vec<bool>>,
 }
 

@@ -308,10 +308,17 @@ impl Catalog {
             None => None,
         };
         out.set_item("jac_error", jac_error)?;
-        // The matrices become the arrays' memory, not copied (the pairs are 2·k·n values).
+        // Each vector becomes an array's memory, not copied (the pairs are 2·k·n values, which
+        // the Python half stacks only where they are used).
         if let Some(pairs) = hess_inv_pairs {
-            let (s, y) = (pairs.s.into_pyarray(py), pairs.y.into_pyarray(py));
-            out.set_item("hess_inv_pairs", (s, y, pairs.fixed))?;
+            let n = pairs.dim();
+            let (s, y, fixed) = pairs.into_parts();
+            let arrays = |vectors: Vec<Vec<f64>>| -> Vec<_> {
+                (vectors.into_iter())
+                    .map(|v| PyArray1::from_vec(py, v))
+                    .collect()
+            };
+            out.set_item("hess_inv_pairs", (arrays(s), arrays(y), fixed, n))?;
         }
         if let Some(h) = hess_inv {
             out.set_item("hess_inv", h.into_pyarray(py))?;

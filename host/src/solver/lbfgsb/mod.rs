@@ -23,7 +23,9 @@
 //!    `xtol = 0.1`), never past the box (`stpmax`); a step where the search stops on one of its
 //!    warnings is taken, as L-BFGS-B takes it. A failed search restarts from an empty memory,
 //!    and ends the solve (status 2) when the memory was already empty.
-//! 4. The pair `(s, y)` joins the memory unless `sᵀy ≤ ε·(−gᵀs)`; `θ = yᵀy / sᵀy`.
+//! 4. The pair `(s, y)` joins the memory unless `sᵀy ≤ ε·(−gᵀs)`, once the next iteration's
+//!    stopping tests let the solve go on (the Fortran's order: a solve's last step adds no
+//!    pair); `θ = yᵀy / sᵀy`.
 //!
 //! Without bounds the Cauchy point is skipped once pairs exist (every variable is free, as in
 //! L-BFGS-B), and the step is L-BFGS's, from the same compact inverse form
