@@ -66,6 +66,7 @@ fn a_held_variable_leaves_the_solve_of_the_others() {
             let alone = reduced.hess_inv_pairs.unwrap();
             assert_eq!(pairs.fixed(), [2], "{method:?}");
             for (whole, free) in [(pairs.s(), alone.s()), (pairs.y(), alone.y())] {
+                assert!(!free.is_empty(), "{method:?}");
                 assert_eq!(whole.len(), free.len(), "{method:?}");
                 for (whole, free) in whole.iter().zip(free) {
                     assert_eq!(whole[..], [free[0], free[1], 0.0], "{method:?}");

@@ -112,7 +112,7 @@ fn the_poisson_regression_recovers_its_generating_parameters() {
 
 /// `hess_inv_pairs` are the last pairs L-BFGS's last direction came from, whichever way the
 /// solve ends: converged, at `maxiter` (the one exit where the last step's pair waits in the
-/// method for a next direction), or stopped by the observer.
+/// method for a next direction; after one step, no pair), or stopped by the observer.
 #[test]
 fn hess_inv_pairs_are_the_last_directions_pairs() {
     for memory in [3, 50] {
@@ -124,14 +124,22 @@ fn hess_inv_pairs_are_the_last_directions_pairs() {
             maxiter: Some(7),
             ..options.clone()
         };
+        let one_step = Options {
+            maxiter: Some(1),
+            ..options.clone()
+        };
         let statuses = [
             check_hess_inv_pairs(Method::Lbfgs, options.clone(), None),
             check_hess_inv_pairs(Method::Lbfgs, limited, None),
+            check_hess_inv_pairs(Method::Lbfgs, one_step, None),
             check_hess_inv_pairs(Method::Lbfgs, options, Some(5)),
         ];
-        assert_eq!(
-            statuses,
-            [Status::Success, Status::MaxIter, Status::Stopped]
-        );
+        let expected = [
+            Status::Success,
+            Status::MaxIter,
+            Status::MaxIter,
+            Status::Stopped,
+        ];
+        assert_eq!(statuses, expected);
     }
 }

@@ -57,8 +57,8 @@ __all__ = [
 _MINIMIZE_METHODS = {"bfgs": "bfgs", "l-bfgs": "lbfgs", "l-bfgs-b": "lbfgsb"}
 # scipy's names for finite differences to cudamin's scheme names, which are accepted too.
 _JAC_NAMES = {"2-point": "forward", "3-point": "central"}
-# The options each method takes (scipy's own for BFGS and L-BFGS-B); any other is warned of
-# and ignored, as scipy does.
+# The options each method takes (scipy's own for BFGS and L-BFGS-B, and return_hess_inv,
+# cudamin's); any other is warned of and ignored, as scipy does.
 _MINIMIZE_OPTIONS = {
     "bfgs": {"gtol", "maxiter", "return_hess_inv", "disp"},
     "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "return_hess_inv", "disp"},
@@ -69,24 +69,26 @@ _MINIMIZE_OPTIONS = {
 class _PairsInvHessProduct(LbfgsInvHessProduct):
     """The limited-memory methods' ``hess_inv``: scipy's ``LbfgsInvHessProduct`` of the pairs
     the last direction came from, oldest first, given as 1-D arrays (``s``, ``y``, ``n`` entries
-    each) that are stacked into its ``sk`` and ``yk`` when first used, not at every solve's end.
-    With ``fixed`` variables (the pairs zero there) it is zero in their rows and columns, where
-    the identity it starts from would leave a 1 on the diagonal."""
+    each) that are stacked into its ``sk`` and ``yk`` when first used, not at every solve's end
+    (the arrays are then let go: the pairs are held once). With ``fixed`` variables (the pairs
+    zero there) it is zero in their rows and columns, where the identity it starts from would
+    leave a 1 on the diagonal."""
 
     def __init__(self, s, y, fixed, n):
         # LbfgsInvHessProduct's own __init__ stacks at once; its products read only sk, yk,
         # rho and n_corrs, which are made here on first use.
         LinearOperator.__init__(self, dtype=np.float64, shape=(n, n))
-        self._rows = (s, y)
+        self._rows = {"sk": s, "yk": y}
+        self._count = len(s)
         self.fixed = np.asarray(fixed, dtype=np.intp)
 
     @functools.cached_property
     def sk(self):
-        return self._stacked(0)
+        return self._stacked("sk")
 
     @functools.cached_property
     def yk(self):
-        return self._stacked(1)
+        return self._stacked("yk")
 
     @functools.cached_property
     def rho(self):
@@ -94,19 +96,23 @@ class _PairsInvHessProduct(LbfgsInvHessProduct):
 
     @property
     def n_corrs(self):
-        return len(self._rows[0])
+        return self._count
 
-    def _stacked(self, which):
-        rows = self._rows[which]
+    def _stacked(self, name):
+        rows = self._rows.pop(name)
         return np.stack(rows) if rows else np.empty((0, self.shape[0]))
 
     def _matvec(self, x):
+        if self.fixed.size == 0:
+            return super()._matvec(x)
         # With x zero at the fixed variables, the pairs' zero columns keep the product zero there.
         v = np.array(x, dtype=self.dtype).reshape(-1)
         v[self.fixed] = 0.0
         return super()._matvec(v)
 
     def _matmat(self, X):
+        if self.fixed.size == 0:
+            return super()._matmat(X)
         # scipy's own product of several vectors does not go through _matvec.
         V = np.array(X, dtype=self.dtype)
         V[self.fixed, :] = 0.0
@@ -339,9 +345,10 @@ class Solvers:
         (or ``False``, as scipy reads it) or ``'3-point'``. ``x0``: the start (default the problem's;
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
-        ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B, ``return_hess_inv``
-        for each (default ``True`` for L-BFGS-B, which returns ``hess_inv`` as scipy's does: an
-        ``LbfgsInvHessProduct`` of its pairs, oldest first; ``False`` for the others); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
+        ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B; cudamin's
+        ``return_hess_inv`` for each (default ``True`` for L-BFGS-B, which returns ``hess_inv``
+        as scipy's always does: an ``LbfgsInvHessProduct`` of its pairs, oldest first; ``False``
+        for the others, BFGS's being an n×n matrix); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).

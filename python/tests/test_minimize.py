@@ -73,7 +73,8 @@ def test_limited_memory_hess_inv_is_zero_at_fixed_variables():
     h = result.hess_inv
     dense = h.todense()
     assert h.shape == dense.shape == (X0.size, X0.size)
-    assert h.sk.shape == h.yk.shape and not h.sk[:, [0, 3]].any()
+    assert h.n_corrs > 0 and h.sk.shape == h.yk.shape == (h.n_corrs, X0.size)
+    assert not h.sk[:, [0, 3]].any() and not h.yk[:, [0, 3]].any()
     assert not dense[[0, 3], :].any() and not dense[:, [0, 3]].any()
     assert np.all(np.diag(dense)[[1, 2, 4]] > 0)
     v = np.linspace(-1.0, 1.0, X0.size)

@@ -709,6 +709,25 @@ mod nvptx {
         }
     }
 
+    /// `to[indices[r]] ← from[r]` for the `count` indices (`u64` words, distinct) at
+    /// `indices`: a solve's free variables written into the whole point.
+    #[unsafe(export_name = "cudamin_place")]
+    unsafe extern "ptx-kernel" fn place(
+        count: usize,
+        indices: *const u64,
+        from: *const f64,
+        to: *mut f64,
+    ) {
+        for r in grid_stride(count) {
+            // SAFETY: the launcher passes `count` distinct indices within `to`, and `count`
+            // values at `from`; each thread writes its own index's slot.
+            unsafe {
+                let i = indices.add(r).read() as usize;
+                *to.add(i) = *from.add(r);
+            }
+        }
+    }
+
     /// `partials[block] = Σ a_i·b_i` over the block's grid-stride share; [`sum_partials`]
     /// finishes the dot product.
     #[unsafe(export_name = "cudamin_dot_partials")]

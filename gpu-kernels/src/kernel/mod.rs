@@ -87,6 +87,9 @@ pub const BREAKPOINT_CHUNKS: &str = "cudamin_breakpoint_chunks";
 pub const GATHER: &str = "cudamin_gather";
 /// A few entries of a vector set.
 pub const SCATTER: &str = "cudamin_scatter";
+/// A vector written into the entries of a longer one that an index table names (the free
+/// variables into the whole point); [`GATHER`] reads them back.
+pub const PLACE: &str = "cudamin_place";
 /// The rows of [`NEW_PAIR_PARTIALS`]' partials: five sums, then one maximum.
 pub const NEW_PAIR_ROWS: usize = 6;
 /// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows (one running

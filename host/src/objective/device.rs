@@ -13,28 +13,59 @@ use gpu_kernels::bounds::is_breakpoint;
 use std::borrow::Cow;
 
 pub use crate::backend::checked_against;
-use crate::backend::gpu::DeviceBox;
+use crate::backend::gpu::{DeviceBox, DeviceHeld, HeldOnDevice};
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
 /// A term objective's GPU evaluator with its gradient scheme (see [`Objective::device`]).
 ///
 /// [`Objective::device`]: super::Objective::device
 pub struct OnDevice<'a> {
-    evaluator: &'a mut dyn DeviceEvaluator,
+    evaluator: Evaluating<'a>,
     gradient: Gradient,
+}
+
+/// What evaluates: a term objective's evaluator, or one seen through held variables.
+enum Evaluating<'a> {
+    Lent(&'a mut dyn DeviceEvaluator),
+    Held(HeldOnDevice<'a>),
 }
 
 impl<'a> OnDevice<'a> {
     pub(super) fn new(evaluator: &'a mut dyn DeviceEvaluator, gradient: Gradient) -> Self {
         Self {
-            evaluator,
+            evaluator: Evaluating::Lent(evaluator),
             gradient,
+        }
+    }
+
+    fn evaluator(&mut self) -> &mut dyn DeviceEvaluator {
+        match &mut self.evaluator {
+            Evaluating::Lent(evaluator) => &mut **evaluator,
+            Evaluating::Held(held) => held,
+        }
+    }
+
+    /// What the device keeps to evaluate at the whole point `whole` with only the variables
+    /// `free` varying ([`held`](Self::held)).
+    pub(super) fn hold(&mut self, whole: &[f64], free: &[usize]) -> Result<DeviceHeld, EvalError> {
+        Ok(DeviceHeld::new(self.evaluator(), whole, free)?)
+    }
+
+    /// This evaluator seen through the free variables of `held`; `None` for one seen so already
+    /// (a solve holds variables once).
+    pub(super) fn held(self, held: &'a mut DeviceHeld) -> Option<OnDevice<'a>> {
+        match self.evaluator {
+            Evaluating::Lent(evaluator) => Some(OnDevice {
+                evaluator: Evaluating::Held(HeldOnDevice::new(evaluator, held)),
+                gradient: self.gradient,
+            }),
+            Evaluating::Held(_) => None,
         }
     }
 
     /// The vector arithmetic on the same device, in order with the evaluations.
     pub fn vectors(&mut self) -> Result<DeviceVectors, EvalError> {
-        Ok(self.evaluator.vectors()?)
+        Ok(self.evaluator().vectors()?)
     }
 
     /// How the gradient is computed.
@@ -44,7 +75,7 @@ impl<'a> OnDevice<'a> {
 
     /// `f(x)`.
     pub fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {
-        Ok(self.evaluator.value_on_device(x)?)
+        Ok(self.evaluator().value_on_device(x)?)
     }
 
     /// `∇f(x)` into `g`, computed as `kind` says.
@@ -54,7 +85,7 @@ impl<'a> OnDevice<'a> {
         x: &DeviceVector,
         g: &mut DeviceVector,
     ) -> Result<(), crate::backend::BackendError> {
-        self.evaluator.gradient_on_device(x, kind, g)
+        self.evaluator().gradient_on_device(x, kind, g)
     }
 
     /// `∇f(x)` into `g`.
@@ -68,9 +99,10 @@ impl<'a> OnDevice<'a> {
         x: &DeviceVector,
         g: &mut DeviceVector,
     ) -> Result<f64, EvalError> {
+        let gradient = self.gradient;
         Ok(self
-            .evaluator
-            .value_and_gradient_on_device(x, self.gradient, g)?)
+            .evaluator()
+            .value_and_gradient_on_device(x, gradient, g)?)
     }
 }
 

@@ -3,7 +3,9 @@
 //! into the full point, whose fixed entries never change. The counts of evaluations are the
 //! inner objective's, one for one.
 
+use super::device::OnDevice;
 use super::{EvalError, LeastSquaresObjective, Objective};
+use crate::backend::gpu::DeviceHeld;
 use crate::backend::{Factor, Gradient, RobustLoss, StepBounds};
 use gpu_kernels::kernel::normal::NormalSum;
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};
@@ -93,6 +95,9 @@ pub struct FixedObjective<'o, O: ?Sized> {
     held: Held,
     /// The inner objective's full gradient at the last point.
     gradient: Vec<f64>,
+    /// What the device keeps of the held variables, where the inner objective lives on one
+    /// (made at the first [`Objective::device`]).
+    on_device: Option<DeviceHeld>,
     /// Its full factor at the last point a least-squares solve asked for one; made then, since
     /// its `n²` entries are of no use to a minimization (made here, they ended BFGS and L-BFGS
     /// solves of 10⁵ variables with one held in the allocator's abort).
@@ -107,6 +112,7 @@ impl<'o, O: ?Sized> FixedObjective<'o, O> {
             inner,
             held,
             gradient: vec![0.0; n],
+            on_device: None,
             factor: None,
         }
     }
@@ -160,6 +166,18 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
             into.copy_from_slice(&self.held.gather(&self.gradient));
         }
         Ok(kind)
+    }
+
+    /// The inner objective's device seen through the free variables: each evaluation writes
+    /// them into the whole point and reads their partials out of the whole gradient there.
+    /// Where the device cannot hold the whole point and gradient, none: the solve keeps its
+    /// vectors in host memory, as without a device.
+    fn device(&mut self) -> Option<OnDevice<'_>> {
+        let mut inner = self.inner.device()?;
+        if self.on_device.is_none() {
+            self.on_device = inner.hold(&self.held.full, &self.held.free).ok();
+        }
+        inner.held(self.on_device.as_mut()?)
     }
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {

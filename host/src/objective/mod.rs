@@ -53,8 +53,9 @@ pub trait Objective {
     }
 
     /// The device this objective's problem lives on, when it does: the solver then keeps its
-    /// vectors there too. Only term objectives loaded on a GPU backend have one; leave the
-    /// default for your own objectives.
+    /// vectors there too. Only term objectives loaded on a GPU backend have one (and, through
+    /// theirs, the solvers' view of one with variables held fixed); leave the default for your
+    /// own objectives.
     fn device(&mut self) -> Option<OnDevice<'_>> {
         None
     }

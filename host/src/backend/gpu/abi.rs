@@ -13,7 +13,7 @@ use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
     COMBINE_DOT_PARTIALS, DENSE_FINISH, DIFFERENCE, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS,
-    GATHER, MASKED_GRAM_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, PATH_POINT,
+    GATHER, MASKED_GRAM_PARTIALS, MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, PATH_POINT, PLACE,
     PROJECT_AIM_PARTIALS, RAY_POINT, REACH_PARTIALS, SCALE, SCATTER, STEP_END_PARTIALS,
     SUM_PARTIAL_ROWS, SUM_PARTIALS, TRUNCATE,
 };
@@ -552,6 +552,11 @@ impl Launch {
         )
     }
 
+    /// `to[indices[r]] ← from[r]` for the `rows` indices at `indices`.
+    pub fn place(rows: usize, indices: u64, from: u64, to: u64) -> Launch {
+        Launch::of(PLACE, vec![count(rows), Ptr(indices), Ptr(from), Ptr(to)])
+    }
+
     /// `v[index] ← value` for the `pairs` pairs at `entries`.
     pub fn scatter(v: u64, entries: u64, pairs: usize) -> Launch {
         Launch::of(SCATTER, vec![Ptr(v), Ptr(entries), count(pairs)])
@@ -597,6 +602,7 @@ pub fn vector_launches() -> Vec<Launch> {
         Launch::breakpoint_chunks(1, 2, 1, 3),
         Launch::gather(1, 1, 2, 1, 3),
         Launch::scatter(1, 2, 1),
+        Launch::place(1, 1, 2, 3),
     ]
 }
 

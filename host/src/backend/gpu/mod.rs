@@ -18,6 +18,7 @@ mod box_passes;
 mod cust;
 mod driver;
 mod evaluator;
+mod held;
 mod launcher;
 mod least_squares;
 mod on_device;
@@ -32,6 +33,7 @@ mod vectors;
 
 pub use box_passes::DeviceBox;
 pub use evaluator::GpuEvaluator;
+pub use held::{DeviceHeld, HeldOnDevice};
 pub use launcher::{Launcher, Traffic};
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
 pub use on_device::DeviceEvaluator;

@@ -325,6 +325,11 @@ impl DeviceVectors {
         &self.launcher
     }
 
+    /// The launcher, to make other vectors on the same device.
+    pub(super) fn shared_launcher(&self) -> Arc<Launcher> {
+        self.launcher.clone()
+    }
+
     /// `launch`, an elementwise pass of the box over the vectors.
     pub(super) fn launch_elementwise(&self, launch: &Launch) -> Result<(), BackendError> {
         self.launcher.launch(launch, self.box_elementwise)
