@@ -15,7 +15,9 @@ use cudamin::kernels::Window;
 use cudamin::kernels::fd::SQRT_EPS;
 use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
-use cudamin::objective::{BoxSpace, BoxVectors, DeviceVector, DeviceVectors, VectorSpace};
+use cudamin::objective::{
+    BoxSpace, BoxVectors, DeviceVector, DeviceVectors, FixedObjective, Held, VectorSpace,
+};
 use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::solver::Bounds;
@@ -606,6 +608,57 @@ fn device_vectors_match_host_vectors() {
             on_device.last_x, d.x,
             "{case}: the observer's last x is the result's"
         );
+    }
+}
+
+/// An objective with variables held fixed evaluates on the device, through its free variables
+/// (`FixedObjective::device`: the free values placed into the whole point, the free partials
+/// gathered from the whole gradient), to the bits of its host evaluation, which writes and
+/// reads them on the host: exact and central gradients, ext-rosenbrock at 1000 variables (its
+/// coupled terms and a start that differs from variable to variable make any wrong index
+/// change the numbers), every seventh held. A vector of the wrong length is refused.
+fn held_evaluations_match_the_host(sim: &Backend) {
+    let problem = problems::find("ext-rosenbrock").unwrap();
+    for scheme in [Gradient::Exact, Gradient::Central] {
+        let instance = problem.instantiate(sim, Some(1_000), None).unwrap();
+        let n = instance.x0.len();
+        let whole: Vec<f64> = (instance.x0.iter().enumerate())
+            .map(|(i, v)| v + 0.3 * (i as f64 * 0.7).sin())
+            .collect();
+        let fixed: Vec<bool> = (0..n).map(|i| i % 7 == 3).collect();
+        let held = Held::new(&whole, &fixed).unwrap();
+        let x: Vec<f64> = (held.gather(&whole).iter().enumerate())
+            .map(|(a, v)| v - 0.1 * (a as f64 * 0.3).cos())
+            .collect();
+        let mut term = TermObjective::new(instance.evaluator.into_sum(), scheme);
+        let inner: &mut dyn Objective = &mut term;
+        let mut objective = FixedObjective::new(inner, held);
+        let k = x.len();
+        let mut g_host = vec![0.0; k];
+        let f_host = Objective::value_and_gradient(&mut objective, &x, &mut g_host).unwrap();
+        let mut on_device = objective
+            .device()
+            .expect("the device, through the free variables");
+        let mut space = on_device.vectors().unwrap();
+        assert_eq!(VectorSpace::dim(&space), k);
+        let dx = space.upload(&x).unwrap();
+        let mut dg = space.zeros().unwrap();
+        let f_device = on_device.value_and_gradient(&dx, &mut dg).unwrap();
+        assert_eq!(f_device, f_host, "{scheme:?}");
+        assert_eq!(on_device.value(&dx).unwrap(), f_host, "{scheme:?}");
+        assert_eq!(
+            space.download(&dg).unwrap().into_owned(),
+            g_host,
+            "{scheme:?}"
+        );
+        on_device.gradient(&dx, &mut dg).unwrap();
+        assert_eq!(
+            space.download(&dg).unwrap().into_owned(),
+            g_host,
+            "{scheme:?}"
+        );
+        let wrong = space.upload(&vec![0.0; k + 1]).unwrap();
+        assert!(on_device.value(&wrong).is_err(), "{scheme:?}");
     }
 }
 
@@ -1691,6 +1744,8 @@ fn every_shipped_entry_executes_on_the_simulator() {
     );
     // The passes of a step within a box.
     box_passes_match_the_host(&mut space, 1_000);
+    // Variables held fixed: the free ones placed into the whole point, their partials gathered.
+    held_evaluations_match_the_host(&sim);
     // The raw kernels' examples.
     let x = [0.5, -1.0, 2.0];
     let mut squares = [0.0; 3];

@@ -70,7 +70,7 @@ class _PairsInvHessProduct(LbfgsInvHessProduct):
     """The limited-memory methods' ``hess_inv``: scipy's ``LbfgsInvHessProduct`` of the pairs
     the last direction came from, oldest first, given as 1-D arrays (``s``, ``y``, ``n`` entries
     each) that are stacked into its ``sk`` and ``yk`` when first used, not at every solve's end
-    (the arrays are then let go: the pairs are held once). With ``fixed`` variables (the pairs
+    (the arrays given are then let go: the pairs are held once). With ``fixed`` variables (the pairs
     zero there) it is zero in their rows and columns, where the identity it starts from would
     leave a 1 on the diagonal."""
 
@@ -99,8 +99,12 @@ class _PairsInvHessProduct(LbfgsInvHessProduct):
         return self._count
 
     def _stacked(self, name):
-        rows = self._rows.pop(name)
-        return np.stack(rows) if rows else np.empty((0, self.shape[0]))
+        rows = self._rows[name]
+        stacked = np.stack(rows) if rows else np.empty((0, self.shape[0]))
+        # The rows become views of the stack, letting the arrays given go (two threads that
+        # both stack first make the same matrix twice, not an error).
+        self._rows[name] = list(stacked)
+        return stacked
 
     def _matvec(self, x):
         if self.fixed.size == 0:

@@ -16,7 +16,8 @@ pub use crate::backend::checked_against;
 use crate::backend::gpu::{DeviceBox, DeviceHeld, HeldOnDevice};
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
-/// A term objective's GPU evaluator with its gradient scheme (see [`Objective::device`]).
+/// A term objective's GPU evaluator, or the view of it through the free variables of a solve
+/// that holds some fixed, with its gradient scheme (see [`Objective::device`]).
 ///
 /// [`Objective::device`]: super::Objective::device
 pub struct OnDevice<'a> {
@@ -45,6 +46,11 @@ impl<'a> OnDevice<'a> {
         }
     }
 
+    /// Whether this is already an evaluator seen through held variables.
+    pub(super) fn is_held(&self) -> bool {
+        matches!(self.evaluator, Evaluating::Held(_))
+    }
+
     /// What the device keeps to evaluate at the whole point `whole` with only the variables
     /// `free` varying ([`held`](Self::held)).
     pub(super) fn hold(&mut self, whole: &[f64], free: &[usize]) -> Result<DeviceHeld, EvalError> {
@@ -52,7 +58,7 @@ impl<'a> OnDevice<'a> {
     }
 
     /// This evaluator seen through the free variables of `held`; `None` for one seen so already
-    /// (a solve holds variables once).
+    /// ([`is_held`](Self::is_held): a solve holds variables once).
     pub(super) fn held(self, held: &'a mut DeviceHeld) -> Option<OnDevice<'a>> {
         match self.evaluator {
             Evaluating::Lent(evaluator) => Some(OnDevice {

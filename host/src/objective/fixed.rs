@@ -95,9 +95,10 @@ pub struct FixedObjective<'o, O: ?Sized> {
     held: Held,
     /// The inner objective's full gradient at the last point.
     gradient: Vec<f64>,
-    /// What the device keeps of the held variables, where the inner objective lives on one
-    /// (made at the first [`Objective::device`]).
-    on_device: Option<DeviceHeld>,
+    /// What the device keeps of the held variables, where the inner objective lives on one:
+    /// `None` before the first [`Objective::device`], `Some(None)` where the device could not
+    /// hold them (not tried again).
+    on_device: Option<Option<DeviceHeld>>,
     /// Its full factor at the last point a least-squares solve asked for one; made then, since
     /// its `n²` entries are of no use to a minimization (made here, they ended BFGS and L-BFGS
     /// solves of 10⁵ variables with one held in the allocator's abort).
@@ -170,14 +171,17 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
 
     /// The inner objective's device seen through the free variables: each evaluation writes
     /// them into the whole point and reads their partials out of the whole gradient there.
-    /// Where the device cannot hold the whole point and gradient, none: the solve keeps its
-    /// vectors in host memory, as without a device.
+    /// Where the device cannot hold the whole point and gradient (or the inner objective holds
+    /// variables itself), none: the solve keeps its vectors in host memory, correct as without
+    /// a device, and slower.
     fn device(&mut self) -> Option<OnDevice<'_>> {
         let mut inner = self.inner.device()?;
-        if self.on_device.is_none() {
-            self.on_device = inner.hold(&self.held.full, &self.held.free).ok();
+        if inner.is_held() {
+            return None;
         }
-        inner.held(self.on_device.as_mut()?)
+        let held = (self.on_device)
+            .get_or_insert_with(|| inner.hold(&self.held.full, &self.held.free).ok());
+        inner.held(held.as_mut()?)
     }
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {

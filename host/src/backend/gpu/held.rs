@@ -6,7 +6,7 @@
 
 use super::abi::Launch;
 use super::driver::Buffer;
-use super::launcher::Launcher;
+use super::launcher::{Launcher, check_lengths};
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
 use crate::backend::evaluator::{BackendError, Gradient};
@@ -26,16 +26,29 @@ pub struct DeviceHeld {
 
 impl DeviceHeld {
     /// For `inner`'s variables, at `whole` (the fixed ones' values are kept), with those of
-    /// `free` free.
+    /// `free` (ascending, within `whole`) free.
     pub fn new(
         inner: &mut dyn DeviceEvaluator,
         whole: &[f64],
         free: &[usize],
     ) -> Result<Self, BackendError> {
-        let mut vectors = inner.vectors()?;
-        let point = vectors.upload(whole)?;
-        let gradient = vectors.zeros()?;
-        let launcher = vectors.shared_launcher();
+        let vectors = inner.vectors()?;
+        check_lengths(
+            "the whole point of held variables",
+            vectors.dim(),
+            whole.len(),
+        )?;
+        let ascending = free.windows(2).all(|w| w[0] < w[1]);
+        if !ascending || free.last().is_some_and(|&i| i >= whole.len()) {
+            return Err(BackendError::InvalidLaunch(format!(
+                "the free variables' indices must ascend within the {} variables",
+                whole.len()
+            )));
+        }
+        let launcher = vectors.launcher().clone();
+        let point = DeviceVector(launcher.upload("the whole point of held variables", whole)?);
+        let gradient =
+            DeviceVector(launcher.alloc("the whole gradient of held variables", whole.len())?);
         let words: Vec<f64> = std::iter::once(address_word(&gradient))
             .chain(free.iter().map(|&i| f64::from_bits(i as u64)))
             .collect();
@@ -56,6 +69,7 @@ impl DeviceHeld {
 
     /// The whole point with the free variables at `x`.
     fn write_point(&mut self, x: &DeviceVector) -> Result<(), BackendError> {
+        check_lengths("the free variables", self.free, x.buffer().len())?;
         let (from, to) = (x.buffer().address(), self.point.buffer().address());
         let launch = Launch::place(self.free, self.indices(), from, to);
         self.launcher.launch(&launch, thread_per_row(self.free))
@@ -63,6 +77,7 @@ impl DeviceHeld {
 
     /// The whole gradient's free partials into `g`.
     fn read_gradient(&self, g: &mut DeviceVector) -> Result<(), BackendError> {
+        check_lengths("the free variables' gradient", self.free, g.buffer().len())?;
         let (table, out) = (self.table.address(), g.buffer().address());
         let launch = Launch::gather(table, 1, self.indices(), self.free, out);
         self.launcher.launch(&launch, thread_per_row(self.free))

@@ -309,7 +309,7 @@ const REDUCTION_THREADS: u32 = 512;
 const REDUCTION_BLOCKS_PER_SM: usize = 2;
 
 /// Refuses a copy between a buffer and a slice of different lengths.
-fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
+pub(super) fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
     if buffer == other {
         Ok(())
     } else {

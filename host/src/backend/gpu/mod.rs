@@ -33,7 +33,7 @@ mod vectors;
 
 pub use box_passes::DeviceBox;
 pub use evaluator::GpuEvaluator;
-pub use held::{DeviceHeld, HeldOnDevice};
+pub(crate) use held::{DeviceHeld, HeldOnDevice};
 pub use launcher::{Launcher, Traffic};
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
 pub use on_device::DeviceEvaluator;

@@ -18,7 +18,7 @@ use gpu_kernels::kernel::{
 use std::sync::Arc;
 
 /// An `n`-vector in device memory, made by [`DeviceVectors`].
-pub struct DeviceVector(Buffer);
+pub struct DeviceVector(pub(super) Buffer);
 
 impl DeviceVector {
     pub(super) fn buffer(&self) -> &Buffer {
@@ -321,13 +321,8 @@ impl DeviceVectors {
     }
 
     /// The launcher, for the passes of other files.
-    pub(super) fn launcher(&self) -> &Launcher {
+    pub(super) fn launcher(&self) -> &Arc<Launcher> {
         &self.launcher
-    }
-
-    /// The launcher, to make other vectors on the same device.
-    pub(super) fn shared_launcher(&self) -> Arc<Launcher> {
-        self.launcher.clone()
     }
 
     /// `launch`, an elementwise pass of the box over the vectors.

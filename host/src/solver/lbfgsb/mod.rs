@@ -35,7 +35,7 @@
 //! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
 //! live), and so are the step's: every `n`-sized pass is a [`BoxSpace`] operation of the
 //! workspace's vectors (on the device for a GPU term objective of at least `DEVICE_MIN_LEN`
-//! variables, as L-BFGS's), the walk along the path and the small matrices (`2k × 2k` with
+//! free variables, as L-BFGS's, some held fixed or not), the walk along the path and the small matrices (`2k × 2k` with
 //! `k ≤ m`) are the host's.
 //!
 //! Here: the driver loop and the line within the box; `cauchy` the walk along the path and the
