@@ -1191,7 +1191,7 @@ fn device_lbfgsb_matches_host_vectors() {
     let gpu = gpu();
     // 64 more than 2¹⁵: held, 64 variables leave the device's least.
     let n = sized(1_000_000, (1 << 15) + 64);
-    // seed-expsum (minimum near −0.35) with a third of the variables held above it, and a box
+    // seed-expsum (minimum near −0.35) with a third of the variables bounded above it, and a box
     // that binds nowhere; the first with 64 variables fixed too (`Options::fixed`: the whole
     // point and gradient on the device as well); ext-rosenbrock below 0.9.
     let third = Bounds {

@@ -13,7 +13,8 @@ use gpu_kernels::bounds::is_breakpoint;
 use std::borrow::Cow;
 
 pub use crate::backend::checked_against;
-use crate::backend::gpu::{DeviceBox, DeviceHeld, HeldOnDevice};
+pub(super) use crate::backend::gpu::DeviceHeld;
+use crate::backend::gpu::{DeviceBox, HeldOnDevice};
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
 /// A term objective's GPU evaluator, or the view of it through the free variables of a solve

@@ -3,9 +3,8 @@
 //! into the full point, whose fixed entries never change. The counts of evaluations are the
 //! inner objective's, one for one.
 
-use super::device::OnDevice;
+use super::device::{DeviceHeld, OnDevice};
 use super::{EvalError, LeastSquaresObjective, Objective};
-use crate::backend::gpu::DeviceHeld;
 use crate::backend::{Factor, Gradient, RobustLoss, StepBounds};
 use gpu_kernels::kernel::normal::NormalSum;
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};

@@ -3,7 +3,7 @@
 
 use super::dense::bfgs_update;
 use crate::linalg::try_zeros;
-use crate::linalg::vector::dot;
+use crate::linalg::vector::{axpy, dot};
 use crate::objective::EvalError;
 use ndarray::Array2;
 
@@ -139,11 +139,6 @@ impl CorrectionPairs {
             fixed: (0..n).filter(|&i| !is_free[i]).collect(),
         })
     }
-}
-
-/// `q ← q + a·v`.
-fn axpy(a: f64, v: &[f64], q: &mut [f64]) {
-    q.iter_mut().zip(v).for_each(|(q, v)| *q += a * v);
 }
 
 #[cfg(test)]

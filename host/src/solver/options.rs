@@ -71,7 +71,8 @@ pub struct Options {
     pub maxfun: Option<usize>,
     /// Every method: the variables held at their values in `x0` (`true`: fixed), one entry
     /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac` is
-    /// 0 at the fixed variables (their partials are not computed) and so is `hess_inv` in
+    /// 0 at the fixed variables (their partials are not the solve's: computed with the rest, then
+    /// dropped) and so is `hess_inv` in
     /// their rows and columns (`hess_inv_pairs`: zero columns, and `H` zero in those rows and
     /// columns); the counts are the evaluations made. `None`: every variable free.
     pub fixed: Option<Vec<bool>>,

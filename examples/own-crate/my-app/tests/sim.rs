@@ -5,7 +5,7 @@
 
 use cudamin::backend::gpu::{ptx, simulated_entries};
 use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
-use cudamin::objective::{BoxSpace, BoxVectors, DeviceVectors, VectorSpace};
+use cudamin::objective::{BoxSpace, BoxVectors, DeviceVectors, FixedObjective, Held, VectorSpace};
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,
@@ -279,6 +279,19 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         .unwrap();
     // s = (0.125, −1), y = x − g = (2, 6).
     assert_eq!([pair.sy, pair.gs, pair.g_new_max], [-5.75, 3.875, 2.0]);
+
+    // A variable held fixed (the intercept, at 2): the free one placed into the whole point and
+    // its partial gathered out, on the device, as the host writes and reads them.
+    let held = Held::new(&[1.0, 2.0], &[false, true]).unwrap();
+    let inner: &mut dyn cudamin::Objective = &mut objective;
+    let mut fixed = FixedObjective::new(inner, held);
+    let mut g_host = [0.0];
+    let f_host = cudamin::Objective::value_and_gradient(&mut fixed, &[0.7], &mut g_host).unwrap();
+    let mut on_device = cudamin::Objective::device(&mut fixed).unwrap();
+    let mut free = on_device.vectors().unwrap();
+    let (x, mut g) = (free.upload(&[0.7]).unwrap(), free.zeros().unwrap());
+    assert_eq!(on_device.value_and_gradient(&x, &mut g).unwrap(), f_host);
+    assert_eq!(free.download(&g).unwrap().to_vec(), g_host);
 
     let shipped = ptx::entries(PTX.unwrap()).unwrap();
     let executed = simulated_entries();

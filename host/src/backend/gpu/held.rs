@@ -32,7 +32,7 @@ impl DeviceHeld {
         whole: &[f64],
         free: &[usize],
     ) -> Result<Self, BackendError> {
-        let vectors = inner.vectors()?;
+        let mut vectors = inner.vectors()?;
         check_lengths(
             "the whole point of held variables",
             vectors.dim(),
@@ -46,9 +46,7 @@ impl DeviceHeld {
             )));
         }
         let launcher = vectors.launcher().clone();
-        let point = DeviceVector(launcher.upload("the whole point of held variables", whole)?);
-        let gradient =
-            DeviceVector(launcher.alloc("the whole gradient of held variables", whole.len())?);
+        let (point, gradient) = (vectors.upload(whole)?, vectors.zeros()?);
         let words: Vec<f64> = std::iter::once(address_word(&gradient))
             .chain(free.iter().map(|&i| f64::from_bits(i as u64)))
             .collect();

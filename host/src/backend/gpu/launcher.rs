@@ -308,7 +308,8 @@ const REDUCTION_THREADS: u32 = 512;
 /// stage, one thread adding every block's partial in order.
 const REDUCTION_BLOCKS_PER_SM: usize = 2;
 
-/// Refuses a copy between a buffer and a slice of different lengths.
+/// Refuses a copy between a buffer and a slice of different lengths, or a launch on a vector of
+/// the wrong length (`buffer`: the length expected).
 pub(super) fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(), BackendError> {
     if buffer == other {
         Ok(())

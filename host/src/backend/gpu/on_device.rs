@@ -1,7 +1,7 @@
 //! What a solver that keeps its vectors on a device asks of the problem it minimizes: values
 //! and gradients at vectors that never leave the device. A term problem on the GPU
-//! ([`GpuEvaluator`](super::GpuEvaluator)) answers it, and so does a sum of such problems
-//! (`backend::sum`).
+//! ([`GpuEvaluator`](super::GpuEvaluator)) answers it, and so do a sum of such problems
+//! (`backend::sum`) and one seen through the variables a solve leaves free (`held.rs`).
 
 use super::vectors::{DeviceVector, DeviceVectors};
 use crate::backend::evaluator::{BackendError, Gradient};

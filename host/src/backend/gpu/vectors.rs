@@ -18,7 +18,7 @@ use gpu_kernels::kernel::{
 use std::sync::Arc;
 
 /// An `n`-vector in device memory, made by [`DeviceVectors`].
-pub struct DeviceVector(pub(super) Buffer);
+pub struct DeviceVector(Buffer);
 
 impl DeviceVector {
     pub(super) fn buffer(&self) -> &Buffer {
