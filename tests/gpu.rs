@@ -522,7 +522,8 @@ impl Objective for HostVectors {
 /// L-BFGS, and BFGS past its dense limit, keep a GPU term objective's vectors on the device
 /// (from 2¹⁵ variables). A solve ends where the same solve with host vectors ends (the dot
 /// products round differently, so the paths may part at rounding level), and the observer's
-/// `x` is the device's iterate.
+/// `x` is the device's iterate. With 64 variables held fixed, L-BFGS keeps them there too (the
+/// whole point and gradient on the device, `FixedObjective::device`).
 #[test]
 fn device_vectors_match_host_vectors() {
     let gpu = gpu();
@@ -533,33 +534,58 @@ fn device_vectors_match_host_vectors() {
             Method::Lbfgs,
             sized(1_000_000, device_min),
             None,
+            false,
+        ),
+        (
+            "seed-expsum",
+            Method::Lbfgs,
+            sized(1_000_000, device_min) + 64,
+            None,
+            true,
         ),
         (
             "seed-expsum",
             Method::Bfgs,
             sized(1_000_000, device_min),
             None,
+            false,
         ),
         (
             "ext-rosenbrock",
             Method::Lbfgs,
             sized(100_000, device_min),
             None,
+            false,
         ),
-        ("ext-rosenbrock", Method::Bfgs, sized(100_000, 0), None),
-        ("rosenbrock", Method::Lbfgs, sized(1_000, 0), None),
-        ("lsq-expsin", Method::Lbfgs, sized(16, 0), Some(100_000)),
+        (
+            "ext-rosenbrock",
+            Method::Bfgs,
+            sized(100_000, 0),
+            None,
+            false,
+        ),
+        ("rosenbrock", Method::Lbfgs, sized(1_000, 0), None, false),
+        (
+            "lsq-expsin",
+            Method::Lbfgs,
+            sized(16, 0),
+            Some(100_000),
+            false,
+        ),
     ];
     say(
         "problem        method       n   points | device s  nit | host s    nit | f rel. diff \
          | round trips, words an iteration (most)",
     );
-    for (name, method, n, points) in cases.into_iter().filter(|case| case.2 > 0) {
+    for (name, method, n, points, hold) in cases.into_iter().filter(|case| case.2 > 0) {
         let problem = problems::find(name).unwrap();
-        let case = format!("{name} {}", method.name());
+        let case = format!("{name} {}{}", method.name(), if hold { " fix" } else { "" });
         // L-BFGS copies its pairs over at the end (BFGS's dense matrix is refused at this n).
+        // Held: 64 variables fixed, spread over the vector, the other 2¹⁵ (or 10⁶) free on the
+        // device with the whole point and gradient there (`FixedObjective::device`).
         let options = Options {
             return_hess_inv: method == Method::Lbfgs,
+            fixed: hold.then(|| (0..n).map(|i| i % (n / 64) == 1).collect()),
             ..Options::default()
         };
         let (on_device, host_solve) = solve_on_device_and_host(
@@ -577,8 +603,11 @@ fn device_vectors_match_host_vectors() {
             host_solve.seconds,
         );
         let f_diff = (d.fun - h.fun).abs() / h.fun.abs().max(1.0);
-        // Below 2¹⁵ variables the vectors stay on the host (no traffic but the evaluations').
-        let on_device_vectors = d.x.len() >= device_min;
+        // Below 2¹⁵ free variables the vectors stay on the host (no traffic but the
+        // evaluations').
+        let held = (options.fixed.iter().flatten()).filter(|&&f| f).count();
+        assert_eq!(held, if hold { 64 } else { 0 }, "{case}");
+        let on_device_vectors = d.x.len() - held >= device_min;
         let (trips, words) = if on_device_vectors {
             check_traffic(&case, on_device.result.x.len(), method, &on_device.traffic)
         } else {
@@ -594,6 +623,15 @@ fn device_vectors_match_host_vectors() {
             h.nit
         ));
         assert_eq!(d.status, h.status, "{case}");
+        // On host vectors every evaluation would move `x` over and `g` back; held on the
+        // device, an iteration moves scalars and the line search's few words.
+        if hold {
+            assert!(
+                (on_device.traffic.iter())
+                    .any(|(t, _)| t.words_to_host + t.words_to_device < n as u64),
+                "{case}: every iteration moved a vector's worth of words"
+            );
+        }
         assert!(f_diff <= 1e-8, "{case}: {} vs {}", d.fun, h.fun);
         // Central differences: the paths part at the differences' error (ext-rosenbrock's
         // steps by 6.4e-6 of the largest at 2¹⁵ on the simulator), as `f` may by 1e-8.

@@ -76,10 +76,11 @@ class _PairsInvHessProduct(LbfgsInvHessProduct):
 
     def __init__(self, s, y, fixed, n):
         # LbfgsInvHessProduct's own __init__ stacks at once; its products read only sk, yk,
-        # rho and n_corrs, which are made here on first use.
+        # rho and n_corrs: n_corrs is set here (an attribute, as scipy's), the rest made on
+        # first use.
         LinearOperator.__init__(self, dtype=np.float64, shape=(n, n))
         self._rows = {"sk": s, "yk": y}
-        self._count = len(s)
+        self.n_corrs = len(s)
         self.fixed = np.asarray(fixed, dtype=np.intp)
 
     @functools.cached_property
@@ -93,10 +94,6 @@ class _PairsInvHessProduct(LbfgsInvHessProduct):
     @functools.cached_property
     def rho(self):
         return 1.0 / np.einsum("ij,ij->i", self.sk, self.yk)
-
-    @property
-    def n_corrs(self):
-        return self._count
 
     def _stacked(self, name):
         rows = self._rows[name]

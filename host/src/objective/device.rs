@@ -47,27 +47,26 @@ impl<'a> OnDevice<'a> {
         }
     }
 
-    /// Whether this is already an evaluator seen through held variables.
-    pub(super) fn is_held(&self) -> bool {
-        matches!(self.evaluator, Evaluating::Held(_))
-    }
-
-    /// What the device keeps to evaluate at the whole point `whole` with only the variables
-    /// `free` varying ([`held`](Self::held)).
-    pub(super) fn hold(&mut self, whole: &[f64], free: &[usize]) -> Result<DeviceHeld, EvalError> {
-        Ok(DeviceHeld::new(self.evaluator(), whole, free)?)
-    }
-
-    /// This evaluator seen through the free variables of `held`; `None` for one seen so already
-    /// ([`is_held`](Self::is_held): a solve holds variables once).
-    pub(super) fn held(self, held: &'a mut DeviceHeld) -> Option<OnDevice<'a>> {
-        match self.evaluator {
-            Evaluating::Lent(evaluator) => Some(OnDevice {
-                evaluator: Evaluating::Held(HeldOnDevice::new(evaluator, held)),
-                gradient: self.gradient,
-            }),
-            Evaluating::Held(_) => None,
-        }
+    /// This evaluator seen through the free variables `free` of the whole point `whole`, with
+    /// what the device keeps for that in `kept`: made at the first call, `Some(None)` where the
+    /// device could not (not tried again). `None` for an evaluator seen so already (a solve
+    /// holds variables once) and where the device cannot keep them.
+    pub(super) fn through_free(
+        self,
+        kept: &'a mut Option<Option<DeviceHeld>>,
+        whole: &[f64],
+        free: &[usize],
+    ) -> Option<OnDevice<'a>> {
+        let Evaluating::Lent(evaluator) = self.evaluator else {
+            return None;
+        };
+        let held = kept
+            .get_or_insert_with(|| DeviceHeld::new(&mut *evaluator, whole, free).ok())
+            .as_mut()?;
+        Some(OnDevice {
+            evaluator: Evaluating::Held(HeldOnDevice::new(evaluator, held)),
+            gradient: self.gradient,
+        })
     }
 
     /// The vector arithmetic on the same device, in order with the evaluations.

@@ -6,6 +6,7 @@
 use super::device::{DeviceHeld, OnDevice};
 use super::{EvalError, LeastSquaresObjective, Objective};
 use crate::backend::{Factor, Gradient, RobustLoss, StepBounds};
+use crate::linalg::{try_copy, try_zeros};
 use gpu_kernels::kernel::normal::NormalSum;
 use gpu_kernels::kernel::triangle::{TriangleRows, fold_scratch_len, triangle_len};
 
@@ -38,33 +39,57 @@ impl Held {
         self.free.iter().map(|&i| full[i]).collect()
     }
 
-    /// The full point with the free variables at `free_values`.
-    pub fn expand(&self, free_values: &[f64]) -> Vec<f64> {
-        let mut full = self.full.clone();
-        self.scatter_into(free_values, &mut full);
+    /// The number of variables, fixed and free.
+    pub fn whole_dim(&self) -> usize {
+        self.full.len()
+    }
+
+    /// The variables held fixed, ascending.
+    pub fn fixed(&self) -> Vec<usize> {
+        let mut is_free = vec![false; self.full.len()];
+        self.free.iter().for_each(|&i| is_free[i] = true);
+        (0..self.full.len()).filter(|&i| !is_free[i]).collect()
+    }
+
+    /// The full point with the free variables at `free_values`; `EvalError::OutOfMemory` where
+    /// it cannot be allocated.
+    pub fn expand(&self, free_values: &[f64]) -> Result<Vec<f64>, EvalError> {
+        let full = try_copy(&self.full).ok_or_else(|| self.too_large())?;
+        Ok(self.scatter_into(free_values, full))
+    }
+
+    /// A full vector with `free_values` at the free variables and `fill` at the fixed ones;
+    /// `EvalError::OutOfMemory` where it cannot be allocated.
+    pub fn expand_with(&self, free_values: &[f64], fill: f64) -> Result<Vec<f64>, EvalError> {
+        let mut full = try_zeros(self.full.len()).ok_or_else(|| self.too_large())?;
+        if fill != 0.0 {
+            full.fill(fill);
+        }
+        Ok(self.scatter_into(free_values, full))
+    }
+
+    fn scatter_into(&self, free_values: &[f64], mut full: Vec<f64>) -> Vec<f64> {
+        scatter(&self.free, free_values, &mut full);
         full
     }
 
-    /// A full vector with `free_values` at the free variables and `fill` at the fixed ones.
-    pub fn expand_with(&self, free_values: &[f64], fill: f64) -> Vec<f64> {
-        let mut full = vec![fill; self.full.len()];
-        self.scatter_into(free_values, &mut full);
-        full
-    }
-
-    fn scatter_into(&self, free_values: &[f64], full: &mut [f64]) {
-        scatter(&self.free, free_values, full);
+    /// The error of a vector over every variable that cannot be allocated.
+    fn too_large(&self) -> EvalError {
+        EvalError::OutOfMemory {
+            what: "a vector over every variable",
+            bytes: self.full.len().saturating_mul(size_of::<f64>()),
+        }
     }
 
     /// A box over the free variables as a box over all of them, the fixed ones unbounded (no
     /// solver asks for their partials).
-    fn expand_bounds(&self, bounds: &StepBounds) -> StepBounds {
+    fn expand_bounds(&self, bounds: &StepBounds) -> Result<StepBounds, EvalError> {
         if bounds.is_open() {
-            return StepBounds::default();
+            return Ok(StepBounds::default());
         }
-        let lower = self.expand_with(bounds.lower(), f64::NEG_INFINITY);
-        let upper = self.expand_with(bounds.upper(), f64::INFINITY);
-        StepBounds::new(&lower, &upper)
+        let lower = self.expand_with(bounds.lower(), f64::NEG_INFINITY)?;
+        let upper = self.expand_with(bounds.upper(), f64::INFINITY)?;
+        Ok(StepBounds::new(&lower, &upper))
     }
 
     /// Writes `free_values` into the held point and returns it.
@@ -97,7 +122,7 @@ pub struct FixedObjective<'o, O: ?Sized> {
     /// What the device keeps of the held variables, where the inner objective lives on one:
     /// `None` before the first [`Objective::device`], `Some(None)` where the device could not
     /// hold them (not tried again).
-    on_device: Option<Option<DeviceHeld>>,
+    device_held: Option<Option<DeviceHeld>>,
     /// Its full factor at the last point a least-squares solve asked for one; made then, since
     /// its `n²` entries are of no use to a minimization (made here, they ended BFGS and L-BFGS
     /// solves of 10⁵ variables with one held in the allocator's abort).
@@ -112,7 +137,7 @@ impl<'o, O: ?Sized> FixedObjective<'o, O> {
             inner,
             held,
             gradient: vec![0.0; n],
-            on_device: None,
+            device_held: None,
             factor: None,
         }
     }
@@ -174,18 +199,13 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
     /// variables itself), none: the solve keeps its vectors in host memory, correct as without
     /// a device, and slower.
     fn device(&mut self) -> Option<OnDevice<'_>> {
-        let mut inner = self.inner.device()?;
-        if inner.is_held() {
-            return None;
-        }
-        let held = (self.on_device)
-            .get_or_insert_with(|| inner.hold(&self.held.full, &self.held.free).ok());
-        inner.held(held.as_mut()?)
+        let inner = self.inner.device()?;
+        inner.through_free(&mut self.device_held, &self.held.full, &self.held.free)
     }
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.check_free_len(bounds)?;
-        self.inner.confine_steps(&self.held.expand_bounds(bounds))
+        self.inner.confine_steps(&self.held.expand_bounds(bounds)?)
     }
 }
 
@@ -228,7 +248,7 @@ impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.check_free_len(bounds)?;
-        self.inner.confine_steps(&self.held.expand_bounds(bounds))
+        self.inner.confine_steps(&self.held.expand_bounds(bounds)?)
     }
 }
 

@@ -73,10 +73,11 @@ pub trait Objective {
 /// handles it (it shrinks the step, or stops with status 3).
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    /// `x` (or `g`) does not have the objective's number of variables.
-    #[error("x has {got} entries, the objective has {expected} variables")]
+    /// A vector (`x`, `g`, or the `v` of an operator's `H·v`) does not have the number of
+    /// variables.
+    #[error("a vector of {got} entries where there are {expected} variables")]
     WrongLength {
-        /// The objective's number of variables.
+        /// The number of variables.
         expected: usize,
         /// The length given.
         got: usize,

@@ -179,10 +179,11 @@ impl<V> ImplicitBfgs<V> {
         workspace: &mut W,
         g: &V,
         p: &mut V,
-        apply_h0: impl FnOnce(&mut W, &mut V) -> Result<(), EvalError>,
+        apply_h0: impl FnOnce(&mut W::Space, &mut V) -> Result<(), EvalError>,
     ) -> Result<(), EvalError> {
-        workspace.space_mut().copy(g, p)?;
-        two_loop(workspace, &self.pairs, p, &mut self.alphas, apply_h0)
+        let space = workspace.space_mut();
+        space.copy(g, p)?;
+        two_loop(space, &self.pairs, p, &mut self.alphas, apply_h0)
     }
 
     /// Appends the pair `(s, y)` with `sy = sᵀy`, taking the vectors themselves and giving
@@ -346,6 +347,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objective::HostVectors;
     use ndarray::array;
 
     /// scipy's `rosen`, with its gradient.
@@ -475,23 +477,16 @@ mod tests {
         })
         .collect();
         let dense = dense_from_pairs(n, Some(&h0), &pairs, &mut [0.0; 3]).unwrap();
-        let mut objective = Rosenbrock(n); // only for the workspace's vector operations
-        let mut workspace = HostWorkspace::new(&mut objective);
+        let mut space = HostVectors::new(n);
         for j in 0..n {
             let mut column = vec![0.0; n];
             column[j] = 1.0;
             let mut scratch = [0.0; 3];
-            two_loop(
-                &mut workspace,
-                &pairs,
-                &mut column,
-                &mut Vec::new(),
-                |_, v| {
-                    matvec(&h0, v, &mut scratch);
-                    v.copy_from_slice(&scratch);
-                    Ok(())
-                },
-            )
+            two_loop(&mut space, &pairs, &mut column, &mut Vec::new(), |_, v| {
+                matvec(&h0, v, &mut scratch);
+                v.copy_from_slice(&scratch);
+                Ok(())
+            })
             .unwrap();
             assert_close(
                 &column,

@@ -2,9 +2,10 @@
 //! last direction came from, as scipy's L-BFGS-B returns them (`LbfgsInvHessProduct`).
 
 use super::dense::bfgs_update;
+use super::two_loop::{PairList, two_loop};
 use crate::linalg::try_zeros;
-use crate::linalg::vector::{axpy, dot};
-use crate::objective::EvalError;
+use crate::linalg::vector::dot;
+use crate::objective::{EvalError, Held, HostVectors};
 use ndarray::Array2;
 
 /// L-BFGS's and L-BFGS-B's `hess_inv`: the pairs `(sᵢ, yᵢ)` held when the last direction was
@@ -83,20 +84,20 @@ impl CorrectionPairs {
             });
         }
         let mut q = v.to_vec();
-        // H₀ is the identity on the free variables, zero on the fixed ones.
-        for &i in &self.fixed {
-            q[i] = 0.0;
-        }
-        let rho = self.rho();
-        let mut alpha = vec![0.0; rho.len()];
-        for i in (0..rho.len()).rev() {
-            alpha[i] = rho[i] * dot(&self.s[i], &q);
-            axpy(-alpha[i], &self.y[i], &mut q);
-        }
-        for (i, (&rho, &alpha)) in rho.iter().zip(&alpha).enumerate() {
-            let beta = rho * dot(&self.y[i], &q);
-            axpy(alpha - beta, &self.s[i], &mut q);
-        }
+        // H₀ is the identity on the free variables, zero on the fixed ones, where the pairs are
+        // zero too: zeroed first, `v`'s fixed entries take no part (not even an infinite one).
+        self.fixed.iter().for_each(|&i| q[i] = 0.0);
+        let pairs = WithRho {
+            pairs: self,
+            rho: self.rho(),
+        };
+        two_loop(
+            &mut HostVectors::new(self.n),
+            &pairs,
+            &mut q,
+            &mut Vec::new(),
+            |_, _| Ok(()),
+        )?;
         Ok(q)
     }
 
@@ -116,28 +117,36 @@ impl CorrectionPairs {
         Some(h)
     }
 
-    /// The pairs over the free variables `free` of `n`, as pairs over all `n`, the others fixed.
-    pub(super) fn expanded(self, n: usize, free: &[usize]) -> Result<Self, EvalError> {
+    /// The pairs over the free variables of `held`, as pairs over all its variables, the
+    /// others fixed.
+    pub(super) fn expanded(self, held: &Held) -> Result<Self, EvalError> {
         let whole = |part: Vec<Vec<f64>>| -> Result<Vec<Vec<f64>>, EvalError> {
             (part.into_iter())
-                .map(|v| {
-                    let mut whole = try_zeros(n).ok_or(EvalError::OutOfMemory {
-                        what: "hess_inv's pairs over every variable",
-                        bytes: n.saturating_mul(size_of::<f64>()),
-                    })?;
-                    free.iter().zip(v).for_each(|(&i, value)| whole[i] = value);
-                    Ok(whole)
-                })
+                .map(|v| held.expand_with(&v, 0.0))
                 .collect()
         };
-        let mut is_free = vec![false; n];
-        free.iter().for_each(|&i| is_free[i] = true);
         Ok(CorrectionPairs {
             s: whole(self.s)?,
             y: whole(self.y)?,
-            n,
-            fixed: (0..n).filter(|&i| !is_free[i]).collect(),
+            n: held.whole_dim(),
+            fixed: held.fixed(),
         })
+    }
+}
+
+/// The pairs with their `ρ`s, as the two-loop recursion reads them.
+struct WithRho<'p> {
+    pairs: &'p CorrectionPairs,
+    rho: Vec<f64>,
+}
+
+impl PairList<Vec<f64>> for WithRho<'_> {
+    fn count(&self) -> usize {
+        self.rho.len()
+    }
+
+    fn pair(&self, i: usize) -> (&Vec<f64>, &Vec<f64>, f64) {
+        (&self.pairs.s[i], &self.pairs.y[i], self.rho[i])
     }
 }
 
@@ -196,7 +205,8 @@ mod tests {
     #[test]
     fn fixed_variables_have_zero_rows_and_columns() {
         let free = pairs();
-        let whole = free.clone().expanded(6, &[0, 2, 3, 5]).unwrap();
+        let held = Held::new(&[0.0; 6], &[false, true, false, false, true, false]).unwrap();
+        let whole = free.clone().expanded(&held).unwrap();
         assert_eq!(whole.fixed, vec![1, 4]);
         let (h_free, h) = (free.to_dense().unwrap(), whole.to_dense().unwrap());
         let at = [0, 2, 3, 5];

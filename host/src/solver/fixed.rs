@@ -41,11 +41,11 @@ pub(super) fn minimize(
         whole
     });
     let hess_inv_pairs = (result.hess_inv_pairs.take())
-        .map(|pairs| pairs.expanded(x0.len(), held.free()))
+        .map(|pairs| pairs.expanded(&held))
         .transpose()?;
     Ok(OptimizeResult {
-        x: held.expand(&result.x),
-        jac: held.expand_with(&result.jac, 0.0),
+        x: held.expand(&result.x)?,
+        jac: held.expand_with(&result.jac, 0.0)?,
         hess_inv,
         hess_inv_pairs,
         ..result
@@ -71,8 +71,8 @@ pub(super) fn least_squares(
     let result =
         least_squares_with_observer(&mut free, &held.gather(x0), &free_options, &mut whole)?;
     Ok(LeastSquaresResult {
-        x: held.expand(&result.x),
-        grad: held.expand_with(&result.grad, 0.0),
+        x: held.expand(&result.x)?,
+        grad: held.expand_with(&result.grad, 0.0)?,
         // Least squares factors at least once (at x0) before it returns a result.
         factor: (free.full_factor().cloned()).unwrap_or_else(|| Factor::new(x0.len())),
         fixed: options.fixed.clone(),
@@ -93,7 +93,7 @@ fn observe_whole(
     it: &Iterate<'_>,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let whole = || -> Result<Cow<'_, [f64]>, EvalError> { Ok(Cow::Owned(held.expand(&it.x()?))) };
+    let whole = || -> Result<Cow<'_, [f64]>, EvalError> { Ok(Cow::Owned(held.expand(&it.x()?)?)) };
     observer(&Iterate {
         nit: it.nit,
         fun: it.fun,

@@ -250,11 +250,11 @@ mod tests {
                 let mut expected = g.clone();
                 let gamma = gamma(&memory.memory);
                 two_loop(
-                    &mut workspace,
+                    workspace.space_mut(),
                     &reference,
                     &mut expected,
                     &mut Vec::new(),
-                    |w, v| w.space_mut().scale(gamma, v),
+                    |space, v| space.scale(gamma, v),
                 )
                 .unwrap();
                 let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
