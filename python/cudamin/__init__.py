@@ -348,8 +348,9 @@ class Solvers:
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B; cudamin's
         ``return_hess_inv`` for each (default ``True`` for L-BFGS-B, which returns ``hess_inv``
-        as scipy's always does: an ``LbfgsInvHessProduct`` of its pairs, oldest first; ``False``
-        for the others, BFGS's being an n×n matrix); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
+        as scipy's always does: an ``LbfgsInvHessProduct`` of its pairs, oldest first, 16·maxcor
+        MB kept with the result at n = 10⁶; for BFGS up to n = 1000, the n×n matrix, as scipy's
+        returns it, past that only when asked; ``False`` for L-BFGS); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
@@ -387,10 +388,9 @@ class Solvers:
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
             maxfun=_count("maxfun", options.get("maxfun")), maxcor=maxcor,
-            # scipy's L-BFGS-B always returns its pairs as hess_inv, and so does cudamin's unless
-            # told not to (the pairs are then kept with the result: 16·maxcor MB at n = 10⁶); its
-            # L-BFGS (not scipy's) and BFGS (an n×n matrix) only when asked.
-            return_hess_inv=bool(options.get("return_hess_inv", key == "l-bfgs-b")),
+            # Not given, the method's default (L-BFGS-B always, BFGS up to n = 1000, L-BFGS
+            # never: see the docstring).
+            return_hess_inv=None if options.get("return_hess_inv") is None else bool(options["return_hess_inv"]),
             backend=backend, callback=_observer(callback),
         )
         pairs = result.pop("hess_inv_pairs", None)

@@ -84,6 +84,20 @@ def test_limited_memory_hess_inv_is_zero_at_fixed_variables():
     assert v[0] == -1.0  # the caller's vector is left as it was
 
 
+def test_bfgs_hess_inv_is_scipys_unasked():
+    # The same path as scipy's (nit and nfev equal above): the same n×n matrix of the updates.
+    ours = cudamin.minimize("rosenbrock", X0, method="BFGS")
+    theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="BFGS")
+    assert isinstance(ours.hess_inv, np.ndarray) and ours.hess_inv.shape == (X0.size, X0.size)
+    np.testing.assert_allclose(ours.hess_inv, theirs.hess_inv, rtol=0, atol=1e-5 * np.abs(theirs.hess_inv).max())
+    # Past n = 1000 the matrix is made only when asked.
+    large = np.tile([-1.2, 1.0], 501)
+    assert "hess_inv" not in cudamin.minimize("ext-rosenbrock", large, method="BFGS", options={"maxiter": 2})
+    asked = cudamin.minimize("ext-rosenbrock", large, method="BFGS", options={"maxiter": 2, "return_hess_inv": True})
+    assert asked.hess_inv.shape == (large.size, large.size)
+    assert "hess_inv" not in cudamin.minimize("rosenbrock", X0, method="BFGS", options={"return_hess_inv": False})
+
+
 def test_hess_inv_is_returned_where_scipy_returns_it_or_when_asked():
     assert "hess_inv" in cudamin.minimize("rosenbrock", X0, method="L-BFGS-B")
     skipped = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"return_hess_inv": False})

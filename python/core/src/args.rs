@@ -33,6 +33,22 @@ pub fn method(name: &str) -> Result<Method, Failure> {
         .ok_or_else(|| Failure::Input(format!("unknown method `{name}`: BFGS, L-BFGS or L-BFGS-B")))
 }
 
+/// The largest `n` at which BFGS returns its `n×n` `hess_inv` unasked: 10⁶ entries (8 MB),
+/// made at the end in the `k·n²` a dense BFGS (scipy's) spends over `k` iterations anyway.
+pub const BFGS_HESS_INV_MAX_N: usize = 1000;
+
+/// Whether `minimize` returns `hess_inv` when not told: always from L-BFGS-B (its pairs, as
+/// scipy's always does), from BFGS up to [`BFGS_HESS_INV_MAX_N`] variables (scipy's always
+/// does, but there every iteration is `O(n²)`; cudamin's BFGS past that size is implicit and
+/// would pay `k·n²` and `n²` memory only for this), never from L-BFGS (not scipy's).
+pub fn hess_inv_by_default(method: Method, n: usize) -> bool {
+    match method {
+        Method::LbfgsB => true,
+        Method::Bfgs => n <= BFGS_HESS_INV_MAX_N,
+        Method::Lbfgs => false,
+    }
+}
+
 /// A gradient scheme by its name in the scheme table (`"exact"`, `"forward"`, `"central"`).
 pub fn gradient(name: &str) -> Result<Gradient, Failure> {
     Gradient::ALL

@@ -216,7 +216,7 @@ impl Catalog {
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
-    maxcor=None, return_hess_inv=false, backend="auto", callback=None))]
+    maxcor=None, return_hess_inv=None, backend="auto", callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn minimize<'py>(
         &self,
@@ -236,7 +236,7 @@ impl Catalog {
         maxiter: Option<usize>,
         maxfun: Option<usize>,
         maxcor: Option<usize>,
-        return_hess_inv: bool,
+        return_hess_inv: Option<bool>,
         backend: &str,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -262,7 +262,8 @@ impl Catalog {
                 maxiter,
                 maxfun,
                 memory: maxcor.unwrap_or(defaults.memory),
-                return_hess_inv,
+                return_hess_inv: return_hess_inv
+                    .unwrap_or_else(|| args::hess_inv_by_default(method, x0.len())),
                 bounds: args::bounds(lower, upper, x0.len())?,
                 fixed: args::fixed(fixed, x0.len())?,
                 ..defaults
