@@ -163,3 +163,30 @@ fn holding_a_variable_of_a_million_costs_no_square_matrix() {
         assert!(free_worst < 1e-5, "{method:?}: {free_worst}");
     }
 }
+
+/// BFGS's `hess_inv` is over every variable, held ones too (zero rows and columns): with a
+/// million variables and ten free, asking for it is refused before the solve, as without held
+/// variables, where the 8 TB matrix once ended the process in the allocator's abort.
+#[test]
+fn bfgs_hess_inv_over_a_million_variables_is_refused_with_most_held() {
+    let n = 1_000_000;
+    let options = Options {
+        fixed: Some((0..n).map(|i| i >= 10).collect()),
+        return_hess_inv: true,
+        ..Options::default()
+    };
+    let problem = &mut SeparableExp { n };
+    let x0 = problem.x0();
+    match solve(problem, &x0, Method::Bfgs, &options) {
+        Err(SolveError::InvalidOption { name, .. }) => assert_eq!(name, "return_hess_inv"),
+        other => panic!("{other:?}"),
+    }
+    // Not asked, the ten free variables solve.
+    let options = Options {
+        return_hess_inv: false,
+        ..options
+    };
+    let result = solve(problem, &x0, Method::Bfgs, &options).unwrap();
+    assert!(result.success, "{}", result.message);
+    assert!(result.hess_inv.is_none());
+}

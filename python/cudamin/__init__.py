@@ -349,8 +349,9 @@ class Solvers:
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B; cudamin's
         ``return_hess_inv`` for each (default ``True`` for L-BFGS-B, which returns ``hess_inv``
         as scipy's always does: an ``LbfgsInvHessProduct`` of its pairs, oldest first, 16·maxcor
-        MB kept with the result at n = 10⁶; for BFGS up to n = 1000, the n×n matrix, as scipy's
-        returns it, past that only when asked; ``False`` for L-BFGS); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
+        MB kept with the result at n = 10⁶; for BFGS up to n = 1000 variables, held ones
+        included, the n×n matrix, as scipy's returns it, past that only when asked; ``False``
+        for L-BFGS); ``tol`` sets ``gtol`` and, where the method has one, ``ftol``, as scipy's. cudamin's extras: ``n`` and ``points`` (the problem's size
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).

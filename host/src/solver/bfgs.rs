@@ -67,14 +67,7 @@ fn minimize_with(
         .as_ref()
         .map(|h| initial_matrix(h, n))
         .transpose()?;
-    if options.return_hess_inv && !dense_fits(n) {
-        let reason = "the n×n hess_inv would exceed 2 GiB";
-        return Err(invalid_option(
-            "return_hess_inv",
-            format!("true with n = {n}"),
-            reason,
-        ));
-    }
+    check_hess_inv_fits(n, options)?;
     // Past the dense limit BFGS stays implicit (see the module docs); for a term problem on a
     // GPU its pairs then live on the device too. Below it, the n×n matrix is on the host, and
     // so are the vectors.
@@ -121,6 +114,20 @@ fn implicit_product_cost(n: usize, pairs: usize, dense_h0: bool) -> f64 {
 fn materialization_cost(n: usize, pairs: usize) -> f64 {
     let n = n as f64;
     n * n * (1.0 + 3.0 * pairs as f64)
+}
+
+/// Refuses `return_hess_inv` where the `n×n` matrix would exceed the dense cap (2 GiB), before
+/// a solve, not after it: `n` counts every variable, held ones too (their rows are zeros).
+pub(super) fn check_hess_inv_fits(n: usize, options: &Options) -> Result<(), SolveError> {
+    if options.return_hess_inv && !dense_fits(n) {
+        let reason = "the n×n hess_inv would exceed 2 GiB";
+        return Err(invalid_option(
+            "return_hess_inv",
+            format!("true with n = {n}"),
+            reason,
+        ));
+    }
+    Ok(())
 }
 
 fn dense_fits(n: usize) -> bool {

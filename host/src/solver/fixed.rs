@@ -6,6 +6,7 @@ use super::lm::{LeastSquaresResult, LmOptions, least_squares_with_observer};
 use super::options::{Method, Options};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use crate::backend::Factor;
+use crate::linalg::try_zeros;
 use crate::objective::{EvalError, FixedObjective, Held, LeastSquaresObjective, Objective};
 use ndarray::Array2;
 use std::borrow::Cow;
@@ -20,6 +21,9 @@ pub(super) fn minimize(
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     held: Held,
 ) -> Result<OptimizeResult, SolveError> {
+    if method == Method::Bfgs {
+        super::bfgs::check_hess_inv_fits(x0.len(), options)?;
+    }
     let free_options = options.for_free(&held);
     let mut free = FixedObjective::new(objective, held.clone());
     let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
@@ -30,16 +34,9 @@ pub(super) fn minimize(
         &free_options,
         &mut whole,
     )?;
-    let hess_inv = result.hess_inv.map(|h| {
-        let n = x0.len();
-        let mut whole = Array2::zeros((n, n));
-        for (a, &i) in held.free().iter().enumerate() {
-            for (b, &j) in held.free().iter().enumerate() {
-                whole[[i, j]] = h[[a, b]];
-            }
-        }
-        whole
-    });
+    let hess_inv = (result.hess_inv.take())
+        .map(|h| whole_matrix(&h, &held))
+        .transpose()?;
     let hess_inv_pairs = (result.hess_inv_pairs.take())
         .map(|pairs| pairs.expanded(&held))
         .transpose()?;
@@ -50,6 +47,25 @@ pub(super) fn minimize(
         hess_inv_pairs,
         ..result
     })
+}
+
+/// The free variables' `h` as a matrix over all of them, zero in the held ones' rows and
+/// columns.
+fn whole_matrix(h: &Array2<f64>, held: &Held) -> Result<Array2<f64>, SolveError> {
+    let n = held.whole_dim();
+    let entries = n.checked_mul(n).and_then(try_zeros);
+    let mut whole = (entries.and_then(|e| Array2::from_shape_vec((n, n), e).ok())).ok_or(
+        SolveError::OutOfMemory {
+            what: "hess_inv over every variable",
+            bytes: n.saturating_mul(n).saturating_mul(size_of::<f64>()),
+        },
+    )?;
+    for (a, &i) in held.free().iter().enumerate() {
+        for (b, &j) in held.free().iter().enumerate() {
+            whole[[i, j]] = h[[a, b]];
+        }
+    }
+    Ok(whole)
 }
 
 /// Levenberg–Marquardt on the free variables of `held`; the result's factor is over all the

@@ -33,14 +33,16 @@ pub fn method(name: &str) -> Result<Method, Failure> {
         .ok_or_else(|| Failure::Input(format!("unknown method `{name}`: BFGS, L-BFGS or L-BFGS-B")))
 }
 
-/// The largest `n` at which BFGS returns its `n×n` `hess_inv` unasked: 10⁶ entries (8 MB),
-/// made at the end in the `k·n²` a dense BFGS (scipy's) spends over `k` iterations anyway.
+/// The largest `n` (held variables included) at which BFGS returns its `n×n` `hess_inv`
+/// unasked: 10⁶ entries (8 MB), made at the end from an implicit BFGS's `k` pairs in `k·n²`,
+/// which a dense BFGS (scipy's) spends over its `k` iterations anyway. Measured at the limit
+/// (ARCHITECTURE.md): ext-rosenbrock's 37 iterations, about 3 ms of solve and 7 ms of matrix.
 pub const BFGS_HESS_INV_MAX_N: usize = 1000;
 
 /// Whether `minimize` returns `hess_inv` when not told: always from L-BFGS-B (its pairs, as
 /// scipy's always does), from BFGS up to [`BFGS_HESS_INV_MAX_N`] variables (scipy's always
-/// does, but there every iteration is `O(n²)`; cudamin's BFGS past that size is implicit and
-/// would pay `k·n²` and `n²` memory only for this), never from L-BFGS (not scipy's).
+/// does; past that size the matrix would cost more than the solve, and `n²` memory, only for
+/// this), never from L-BFGS (not scipy's).
 pub fn hess_inv_by_default(method: Method, n: usize) -> bool {
     match method {
         Method::LbfgsB => true,
