@@ -492,6 +492,11 @@ class Solvers:
         raise ValueError(f"unknown model `{model}`; this module's models are: {known}")
 
 
+# The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
+# raised with it whenever a call changes).
+_INTERFACE = 2
+
+
 def bind(catalog):
     """The solvers over ``catalog``, an extension module's ``catalog`` attribute: how a module of
     your own (``cudamin_py::python_module!``) gets scipy's functions::
@@ -499,7 +504,17 @@ def bind(catalog):
         import cudamin
         from . import _native
         curve_fit = cudamin.bind(_native.catalog).curve_fit
+
+    A module built against another version of cudamin's calls is refused with ``ImportError``
+    (rebuild it against this cudamin: ``pip install ./my-py`` in the template).
     """
+    # Modules from before the check have no version: the first.
+    interface = getattr(catalog, "interface", 1)
+    if interface != _INTERFACE:
+        raise ImportError(
+            f"this extension module was built against another cudamin (its calls are version {interface}, "
+            f"this cudamin's are version {_INTERFACE}): rebuild it against this cudamin"
+        )
     return Solvers(catalog)
 
 

@@ -323,3 +323,18 @@ def test_gtol_zero_with_differences_ends_as_the_other_rules_say():
     result = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", jac="2-point", options={"gtol": 0})
     assert result.success and result.status == 0, result.message
     assert result.fun <= 1e-8
+
+
+def test_a_module_built_against_other_calls_is_refused_at_bind():
+    assert cudamin._native.catalog.interface == cudamin._INTERFACE
+    assert cudamin.bind(cudamin._native.catalog).problems() == cudamin.problems()
+
+    class Before:  # a catalog from before the version check
+        pass
+
+    class Later:
+        interface = cudamin._INTERFACE + 1
+
+    for catalog in (Before(), Later()):
+        with pytest.raises(ImportError, match="rebuild it against this cudamin"):
+            cudamin.bind(catalog)

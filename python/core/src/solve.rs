@@ -202,6 +202,12 @@ fn least_squares_fields(out: &Bound<'_, PyDict>, r: &cudamin::LeastSquaresResult
 
 #[pymethods]
 impl Catalog {
+    /// The version of the calls this catalog answers ([`crate::INTERFACE`]).
+    #[getter]
+    fn interface(&self) -> u32 {
+        crate::INTERFACE
+    }
+
     /// The problems, as dicts (name, title, the rule for `n` and its default, the default
     /// number of data points).
     fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
