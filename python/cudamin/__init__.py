@@ -305,6 +305,25 @@ def _check_method(method, bounded, loss):
         raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
 
 
+def _check_x_scale(x_scale, method):
+    """Refuses an ``x_scale`` other than ``method``'s own scaling (scipy's default for it):
+    ``'jac'`` for ``'lm'``, 1 for ``'trf'``."""
+    if x_scale is None:
+        return
+    if method == "lm" and isinstance(x_scale, str) and x_scale == "jac":
+        return
+    if method == "trf" and not isinstance(x_scale, str):
+        try:
+            ones = np.all(np.asarray(x_scale, dtype=float) == 1.0)
+        except (TypeError, ValueError):
+            ones = False
+        if ones:
+            return
+    own = "'jac'" if method == "lm" else "1"
+    raise ValueError(f"x_scale={x_scale!r} is not in cudamin: its '{method}' scales by {own}, "
+                     "scipy's default for it")
+
+
 def _bounds_size(bounds):
     """The parameter count bounds given as arrays imply (as scipy infers it from them when
     there is no ``p0``); None for scalar bounds."""
@@ -336,14 +355,14 @@ class Solvers:
         number of parameters and its default)."""
         return self._catalog.models()
 
-    def minimize(self, fun, x0=None, method="BFGS", jac="exact", bounds=None, tol=None, callback=None,
+    def minimize(self, fun, x0=None, method=None, jac="exact", bounds=None, tol=None, callback=None,
                  options=None, *, n=None, points=None, data=None, fixed=None, backend="auto"):
         """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
 
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
-        ``'L-BFGS-B'`` (with ``bounds``); ``None`` is scipy's choice, L-BFGS-B with bounds and BFGS
-        without. ``jac``: ``'exact'`` (the default: the term's own derivatives), ``'2-point'``
-        (or ``False``, as scipy reads it) or ``'3-point'``. ``x0``: the start (default the problem's;
+        ``'L-BFGS-B'`` (with ``bounds``); ``None``, the default, is scipy's choice: L-BFGS-B with
+        bounds and BFGS without. ``jac``: ``'exact'`` (the default: the term's own derivatives),
+        ``'2-point'`` (or ``False``, as scipy reads it) or ``'3-point'``. ``x0``: the start (default the problem's;
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
         ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B; cudamin's
@@ -400,21 +419,27 @@ class Solvers:
         return OptimizeResult(result)
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,
-                      xtol=1e-8, gtol=1e-8, loss="linear", f_scale=1.0, max_nfev=None, callback=None,
-                      *, n=None, points=None, data=None, fixed=None, backend="auto"):
+                      xtol=1e-8, gtol=1e-8, x_scale=None, loss="linear", f_scale=1.0, max_nfev=None,
+                      callback=None, *, n=None, points=None, data=None, fixed=None, backend="auto"):
         """scipy's ``least_squares`` on sum-of-squares problem ``fun`` (cudamin's own: the
         ``mgh-*`` problems of ``cudamin.problems()``).
 
         Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds or a
         robust ``loss`` (``f_scale`` its scale, scipy's), ``'trf'`` (trust-region reflective), as
-        scipy takes a loss with ``'trf'`` alone. ``method='trf'`` with neither is refused. The result has scipy's fields except ``fun`` and ``jac``, which are
-        ``None``: cudamin reduces the residuals and ``J`` to ``J``'s triangle as it computes them
-        and never stores them.
+        scipy takes a loss with ``'trf'`` alone. ``method='trf'`` with neither is refused.
+        ``x_scale``: each method scales the variables as scipy's does by default (``None``):
+        ``'lm'`` by the columns of ``J`` (``'jac'``, MINPACK's), ``'trf'`` by 1. Naming that
+        scaling is accepted, any other is refused.
+
+        The result has scipy's fields except ``fun`` and ``jac``, which are ``None``: cudamin
+        reduces the residuals and ``J`` to ``J``'s triangle as it computes them and never stores
+        them.
         """
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _box(bounds, size)
         _check_method(method, lower is not None, loss)
+        _check_x_scale(x_scale, "lm" if lower is None and loss == "linear" else "trf")
         result = self._catalog.least_squares(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
             lower=lower, upper=upper,
@@ -429,7 +454,7 @@ class Solvers:
     def curve_fit(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=True,
                   bounds=(-np.inf, np.inf), method=None, jac="exact", *, full_output=False,
                   nan_policy=None, loss="linear", f_scale=1.0, ftol=1e-8, xtol=1e-8, gtol=1e-8,
-                  max_nfev=None, fixed=None, backend="auto", callback=None):
+                  max_nfev=None, maxfev=None, fixed=None, backend="auto", callback=None):
         """scipy's ``curve_fit`` with model ``f``, a name from ``models()``.
 
         The number of parameters is ``len(p0)`` (default: the model's, starting from ones as
@@ -444,6 +469,9 @@ class Solvers:
         Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``:
         ``ier`` and ``mesg`` MINPACK ``leastsq``'s for ``'lm'`` and ``least_squares``' for
         ``'trf'``, as scipy's (``infodict`` has no ``fjac``, ``ipvt`` or ``qtf``: ``J`` is not kept).
+        ``maxfev`` is ``leastsq``'s name for ``max_nfev``, which scipy's ``curve_fit`` takes for
+        either method; give one of the two. ``sigma`` may be one number for every point, as
+        scipy's.
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
         as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
@@ -452,7 +480,13 @@ class Solvers:
         xdata = _array("xdata", xdata, check_finite)
         ydata = _array("ydata", ydata, check_finite)
         if sigma is not None:
-            sigma = _array("sigma", sigma)
+            # One number (of any shape, as scipy reads `sigma.size == 1`) is every point's.
+            one = np.size(sigma) == 1 and ydata.size != 1
+            sigma = _array("sigma", np.broadcast_to(np.ravel(sigma), ydata.shape) if one else sigma)
+        if maxfev is not None:
+            if max_nfev is not None:
+                raise ValueError("give max_nfev or maxfev (leastsq's name for it), not both")
+            max_nfev = maxfev
         p0 = None if p0 is None else _array("p0", p0, True)
         natural = isinstance(bounds, str)
         if natural and bounds != "natural":

@@ -83,6 +83,28 @@ def test_sigma_and_absolute_sigma_are_scipys():
         np.testing.assert_allclose(pcov, expected[1], rtol=1e-6, atol=1e-6 * np.abs(expected[1]).max())
 
 
+def test_one_sigma_for_every_point_and_leastsqs_maxfev_are_scipys():
+    f, x, y, p0 = CASES["exp-decay"]
+    y = noisy(y)
+    for absolute in (False, True):
+        popt, pcov = cudamin.curve_fit("exp-decay", x, y, p0=p0, sigma=0.01, absolute_sigma=absolute, **TIGHT)
+        expected = scipy_curve_fit(f, x, y, p0=p0, sigma=0.01, absolute_sigma=absolute, **TIGHT)
+        np.testing.assert_allclose(popt, expected[0], rtol=1e-6)
+        np.testing.assert_allclose(pcov, expected[1], rtol=1e-6, atol=1e-6 * np.abs(expected[1]).max())
+        by_array = cudamin.curve_fit("exp-decay", x, y, p0=p0, sigma=np.full(x.size, 0.01),
+                                     absolute_sigma=absolute, **TIGHT)
+        assert popt.tolist() == by_array[0].tolist() and pcov.tolist() == by_array[1].tolist()
+    # leastsq's maxfev, which scipy's curve_fit takes for 'trf' too, is max_nfev.
+    for bounds in [(-np.inf, np.inf), (0.0, 10.0)]:
+        with pytest.raises(RuntimeError) as by_maxfev:
+            cudamin.curve_fit("exp-decay", x, y, p0=p0, bounds=bounds, maxfev=3)
+        with pytest.raises(RuntimeError) as by_max_nfev:
+            cudamin.curve_fit("exp-decay", x, y, p0=p0, bounds=bounds, max_nfev=3)
+        assert str(by_maxfev.value) == str(by_max_nfev.value)
+    with pytest.raises(ValueError, match="not both"):
+        cudamin.curve_fit("exp-decay", x, y, p0=p0, maxfev=3, max_nfev=3)
+
+
 def test_bounds_make_it_scipys_trf():
     f, x, y, _ = CASES["exp-decay"]
     y = noisy(y)

@@ -237,6 +237,20 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         cudamin.least_squares("mgh-1", x0, method="lm", loss="huber")
 
 
+def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
+    # scipy's defaults: 'jac' (MINPACK's column scaling) for 'lm', 1 for 'trf'.
+    x0 = np.array([-1.2, 1.0])
+    bounds = ([-np.inf, -np.inf], [0.5, np.inf])
+    for kwargs, scale in [({}, "jac"), (dict(bounds=bounds), 1.0), (dict(bounds=bounds), [1.0, 1.0])]:
+        default = cudamin.least_squares("mgh-1", x0, **kwargs)
+        named = cudamin.least_squares("mgh-1", x0, x_scale=scale, **kwargs)
+        assert named.x.tolist() == default.x.tolist() and named.nfev == default.nfev
+    for kwargs, scale in [({}, 1.0), (dict(bounds=bounds), "jac"), (dict(bounds=bounds), [1.0, 2.0])]:
+        with pytest.raises(ValueError, match="x_scale=.* is not in cudamin") as raised:
+            cudamin.least_squares("mgh-1", x0, x_scale=scale, **kwargs)
+        assert "\n" not in str(raised.value)
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [
@@ -251,7 +265,7 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
             ValueError,
             r"invalid bounds \[1, 0\] for x\[0\]: lower > upper",
         ),
-        (lambda: cudamin.minimize("rosenbrock", X0, bounds=[(0, 1)] * 10), ValueError, "bounds"),
+        (lambda: cudamin.minimize("rosenbrock", X0, method="BFGS", bounds=[(0, 1)] * 10), ValueError, "bounds"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[12]), ValueError, "fixed index 12"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[1.7]), ValueError, "indices or a mask"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
@@ -297,6 +311,10 @@ def test_method_none_and_jac_false_are_scipys():
     assert cudamin.minimize("rosenbrock", X0, method=None).method == "bfgs"
     bounded = cudamin.minimize("rosenbrock", X0, method=None, bounds=[(-2.0, 2.0)] * X0.size)
     assert bounded.method == "lbfgsb"
+    # None is the default, as in scipy's signature: bounds alone choose L-BFGS-B.
+    assert cudamin.minimize("rosenbrock", X0).method == "bfgs"
+    unnamed = cudamin.minimize("rosenbrock", X0, bounds=[(-2.0, 2.0)] * X0.size)
+    assert unnamed.method == "lbfgsb" and unnamed.x.tolist() == bounded.x.tolist()
     by_false = cudamin.minimize("rosenbrock", X0, jac=False)
     by_name = cudamin.minimize("rosenbrock", X0, jac="2-point")
     assert by_false.x.tolist() == by_name.x.tolist() and by_false.nfev == by_name.nfev
