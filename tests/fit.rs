@@ -427,6 +427,66 @@ fn a_fixed_parameter_gives_the_fit_of_the_others() {
     assert!(bad.contains("--fix 5=1: there are 3 variables"), "{bad}");
 }
 
+/// A model that names its parameters (exp-decay's a0, b0, a1, b1) is given them by name: `--fix
+/// b1=0.2` holds the same parameter as `--fix 3=0.2`, to the bit, and the report carries the
+/// names. A name the model lacks, or a name where the variables have none, is a one-line error.
+#[test]
+fn a_parameter_is_fixed_by_its_name() {
+    let mut csv = String::from("x,y\n");
+    for i in 0..200 {
+        let x = 4.0 * i as f64 / 199.0;
+        let y = 2.5 * (-1.3 * x).exp() + 0.5 * (-0.2 * x).exp() + 1e-3 * (37.0 * x).sin();
+        csv.push_str(&format!("{x:e},{y:e}\n"));
+    }
+    let path = file("two-exponentials.csv", csv.as_bytes());
+    let path = path.to_str().unwrap();
+    let fit = |fix: &str| {
+        json(&[
+            "fit",
+            path,
+            "--model",
+            "exp-decay",
+            "--params",
+            "4",
+            "--p0",
+            "1,1,1,0.1",
+            "--fix",
+            fix,
+            "--json",
+        ])
+    };
+    let (by_name, by_index) = (fit("b1=0.2"), fit("3=0.2"));
+    assert_eq!(by_name["x"], by_index["x"]);
+    assert_eq!(by_name["stderr"], by_index["stderr"]);
+    assert_eq!(by_name["fixed"][0].as_u64(), Some(3));
+    assert_eq!(by_name["x"][3].as_f64(), Some(0.2));
+    let names: Vec<&str> = (by_name["names"].as_array().unwrap().iter())
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a0", "b0", "a1", "b1"]);
+    // Each refused with its one-line reason: (model, --fix values, the reason).
+    for (model, fixes, reason) in [
+        (
+            "exp-decay",
+            &["mu0=1"][..],
+            "no parameter is called `mu0`; they are a0, b0, a1, b1",
+        ),
+        ("poly", &["c=1"], "have no names: give a 0-based index"),
+        (
+            "exp-decay",
+            &["b1=0.2", "3=0.2"],
+            "variable 3 is given twice",
+        ),
+    ] {
+        let mut args = vec!["fit", path, "--model", model, "--params", "4"];
+        for fix in fixes {
+            args.extend(["--fix", fix]);
+        }
+        let refused = one_line_error(&args);
+        assert!(refused.contains(reason), "{refused}");
+    }
+}
+
 /// Three everyday ill-conditioned fits against `curve_fit(method='lm')` with the analytic
 /// Jacobian, as printed by `python tests/scipy/ill_conditioned_fits.py` (scipy 1.17.1, numpy
 /// 2.4.6): an 11-parameter polynomial (above), two exponentials with close rates (1 and 1.25)

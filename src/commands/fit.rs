@@ -99,6 +99,9 @@ struct FitReport<'a> {
     message: &'a str,
     /// The fitted parameters.
     x: &'a [f64],
+    /// Their names, where the model names them (exp-decay's `a0`, `b0`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    names: Option<Vec<String>>,
     /// Their standard errors, `√diag(pcov)`; `null` where the covariance cannot be estimated.
     stderr: Option<Vec<f64>>,
     /// `curve_fit`'s `pcov`, by rows: where `J` is rank-deficient, the pseudo-inverse's.
@@ -162,6 +165,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     };
     let options = MethodArgs {
         default_bounds: natural,
+        variable_names: model.parameter_names(p),
         ..args.options.clone()
     };
     let mut names = vec![args.x.as_str(), args.y.as_str()];
@@ -261,6 +265,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         success: result.success,
         message: &result.message,
         x: &result.x,
+        names: options.variable_names.clone(),
         stderr: pcov.as_ref().map(Covariance::standard_errors),
         pcov: pcov
             .as_ref()
@@ -340,7 +345,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         writeln!(
             out,
             "active bounds  {} (standard errors ignore the bounds, as curve_fit's)",
-            active_summary(mask, "θ")
+            active_summary(mask, |j| model.parameter_name(j))
         )?;
     }
     writeln!(out, "rss            {:.12e}", r.rss)?;
@@ -357,9 +362,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         "parameters     value ± standard error ({covariance_kind})"
     )?;
     for (i, value) in r.x.iter().enumerate() {
+        let name = model.parameter_name(i);
         match &r.stderr {
-            Some(e) => writeln!(out, "  θ{i:<3} {value:>22.12e} ± {:.3e}", e[i])?,
-            None => writeln!(out, "  θ{i:<3} {value:>22.12e}")?,
+            Some(e) => writeln!(out, "  {name:<4} {value:>22.12e} ± {:.3e}", e[i])?,
+            None => writeln!(out, "  {name:<4} {value:>22.12e}")?,
         }
     }
     if r.stderr.is_none() {
@@ -369,7 +375,9 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         )?;
     }
     if !r.not_identifiable.is_empty() {
-        let names: Vec<String> = r.not_identifiable.iter().map(|i| format!("θ{i}")).collect();
+        let names: Vec<String> = (r.not_identifiable.iter())
+            .map(|&i| model.parameter_name(i))
+            .collect();
         writeln!(
             out,
             "not identified {}: J has rank {} of {}; the data fix only a combination of these (pcov is the pseudo-inverse's)",
@@ -389,14 +397,14 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The natural bounds of `model` with `p` parameters, as `θ1 ≥ 0, θ3 ≥ 0`.
+/// The natural bounds of `model` with `p` parameters, as `b0 ≥ 0, b1 ≥ 0`.
 fn natural_summary(model: &Model, p: usize) -> String {
     let Some(bounds) = model.natural_bounds(p) else {
         return String::new();
     };
     let named: Vec<String> = (bounds.lower.iter().enumerate())
         .filter(|(_, lower)| lower.is_finite())
-        .map(|(j, lower)| format!("θ{j} ≥ {lower}"))
+        .map(|(j, lower)| format!("{} ≥ {lower}", model.parameter_name(j)))
         .collect();
     named.join(", ")
 }

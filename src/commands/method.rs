@@ -1,7 +1,7 @@
 //! The solver options `solve` and `fit` share, and one run of the chosen method, reported the
 //! same way whichever it was.
 
-use super::parse::{Fix, Numbers};
+use super::parse::{Fix, Numbers, Variable};
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
@@ -54,10 +54,11 @@ pub struct MethodArgs {
     /// lbfgsb and lm: upper bounds, as --lower (inf for none).
     #[arg(long, allow_hyphen_values = true, value_parser = super::parse::bounds)]
     pub upper: Option<Numbers>,
-    /// Every method: hold variable INDEX (0-based) at VALUE, e.g. --fix 2=0.5 (repeatable). The
-    /// solve is in the others; a fit's dof counts the free parameters and its pcov has zero
-    /// rows and columns for the fixed ones.
-    #[arg(long, value_name = "INDEX=VALUE", allow_negative_numbers = true, value_parser = super::parse::fix)]
+    /// Every method: hold variable VAR at VALUE, e.g. --fix 2=0.5 (repeatable). VAR is a 0-based
+    /// index, or for fit a parameter's name where the model names them (exp-decay's a0, b0, …,
+    /// gauss-peaks' c, a0, mu0, s0, …). The solve is in the others; a fit's dof counts the free
+    /// parameters and its pcov has zero rows and columns for the fixed ones.
+    #[arg(long, value_name = "VAR=VALUE", allow_negative_numbers = true, value_parser = super::parse::fix)]
     pub fix: Vec<Fix>,
     /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
@@ -80,6 +81,10 @@ pub struct MethodArgs {
     /// bounds), for the methods that take bounds.
     #[arg(skip)]
     pub default_bounds: Option<Bounds>,
+    /// The variables' names, by which --fix may give them (a fit model's parameters, where it
+    /// names them); `None`: by index alone.
+    #[arg(skip)]
+    pub variable_names: Option<Vec<String>>,
 }
 
 /// What a run ended with, in the vocabulary of the method's scipy counterpart
@@ -197,19 +202,37 @@ impl MethodArgs {
         }
         let n = x0.len();
         let (mut x, mut fixed) = (x0.to_vec(), vec![false; n]);
-        for &Fix { index, value } in &self.fix {
-            if index >= n {
-                anyhow::bail!(
-                    "--fix {index}={value}: there are {n} variables, 0 to {}",
-                    n - 1
-                );
-            }
+        for Fix { variable, value } in &self.fix {
+            let index = self
+                .index_of(variable, n)
+                .map_err(|why| anyhow::anyhow!("--fix {variable}={value}: {why}"))?;
             if fixed[index] {
-                anyhow::bail!("--fix {index} is given twice");
+                anyhow::bail!("--fix {variable}: variable {index} is given twice");
             }
-            (fixed[index], x[index]) = (true, value);
+            (fixed[index], x[index]) = (true, *value);
         }
         Ok((Cow::Owned(x), Some(fixed)))
+    }
+
+    /// The index of `variable` among `n`, or why there is none.
+    fn index_of(&self, variable: &Variable, n: usize) -> Result<usize, String> {
+        match (variable, &self.variable_names) {
+            (&Variable::Index(index), _) if index < n => Ok(index),
+            (Variable::Index(_), _) => Err(format!("there are {n} variables, 0 to {}", n - 1)),
+            (Variable::Name(name), Some(names)) => (names.iter().position(|known| known == name))
+                .ok_or_else(|| {
+                    let shown = names.iter().take(8).cloned().collect::<Vec<_>>();
+                    let more = if names.len() > 8 { ", …" } else { "" };
+                    format!(
+                        "no parameter is called `{name}`; they are {}{more}",
+                        shown.join(", ")
+                    )
+                }),
+            (Variable::Name(_), None) => Err(format!(
+                "these variables have no names: give a 0-based index, 0 to {}",
+                n - 1
+            )),
+        }
     }
 
     /// Runs `method` on `objective` from `x0`, with progress as asked.

@@ -93,24 +93,50 @@ pub fn numbers(text: &str) -> Result<Numbers, String> {
         .map(Numbers)
 }
 
-/// A held variable, as `--fix 2=0.5`: its 0-based index and the finite value it is held at.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A held variable, as `--fix 2=0.5` or `--fix b0=0.5`: which one, and the finite value it is
+/// held at.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Fix {
-    pub index: usize,
+    pub variable: Variable,
     pub value: f64,
 }
 
+/// A variable as `--fix` names it: by its 0-based index, or by a fit model's name for it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Variable {
+    Index(usize),
+    Name(String),
+}
+
+impl std::fmt::Display for Variable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Variable::Index(index) => write!(f, "{index}"),
+            Variable::Name(name) => f.write_str(name),
+        }
+    }
+}
+
 pub fn fix(text: &str) -> Result<Fix, String> {
-    let (index, value) =
-        (text.split_once('=')).ok_or_else(|| format!("expected INDEX=VALUE, got `{text}`"))?;
-    let index = (index.trim().parse::<usize>())
-        .map_err(|_| format!("expected a 0-based index before `=`, got `{index}`"))?;
+    let (variable, value) =
+        (text.split_once('=')).ok_or_else(|| format!("expected VAR=VALUE, got `{text}`"))?;
+    let variable = variable.trim();
+    let variable = match variable.parse::<usize>() {
+        Ok(index) => Variable::Index(index),
+        // A name starts with a letter (a negative or fractional index is not one).
+        Err(_) if variable.starts_with(char::is_alphabetic) => Variable::Name(variable.to_owned()),
+        Err(_) => {
+            return Err(format!(
+                "expected a 0-based index or a parameter's name before `=`, got `{variable}`"
+            ));
+        }
+    };
     let value: f64 = (value.trim().parse())
         .map_err(|_| format!("expected a number after `=`, got `{value}`"))?;
     if !value.is_finite() {
         return Err(format!("the value must be finite, got {value}"));
     }
-    Ok(Fix { index, value })
+    Ok(Fix { variable, value })
 }
 
 /// Bounds, as `--lower 0,-inf,1`: numbers separated by commas, `inf` and `-inf` allowed (no
@@ -198,5 +224,19 @@ mod tests {
             "expected numbers separated by commas, got ``"
         );
         assert_eq!(numbers("1,nan").unwrap_err(), "must be finite, got NaN");
+    }
+
+    #[test]
+    fn a_fix_names_its_variable_by_index_or_by_name() {
+        let held = |variable, value| Ok(Fix { variable, value });
+        assert_eq!(fix("3=0.5"), held(Variable::Index(3), 0.5));
+        assert_eq!(fix(" b1 = -2"), held(Variable::Name("b1".into()), -2.0));
+        assert!(fix("-1=3").unwrap_err().contains("got `-1`"));
+        assert!(fix("1.5=3").unwrap_err().contains("got `1.5`"));
+        assert_eq!(fix("b1").unwrap_err(), "expected VAR=VALUE, got `b1`");
+        assert_eq!(
+            fix("b1=inf").unwrap_err(),
+            "the value must be finite, got inf"
+        );
     }
 }

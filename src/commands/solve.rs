@@ -185,7 +185,11 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     }
     writeln!(out, "x              {}", preview(r.x))?;
     if let Some(mask) = r.active_mask {
-        writeln!(out, "active bounds  {}", active_summary(mask, "x"))?;
+        writeln!(
+            out,
+            "active bounds  {}",
+            active_summary(mask, |i| format!("x{i}"))
+        )?;
     }
     Ok(())
 }
@@ -196,12 +200,12 @@ pub fn fixed_indices(fixed: Option<&[bool]>) -> Vec<usize> {
     (0..fixed.len()).filter(|&i| fixed[i]).collect()
 }
 
-/// How many variables end at a bound, and the first few of them (`x3 lower`, the variables
-/// named `symbol` and their index).
-pub fn active_summary(mask: &[i32], symbol: &str) -> String {
+/// How many variables end at a bound, and the first few of them (`x3 lower`, each as `name`
+/// calls variable `i`).
+pub fn active_summary(mask: &[i32], name: impl Fn(usize) -> String) -> String {
     let active: Vec<String> = (mask.iter().enumerate())
         .filter(|&(_, &m)| m != 0)
-        .map(|(i, &m)| format!("{symbol}{i} {}", if m < 0 { "lower" } else { "upper" }))
+        .map(|(i, &m)| format!("{} {}", name(i), if m < 0 { "lower" } else { "upper" }))
         .collect();
     let shown = active
         .iter()

@@ -98,6 +98,9 @@ pub struct Model {
     /// The parameters' natural lower bounds for `p` parameters (0 for a decay rate or a
     /// width), which `cudamin fit` applies unless told otherwise; `None`: the model has none.
     natural_lower: Option<fn(usize) -> Vec<f64>>,
+    /// Parameter `j`'s name (exp-decay's `a0`, `b0`, …), where the model names its parameters;
+    /// `None`: they are known by index alone.
+    parameter_name: Option<fn(usize) -> String>,
     setup: Setup,
     launches: fn() -> Vec<Launch>,
     predict: fn(&[f64], &[f64]) -> Vec<f64>,
@@ -158,15 +161,20 @@ pub static MODELS: &[Model] = &[
         2,
     )
     // Decay rates: a negative one is a growing exponential, which overflows.
-    .natural_lower(|p| zero_below(p, |j| j % 2 == 1)),
+    .natural_lower(|p| zero_below(p, |j| j % 2 == 1))
+    .named(|j| format!("{}{}", ["a", "b"][j % 2], j / 2)),
     Model::of::<GaussPeaks>(
         "gauss-peaks",
-        "c + Σ_i a_i·exp(−(x − μ_i)²/(2·s_i²)), θ = (c, a0, μ0, s0, a1, ...)",
+        "c + Σ_i a_i·exp(−(x − mu_i)²/(2·s_i²)), θ = (c, a0, mu0, s0, a1, ...)",
         "p = 3K + 1 for K peaks",
         4,
     )
     // Widths: the model reads s², so a negative width is its positive twin.
-    .natural_lower(|p| zero_below(p, |j| j > 0 && j % 3 == 0)),
+    .natural_lower(|p| zero_below(p, |j| j > 0 && j % 3 == 0))
+    .named(|j| match j {
+        0 => "c".to_owned(),
+        j => format!("{}{}", ["a", "mu", "s"][(j - 1) % 3], (j - 1) / 3),
+    }),
 ];
 
 /// The model called `name`.
@@ -197,6 +205,7 @@ impl Model {
             params_rule,
             default_params,
             natural_lower: None,
+            parameter_name: None,
             setup: setup::<T>,
             launches: residual_launches::<T>,
             predict: predict::<T>,
@@ -210,6 +219,26 @@ impl Model {
             natural_lower: Some(lower),
             ..self
         }
+    }
+
+    /// The model with named parameters: `name(j)` is parameter `j`'s (unique, and not a
+    /// number), by which `cudamin fit --fix` takes it and its report shows it.
+    pub const fn named(self, name: fn(usize) -> String) -> Model {
+        Model {
+            parameter_name: Some(name),
+            ..self
+        }
+    }
+
+    /// Parameter `j`'s name: the model's own, else `θj`.
+    pub fn parameter_name(&self, j: usize) -> String {
+        self.parameter_name
+            .map_or_else(|| format!("θ{j}"), |name| name(j))
+    }
+
+    /// The names of the model's `p` parameters, where it names them (`None`: by index alone).
+    pub fn parameter_names(&self, p: usize) -> Option<Vec<String>> {
+        (self.parameter_name).map(|name| (0..p).map(name).collect())
     }
 
     /// The natural bounds of the model with `p` parameters: lower bounds where a parameter is a
