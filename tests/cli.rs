@@ -212,6 +212,14 @@ fn bad_input_is_a_one_line_error() {
             &["solve", "rosenbrock", "--method", "lbfgs", "--maxcor", "0"],
             "must be at least 1, got 0",
         ),
+        (
+            &["solve", "rosenbrock", "--method", "lbfgs", "--maxls", "3"],
+            "--maxls applies to --method lbfgsb only",
+        ),
+        (
+            &["solve", "rosenbrock", "--method", "lbfgsb", "--maxls", "0"],
+            "must be at least 1, got 0",
+        ),
         // mgh-21 is ext-rosenbrock's scalar term, not loaded with its residuals.
         (
             &["solve", "mgh-21", "--method", "lm"],
@@ -322,6 +330,18 @@ fn maxcor_sets_the_pairs_kept() {
         v["nit"].as_u64()
     };
     assert_ne!(lbfgs("1"), lbfgs("10"));
+}
+
+/// `--maxls` is scipy's maxls: on the built-in Rosenbrock (n = 10, x0 = (−1.2, 1, …)) in
+/// [−2, 0.8], one evaluation per search fails at the first search (status 2 after 2
+/// evaluations, no iteration), as scipy's L-BFGS-B with maxls 1 does from there.
+#[test]
+fn maxls_limits_each_line_search() {
+    let v = rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8", "--maxls", "1"]);
+    assert_eq!(
+        (&v["status"], &v["nit"], &v["nfev"], &v["message"]),
+        (&2.into(), &0.into(), &2.into(), &"ABNORMAL: ".into())
+    );
 }
 
 /// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =

@@ -236,6 +236,53 @@ fn limits_end_with_scipys_status_and_message() {
     assert_eq!(by_evaluations.status.code(), 1);
 }
 
+/// scipy's `maxls` bounds each line search's evaluations: with 1, 2 and 3 on Rosenbrock in 10
+/// variables, unbounded and in `[-2, 0.8]`, the status, `nit` and `nfev` are scipy's, and so is
+/// `f`. Where a search fails (status 2, "ABNORMAL: "), `fun` is `f(x)` at the last iterate (the
+/// `x` scipy returns too; scipy's `fun` is its rejected trial's). `maxls = 0` is refused.
+#[test]
+fn maxls_bounds_each_search_as_scipys() {
+    let x0 = [-1.2, 1.0, -1.2, 1.0, 0.5, -0.5, 1.5, 2.0, -1.0, 0.3];
+    // `python tests/scipy/lbfgsb_cases.py` (scipy 1.17.1): (maxls, boxed, status, f(x), nit, nfev).
+    let scipy = [
+        (1, false, 2, 9.322795493632768, 14, 17),
+        (2, false, 0, 8.695338860643225e-11, 71, 85),
+        (3, false, 0, 8.695338860643225e-11, 71, 85),
+        (1, true, 2, 845.8000000000002, 0, 2),
+        (2, true, 2, 9.287070727476404, 12, 19),
+        (3, true, 0, 6.001016394633647, 37, 46),
+    ];
+    for (maxls, boxed, status, fun, nit, nfev) in scipy {
+        let options = Options {
+            maxls,
+            bounds: boxed.then(|| bounds_of(&[(-2.0, 0.8); 10])),
+            ..Options::default()
+        };
+        let mut objective = Rosenbrock { n: 10 };
+        let r = solve(&mut objective, &x0, Method::LbfgsB, &options).unwrap();
+        let case = format!("maxls {maxls}, boxed {boxed}: {r:?}");
+        assert_eq!(
+            (r.status.code(), r.nit, r.nfev),
+            (status, nit, nfev),
+            "{case}"
+        );
+        assert!((r.fun - fun).abs() <= 1e-8 * fun.abs().max(1.0), "{case}");
+        assert_eq!(r.fun, objective.value(&r.x).unwrap(), "{case}");
+        if status == 2 {
+            assert_eq!(r.message, "ABNORMAL: ");
+        }
+    }
+    let refused = Options {
+        maxls: 0,
+        ..Options::default()
+    };
+    let error = solve(&mut Rosenbrock { n: 10 }, &x0, Method::LbfgsB, &refused).unwrap_err();
+    assert!(
+        matches!(error, SolveError::InvalidOption { name: "maxls", .. }),
+        "{error}"
+    );
+}
+
 /// Bad bounds are one-line errors naming the variable; the other methods refuse bounds.
 #[test]
 fn bad_bounds_are_refused() {

@@ -62,7 +62,7 @@ _JAC_NAMES = {"2-point": "forward", "3-point": "central"}
 _MINIMIZE_OPTIONS = {
     "bfgs": {"gtol", "maxiter", "return_hess_inv", "disp"},
     "l-bfgs": {"gtol", "ftol", "maxiter", "maxcor", "return_hess_inv", "disp"},
-    "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxcor", "return_hess_inv", "disp"},
+    "l-bfgs-b": {"gtol", "ftol", "maxiter", "maxfun", "maxls", "maxcor", "return_hess_inv", "disp"},
 }
 
 
@@ -365,7 +365,7 @@ class Solvers:
         ``'2-point'`` (or ``False``, as scipy reads it) or ``'3-point'``. ``x0``: the start (default the problem's;
         its length is ``n``). ``options``: scipy's, each where the method takes it (another is
         warned of and ignored, as scipy does): ``gtol`` and ``maxiter`` everywhere, ``ftol`` and
-        ``maxcor`` for the limited-memory methods, ``maxfun`` for L-BFGS-B; cudamin's
+        ``maxcor`` for the limited-memory methods, ``maxfun`` and ``maxls`` for L-BFGS-B; cudamin's
         ``return_hess_inv`` for each (default ``True`` for L-BFGS-B, which returns ``hess_inv``
         as scipy's always does: an ``LbfgsInvHessProduct`` of its pairs, oldest first, 16·maxcor
         MB kept with the result at n = 10⁶; for BFGS up to n = 1000 variables, held ones
@@ -399,6 +399,9 @@ class Solvers:
         if maxcor == 0:
             # The library's option is `memory`; say scipy's name.
             raise ValueError("maxcor must be at least 1, not 0")
+        maxls = _count("maxls", options.get("maxls"))
+        if maxls == 0:
+            raise ValueError("maxls must be at least 1, not 0")
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)
@@ -407,7 +410,7 @@ class Solvers:
             method=_MINIMIZE_METHODS[key], jac=_jac(jac),
             lower=lower, upper=upper, fixed=_fixed(fixed),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
-            maxfun=_count("maxfun", options.get("maxfun")), maxcor=maxcor,
+            maxfun=_count("maxfun", options.get("maxfun")), maxls=maxls, maxcor=maxcor,
             # Not given, the method's default (L-BFGS-B always, BFGS up to n = 1000, L-BFGS
             # never: see the docstring).
             return_hess_inv=None if options.get("return_hess_inv") is None else bool(options["return_hess_inv"]),
@@ -528,7 +531,7 @@ class Solvers:
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 2
+_INTERFACE = 3
 
 
 def bind(catalog):

@@ -237,6 +237,19 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         cudamin.least_squares("mgh-1", x0, method="lm", loss="huber")
 
 
+def test_lbfgsb_maxls_is_scipys():
+    # One line search of at most maxls evaluations: with 1 the searches fail (status 2) and
+    # with 3 they do not, on the same steps as scipy's; x is scipy's either way.
+    for maxls in (1, 3):
+        ours = cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"maxls": maxls})
+        theirs = scipy_minimize(rosen, X0, jac=rosen_der, method="L-BFGS-B", options={"maxls": maxls})
+        assert (ours.status, ours.nit, ours.nfev) == (theirs.status, theirs.nit, theirs.nfev), maxls
+        assert ours.status == (2 if maxls == 1 else 0)
+        np.testing.assert_allclose(ours.x, theirs.x, atol=1e-8)
+    with pytest.raises(ValueError, match="maxls must be at least 1"):
+        cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"maxls": 0})
+
+
 def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
     # scipy's defaults: 'jac' (MINPACK's column scaling) for 'lm', 1 for 'trf'.
     x0 = np.array([-1.2, 1.0])

@@ -42,8 +42,13 @@ pub struct MethodArgs {
     /// lbfgsb: stop once more than this many evaluations were made (scipy's maxfun, 15000).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub maxfun: Option<usize>,
+    /// lbfgsb: the most evaluations one line search makes (scipy's maxls, 20); a search that
+    /// ends without a step restarts from steepest descent, or ends the solve (status 2) when
+    /// the memory was already empty.
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::at_least_one)]
+    pub maxls: Option<usize>,
     /// lbfgs / lbfgsb: how many curvature pairs the inverse Hessian keeps (scipy's maxcor, 10).
-    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::pairs)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::parse::at_least_one)]
     pub maxcor: Option<usize>,
     /// lbfgsb and lm: lower bounds, one per variable or one for all (comma-separated; -inf for
     /// none). lbfgsb moves a start outside them into them, as scipy's minimize does; lm refuses
@@ -121,7 +126,7 @@ impl MethodArgs {
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
         use MethodArg::{Bfgs, Lbfgs, Lbfgsb, Lm};
         let quasi_newton: &[MethodArg] = &[Bfgs, Lbfgs, Lbfgsb];
-        let flags: [(&str, bool, &[MethodArg], &str); 10] = [
+        let flags: [(&str, bool, &[MethodArg], &str); 11] = [
             (
                 "--ftol",
                 self.ftol.is_some(),
@@ -139,6 +144,7 @@ impl MethodArgs {
                 "bfgs, lbfgs and lbfgsb",
             ),
             ("--maxfun", self.maxfun.is_some(), &[Lbfgsb], "lbfgsb"),
+            ("--maxls", self.maxls.is_some(), &[Lbfgsb], "lbfgsb"),
             (
                 "--maxcor",
                 self.maxcor.is_some(),
@@ -309,6 +315,7 @@ impl MethodArgs {
                     ftol: self.ftol.unwrap_or(defaults.ftol),
                     maxiter: self.maxiter,
                     maxfun: self.maxfun,
+                    maxls: self.maxls.unwrap_or(defaults.maxls),
                     memory: self.maxcor.unwrap_or(defaults.memory),
                     bounds: bounds.clone(),
                     fixed: fixed.clone(),

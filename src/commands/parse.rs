@@ -27,8 +27,8 @@ pub fn count(text: &str) -> Result<usize, String> {
     size(text, 0)
 }
 
-/// `--maxcor`: at least one pair.
-pub fn pairs(text: &str) -> Result<usize, String> {
+/// A count of at least one: `--maxcor` (pairs), `--maxls` (evaluations).
+pub fn at_least_one(text: &str) -> Result<usize, String> {
     size(text, 1)
 }
 

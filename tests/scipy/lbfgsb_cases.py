@@ -47,8 +47,25 @@ CASES = [
     ("quadratic-8", quadratic, quadratic_der, [0.0] * 8, [(-1, 1)] * 4 + [(None, 1.5), (0, None), (-3, 3), (1, 1)]),
 ]
 
+# maxls: scipy's limit on one line search's evaluations, small enough to fail searches.
+MAXLS_X0 = [-1.2, 1.0, -1.2, 1.0, 0.5, -0.5, 1.5, 2.0, -1.0, 0.3]
+MAXLS_CASES = [(maxls, boxed) for boxed in (False, True) for maxls in (1, 2, 3)]
+
+
+def print_maxls_cases():
+    """(maxls, boxed, status, fun, nit, nfev) of Rosenbrock in 10 variables, unbounded or in
+    [-2, 0.8]. Where a search fails (status 2) scipy's fun is its last rejected trial's, not
+    f(x); f(x) is printed there."""
+    for maxls, boxed in MAXLS_CASES:
+        bounds = [(-2, 0.8)] * 10 if boxed else None
+        r = minimize(rosen, np.array(MAXLS_X0), jac=rosen_der, method="L-BFGS-B", bounds=bounds,
+                     options={"maxls": maxls})
+        print(f"({maxls}, {str(boxed).lower()}, {r.status}, {rosen(r.x)!r}, {r.nit}, {r.nfev}),  // {r.message}")
+
+
 if __name__ == "__main__":
     print(f"# scipy {scipy.__version__}, numpy {np.__version__}")
+    print_maxls_cases()
     for name, f, g, x0, bounds in CASES:
         r = minimize(f, np.array(x0, dtype=float), jac=g, method="L-BFGS-B", bounds=bounds)
         lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])

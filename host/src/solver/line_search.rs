@@ -118,13 +118,14 @@ pub(super) fn initial_step(value: f64, previous_value: f64, slope0: f64) -> f64 
 
 /// L-BFGS-B's search (`lnsrlb`): Moré–Thuente from `initial` with `c1 = 10⁻³`, `c2 = 0.9` and
 /// `xtol = 0.1`, no step past `step_max` (where the ray leaves the box), and the step where a
-/// warning stops it taken; no fallback. `Ok(None)`: no step, or 20 evaluations without one.
+/// warning stops it taken; no fallback. `Ok(None)`: no step, or `maxls` evaluations without one.
 pub(super) fn search_in_box(
     ray: &mut dyn Line,
     value0: f64,
     slope0: f64,
     initial: f64,
     step_max: f64,
+    maxls: usize,
 ) -> Result<Option<Accepted>, EvalError> {
     if !(value0.is_finite() && slope0 < 0.0 && initial > 0.0) {
         return Ok(None);
@@ -135,7 +136,7 @@ pub(super) fn search_in_box(
         value0,
         slope0,
     };
-    more_thuente::search_within(ray, &wolfe, initial, Limits::in_box(step_max))
+    more_thuente::search_within(ray, &wolfe, initial, Limits::in_box(step_max, maxls))
 }
 
 /// Searches the ray for a step satisfying the strong Wolfe conditions with constants `c1`,

@@ -69,6 +69,11 @@ pub struct Options {
     /// L-BFGS-B: stop once more than this many evaluations were made (scipy's `maxfun`);
     /// `None` is scipy's 15000.
     pub maxfun: Option<usize>,
+    /// L-BFGS-B: the most evaluations one line search makes (scipy's `maxls`, at least 1;
+    /// default 20). A search that ends without a step restarts from a steepest descent while
+    /// the memory held pairs, else ends the solve
+    /// ([`Status::AbnormalLineSearch`](super::Status::AbnormalLineSearch)), as scipy's.
+    pub maxls: usize,
     /// Every method: the variables held at their values in `x0` (`true`: fixed), one entry
     /// per variable. The solver works in the free ones; the result's `x` is whole, its `jac` is
     /// 0 at the fixed variables (their partials are not the solve's: computed with the rest, then
@@ -96,6 +101,7 @@ impl Default for Options {
             memory: 10,
             bounds: None,
             maxfun: None,
+            maxls: 20,
             fixed: None,
         }
     }
@@ -185,6 +191,9 @@ pub(super) fn check_limited_memory_start(
     check_start(objective, x0, options)?;
     if options.memory == 0 {
         return Err(invalid_option("memory", 0, "must be at least 1"));
+    }
+    if options.maxls == 0 {
+        return Err(invalid_option("maxls", 0, "must be at least 1"));
     }
     Ok(())
 }

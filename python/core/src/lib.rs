@@ -44,8 +44,9 @@ use pyo3::prelude::*;
 /// Python half checks when it binds one (`cudamin.bind`): a module built against another
 /// cudamin is refused with the advice to rebuild it, not met by an argument error in its first
 /// call. Raised, with `_INTERFACE` in python/cudamin/__init__.py, whenever a call changes.
-/// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default).
-pub const INTERFACE: u32 = 2;
+/// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
+/// `minimize` takes `maxls` (L-BFGS-B's line-search limit).
+pub const INTERFACE: u32 = 3;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
 pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {

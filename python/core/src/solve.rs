@@ -222,7 +222,7 @@ impl Catalog {
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
-    maxcor=None, return_hess_inv=None, backend="auto", callback=None))]
+    maxls=None, maxcor=None, return_hess_inv=None, backend="auto", callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn minimize<'py>(
         &self,
@@ -241,6 +241,7 @@ impl Catalog {
         ftol: Option<f64>,
         maxiter: Option<usize>,
         maxfun: Option<usize>,
+        maxls: Option<usize>,
         maxcor: Option<usize>,
         return_hess_inv: Option<bool>,
         backend: &str,
@@ -267,6 +268,7 @@ impl Catalog {
                 ftol: ftol.unwrap_or(defaults.ftol),
                 maxiter,
                 maxfun,
+                maxls: maxls.unwrap_or(defaults.maxls),
                 memory: maxcor.unwrap_or(defaults.memory),
                 return_hess_inv: return_hess_inv
                     .unwrap_or_else(|| args::hess_inv_by_default(method, x0.len())),

@@ -3,8 +3,8 @@
 //! SIAM J. Sci. Comput. 16(5), 1995; the subspace step of J. L. Morales and J. Nocedal's
 //! version 3.0, 2011), with scipy's `minimize(method='L-BFGS-B')` semantics: `x0` clipped into
 //! the box, the projected gradient's ∞-norm against `gtol` (scipy's `pgtol`), the relative
-//! reduction of `f` against `ftol` (`factr·ε`), `maxiter`, `maxfun`, at most 20 evaluations per
-//! line search, and scipy's statuses and messages.
+//! reduction of `f` against `ftol` (`factr·ε`), `maxiter`, `maxfun`, at most `maxls` (20)
+//! evaluations per line search, and scipy's statuses and messages.
 //!
 //! Each iteration:
 //! 1. **Generalized Cauchy point**: the first local minimizer of the quadratic model
@@ -280,7 +280,7 @@ where
                         point: &mut trial,
                         gradient: &mut trial_g,
                     };
-                    search_in_box(&mut ray, f, slope, initial, step_max)?
+                    search_in_box(&mut ray, f, slope, initial, step_max, options.maxls)?
                 } else {
                     None
                 };

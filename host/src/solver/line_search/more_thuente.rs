@@ -27,6 +27,8 @@ pub(super) struct Limits {
     /// ([`Wolfe::decrease_by_slope`]): not scipy's, which rejects it and ends in precision loss
     /// on such objectives; L-BFGS-B, which takes warning steps, keeps scipy's exact test.
     decrease_by_slope: bool,
+    /// The most trial steps evaluated.
+    max_trials: usize,
 }
 
 impl Limits {
@@ -37,22 +39,26 @@ impl Limits {
         step_max: 1e100,
         accept_warnings: false,
         decrease_by_slope: true,
+        max_trials: WOLFE1_MAX_TRIALS,
     };
 
-    /// L-BFGS-B's `lnsrlb`: steps up to `step_max`, `xtol = 0.1`, warnings accepted.
-    pub(super) fn in_box(step_max: f64) -> Limits {
+    /// L-BFGS-B's `lnsrlb`: steps up to `step_max`, `xtol = 0.1`, warnings accepted, at most
+    /// `maxls` trial steps (scipy's option).
+    pub(super) fn in_box(step_max: f64, maxls: usize) -> Limits {
         Limits {
             xtol: 0.1,
             step_max,
             accept_warnings: true,
             decrease_by_slope: false,
+            max_trials: maxls,
         }
     }
 }
-/// Evaluated trial steps. scipy allows 100; a search that has not succeeded after 20 (L-BFGS-B's
-/// `maxls`) is bisecting through rounding noise (near a minimum of a biased finite-difference
-/// gradient, every trial costs a gradient evaluation and none can succeed), so it stops here.
-const MAX_TRIALS: usize = 20;
+/// BFGS's and L-BFGS's trial steps. scipy's `line_search_wolfe1` allows 100; a search that has
+/// not succeeded after 20 (L-BFGS-B's default `maxls`) is bisecting through rounding noise (near
+/// a minimum of a biased finite-difference gradient, every trial costs a gradient evaluation and
+/// none can succeed), so it stops there.
+const WOLFE1_MAX_TRIALS: usize = 20;
 /// While no minimizer is bracketed, the next step lies between these multiples of the last
 /// move past the current trial step.
 const EXTRAPOLATE_MIN: f64 = 1.1;
@@ -86,7 +92,7 @@ pub(super) fn search_within(
     // it again (its best step, when the interval collapsed there) takes them without another
     // evaluation, as scipy's cached objective does, which neither makes nor counts one.
     let mut last: Option<Sample> = None;
-    for _ in 0..MAX_TRIALS {
+    for _ in 0..limits.max_trials {
         // Every trial needs both (a value that is not finite makes the step retreat, and then
         // the slope goes unused, a rare waste).
         let (value, slope) = match last {
