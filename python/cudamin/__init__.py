@@ -466,8 +466,10 @@ class Solvers:
         ``'natural'`` for the model's own (decay rates and widths at least 0; cudamin's extra).
         Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's; a robust ``loss``
         (``f_scale`` as ``least_squares``') runs ``'trf'`` with or without bounds, where scipy's
-        ``curve_fit`` would have to be told ``method='trf'``; ``fixed``: indices of parameters held at ``p0`` (their
-        rows and columns of ``pcov`` are zero).
+        ``curve_fit`` would have to be told ``method='trf'``. ``fixed``: the parameters held at
+        ``p0`` (their rows and columns of ``pcov`` are zero), as indices, a mask, or the model's
+        names for them where it names them (exp-decay's ``a0, b0, a1, …``, gauss-peaks' ``c, a0,
+        mu0, s0, …``).
 
         Returns ``(popt, pcov)``, or with ``full_output`` ``(popt, pcov, infodict, mesg, ier)``:
         ``ier`` and ``mesg`` MINPACK ``leastsq``'s for ``'lm'`` and ``least_squares``' for
@@ -499,7 +501,8 @@ class Solvers:
         _check_method(method, natural or lower is not None, loss)
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
-            upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=_fixed(fixed), ftol=ftol,
+            upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=self._fixed_parameters(f, fixed, size),
+            ftol=ftol,
             xtol=xtol, gtol=gtol, max_nfev=_count("max_nfev", max_nfev), loss=loss, f_scale=float(f_scale),
             full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
         )
@@ -519,6 +522,21 @@ class Solvers:
             ier = _LEASTSQ_IER[result["status"]]
             return popt, pcov, infodict, _leastsq_message(ier, ftol, xtol, gtol), ier
         return popt, pcov, infodict, result["message"], result["status"]
+
+    def _fixed_parameters(self, model, fixed, p):
+        """``curve_fit``'s ``fixed`` for model ``model`` with ``p`` parameters: indices or a mask,
+        as everywhere, and the model's names for its parameters where it names them
+        (``'b0'``, exp-decay's first rate)."""
+        entries = [fixed] if isinstance(fixed, str) else fixed
+        if fixed is None or not any(isinstance(entry, str) for entry in entries):
+            return _fixed(fixed)
+        names = self._catalog.parameter_names(model, p)
+        if names is None:
+            raise ValueError(f"model {model!r} does not name its parameters: give fixed as their indices")
+        unknown = [entry for entry in entries if isinstance(entry, str) and entry not in names]
+        if unknown:
+            raise ValueError(f"model {model!r} has no parameter {unknown[0]!r}; its parameters are {', '.join(names)}")
+        return _fixed([names.index(entry) if isinstance(entry, str) else entry for entry in entries])
 
     def _default_params(self, model):
         """The default parameter count of model ``model`` (``ValueError`` if unknown)."""

@@ -132,6 +132,21 @@ def test_natural_bounds_keep_a_rate_nonnegative():
     assert info["method"] == "trf"
 
 
+def test_a_parameter_is_fixed_by_the_models_name_for_it():
+    f, x, y, p0 = CASES["exp-decay"]
+    y = noisy(y)
+    by_index = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=[3])
+    for fixed in (["b1"], "b1", [np.str_("b1")]):
+        by_name = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=fixed)
+        assert by_name[0].tolist() == by_index[0].tolist() and by_name[1].tolist() == by_index[1].tolist()
+    both = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=["a0", 3])
+    assert both[0][[0, 3]].tolist() == [p0[0], p0[3]]
+    with pytest.raises(ValueError, match="has no parameter 'mu0'; its parameters are a0, b0, a1, b1"):
+        cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=["mu0"])
+    with pytest.raises(ValueError, match="does not name its parameters"):
+        cudamin.curve_fit("poly", x, y, p0=np.ones(3), fixed=["c"])
+
+
 def test_fixed_parameters_have_zero_covariance_rows():
     f, x, y, p0 = CASES["exp-decay"]
     y = noisy(y)

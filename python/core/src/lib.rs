@@ -45,7 +45,8 @@ use pyo3::prelude::*;
 /// cudamin is refused with the advice to rebuild it, not met by an argument error in its first
 /// call. Raised, with `_INTERFACE` in python/cudamin/__init__.py, whenever a call changes.
 /// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
-/// `minimize` takes `maxls` (L-BFGS-B's line-search limit).
+/// `minimize` takes `maxls` (L-BFGS-B's line-search limit), and `parameter_names` lists a
+/// model's names for its parameters.
 pub const INTERFACE: u32 = 3;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.

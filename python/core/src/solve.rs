@@ -219,6 +219,12 @@ impl Catalog {
         self.list_models(py)
     }
 
+    /// The names of model `model`'s `p` parameters, where it names them (`None`: by index
+    /// alone), for `curve_fit`'s `fixed`.
+    fn parameter_names(&self, model: &str, p: usize) -> PyResult<Option<Vec<String>>> {
+        Ok(self.model(model)?.parameter_names(p))
+    }
+
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
