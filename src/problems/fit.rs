@@ -221,8 +221,9 @@ impl Model {
         }
     }
 
-    /// The model with named parameters: `name(j)` is parameter `j`'s (unique, and not a
-    /// number), by which `cudamin fit --fix` takes it and its report shows it.
+    /// The model with named parameters: `name(j)` is parameter `j`'s (unique, not a number,
+    /// and given for any `j`: it is asked before the parameter count is checked), by which
+    /// `cudamin fit --fix` and `curve_fit(fixed=…)` take it and the fit's report shows it.
     pub const fn named(self, name: fn(usize) -> String) -> Model {
         Model {
             parameter_name: Some(name),
