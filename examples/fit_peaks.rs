@@ -72,7 +72,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut worst: f64 = 0.0;
     for (i, (value, truth)) in result.x.iter().zip(TRUTH).enumerate() {
         let stderr = stderrs[i];
-        println!("θ{i}        {value:>12.6} ± {stderr:.2e} (generated with {truth})");
+        let name = model.parameter_name(i);
+        println!("{name:<9} {value:>12.6} ± {stderr:.2e} (generated with {truth})");
         worst = worst.max((value - truth).abs() / stderr);
     }
     if !result.success || worst > 5.0 {

@@ -334,7 +334,8 @@ fn maxcor_sets_the_pairs_kept() {
 
 /// `--maxls` is scipy's maxls: on the built-in Rosenbrock (n = 10, x0 = (−1.2, 1, …)) in
 /// [−2, 0.8], one evaluation per search fails at the first search (status 2 after 2
-/// evaluations, no iteration), as scipy's L-BFGS-B with maxls 1 does from there.
+/// evaluations, no iteration), as scipy's L-BFGS-B with maxls 1 does from there
+/// (`python tests/scipy/lbfgsb_cases.py`, its `cli:` line).
 #[test]
 fn maxls_limits_each_line_search() {
     let v = rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8", "--maxls", "1"]);

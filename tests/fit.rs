@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cli::{f64_of, json, json_in, one_line_error};
+use common::cli::{cudamin, f64_of, json, json_in, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, Bounds, LmOptions};
@@ -429,7 +429,10 @@ fn a_fixed_parameter_gives_the_fit_of_the_others() {
 
 /// A model that names its parameters (exp-decay's a0, b0, a1, b1) is given them by name: `--fix
 /// b1=0.2` holds the same parameter as `--fix 3=0.2`, to the bit, and the report carries the
-/// names. A name the model lacks, or a name where the variables have none, is a one-line error.
+/// names (`--json`'s `names`, the text's rows and bounds). A model without names takes the
+/// labels its report shows (`θ1`). A name the model lacks, a name where the variables have
+/// none, or a parameter count the data cannot determine (before anything is sized by it) is a
+/// one-line error.
 #[test]
 fn a_parameter_is_fixed_by_its_name() {
     let mut csv = String::from("x,y\n");
@@ -440,8 +443,8 @@ fn a_parameter_is_fixed_by_its_name() {
     }
     let path = file("two-exponentials.csv", csv.as_bytes());
     let path = path.to_str().unwrap();
-    let fit = |fix: &str| {
-        json(&[
+    let args = |fix| {
+        let run = [
             "fit",
             path,
             "--model",
@@ -450,11 +453,10 @@ fn a_parameter_is_fixed_by_its_name() {
             "4",
             "--p0",
             "1,1,1,0.1",
-            "--fix",
-            fix,
-            "--json",
-        ])
+        ];
+        [&run[..], &["--fix", fix]].concat()
     };
+    let fit = |fix| json(&[&args(fix)[..], &["--json"]].concat());
     let (by_name, by_index) = (fit("b1=0.2"), fit("3=0.2"));
     assert_eq!(by_name["x"], by_index["x"]);
     assert_eq!(by_name["stderr"], by_index["stderr"]);
@@ -464,6 +466,22 @@ fn a_parameter_is_fixed_by_its_name() {
         .map(|name| name.as_str().unwrap())
         .collect();
     assert_eq!(names, ["a0", "b0", "a1", "b1"]);
+    let out = cudamin(&args("b1=0.2"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("natural ones: b0 ≥ 0, b1 ≥ 0"), "{text}");
+    let held_row = (text.lines()).find(|line| line.trim_start().starts_with("b1 "));
+    assert!(
+        held_row.is_some_and(|row| row.ends_with(" 2.000000000000e-1 ± 0.000e0")),
+        "{text}"
+    );
+    let poly = |fix: &str| {
+        let args = [
+            "fit", path, "--model", "poly", "--params", "3", "--fix", fix,
+        ];
+        json(&[&args[..], &["--json"]].concat())
+    };
+    assert_eq!(poly("θ1=0.5")["x"], poly("1=0.5")["x"]);
     // Each refused with its one-line reason: (model, --fix values, the reason).
     for (model, fixes, reason) in [
         (
@@ -472,6 +490,7 @@ fn a_parameter_is_fixed_by_its_name() {
             "no parameter is called `mu0`; they are a0, b0, a1, b1",
         ),
         ("poly", &["c=1"], "have no names: give a 0-based index"),
+        ("poly", &["θ4=1"], "there are 4 variables, 0 to 3"),
         (
             "exp-decay",
             &["b1=0.2", "3=0.2"],
@@ -484,6 +503,16 @@ fn a_parameter_is_fixed_by_its_name() {
         }
         let refused = one_line_error(&args);
         assert!(refused.contains(reason), "{refused}");
+    }
+    for params in ["18446744073709551615", "1000000000000"] {
+        let args = ["fit", path, "--model", "poly", "--params", params];
+        for method in ["lm", "bfgs"] {
+            let refused = one_line_error(&[&args[..], &["--method", method]].concat());
+            assert!(
+                refused.contains("data points cannot determine"),
+                "{refused}"
+            );
+        }
     }
 }
 

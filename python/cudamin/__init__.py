@@ -305,19 +305,19 @@ def _check_method(method, bounded, loss):
         raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
 
 
-def _check_x_scale(x_scale, method):
+def _check_x_scale(x_scale, method, n):
     """Refuses an ``x_scale`` other than ``method``'s own scaling (scipy's default for it):
-    ``'jac'`` for ``'lm'``, 1 for ``'trf'``."""
+    ``'jac'`` for ``'lm'``, 1 (one number, or one per variable of ``n``) for ``'trf'``."""
     if x_scale is None:
         return
     if method == "lm" and isinstance(x_scale, str) and x_scale == "jac":
         return
     if method == "trf" and not isinstance(x_scale, str):
         try:
-            ones = np.all(np.asarray(x_scale, dtype=float) == 1.0)
+            scale = np.asarray(x_scale, dtype=float)
         except (TypeError, ValueError):
-            ones = False
-        if ones:
+            scale = None
+        if scale is not None and scale.size in (1, n) and np.all(scale == 1.0):
             return
     own = "'jac'" if method == "lm" else "1"
     raise ValueError(f"x_scale={x_scale!r} is not in cudamin: its '{method}' scales by {own}, "
@@ -442,7 +442,7 @@ class Solvers:
         size = x0.size if x0 is not None else n
         lower, upper = _box(bounds, size)
         _check_method(method, lower is not None, loss)
-        _check_x_scale(x_scale, "lm" if lower is None and loss == "linear" else "trf")
+        _check_x_scale(x_scale, "lm" if lower is None and loss == "linear" else "trf", size)
         result = self._catalog.least_squares(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
             lower=lower, upper=upper,
@@ -475,8 +475,9 @@ class Solvers:
         ``ier`` and ``mesg`` MINPACK ``leastsq``'s for ``'lm'`` and ``least_squares``' for
         ``'trf'``, as scipy's (``infodict`` has no ``fjac``, ``ipvt`` or ``qtf``: ``J`` is not kept).
         ``maxfev`` is ``leastsq``'s name for ``max_nfev``, which scipy's ``curve_fit`` takes for
-        either method; give one of the two. ``sigma`` may be one number for every point, as
-        scipy's.
+        either method (give one of the two; ``maxfev=0`` is ``leastsq``'s default); for ``'lm'``
+        the default is ``leastsq``'s with a Jacobian, ``100·(p + 1)`` evaluations, as scipy's
+        ``curve_fit`` runs it. ``sigma`` may be one number for every point, as scipy's.
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
         as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
@@ -486,12 +487,10 @@ class Solvers:
         ydata = _array("ydata", ydata, check_finite)
         if sigma is not None:
             # One number (of any shape, as scipy reads `sigma.size == 1`) is every point's.
-            one = np.size(sigma) == 1 and ydata.size != 1
+            one = np.size(sigma) == 1
             sigma = _array("sigma", np.broadcast_to(np.ravel(sigma), ydata.shape) if one else sigma)
-        if maxfev is not None:
-            if max_nfev is not None:
-                raise ValueError("give max_nfev or maxfev (leastsq's name for it), not both")
-            max_nfev = maxfev
+        if maxfev is not None and max_nfev is not None:
+            raise ValueError("give max_nfev or maxfev (leastsq's name for it), not both")
         p0 = None if p0 is None else _array("p0", p0, True)
         natural = isinstance(bounds, str)
         if natural and bounds != "natural":
@@ -499,6 +498,16 @@ class Solvers:
         size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
         lower, upper = (None, None) if natural else _box(bounds, size)
         _check_method(method, natural or lower is not None, loss)
+        lm = not natural and lower is None and loss == "linear"
+        if maxfev is not None:
+            maxfev = _count("maxfev", maxfev)
+            if maxfev == 0 and not lm:
+                raise ValueError("maxfev must be at least 1 for 'trf' (0 is leastsq's default, for 'lm' only)")
+            # leastsq reads 0 as its default.
+            max_nfev = maxfev or None
+        if max_nfev is None and lm:
+            # leastsq's default with a Jacobian, which scipy's curve_fit runs for 'lm'.
+            max_nfev = 100 * (size + 1)
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=self._fixed_parameters(f, fixed, size),
@@ -527,7 +536,7 @@ class Solvers:
         """``curve_fit``'s ``fixed`` for model ``model`` with ``p`` parameters: indices or a mask,
         as everywhere, and the model's names for its parameters where it names them
         (``'b0'``, exp-decay's first rate)."""
-        entries = [fixed] if isinstance(fixed, str) else fixed
+        entries = [fixed] if isinstance(fixed, str) or np.ndim(fixed) == 0 else fixed
         if fixed is None or not any(isinstance(entry, str) for entry in entries):
             return _fixed(fixed)
         names = self._catalog.parameter_names(model, p)

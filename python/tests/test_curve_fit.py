@@ -103,6 +103,13 @@ def test_one_sigma_for_every_point_and_leastsqs_maxfev_are_scipys():
         assert str(by_maxfev.value) == str(by_max_nfev.value)
     with pytest.raises(ValueError, match="not both"):
         cudamin.curve_fit("exp-decay", x, y, p0=p0, maxfev=3, max_nfev=3)
+    # maxfev=0 is leastsq's default, 100·(p + 1) evaluations with a Jacobian; 'trf' refuses it.
+    default = cudamin.curve_fit("exp-decay", x, y, p0=p0, full_output=True)
+    assert cudamin.curve_fit("exp-decay", x, y, p0=p0, maxfev=0, full_output=True)[2]["nfev"] == default[2]["nfev"]
+    with pytest.raises(RuntimeError, match="Optimal parameters not found"):
+        cudamin.curve_fit("exp-decay", x, y, p0=[1.0, 100.0, 1.0, 200.0], maxfev=4)
+    with pytest.raises(ValueError, match="maxfev must be at least 1 for 'trf'"):
+        cudamin.curve_fit("exp-decay", x, y, p0=p0, bounds=(0.0, 10.0), maxfev=0)
 
 
 def test_bounds_make_it_scipys_trf():
@@ -136,7 +143,7 @@ def test_a_parameter_is_fixed_by_the_models_name_for_it():
     f, x, y, p0 = CASES["exp-decay"]
     y = noisy(y)
     by_index = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=[3])
-    for fixed in (["b1"], "b1", [np.str_("b1")]):
+    for fixed in (["b1"], "b1", [np.str_("b1")], 3, np.int64(3)):
         by_name = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=fixed)
         assert by_name[0].tolist() == by_index[0].tolist() and by_name[1].tolist() == by_index[1].tolist()
     both = cudamin.curve_fit("exp-decay", x, y, p0=p0, fixed=["a0", 3])

@@ -14,7 +14,7 @@ use cudamin::LaunchOverride;
 use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::Solvable;
-use cudamin::problems::fit::{FitData, MODELS, Model, find_model};
+use cudamin::problems::fit::{FitData, MODELS, Model, check_determined, find_model};
 use cudamin::solver::{Covariance, covariance, covariance_of_free};
 use cudamin::{EvalError, Factor, Loss, RobustLoss};
 use std::io::Write;
@@ -143,6 +143,22 @@ struct Columns<'a> {
     sigma: Option<&'a str>,
 }
 
+/// The solver options of a fit of `model` with `p` parameters: the command line's, with the
+/// model's natural bounds where the method takes bounds and none are given, and its names for
+/// its parameters (for `--fix`).
+fn fit_options(args: &FitArgs, model: &Model, p: usize) -> MethodArgs {
+    let given_bounds = args.options.lower.is_some() || args.options.upper.is_some();
+    let takes_bounds = matches!(args.method, MethodArg::Lm | MethodArg::Lbfgsb);
+    let natural = (takes_bounds && !given_bounds && !args.no_natural_bounds)
+        .then(|| model.natural_bounds(p))
+        .flatten();
+    MethodArgs {
+        default_bounds: natural,
+        variable_names: model.parameter_names(p),
+        ..args.options.clone()
+    }
+}
+
 /// Fits the model; in an MPI job, each rank loads and evaluates only its rows of the data.
 pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     if args.options.plot.is_some() && job.ranks() > 1 {
@@ -154,20 +170,6 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let model = find_model(&args.model)?;
     let p = args.params.unwrap_or(model.default_params);
     let given_bounds = args.options.lower.is_some() || args.options.upper.is_some();
-    let takes_bounds = matches!(args.method, MethodArg::Lm | MethodArg::Lbfgsb);
-    let natural = (takes_bounds && !given_bounds && !args.no_natural_bounds)
-        .then(|| model.natural_bounds(p))
-        .flatten();
-    let bounds_from = match (given_bounds, &natural) {
-        (true, _) => Some("given"),
-        (false, Some(_)) => Some("model"),
-        (false, None) => None,
-    };
-    let options = MethodArgs {
-        default_bounds: natural,
-        variable_names: model.parameter_names(p),
-        ..args.options.clone()
-    };
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
     let shown = args.data.display();
@@ -201,6 +203,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             y,
             sigma: columns.next(),
         };
+        // What is sized by p (the natural bounds, the names) is made once the data are known to
+        // determine p parameters: a p past them is refused here, not allocated.
+        check_determined(total, p).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        let options = fit_options(args, model, p);
         let (backend, backend_reason) =
             cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
         let p0 = match args.p0.clone() {
@@ -210,9 +216,14 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         let instance = model
             .instantiate_shard(&backend, Some(p), &data, p0, total)
             .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
-        Ok((instance, backend, backend_reason, data, total))
+        Ok((instance, backend, backend_reason, data, total, options))
     })();
-    let (instance, backend, backend_reason, data, m) = job.agree(loaded)?;
+    let (instance, backend, backend_reason, data, m, options) = job.agree(loaded)?;
+    let bounds_from = match (given_bounds, &options.default_bounds) {
+        (true, _) => Some("given"),
+        (false, Some(_)) => Some("model"),
+        (false, None) => None,
+    };
     job.check_same_backend(backend.name())?;
     let evaluator = job.evaluator(instance.evaluator, Share::rows(m))?;
     let jacobian = args.options.grad.0;

@@ -60,8 +60,8 @@ pub struct MethodArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = super::parse::bounds)]
     pub upper: Option<Numbers>,
     /// Every method: hold variable VAR at VALUE, e.g. --fix 2=0.5 (repeatable). VAR is a 0-based
-    /// index, or for fit a parameter's name where the model names them (exp-decay's a0, b0, …,
-    /// gauss-peaks' c, a0, mu0, s0, …). The solve is in the others; a fit's dof counts the free
+    /// index (or a report's label for it, x2 or θ2), or for fit a parameter's name where the
+    /// model names them (exp-decay's a0, b0, …, gauss-peaks' c, a0, mu0, s0, …). The solve is in the others; a fit's dof counts the free
     /// parameters and its pcov has zero rows and columns for the fixed ones.
     #[arg(long, value_name = "VAR=VALUE", allow_negative_numbers = true, value_parser = super::parse::fix)]
     pub fix: Vec<Fix>,
@@ -234,10 +234,19 @@ impl MethodArgs {
                         shown.join(", ")
                     )
                 }),
-            (Variable::Name(_), None) => Err(format!(
-                "these variables have no names: give a 0-based index, 0 to {}",
-                n - 1
-            )),
+            // The labels reports show for variables without names: `x3` (solve), `θ3` (fit).
+            (Variable::Name(name), None) => (name.strip_prefix('x'))
+                .or_else(|| name.strip_prefix('θ'))
+                .and_then(|digits| digits.parse::<usize>().ok())
+                .map_or_else(
+                    || {
+                        Err(format!(
+                            "these variables have no names: give a 0-based index, 0 to {}",
+                            n - 1
+                        ))
+                    },
+                    |index| self.index_of(&Variable::Index(index), n),
+                ),
         }
     }
 

@@ -177,6 +177,14 @@ pub static MODELS: &[Model] = &[
     }),
 ];
 
+/// Refuses `params` parameters that `points` data points cannot determine.
+pub fn check_determined(points: usize, params: usize) -> Result<(), FitError> {
+    if points < params {
+        return Err(FitError::Underdetermined { points, params });
+    }
+    Ok(())
+}
+
 /// The model called `name`.
 pub fn find_model(name: &str) -> Result<&'static Model, FitError> {
     MODELS
@@ -302,12 +310,7 @@ impl Model {
                 sigma: sigma_len,
             });
         }
-        if total_points < p {
-            return Err(FitError::Underdetermined {
-                points: total_points,
-                params: p,
-            });
-        }
+        check_determined(total_points, p)?;
         let mut values =
             cudamin_host::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
                 n: p,

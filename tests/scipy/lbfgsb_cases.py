@@ -50,6 +50,8 @@ CASES = [
 # maxls: scipy's limit on one line search's evaluations, small enough to fail searches.
 MAXLS_X0 = [-1.2, 1.0, -1.2, 1.0, 0.5, -0.5, 1.5, 2.0, -1.0, 0.3]
 MAXLS_CASES = [(maxls, boxed) for boxed in (False, True) for maxls in (1, 2, 3)]
+# tests/cli.rs's: the CLI's rosenbrock start, (-1.2, 1) five times, in [-2, 0.8], maxls 1.
+CLI_MAXLS_X0 = [-1.2, 1.0] * 5
 
 
 def print_maxls_cases():
@@ -61,6 +63,9 @@ def print_maxls_cases():
         r = minimize(rosen, np.array(MAXLS_X0), jac=rosen_der, method="L-BFGS-B", bounds=bounds,
                      options={"maxls": maxls})
         print(f"({maxls}, {str(boxed).lower()}, {r.status}, {rosen(r.x)!r}, {r.nit}, {r.nfev}),  // {r.message}")
+    r = minimize(rosen, np.array(CLI_MAXLS_X0), jac=rosen_der, method="L-BFGS-B", bounds=[(-2, 0.8)] * 10,
+                 options={"maxls": 1})
+    print(f"// cli: maxls 1 from (-1.2, 1)·5 in [-2, 0.8]: status {r.status}, nit {r.nit}, nfev {r.nfev}")
 
 
 if __name__ == "__main__":

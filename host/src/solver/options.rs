@@ -192,9 +192,6 @@ pub(super) fn check_limited_memory_start(
     if options.memory == 0 {
         return Err(invalid_option("memory", 0, "must be at least 1"));
     }
-    if options.maxls == 0 {
-        return Err(invalid_option("maxls", 0, "must be at least 1"));
-    }
     Ok(())
 }
 

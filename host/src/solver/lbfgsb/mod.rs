@@ -73,6 +73,13 @@ pub fn minimize(
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
     check_limited_memory_start(objective, x0, options)?;
+    if options.maxls == 0 {
+        return Err(super::options::invalid_option(
+            "maxls",
+            0,
+            "must be at least 1",
+        ));
+    }
     let n = x0.len();
     let unbounded = Bounds::unbounded(n);
     let bounds = options.bounds.as_ref().unwrap_or(&unbounded);
