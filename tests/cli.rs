@@ -261,7 +261,7 @@ fn bad_input_is_a_one_line_error() {
                 "--fix",
                 "0=5",
             ],
-            "x0[0] = 5 lies outside its bounds [-inf, 2]",
+            "x0[0] = 5 lies outside its bounds [-inf, 2], where fixed holds it",
         ),
         // Usage errors keep the lines that say what is wrong.
         (

@@ -431,7 +431,8 @@ fn a_fixed_parameter_gives_the_fit_of_the_others() {
 /// b1=0.2` holds the same parameter as `--fix 3=0.2`, to the bit, and the report carries the
 /// names (`--json`'s `names`, the text's rows and bounds). A model without names takes the
 /// labels its report shows (`θ1`). A name the model lacks, a name where the variables have
-/// none, or a parameter count the data cannot determine (before anything is sized by it) is a
+/// none, a value held outside the model's natural bounds (the error says whose bounds they
+/// are), or a parameter count the data cannot determine (before anything is sized by it) is a
 /// one-line error.
 #[test]
 fn a_parameter_is_fixed_by_its_name() {
@@ -491,6 +492,13 @@ fn a_parameter_is_fixed_by_its_name() {
         ),
         ("poly", &["c=1"], "have no names: give a 0-based index"),
         ("poly", &["θ4=1"], "there are 4 variables, 0 to 3"),
+        // A held value outside the model's natural bounds, which the user did not give.
+        (
+            "exp-decay",
+            &["b0=-0.1"],
+            "x0[1] = -0.1 lies outside its bounds [0, inf], where fixed holds it (the model's \
+             natural bounds; --no-natural-bounds fits without them)",
+        ),
         (
             "exp-decay",
             &["b1=0.2", "3=0.2"],

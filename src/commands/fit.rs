@@ -15,7 +15,7 @@ use cudamin::backend::Share;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::{FitData, MODELS, Model, check_determined, find_model};
-use cudamin::solver::{Covariance, covariance, covariance_of_free};
+use cudamin::solver::{Covariance, SolveError, covariance, covariance_of_free};
 use cudamin::{EvalError, Factor, Loss, RobustLoss};
 use std::io::Write;
 use std::path::PathBuf;
@@ -229,7 +229,21 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     let jacobian = args.options.grad.0;
     let mut objective = Solvable::new(evaluator, jacobian);
     let start = Instant::now();
-    let result = options.run(args.method, &mut objective, &instance.x0, args.json)?;
+    let result =
+        (options.run(args.method, &mut objective, &instance.x0, args.json)).map_err(|e| {
+            // A start (or a held value) outside bounds the user never gave: say whose they are.
+            let outside = matches!(
+                e.downcast_ref::<SolveError>(),
+                Some(SolveError::InfeasibleX0 { .. })
+            );
+            if outside && bounds_from == Some("model") {
+                anyhow::anyhow!(
+                    "{e} (the model's natural bounds; --no-natural-bounds fits without them)"
+                )
+            } else {
+                e
+            }
+        })?;
     let elapsed_s = start.elapsed().as_secs_f64();
 
     // J's triangle at the solution: LM's own, or one more pass after BFGS / L-BFGS. A backend

@@ -126,11 +126,12 @@ impl Bounds {
             return Ok(());
         };
         let mut held = (0..x0.len()).filter(|&i| fixed.get(i) == Some(&true));
-        held.try_for_each(|index| self.contains(index, x0[index]))
+        held.try_for_each(|index| self.contains(index, x0[index], true))
     }
 
-    /// That `value` lies within variable `index`'s bounds, else [`SolveError::InfeasibleX0`].
-    fn contains(&self, index: usize, value: f64) -> Result<(), SolveError> {
+    /// That `value` lies within variable `index`'s bounds, else [`SolveError::InfeasibleX0`]
+    /// (`held`: the variable is held there).
+    fn contains(&self, index: usize, value: f64, held: bool) -> Result<(), SolveError> {
         let (lower, upper) = (self.lower[index], self.upper[index]);
         if (lower..=upper).contains(&value) {
             Ok(())
@@ -140,6 +141,7 @@ impl Bounds {
                 value,
                 lower,
                 upper,
+                held,
             })
         }
     }
@@ -167,7 +169,7 @@ impl Bounds {
                     reason,
                 });
             }
-            self.contains(index, value)?;
+            self.contains(index, value, held)?;
         }
         Ok(())
     }

@@ -192,10 +192,11 @@ pub enum SolveError {
     /// bounds"); L-BFGS-B moves such a start into the box instead, as scipy's does, but not a
     /// held variable's ([`Options::fixed`](super::Options::fixed)), which it refuses so.
     #[error(
-        "x0[{index}] = {} lies outside its bounds [{}, {}]",
+        "x0[{index}] = {} lies outside its bounds [{}, {}]{}",
         Shown(*.value),
         Shown(*.lower),
-        Shown(*.upper)
+        Shown(*.upper),
+        if *.held { ", where fixed holds it" } else { "" }
     )]
     InfeasibleX0 {
         /// The variable's 0-based index.
@@ -206,6 +207,8 @@ pub enum SolveError {
         lower: f64,
         /// Its upper bound.
         upper: f64,
+        /// Whether [`Options::fixed`](super::Options::fixed) holds it there.
+        held: bool,
     },
     /// BFGS's [`Options::hess_inv0`](super::Options::hess_inv0) was refused; with the reason.
     #[error("hess_inv0 is not symmetric positive definite: {0}")]
