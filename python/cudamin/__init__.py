@@ -317,7 +317,7 @@ def _check_x_scale(x_scale, method, n):
             scale = np.asarray(x_scale, dtype=float)
         except (TypeError, ValueError):
             scale = None
-        if scale is not None and scale.size in (1, n) and np.all(scale == 1.0):
+        if scale is not None and (scale.ndim == 0 or scale.shape == (n,)) and np.all(scale == 1.0):
             return
     own = "'jac'" if method == "lm" else "1"
     raise ValueError(f"x_scale={x_scale!r} is not in cudamin: its '{method}' scales by {own}, "
@@ -475,9 +475,10 @@ class Solvers:
         ``ier`` and ``mesg`` MINPACK ``leastsq``'s for ``'lm'`` and ``least_squares``' for
         ``'trf'``, as scipy's (``infodict`` has no ``fjac``, ``ipvt`` or ``qtf``: ``J`` is not kept).
         ``maxfev`` is ``leastsq``'s name for ``max_nfev``, which scipy's ``curve_fit`` takes for
-        either method (give one of the two; ``maxfev=0`` is ``leastsq``'s default); for ``'lm'``
-        the default is ``leastsq``'s with a Jacobian, ``100·(p + 1)`` evaluations, as scipy's
-        ``curve_fit`` runs it. ``sigma`` may be one number for every point, as scipy's.
+        either method (give one of the two; 0 is the default, as ``leastsq`` reads it). The
+        default is ``least_squares``' for both methods, ``100·p`` evaluations (``leastsq``'s,
+        which scipy's ``curve_fit`` runs for ``'lm'``, is ``100·(p + 1)`` given a Jacobian).
+        ``sigma`` may be one number for every point, as scipy's.
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
         as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
@@ -498,16 +499,9 @@ class Solvers:
         size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
         lower, upper = (None, None) if natural else _box(bounds, size)
         _check_method(method, natural or lower is not None, loss)
-        lm = not natural and lower is None and loss == "linear"
         if maxfev is not None:
-            maxfev = _count("maxfev", maxfev)
-            if maxfev == 0 and not lm:
-                raise ValueError("maxfev must be at least 1 for 'trf' (0 is leastsq's default, for 'lm' only)")
             # leastsq reads 0 as its default.
-            max_nfev = maxfev or None
-        if max_nfev is None and lm:
-            # leastsq's default with a Jacobian, which scipy's curve_fit runs for 'lm'.
-            max_nfev = 100 * (size + 1)
+            max_nfev = _count("maxfev", maxfev) or None
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=self._fixed_parameters(f, fixed, size),

@@ -263,6 +263,7 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         (dict(bounds=bounds), "jac"),
         (dict(bounds=bounds), [1.0, 2.0]),
         (dict(bounds=bounds), [1.0, 1.0, 1.0]),
+        (dict(bounds=bounds), [[1.0, 1.0]]),
     ]:
         with pytest.raises(ValueError, match="x_scale=.* is not in cudamin") as raised:
             cudamin.least_squares("mgh-1", x0, x_scale=scale, **kwargs)

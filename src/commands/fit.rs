@@ -178,7 +178,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         let (columns, total) = if job.ranks() > 1 {
             let mut refused = None;
             let rows = read_column_rows(&args.data, &names, |total| {
-                job.rows(p, total).unwrap_or_else(|e| {
+                // The rows' share is sized by p: a p the data cannot determine is refused first.
+                let share = (check_determined(total, p).map_err(anyhow::Error::from))
+                    .and_then(|()| job.rows(p, total));
+                share.unwrap_or_else(|e| {
                     refused = Some(e);
                     0..0
                 })

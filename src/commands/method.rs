@@ -61,8 +61,9 @@ pub struct MethodArgs {
     pub upper: Option<Numbers>,
     /// Every method: hold variable VAR at VALUE, e.g. --fix 2=0.5 (repeatable). VAR is a 0-based
     /// index (or a report's label for it, x2 or θ2), or for fit a parameter's name where the
-    /// model names them (exp-decay's a0, b0, …, gauss-peaks' c, a0, mu0, s0, …). The solve is in the others; a fit's dof counts the free
-    /// parameters and its pcov has zero rows and columns for the fixed ones.
+    /// model names them (exp-decay's a0, b0, …, gauss-peaks' c, a0, mu0, s0, …). The solve is
+    /// in the others; a fit's dof counts the free parameters and its pcov has zero rows and
+    /// columns for the fixed ones.
     #[arg(long, value_name = "VAR=VALUE", allow_negative_numbers = true, value_parser = super::parse::fix)]
     pub fix: Vec<Fix>,
     /// lm: limit on evaluations of the sum of squares (default 100·n, as scipy).
