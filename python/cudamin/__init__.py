@@ -145,16 +145,16 @@ def _array(name, values, check_finite=False):
     return array
 
 
-def _count(name, value):
+def _count(name, value, minimum=0):
     """A count (``n``, ``points``, ``maxiter``, ...) as an ``int``: None stays None, an integral
-    float is taken as scipy takes it (``maxiter=5.0``), and a negative or fractional one is a
-    ``ValueError`` (a negative int was an ``OverflowError`` from the conversion)."""
+    float is taken as scipy takes it (``maxiter=5.0``), and one below ``minimum`` or fractional
+    is a ``ValueError`` (a negative int was an ``OverflowError`` from the conversion)."""
     if value is None:
         return None
     if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
         raise ValueError(f"{name} must be a whole number, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be at least 0, not {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value!r}")
     return int(value)
 
 
@@ -395,13 +395,9 @@ class Solvers:
             options.setdefault("gtol", tol)
             if "ftol" in taken:
                 options.setdefault("ftol", tol)
-        maxcor = _count("maxcor", options.get("maxcor"))
-        if maxcor == 0:
-            # The library's option is `memory`; say scipy's name.
-            raise ValueError("maxcor must be at least 1, not 0")
-        maxls = _count("maxls", options.get("maxls"))
-        if maxls == 0:
-            raise ValueError("maxls must be at least 1, not 0")
+        # Checked here, where scipy's names are known (the library's maxcor is `memory`).
+        maxcor = _count("maxcor", options.get("maxcor"), minimum=1)
+        maxls = _count("maxls", options.get("maxls"), minimum=1)
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)

@@ -147,9 +147,8 @@ struct Columns<'a> {
 /// model's natural bounds where the method takes bounds and none are given, and its names for
 /// its parameters (for `--fix`).
 fn fit_options(args: &FitArgs, model: &Model, p: usize) -> MethodArgs {
-    let given_bounds = args.options.lower.is_some() || args.options.upper.is_some();
     let takes_bounds = matches!(args.method, MethodArg::Lm | MethodArg::Lbfgsb);
-    let natural = (takes_bounds && !given_bounds && !args.no_natural_bounds)
+    let natural = (takes_bounds && !args.options.bounds_given() && !args.no_natural_bounds)
         .then(|| model.natural_bounds(p))
         .flatten();
     MethodArgs {
@@ -169,7 +168,6 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     }
     let model = find_model(&args.model)?;
     let p = args.params.unwrap_or(model.default_params);
-    let given_bounds = args.options.lower.is_some() || args.options.upper.is_some();
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
     let shown = args.data.display();
@@ -222,7 +220,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         Ok((instance, backend, backend_reason, data, total, options))
     })();
     let (instance, backend, backend_reason, data, m, options) = job.agree(loaded)?;
-    let bounds_from = match (given_bounds, &options.default_bounds) {
+    let bounds_from = match (options.bounds_given(), &options.default_bounds) {
         (true, _) => Some("given"),
         (false, Some(_)) => Some("model"),
         (false, None) => None,

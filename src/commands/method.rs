@@ -183,7 +183,7 @@ impl MethodArgs {
     /// for all, the missing side unbounded. [`default_bounds`](Self::default_bounds) without
     /// either.
     fn bounds(&self, n: usize) -> anyhow::Result<Option<Bounds>> {
-        if self.lower.is_none() && self.upper.is_none() {
+        if !self.bounds_given() {
             return Ok(self.default_bounds.clone());
         }
         let side = |flag: &str, values: &Option<Numbers>, none: f64| match values {
@@ -199,6 +199,11 @@ impl MethodArgs {
             lower: side("--lower", &self.lower, f64::NEG_INFINITY)?,
             upper: side("--upper", &self.upper, f64::INFINITY)?,
         }))
+    }
+
+    /// Whether `--lower` or `--upper` was given.
+    pub fn bounds_given(&self) -> bool {
+        self.lower.is_some() || self.upper.is_some()
     }
 
     /// `x0` with the `--fix` values in, and which variables they hold (`None` without `--fix`).
