@@ -333,24 +333,12 @@ pub(crate) struct StepSums {
 }
 
 /// `p ← step·p` (the step `s`) and `g ← g₊ − g` (the gradient change `y`), with `‖g₊‖∞`, `sᵀs`,
-/// `sᵀy` and `yᵀy`, in one pass over the three vectors: each block is written, then summed
-/// while in cache, exactly as the separate passes sum it (same blocks, same order).
+/// `sᵀy` and `yᵀy`, in one pass over the three vectors: each block is written and summed in the
+/// same sweep, exactly as the separate passes sum it (same blocks, same lanes, same order).
 pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]) -> StepSums {
     debug_assert!(p.len() == g_new.len() && g_new.len() == g.len());
-    let kernel = |(p, (g_new, g)): (&mut [f64], (&[f64], &mut [f64]))| {
-        for p in p.iter_mut() {
-            *p *= step;
-        }
-        for (g, &g_new) in g.iter_mut().zip(g_new) {
-            *g = g_new - *g;
-        }
-        StepSums {
-            gradient_max_abs: max_abs_serial(g_new),
-            ss: serial_dot(p, p),
-            sy: serial_dot(p, g),
-            yy: serial_dot(g, g),
-        }
-    };
+    let kernel =
+        |(p, (g_new, g)): (&mut [f64], (&[f64], &mut [f64]))| serial_step_sums(step, p, g_new, g);
     let combine = |sums: Vec<StepSums>| {
         let maxima: Vec<f64> = sums.iter().map(|s| s.gradient_max_abs).collect();
         StepSums {
@@ -361,6 +349,51 @@ pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]
         }
     };
     blockwise((p, (g_new, g)), kernel, combine)
+}
+
+/// [`finish_step`] of one block, in one sweep: each entry of `s` and `y` goes into the four
+/// running sums of [`serial_dot`]'s lanes as it is written. Scaling, differencing and then
+/// summing the block in four more sweeps (from cache) took twice as long at n = 10⁶.
+fn serial_step_sums(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]) -> StepSums {
+    let whole = p.len() - p.len() % 4;
+    let (mut ss, mut sy, mut yy) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
+    let (mut maxima, mut nan) = ([0.0f64; 4], false);
+    let quads = p[..whole]
+        .chunks_exact_mut(4)
+        .zip(g_new[..whole].chunks_exact(4))
+        .zip(g[..whole].chunks_exact_mut(4));
+    for ((p, g_new), g) in quads {
+        for lane in 0..4 {
+            let s = step * p[lane];
+            let y = g_new[lane] - g[lane];
+            (p[lane], g[lane]) = (s, y);
+            ss[lane] += s * s;
+            sy[lane] += s * y;
+            yy[lane] += y * y;
+            let size = g_new[lane].abs();
+            nan |= size.is_nan();
+            maxima[lane] = if size > maxima[lane] {
+                size
+            } else {
+                maxima[lane]
+            };
+        }
+    }
+    for i in whole..p.len() {
+        (p[i], g[i]) = (step * p[i], g_new[i] - g[i]);
+    }
+    let (s_tail, y_tail) = (&p[whole..], &g[whole..]);
+    let tail_max = max_abs_serial(&g_new[whole..]);
+    StepSums {
+        gradient_max_abs: if nan || tail_max.is_nan() {
+            f64::NAN
+        } else {
+            maxima.into_iter().fold(tail_max, f64::max)
+        },
+        ss: lane_total(ss, s_tail, s_tail),
+        sy: lane_total(sy, s_tail, y_tail),
+        yy: lane_total(yy, y_tail, y_tail),
+    }
 }
 
 /// `‖v‖∞ = max |vᵢ|`, NaN if any entry is NaN, in one pass (on every core for long vectors):
@@ -659,6 +692,17 @@ mod tests {
                 yy: dot(&y, &y),
             };
             assert_eq!(sums, expected);
+            // A NaN anywhere in g₊, in the lanes or the tail, is the norm's.
+            for at in [0, n - 1] {
+                let mut g_nan = g_new.clone();
+                g_nan[at] = f64::NAN;
+                let (mut p, mut g) = (ramp(n, 0.7), ramp(n, 0.05));
+                assert!(
+                    finish_step(0.31, &mut p, &g_nan, &mut g)
+                        .gradient_max_abs
+                        .is_nan()
+                );
+            }
         }
     }
 
