@@ -492,6 +492,8 @@ fn a_parameter_is_fixed_by_its_name() {
         ),
         ("poly", &["c=1"], "have no names: give a 0-based index"),
         ("poly", &["θ4=1"], "there are 4 variables, 0 to 3"),
+        // Labels as reports print them: no sign, no leading zero.
+        ("poly", &["θ01=1"], "have no names: give a 0-based index"),
         // A held value outside the model's natural bounds, which the user did not give.
         (
             "exp-decay",

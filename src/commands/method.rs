@@ -243,7 +243,7 @@ impl MethodArgs {
             // The labels reports show for variables without names: `x3` (solve), `θ3` (fit).
             (Variable::Name(name), None) => (name.strip_prefix('x'))
                 .or_else(|| name.strip_prefix('θ'))
-                .and_then(|digits| digits.parse::<usize>().ok())
+                .and_then(super::parse::index)
                 .map_or_else(
                     || {
                         Err(format!(

@@ -117,15 +117,23 @@ impl std::fmt::Display for Variable {
     }
 }
 
+/// A 0-based index written as reports write one: decimal digits, no sign, no leading zero
+/// (`usize::from_str` would take `+3` and `03` too, which no report prints).
+pub fn index(text: &str) -> Option<usize> {
+    let canonical =
+        text.bytes().all(|b| b.is_ascii_digit()) && !(text.len() > 1 && text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
 pub fn fix(text: &str) -> Result<Fix, String> {
     let (variable, value) =
         (text.split_once('=')).ok_or_else(|| format!("expected VAR=VALUE, got `{text}`"))?;
     let variable = variable.trim();
-    let variable = match variable.parse::<usize>() {
-        Ok(index) => Variable::Index(index),
+    let variable = match index(variable) {
+        Some(index) => Variable::Index(index),
         // A name starts with a letter (a negative or fractional index is not one).
-        Err(_) if variable.starts_with(char::is_alphabetic) => Variable::Name(variable.to_owned()),
-        Err(_) => {
+        None if variable.starts_with(char::is_alphabetic) => Variable::Name(variable.to_owned()),
+        None => {
             return Err(format!(
                 "expected a 0-based index or a parameter's name before `=`, got `{variable}`"
             ));
@@ -233,6 +241,15 @@ mod tests {
         assert_eq!(fix(" b1 = -2"), held(Variable::Name("b1".into()), -2.0));
         assert!(fix("-1=3").unwrap_err().contains("got `-1`"));
         assert!(fix("1.5=3").unwrap_err().contains("got `1.5`"));
+        for odd in ["+3=1", "03=1", "=1"] {
+            assert!(
+                fix(odd).unwrap_err().contains("expected a 0-based index"),
+                "{odd}"
+            );
+        }
+        assert_eq!(fix("0=1"), held(Variable::Index(0), 1.0));
+        assert_eq!(index("10"), Some(10));
+        assert_eq!(index("x3"), None);
         assert_eq!(fix("b1").unwrap_err(), "expected VAR=VALUE, got `b1`");
         assert_eq!(
             fix("b1=inf").unwrap_err(),
