@@ -10,6 +10,7 @@ use cudamin::problems::fit::{FitData, find_model};
 use cudamin::solver::{self, Bounds, LmOptions};
 use cudamin::{Backend, Gradient, Loss, TermObjective};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const EXPSIN_CSV: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/expsin.csv");
@@ -1348,6 +1349,41 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         error.contains("column `y` has 2 rows, column `x` has 3"),
         "{error}"
     );
+    // A header that claims 2⁵⁹ values in a 128-byte file (corrupt, or crafted): refused before
+    // anything is allocated for it, in a .npy and inside an .npz.
+    let huge = npy_bytes("(576460752303423488,)");
+    let claim = "claims shape [576460752303423488], more values than this machine's memory holds";
+    let error = fit_error(&file("huge.npy", &huge), &["--x", "0", "--y", "0"]);
+    assert!(error.contains(claim), "{error}");
+    assert!(!error.contains("npz archive"), "{error}");
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("huge.npz");
+    let mut archive = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in [("x.npy", npy_bytes("(3,)")), ("y.npy", huge)] {
+        archive.start_file(name, stored).unwrap();
+        archive.write_all(&bytes).unwrap();
+    }
+    archive.finish().unwrap();
+    let error = fit_error(&path, &[]);
+    assert!(
+        error.contains("array `y`") && error.contains(claim),
+        "{error}"
+    );
+}
+
+/// A version-1.0 `.npy` of float64 with `shape` (a Python tuple), as numpy writes its header,
+/// and zeros for 3 values whatever the shape says.
+fn npy_bytes(shape: &str) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    // The magic, version and length take 10 bytes; numpy pads the whole to 64 with a newline.
+    let padded = (10 + header.len() + 1).next_multiple_of(64) - 10;
+    header = format!("{header:<width$}\n", width = padded - 1);
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 24]);
+    bytes
 }
 
 /// numpy's `savetxt(…, header="x,y")` writes its header as a comment, `# x,y`: read as the

@@ -389,19 +389,56 @@ struct NpyFile<'a>(&'a Path);
 
 impl NumpySource for NpyFile<'_> {
     fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
-        let file = File::open(self.0).map_err(|e| ReadNpzError::Npy(ReadNpyError::Io(e)))?;
-        ArrayD::<A>::read_npy(BufReader::new(file)).map_err(ReadNpzError::Npy)
+        let io = |e| ReadNpzError::Npy(ReadNpyError::Io(e));
+        let mut file = BufReader::new(File::open(self.0).map_err(io)?);
+        check_claimed_size(&mut file)?;
+        file.rewind().map_err(io)?;
+        ArrayD::<A>::read_npy(file).map_err(ReadNpzError::Npy)
     }
 }
 
 struct NpzArray<'a, R: Read + Seek> {
     archive: &'a mut NpzReader<R>,
+    /// The same archive, for the array's header alone.
+    headers: &'a mut zip::ZipArchive<R>,
     name: &'a str,
 }
 
 impl<R: Read + Seek> NumpySource for NpzArray<'_, R> {
     fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
+        // Named as `NpzReader::by_name` finds it: as given, else with `.npy`.
+        let with_suffix = format!("{}.npy", self.name);
+        let entry = match self.headers.index_for_name(self.name) {
+            Some(index) => Some(index),
+            None => self.headers.index_for_name(&with_suffix),
+        };
+        if let Some(index) = entry
+            && let Ok(mut array) = self.headers.by_index(index)
+        {
+            check_claimed_size(&mut array)?;
+        }
         self.archive.by_name(self.name)
+    }
+}
+
+/// Refuses an array whose header claims more values than this machine's memory holds:
+/// ndarray-npy allocates what the header says before it reads a value, and an allocation that
+/// fails ends the process (a corrupt or crafted shape of 2⁵⁹ in a 128-byte file). A header that
+/// does not parse is left to the read, which says what is wrong with it.
+fn check_claimed_size(reader: &mut impl Read) -> Result<(), ReadNpzError> {
+    let Ok(header) = ndarray_npy::npy::header::Header::from_reader(reader) else {
+        return Ok(());
+    };
+    let values = (header.shape.iter()).try_fold(1usize, |values, &d| values.checked_mul(d));
+    match values.and_then(crate::linalg::fits_in_memory) {
+        Some(()) => Ok(()),
+        None => Err(ReadNpzError::Npy(ReadNpyError::ParseData(
+            format!(
+                "its header claims shape {:?}, more values than this machine's memory holds",
+                header.shape
+            )
+            .into(),
+        ))),
     }
 }
 
@@ -481,6 +518,8 @@ fn read_npy(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, D
 fn read_npz(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
     let mut archive = NpzReader::new(BufReader::new(open(path, shown)?))
         .map_err(|e| numpy_error(shown, "the archive", e))?;
+    let mut headers = zip::ZipArchive::new(BufReader::new(open(path, shown)?))
+        .map_err(|e| numpy_error(shown, "the archive", e.into()))?;
     let available = archive
         .names()
         .map_err(|e| numpy_error(shown, "the archive", e))?;
@@ -490,6 +529,7 @@ fn read_npz(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, D
         let what = format!("array `{name}`");
         let array = read_as_f64(&mut NpzArray {
             archive: &mut archive,
+            headers: &mut headers,
             name,
         })
         .map_err(|e| numpy_error(shown, &what, e))?;
@@ -525,6 +565,11 @@ fn numpy_error(shown: &str, what: &str, e: ReadNpzError) -> DataError {
             format!("{what} has dtype {descr}; cudamin reads float64, float32, int64 and int32")
         }
         ReadNpzError::Npy(ReadNpyError::Io(e)) => format!("{what}: {e}"),
+        ReadNpzError::Npy(ReadNpyError::ParseData(e)) => {
+            format!("{what} is not readable numpy data: {e}")
+        }
+        // The array's own error, without the wrapper's "in npz archive" (a .npy file has none).
+        ReadNpzError::Npy(e) => format!("{what} is not readable numpy data: {e}"),
         other => format!("{what} is not readable numpy data: {other}"),
     };
     DataError::Format {
