@@ -170,7 +170,8 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(err) => {
-            eprintln!("{}", usage_error_line(&err.to_string()));
+            // A stderr that cannot be written (`2>/dev/full`) still gets the exit status.
+            let _ = writeln!(std::io::stderr(), "{}", usage_error_line(&err.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -231,7 +232,8 @@ fn exit_code(outcome: anyhow::Result<()>) -> ExitCode {
         Err(err) => {
             // One line: the error and its causes.
             let causes: Vec<String> = err.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", causes.join(": ").replace('\n', " "));
+            let line = causes.join(": ").replace('\n', " ");
+            let _ = writeln!(std::io::stderr(), "error: {line}");
             ExitCode::FAILURE
         }
     }

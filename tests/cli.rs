@@ -132,6 +132,11 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "lsq-expsin", "--n", "1"], "n >= 2"),
         (&["solve", "lsq-expsin", "--n", "0"], "n = 0"),
         (&["solve", "seed-expsum", "--n", "ten"], "--n"),
+        // A tolerance past `{}`'s short form is shown as an exponent, not 300 digits.
+        (
+            &["solve", "mgh-16", "--method", "lm", "--xtol", "1e-300"],
+            "invalid option xtol = 1e-300: must be finite",
+        ),
         (&["solve", "seed-expsum", "--method", "newton"], "newton"),
         (&["eval", "seed-expsum", "--repeat", "0"], "--repeat"),
         (
@@ -659,6 +664,15 @@ fn a_closed_or_full_stdout_ends_cleanly() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("writing to stdout"), "{stderr}");
+
+    // A stderr that cannot be written still gets the error's exit status (not a panic's 101).
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cudamin"))
+        .args(["solve", "no-such-problem"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
 
 /// Issue 9's false convergence: on lsq-expsin, forward differences reach ‖g‖∞ <= gtol on a

@@ -139,19 +139,26 @@ fn panel<'a, DB: DrawingBackend>(
     Ok(chart)
 }
 
-/// `(min, max)` of `values`, widened a little (and made non-empty).
+/// `(min, max)` of `values`, widened a little (and made non-empty), within `±f64::MAX / 4`:
+/// plotters divides the axis by its width, and an infinite one (data from −1e308 to 1e308) never
+/// finishes placing its ticks.
 fn span(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    const LIMIT: f64 = f64::MAX / 4.0;
     let (low, high) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
         (l.min(v), h.max(v))
     });
-    if low < high {
-        let pad = 0.05 * (high - low);
-        low - pad..high + pad
-    } else if low.is_finite() {
-        low - 1.0..low + 1.0
-    } else {
-        0.0..1.0
+    if low > high {
+        // No values.
+        return 0.0..1.0;
     }
+    let (low, high) = (low.clamp(-LIMIT, LIMIT), high.clamp(-LIMIT, LIMIT));
+    // One value: a width that shows at its magnitude (1 around 0, 5% of it far from 0).
+    let pad = if low < high {
+        0.05 * (high - low)
+    } else {
+        (0.05 * low.abs()).max(1.0)
+    };
+    low - pad..high + pad
 }
 
 fn data_and_model<DB: DrawingBackend>(
@@ -190,4 +197,29 @@ fn residuals<DB: DrawingBackend>(
         (0..x.len()).map(|i| Circle::new((x[i], residual(i)), 2, BLACK.mix(0.5).filled())),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::span;
+
+    /// Every axis is finite and wider than zero, whatever the values: none, one, equal, or
+    /// spread past `f64::MAX` in width (data from −1e308 to 1e308, an infinite model value).
+    #[test]
+    fn axes_are_finite_and_not_empty() {
+        let cases: [&[f64]; 6] = [
+            &[],
+            &[f64::NAN],
+            &[2.0],
+            &[1e300, 1e300],
+            &[-1e308, 1e308, 0.0],
+            &[0.0, f64::INFINITY],
+        ];
+        for values in cases {
+            let axis = span(values.iter().copied());
+            let width = axis.end - axis.start;
+            assert!(width.is_finite() && width > 0.0, "{values:?}: {axis:?}");
+        }
+        assert_eq!(span([1.0, 3.0].into_iter()), 0.9..3.1);
+    }
 }

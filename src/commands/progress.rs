@@ -2,7 +2,7 @@
 
 use cudamin::solver::Iterate;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 /// Progress on stderr, for solves that last: from one second in, the iteration, f, ‖∇f‖, the
@@ -61,7 +61,9 @@ impl Progress {
             }
             Shown::Lines => {
                 if self.last_line.is_none_or(|t| t.elapsed() >= second) {
-                    eprintln!("[{:.1} s] {state}", self.start.elapsed().as_secs_f64());
+                    // Progress is a courtesy: a stderr that cannot be written does not end the solve.
+                    let seconds = self.start.elapsed().as_secs_f64();
+                    let _ = writeln!(std::io::stderr(), "[{seconds:.1} s] {state}");
                     self.last_line = Some(Instant::now());
                 }
             }

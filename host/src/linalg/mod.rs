@@ -116,7 +116,7 @@ fn try_filled(len: usize, fill: impl FnOnce(&mut Vec<f64>)) -> Option<Vec<f64>> 
 }
 
 /// `Some` where `len` f64 fit in the memory the machine has available.
-fn fits_in_memory(len: usize) -> Option<()> {
+pub(crate) fn fits_in_memory(len: usize) -> Option<()> {
     let bytes = len.checked_mul(size_of::<f64>())?;
     (!available_memory().is_some_and(|available| bytes > available)).then_some(())
 }

@@ -15,7 +15,7 @@ use super::bounds::Bounds;
 use super::covariance::{Covariance, covariance, covariance_of_free};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
-use super::result::{Iterate, SolveError};
+use super::result::{Iterate, Shown, SolveError};
 use crate::backend::{Factor, Loss, RobustLoss};
 use crate::linalg::{try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
@@ -89,7 +89,7 @@ impl LmOptions {
             if !(tol.is_finite() && tol >= f64::EPSILON) {
                 return Err(invalid_option(
                     name,
-                    tol,
+                    Shown(tol),
                     "must be finite and at least machine epsilon (2.2e-16)",
                 ));
             }
@@ -98,12 +98,16 @@ impl LmOptions {
             return Err(invalid_option("max_nfev", 0, "must be at least 1"));
         }
         if !(self.factor.is_finite() && self.factor > 0.0) {
-            return Err(invalid_option("factor", self.factor, "must be positive"));
+            return Err(invalid_option(
+                "factor",
+                Shown(self.factor),
+                "must be positive",
+            ));
         }
         if !(self.f_scale.is_finite() && self.f_scale > 0.0) {
             return Err(invalid_option(
                 "f_scale",
-                self.f_scale,
+                Shown(self.f_scale),
                 "must be positive and finite",
             ));
         }

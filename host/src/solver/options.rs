@@ -2,7 +2,7 @@
 //! evaluation.
 
 use super::bounds::Bounds;
-use super::result::SolveError;
+use super::result::{Shown, SolveError};
 use crate::objective::{Held, Objective};
 use ndarray::{Array2, Axis};
 
@@ -130,21 +130,29 @@ impl Options {
     fn check_shared(&self) -> Result<(), SolveError> {
         // 0 as scipy takes it: no gradient test; the solve ends on its other rules.
         if self.gtol.is_nan() || self.gtol < 0.0 {
-            return Err(invalid_option("gtol", self.gtol, "must be at least 0"));
+            return Err(invalid_option(
+                "gtol",
+                Shown(self.gtol),
+                "must be at least 0",
+            ));
         }
         let norm = self.norm;
         if !(norm > 0.0 || norm == f64::NEG_INFINITY) {
-            return Err(invalid_option("norm", norm, "must be > 0, inf or -inf"));
+            return Err(invalid_option(
+                "norm",
+                Shown(norm),
+                "must be > 0, inf or -inf",
+            ));
         }
         if !(self.c1 > 0.0 && self.c1 < self.c2 && self.c2 < 1.0) {
-            let value = format!("({}, {})", self.c1, self.c2);
+            let value = format!("({}, {})", Shown(self.c1), Shown(self.c2));
             return Err(invalid_option("(c1, c2)", value, "need 0 < c1 < c2 < 1"));
         }
         if self.xrtol.is_nan() || self.xrtol < 0.0 {
-            return Err(invalid_option("xrtol", self.xrtol, "must be >= 0"));
+            return Err(invalid_option("xrtol", Shown(self.xrtol), "must be >= 0"));
         }
         if self.ftol.is_nan() || self.ftol < 0.0 {
-            return Err(invalid_option("ftol", self.ftol, "must be >= 0"));
+            return Err(invalid_option("ftol", Shown(self.ftol), "must be >= 0"));
         }
         Ok(())
     }

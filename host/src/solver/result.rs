@@ -278,7 +278,7 @@ impl std::fmt::Debug for Iterate<'_> {
 
 /// A number in a message: as `{}` shows it where that is short, in exponent form (`1e200`,
 /// `2.5e-300`) where `{}` would write hundreds of digits.
-struct Shown(f64);
+pub(super) struct Shown(pub(super) f64);
 
 impl std::fmt::Display for Shown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -132,13 +132,13 @@ impl Driver for SimDriver {
     }
 
     fn alloc(&self, what: &'static str, len: usize) -> Result<u64, BackendError> {
-        let bytes = len
-            .checked_mul(size_of::<f64>())
-            .ok_or(BackendError::OutOfMemory {
-                what,
-                bytes: usize::MAX,
-            })?;
-        Ok(self.state().device.alloc(bytes))
+        // The simulated device's memory is the host's: a buffer past it is the device's out
+        // of memory, not an abort in the allocator.
+        crate::linalg::fits_in_memory(len).ok_or(BackendError::OutOfMemory {
+            what,
+            bytes: len.saturating_mul(size_of::<f64>()),
+        })?;
+        Ok(self.state().device.alloc(len * size_of::<f64>()))
     }
 
     fn free(&self, address: u64, _len: usize) {
