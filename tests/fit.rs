@@ -1370,6 +1370,11 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         error.contains("array `y`") && error.contains(claim),
         "{error}"
     );
+    // Finite residuals whose squares overflow are not called non-finite.
+    let huge_y = file("huge-y.csv", b"x,y\n0,1e160\n1,2e160\n2,3e160\n");
+    let huge_y = huge_y.to_str().unwrap();
+    let error = one_line_error(&["fit", huge_y, "--model", "poly", "--params", "2"]);
+    assert!(error.contains("too large to square"), "{error}");
 }
 
 /// A version-1.0 `.npy` of float64 with `shape` (a Python tuple), as numpy writes its header,

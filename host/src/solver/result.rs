@@ -163,8 +163,12 @@ pub enum SolveError {
         /// The number of variables `n`.
         variables: usize,
     },
-    /// Levenberg–Marquardt's first pass at `x0` gave a sum of squares that is not finite.
-    #[error("the residuals are not finite at x0")]
+    /// Least squares' first pass at `x0` gave a sum of squares that is not finite: a residual
+    /// is NaN or infinite, or the squares of finite ones add past `f64::MAX` (residuals near
+    /// 1e154 and above; the pass keeps the sum alone, not MINPACK's scaled norm).
+    #[error(
+        "the sum of squared residuals is not finite at x0: a residual is NaN or infinite, or they are too large to square (about 1e154 and above: rescale the data)"
+    )]
     NonFiniteResiduals,
     /// Least squares reached a point whose residuals are finite but whose Jacobian rows are not
     /// (NaN or ±∞ in their `R` or `Qᵀr`): no step can be taken from it. scipy's `trf` fails
