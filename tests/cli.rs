@@ -666,13 +666,18 @@ fn a_closed_or_full_stdout_ends_cleanly() {
     assert!(stderr.contains("writing to stdout"), "{stderr}");
 
     // A stderr that cannot be written still gets the error's exit status (not a panic's 101).
-    let full = std::fs::File::create("/dev/full").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cudamin"))
-        .args(["solve", "no-such-problem"])
-        .stderr(full)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    for (args, code) in [
+        (&["solve", "no-such-problem"][..], 1),
+        (&["--no-such-flag"], 2),
+    ] {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_cudamin"))
+            .args(args)
+            .stderr(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
 }
 
 /// Issue 9's false convergence: on lsq-expsin, forward differences reach ‖g‖∞ <= gtol on a

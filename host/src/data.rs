@@ -18,7 +18,7 @@
 //! [`read_column_rows`] keeps only some rows, as each process of a data-sharded (MPI) fit does.
 
 use ndarray::{ArrayD, Axis};
-use ndarray_npy::{NpzReader, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
+use ndarray_npy::{ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::ops::Range;
@@ -389,57 +389,70 @@ struct NpyFile<'a>(&'a Path);
 
 impl NumpySource for NpyFile<'_> {
     fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
-        let io = |e| ReadNpzError::Npy(ReadNpyError::Io(e));
-        let mut file = BufReader::new(File::open(self.0).map_err(io)?);
-        check_claimed_size(&mut file)?;
-        file.rewind().map_err(io)?;
-        ArrayD::<A>::read_npy(file).map_err(ReadNpzError::Npy)
+        let file = File::open(self.0).map_err(|e| ReadNpzError::Npy(ReadNpyError::Io(e)))?;
+        ArrayD::<A>::read_npy(BufReader::new(file)).map_err(ReadNpzError::Npy)
     }
 }
 
+/// The array at `index` of an `.npz` archive.
 struct NpzArray<'a, R: Read + Seek> {
-    archive: &'a mut NpzReader<R>,
-    /// The same archive, for the array's header alone.
-    headers: &'a mut zip::ZipArchive<R>,
-    name: &'a str,
+    archive: &'a mut zip::ZipArchive<R>,
+    index: usize,
 }
 
 impl<R: Read + Seek> NumpySource for NpzArray<'_, R> {
     fn read<A: ReadableElement>(&mut self) -> Result<ArrayD<A>, ReadNpzError> {
-        // Named as `NpzReader::by_name` finds it: as given, else with `.npy`.
-        let with_suffix = format!("{}.npy", self.name);
-        let entry = match self.headers.index_for_name(self.name) {
-            Some(index) => Some(index),
-            None => self.headers.index_for_name(&with_suffix),
-        };
-        if let Some(index) = entry
-            && let Ok(mut array) = self.headers.by_index(index)
-        {
-            check_claimed_size(&mut array)?;
-        }
-        self.archive.by_name(self.name)
+        Ok(ArrayD::<A>::read_npy(self.archive.by_index(self.index)?)?)
     }
 }
 
-/// Refuses an array whose header claims more values than this machine's memory holds:
-/// ndarray-npy allocates what the header says before it reads a value, and an allocation that
-/// fails ends the process (a corrupt or crafted shape of 2⁵⁹ in a 128-byte file). A header that
-/// does not parse is left to the read, which says what is wrong with it.
-fn check_claimed_size(reader: &mut impl Read) -> Result<(), ReadNpzError> {
-    let Ok(header) = ndarray_npy::npy::header::Header::from_reader(reader) else {
+/// Refuses an array whose header claims more bytes than follow it in its file (`bytes`, the
+/// header's included), or more values than the memory available holds: ndarray-npy allocates
+/// what the header says before it reads a value, and an allocation that fails ends the process
+/// (a corrupt or crafted shape of 2⁵⁹ in a 128-byte file). A header that does not parse, or
+/// whose dtype has no size cudamin knows, is left to the read, which says what is wrong.
+fn check_claimed_size(
+    reader: impl Read,
+    bytes: u64,
+    shown: &str,
+    what: &str,
+) -> Result<(), DataError> {
+    let mut reader = reader.take(u64::MAX);
+    let Ok(header) = ndarray_npy::npy::header::Header::from_reader(&mut reader) else {
         return Ok(());
     };
-    let values = (header.shape.iter()).try_fold(1usize, |values, &d| values.checked_mul(d));
-    match values.and_then(crate::linalg::fits_in_memory) {
-        Some(()) => Ok(()),
-        None => Err(ReadNpzError::Npy(ReadNpyError::ParseData(
-            format!(
-                "its header claims shape {:?}, more values than this machine's memory holds",
-                header.shape
-            )
-            .into(),
-        ))),
+    let Some(item) = item_size(&header.type_descriptor.to_string()) else {
+        return Ok(());
+    };
+    let refused = |why: String| DataError::Format {
+        path: shown.to_owned(),
+        what: format!("{what}'s header claims shape {:?}: {why}", header.shape),
+    };
+    let after_header = bytes.saturating_sub(u64::MAX - reader.limit());
+    let values = (header.shape.iter()).try_fold(1u64, |values, &d| values.checked_mul(d as u64));
+    let claimed = values.and_then(|values| values.checked_mul(item));
+    if !claimed.is_some_and(|claimed| claimed <= after_header) {
+        return Err(refused(format!(
+            "more than the {after_header} bytes of data that follow it"
+        )));
     }
+    // An archive's sizes are its own claims too; the values are read as f64.
+    let values = values.and_then(|v| usize::try_from(v).ok());
+    if values.and_then(crate::linalg::fits_in_memory).is_none() {
+        let available = crate::linalg::available_memory().unwrap_or(0) as f64 / 1e9;
+        return Err(refused(format!(
+            "more values than the {available:.3} GB of memory available hold"
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of one value of a numpy dtype as a header writes it (`'<f8'`: 8), `None` for any
+/// other descriptor (a structured dtype), which cudamin does not read.
+fn item_size(descriptor: &str) -> Option<u64> {
+    let dtype = descriptor.trim_matches(['\'', '"']);
+    let kind_and_size = dtype.trim_start_matches(['<', '>', '|', '=']);
+    kind_and_size.get(1..)?.parse().ok()
 }
 
 /// An array as `f64`, from any of the number types cudamin reads (tried in turn while the
@@ -489,6 +502,13 @@ fn finite(shown: &str, name: &str, values: Vec<f64>) -> Result<Vec<f64>, DataErr
 }
 
 fn read_npy(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
+    // A regular file's length bounds what its header may claim (a pipe's is unknown).
+    let file = open(path, shown)?;
+    if let Ok(metadata) = file.metadata()
+        && metadata.is_file()
+    {
+        check_claimed_size(BufReader::new(file), metadata.len(), shown, "the array")?;
+    }
     let array = read_as_f64(&mut NpyFile(path)).map_err(|e| numpy_error(shown, "the array", e))?;
     let array = match array.ndim() {
         1 => array.insert_axis(Axis(1)),
@@ -516,21 +536,26 @@ fn read_npy(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, D
 }
 
 fn read_npz(path: &Path, shown: &str, names: &[&str]) -> Result<Vec<Vec<f64>>, DataError> {
-    let mut archive = NpzReader::new(BufReader::new(open(path, shown)?))
-        .map_err(|e| numpy_error(shown, "the archive", e))?;
-    let mut headers = zip::ZipArchive::new(BufReader::new(open(path, shown)?))
-        .map_err(|e| numpy_error(shown, "the archive", e.into()))?;
-    let available = archive
-        .names()
-        .map_err(|e| numpy_error(shown, "the archive", e))?;
-    find_columns(shown, &available, names)?;
+    let archive_error = |e: zip::result::ZipError| numpy_error(shown, "the archive", e.into());
+    let mut archive =
+        zip::ZipArchive::new(BufReader::new(open(path, shown)?)).map_err(archive_error)?;
+    // As numpy names an archive's arrays: each entry's name, less `.npy`.
+    let available: Vec<String> = (0..archive.len())
+        .map(|i| {
+            let name = archive.name_for_index(i).unwrap_or_default();
+            name.strip_suffix(".npy").unwrap_or(name).to_owned()
+        })
+        .collect();
+    let indices = find_columns(shown, &available, names)?;
     let mut columns: Vec<Vec<f64>> = Vec::with_capacity(names.len());
-    for &name in names {
+    for (&index, &name) in indices.iter().zip(names) {
         let what = format!("array `{name}`");
+        let entry = archive.by_index(index).map_err(archive_error)?;
+        let bytes = entry.size();
+        check_claimed_size(entry, bytes, shown, &what)?;
         let array = read_as_f64(&mut NpzArray {
             archive: &mut archive,
-            headers: &mut headers,
-            name,
+            index,
         })
         .map_err(|e| numpy_error(shown, &what, e))?;
         if array.ndim() != 1 {
@@ -565,9 +590,6 @@ fn numpy_error(shown: &str, what: &str, e: ReadNpzError) -> DataError {
             format!("{what} has dtype {descr}; cudamin reads float64, float32, int64 and int32")
         }
         ReadNpzError::Npy(ReadNpyError::Io(e)) => format!("{what}: {e}"),
-        ReadNpzError::Npy(ReadNpyError::ParseData(e)) => {
-            format!("{what} is not readable numpy data: {e}")
-        }
         // The array's own error, without the wrapper's "in npz archive" (a .npy file has none).
         ReadNpzError::Npy(e) => format!("{what} is not readable numpy data: {e}"),
         other => format!("{what} is not readable numpy data: {other}"),

@@ -61,7 +61,8 @@ pub fn tolerance(text: &str) -> Result<f64, String> {
     let mantissa = text.trim().split(['e', 'E']).next().unwrap_or("");
     let written_as_zero = !mantissa.chars().any(|c| ('1'..='9').contains(&c));
     if value < 0.0 || text.trim().starts_with('-') || written_as_zero {
-        return Err(format!("must be positive, got {value}"));
+        // The text as written: `{value}` would spell -1e-300 out in 300 digits.
+        return Err(format!("must be positive, got {}", text.trim()));
     }
     if !value.is_normal() {
         return Err(format!(
@@ -135,7 +136,7 @@ pub fn fix(text: &str) -> Result<Fix, String> {
         None if variable.starts_with(char::is_alphabetic) => Variable::Name(variable.to_owned()),
         None => {
             return Err(format!(
-                "expected a 0-based index or a parameter's name before `=`, got `{variable}`"
+                "expected a 0-based index (no sign, no leading zero) or a parameter's name before `=`, got `{variable}`"
             ));
         }
     };
@@ -217,10 +218,14 @@ mod tests {
                 .contains("smallest normal double")
         );
         assert!(tolerance("tiny").unwrap_err().contains("expected a number"));
-        assert_eq!(tolerance("0e5").unwrap_err(), "must be positive, got 0");
+        assert_eq!(tolerance("0e5").unwrap_err(), "must be positive, got 0e5");
         assert_eq!(
             tolerance("-1e-400").unwrap_err(),
-            "must be positive, got -0"
+            "must be positive, got -1e-400"
+        );
+        assert_eq!(
+            tolerance(" -1e-300").unwrap_err(),
+            "must be positive, got -1e-300"
         );
     }
 

@@ -76,14 +76,7 @@ fn convergence<DB: DrawingBackend>(
 ) -> Drawn<DB> {
     let gap = positive(history, |s| s.fun - f_final);
     let grad = positive(history, |s| s.grad_norm);
-    let values = gap.iter().chain(&grad).map(|p| p.1);
-    let low = values.clone().fold(f64::INFINITY, f64::min);
-    let high = values.fold(0.0, f64::max);
-    let (low, high) = if low <= high {
-        (low / 2.0, high * 2.0)
-    } else {
-        (1e-16, 1.0)
-    };
+    let (low, high) = log_span(gap.iter().chain(&grad).map(|p| p.1));
     let last = history.last().map_or(1, |s| s.nit.max(1)) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 20))
@@ -137,6 +130,21 @@ fn panel<'a, DB: DrawingBackend>(
         .build_cartesian_2d(x, y)?;
     chart.configure_mesh().x_desc("x").y_desc(y_desc).draw()?;
     Ok(chart)
+}
+
+/// The log axis of positive `values`: a factor 2 past each end, within `[f64::MIN_POSITIVE,
+/// f64::MAX / 4]` (plotters counts the decades between the ends, and a zero or infinite end
+/// never stops its count), `(1e-16, 1)` with none.
+fn log_span(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let low = values.clone().fold(f64::INFINITY, f64::min);
+    let high = values.fold(0.0, f64::max);
+    if low <= high {
+        let limit = |v: f64| v.clamp(f64::MIN_POSITIVE, f64::MAX / 4.0);
+        let low = limit(low / 2.0);
+        (low, limit(high * 2.0).max(4.0 * low))
+    } else {
+        (1e-16, 1.0)
+    }
 }
 
 /// `(min, max)` of `values`, widened a little (and made non-empty), within `±f64::MAX / 4`:
@@ -201,7 +209,7 @@ fn residuals<DB: DrawingBackend>(
 
 #[cfg(test)]
 mod tests {
-    use super::span;
+    use super::{log_span, span};
 
     /// Every axis is finite and wider than zero, whatever the values: none, one, equal, or
     /// spread past `f64::MAX` in width (data from −1e308 to 1e308, an infinite model value).
@@ -221,5 +229,18 @@ mod tests {
             assert!(width.is_finite() && width > 0.0, "{values:?}: {axis:?}");
         }
         assert_eq!(span([1.0, 3.0].into_iter()), 0.9..3.1);
+    }
+
+    /// The log axis stays positive and finite at both ends of the doubles, and is `(1e-16, 1)`
+    /// with no values.
+    #[test]
+    fn log_axes_are_positive_and_finite() {
+        let cases: [&[f64]; 4] = [&[], &[5e-324], &[f64::MAX], &[5e-324, f64::MAX]];
+        for values in cases {
+            let (low, high) = log_span(values.iter().copied());
+            assert!(low > 0.0 && high.is_finite() && low < high, "{values:?}");
+        }
+        assert_eq!(log_span([1e-3, 10.0].into_iter()), (5e-4, 20.0));
+        assert_eq!(log_span([].into_iter()), (1e-16, 1.0));
     }
 }

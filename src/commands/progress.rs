@@ -63,7 +63,7 @@ impl Progress {
                 if self.last_line.is_none_or(|t| t.elapsed() >= second) {
                     // Progress is a courtesy: a stderr that cannot be written does not end the solve.
                     let seconds = self.start.elapsed().as_secs_f64();
-                    let _ = writeln!(std::io::stderr(), "[{seconds:.1} s] {state}");
+                    let _ = writeln!(io::stderr(), "[{seconds:.1} s] {state}");
                     self.last_line = Some(Instant::now());
                 }
             }

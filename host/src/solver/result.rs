@@ -163,11 +163,11 @@ pub enum SolveError {
         /// The number of variables `n`.
         variables: usize,
     },
-    /// Least squares' first pass at `x0` gave a sum of squares that is not finite: a residual
-    /// is NaN or infinite, or the squares of finite ones add past `f64::MAX` (residuals near
-    /// 1e154 and above; the pass keeps the sum alone, not MINPACK's scaled norm).
+    /// Least squares' first pass at `x0` gave a sum of squares (of the loss's `ρ`, with a
+    /// robust loss) that is not finite: a residual is NaN or infinite, or finite ones sum past
+    /// `f64::MAX` (the pass keeps the sum alone, not MINPACK's scaled norm).
     #[error(
-        "the sum of squared residuals is not finite at x0: a residual is NaN or infinite, or they are too large to square (about 1e154 and above: rescale the data)"
+        "the sum of squared residuals is not finite at x0: a residual is NaN or infinite, or their squares sum past f64::MAX (residuals of about 1e154 and more): rescale the problem"
     )]
     NonFiniteResiduals,
     /// Least squares reached a point whose residuals are finite but whose Jacobian rows are not

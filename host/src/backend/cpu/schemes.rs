@@ -21,6 +21,7 @@ use gpu_kernels::lanes::{LANES, Lanes, TERM_LANES};
 use gpu_kernels::scheme::{Differences, Exact};
 use gpu_kernels::{Data, Dual, FdScheme, StepBox, Term, Window};
 use std::cell::RefCell;
+use std::io::Write;
 use std::marker::PhantomData;
 use std::ops::Range;
 
@@ -368,7 +369,9 @@ fn dense_terms_reverse<T: Term>(
 fn warn_tape_overflow<T: Term>() {
     static WARNED: std::sync::Once = std::sync::Once::new();
     WARNED.call_once(|| {
-        eprintln!(
+        // A warning only: a stderr that cannot be written does not stop the evaluation.
+        let _ = writeln!(
+            std::io::stderr(),
             "cudamin: a term of {} records more than {TAPE_STEPS_CPU} operations (or \
              {TAPE_WEIGHTS_CPU} weights); its exact gradient is taken in forward mode",
             std::any::type_name::<T>()
