@@ -132,6 +132,21 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "lsq-expsin", "--n", "1"], "n >= 2"),
         (&["solve", "lsq-expsin", "--n", "0"], "n = 0"),
         (&["solve", "seed-expsum", "--n", "ten"], "--n"),
+        // A robust loss squares f_scale: one whose square underflows is refused, not a fit
+        // reported with rss 0.
+        (
+            &[
+                "solve",
+                "mgh-16",
+                "--method",
+                "lm",
+                "--loss",
+                "arctan",
+                "--f-scale",
+                "2.3e-308",
+            ],
+            "invalid option f_scale = 2.3e-308: must lie between about 1.5e-154 and 1.3e154",
+        ),
         // A tolerance past `{}`'s short form is shown as an exponent, not 300 digits.
         (
             &["solve", "mgh-16", "--method", "lm", "--xtol", "1e-300"],

@@ -111,6 +111,15 @@ impl LmOptions {
                 "must be positive and finite",
             ));
         }
+        // A robust loss sums C²·ρ(r²/C²): past these ends C² underflows to 0 (a fit reported
+        // with rss 0 and zero errors) or overflows.
+        if self.loss != Loss::Linear && !(self.f_scale * self.f_scale).is_normal() {
+            return Err(invalid_option(
+                "f_scale",
+                Shown(self.f_scale),
+                "must lie between about 1.5e-154 and 1.3e154 with a robust loss (its square is used)",
+            ));
+        }
         Ok(())
     }
 
