@@ -357,7 +357,7 @@ pub(crate) fn finish_step(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]
 fn serial_step_sums(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]) -> StepSums {
     let whole = p.len() - p.len() % 4;
     let (mut ss, mut sy, mut yy) = ([0.0f64; 4], [0.0f64; 4], [0.0f64; 4]);
-    let (mut maxima, mut nan) = ([0.0f64; 4], false);
+    let mut gradient_max = LaneMax::default();
     let quads = p[..whole]
         .chunks_exact_mut(4)
         .zip(g_new[..whole].chunks_exact(4))
@@ -370,26 +370,16 @@ fn serial_step_sums(step: f64, p: &mut [f64], g_new: &[f64], g: &mut [f64]) -> S
             ss[lane] += s * s;
             sy[lane] += s * y;
             yy[lane] += y * y;
-            let size = g_new[lane].abs();
-            nan |= size.is_nan();
-            maxima[lane] = if size > maxima[lane] {
-                size
-            } else {
-                maxima[lane]
-            };
+            gradient_max.add(lane, g_new[lane]);
         }
     }
     for i in whole..p.len() {
         (p[i], g[i]) = (step * p[i], g_new[i] - g[i]);
+        gradient_max.add(0, g_new[i]);
     }
     let (s_tail, y_tail) = (&p[whole..], &g[whole..]);
-    let tail_max = max_abs_serial(&g_new[whole..]);
     StepSums {
-        gradient_max_abs: if nan || tail_max.is_nan() {
-            f64::NAN
-        } else {
-            maxima.into_iter().fold(tail_max, f64::max)
-        },
+        gradient_max_abs: gradient_max.value(),
         ss: lane_total(ss, s_tail, s_tail),
         sy: lane_total(sy, s_tail, y_tail),
         yy: lane_total(yy, y_tail, y_tail),
@@ -402,29 +392,49 @@ pub fn max_abs(v: &[f64]) -> f64 {
     blockwise(v, max_abs_serial, |maxima| max_abs_serial(&maxima))
 }
 
-/// [`max_abs`] on one thread: four running maxima and a NaN flag, with no branch on the data,
-/// so that the loop vectorizes.
+/// [`max_abs`] on one thread.
 fn max_abs_serial(v: &[f64]) -> f64 {
-    let (mut maxima, mut nan) = ([0.0f64; 4], false);
+    let mut max = LaneMax::default();
     let quads = v.chunks_exact(4);
     for &x in quads.remainder() {
-        nan |= x.is_nan();
-        maxima[0] = if x.abs() > maxima[0] {
-            x.abs()
-        } else {
-            maxima[0]
-        };
+        max.add(0, x);
     }
     for quad in quads {
-        for (m, &x) in maxima.iter_mut().zip(quad) {
-            nan |= x.is_nan();
-            *m = if x.abs() > *m { x.abs() } else { *m };
+        for (lane, &x) in quad.iter().enumerate() {
+            max.add(lane, x);
         }
     }
-    if nan {
-        f64::NAN
-    } else {
-        maxima.into_iter().fold(0.0, f64::max)
+    max.value()
+}
+
+/// `max |xᵢ|` in four running maxima and a NaN flag, with no branch on the data, so that a loop
+/// feeding it vectorizes: the `‖·‖∞` of [`max_abs`] and of [`finish_step`]'s sweep. The order
+/// entries arrive in does not change the answer.
+#[derive(Clone, Copy, Default)]
+struct LaneMax {
+    maxima: [f64; 4],
+    nan: bool,
+}
+
+impl LaneMax {
+    #[inline(always)]
+    fn add(&mut self, lane: usize, x: f64) {
+        let size = x.abs();
+        self.nan |= size.is_nan();
+        self.maxima[lane] = if size > self.maxima[lane] {
+            size
+        } else {
+            self.maxima[lane]
+        };
+    }
+
+    /// The maximum, or NaN if any entry was NaN.
+    fn value(self) -> f64 {
+        if self.nan {
+            f64::NAN
+        } else {
+            self.maxima.into_iter().fold(0.0, f64::max)
+        }
     }
 }
 
