@@ -26,6 +26,7 @@ use std::path::Path;
 
 /// Why a data file could not be read. Every message starts with the file's path.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DataError {
     /// The file could not be opened.
     #[error("{path}: {error}")]

@@ -34,6 +34,7 @@ pub struct Columns<'a> {
 
 /// Why a fit's data or parameter count was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FitError {
     /// No built-in model has this name.
     #[error("unknown model `{name}`; the built-in models are: {known}")]

@@ -9,6 +9,7 @@ use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
 /// Why a named problem could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// No built-in problem has this name.
     #[error("unknown problem `{name}`; `cudamin list` shows the built-in ones: {known}")]

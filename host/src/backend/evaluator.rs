@@ -81,6 +81,7 @@ pub fn checked_against<T>(
 
 /// Why a backend is unavailable or failed. Every message names the cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackendError {
     /// The cuda backend was asked for in a build without the `cuda` feature.
     #[error("the cuda backend is not compiled in: rebuild with `--features cuda`")]

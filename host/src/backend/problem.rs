@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 /// Why a problem instance was rejected before anything ran.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProblemError {
     /// The term's window or the term itself (`Term::check`) does not take this `n` (or these
     /// data).

@@ -72,6 +72,7 @@ pub trait Objective {
 /// Why an objective could not be evaluated. A non-finite value is not an error: the solver
 /// handles it (it shrinks the step, or stops with status 3).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EvalError {
     /// A vector (`x`, `g`, or the `v` of an operator's `H·v`) does not have the number of
     /// variables.

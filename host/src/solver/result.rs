@@ -126,6 +126,7 @@ pub struct OptimizeResult {
 
 /// Why a solve could not start, or had to stop without a result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SolveError {
     /// `x0` does not have the objective's number of variables.
     #[error("x0 has {got} entries, the objective has {expected} variables")]
