@@ -1266,7 +1266,7 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         assert!(error.contains(path), "the error names the file: {error}");
         error
     };
-    let cases: [(&str, &str, &[&str], &[&str]); 11] = [
+    let cases: [(&str, &str, &[&str], &[&str]); 13] = [
         (
             "malformed.csv",
             "x,y\n1,2\n2,abc\n",
@@ -1287,6 +1287,18 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         ),
         ("missing.csv", "t,y\n1,2\n", &[], &["no column `x`", "t, y"]),
         ("empty.csv", "", &[], &["no data rows"]),
+        (
+            "unnamed.csv",
+            ",\n1,2\n",
+            &[],
+            &["header line names no column"],
+        ),
+        (
+            "half-named.csv",
+            "x,\n1,2\n",
+            &[],
+            &["no column `y`", "has: x, (unnamed)"],
+        ),
         ("header-only.csv", "x,y\n", &[], &["no data rows"]),
         (
             "ragged.csv",
@@ -1368,6 +1380,14 @@ fn bad_files_are_one_line_errors_naming_the_place() {
     let error = fit_error(&path, &[]);
     assert!(
         error.contains("array `y`") && error.contains(claim),
+        "{error}"
+    );
+    // An array of no columns says so, rather than listing nothing.
+    let mut no_columns = npy_bytes("(3, 0)");
+    no_columns.truncate(no_columns.len() - 24);
+    let error = fit_error(&file("no-columns.npy", &no_columns), &[]);
+    assert!(
+        error.contains("no column `x`; the file has: none"),
         "{error}"
     );
     // Finite residuals whose squares overflow are not called non-finite.

@@ -50,7 +50,8 @@ pub enum DataError {
         path: String,
         /// The column asked for.
         name: String,
-        /// The file's column names, comma-separated.
+        /// The file's column names, comma-separated (`none` if it has none; an empty name as
+        /// `(unnamed)`).
         available: String,
     },
     /// A column asked for is named more than once in the CSV header.
@@ -63,9 +64,17 @@ pub enum DataError {
         /// How many columns have that name.
         count: usize,
     },
-    /// The file has no columns (an empty CSV header) or no rows.
+    /// The file has no rows (or is empty).
     #[error("{path}: the file has no data rows")]
     Empty {
+        /// The file, as the user named it.
+        path: String,
+    },
+    /// The CSV header line's fields are all empty (a line of commas).
+    #[error(
+        "{path}: the header line names no column; name them on the first line (`x,y`, or `# x,y`)"
+    )]
+    UnnamedColumns {
         /// The file, as the user named it.
         path: String,
     },
@@ -243,10 +252,22 @@ fn find_columns(
                 .ok_or_else(|| DataError::MissingColumn {
                     path: shown.to_owned(),
                     name: name.to_owned(),
-                    available: available.join(", "),
+                    available: listed(available),
                 })
         })
         .collect()
+}
+
+/// Column names as a message lists them: `x, y`, an empty name as `(unnamed)`, none as `none`.
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    let shown: Vec<&str> = names
+        .iter()
+        .map(|name| if name.is_empty() { "(unnamed)" } else { name })
+        .collect();
+    shown.join(", ")
 }
 
 fn read_csv(
@@ -277,8 +298,13 @@ fn read_csv(
             .map(str::to_owned)
             .collect(),
     };
-    if header.iter().all(String::is_empty) {
+    if header.is_empty() {
         return Err(DataError::Empty {
+            path: shown.to_owned(),
+        });
+    }
+    if header.iter().all(String::is_empty) {
+        return Err(DataError::UnnamedColumns {
             path: shown.to_owned(),
         });
     }
