@@ -1266,7 +1266,7 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         assert!(error.contains(path), "the error names the file: {error}");
         error
     };
-    let cases: [(&str, &str, &[&str], &[&str]); 13] = [
+    let cases: [(&str, &str, &[&str], &[&str]); 14] = [
         (
             "malformed.csv",
             "x,y\n1,2\n2,abc\n",
@@ -1329,6 +1329,12 @@ fn bad_files_are_one_line_errors_naming_the_place() {
             "x,y,s\n1,2,1\n2,3,0\n3,4,1\n",
             &["--sigma", "s"],
             &["sigma at index 1 is 0"],
+        ),
+        (
+            "tiny-sigma.csv",
+            "x,y,s\n1,2,1\n2,3,-1e-300\n3,4,1\n",
+            &["--sigma", "s"],
+            &["sigma at index 1 is -1e-300;"],
         ),
     ];
     for (name, contents, extra, expected) in cases {

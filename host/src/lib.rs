@@ -30,6 +30,8 @@ pub mod linalg;
 #[doc(hidden)]
 pub mod objective;
 #[doc(hidden)]
+pub mod shown;
+#[doc(hidden)]
 pub mod solver;
 
 /// Embeds the PTX that `cudamin-builder` built from your kernel crate in your build script:

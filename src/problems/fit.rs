@@ -5,6 +5,7 @@
 use super::problem::{Instance, LoadError, load_least_squares};
 use cudamin_host::backend::gpu::abi::{Launch, residual_launches};
 use cudamin_host::backend::{Backend, TermProblem};
+use cudamin_host::shown::Shown;
 use cudamin_host::solver::Bounds;
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
@@ -53,7 +54,7 @@ pub enum FitError {
         params: usize,
     },
     /// A standard deviation is not a positive finite number.
-    #[error("sigma at index {index} is {value}; every sigma must be positive")]
+    #[error("sigma at index {index} is {}; every sigma must be positive", Shown(*.value))]
     Sigma {
         /// Its 0-based index.
         index: usize,

@@ -15,10 +15,11 @@ use super::bounds::Bounds;
 use super::covariance::{Covariance, covariance, covariance_of_free};
 use super::minpack::{PivotedQr, norm2, scaled_norm};
 use super::options::invalid_option;
-use super::result::{Iterate, Shown, SolveError};
+use super::result::{Iterate, SolveError};
 use crate::backend::{Factor, Loss, RobustLoss};
 use crate::linalg::{try_zeros, vector};
 use crate::objective::LeastSquaresObjective;
+use crate::shown::Shown;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 

@@ -2,8 +2,9 @@
 //! evaluation.
 
 use super::bounds::Bounds;
-use super::result::{Shown, SolveError};
+use super::result::SolveError;
 use crate::objective::{Held, Objective};
+use crate::shown::Shown;
 use ndarray::{Array2, Axis};
 
 /// Which quasi-Newton method.

@@ -3,6 +3,7 @@
 
 use super::correction_pairs::CorrectionPairs;
 use crate::objective::{EvalError, GradientError};
+use crate::shown::Shown;
 use ndarray::Array2;
 use std::borrow::Cow;
 
@@ -278,20 +279,5 @@ impl std::fmt::Debug for Iterate<'_> {
             .field("nfev", &self.nfev)
             .field("njev", &self.njev)
             .finish_non_exhaustive()
-    }
-}
-
-/// A number in a message: as `{}` shows it where that is short, in exponent form (`1e200`,
-/// `2.5e-300`) where `{}` would write hundreds of digits.
-pub(super) struct Shown(pub(super) f64);
-
-impl std::fmt::Display for Shown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let magnitude = self.0.abs();
-        if self.0 == 0.0 || !self.0.is_finite() || (1e-5..1e16).contains(&magnitude) {
-            write!(f, "{}", self.0)
-        } else {
-            write!(f, "{:e}", self.0)
-        }
     }
 }
