@@ -182,7 +182,7 @@ pub(super) fn run<W: Workspace>(
     } else {
         objective.workspace.gradient_error(&x, &g, options.norm)?
     };
-    let status = status.doubted(jac_error.as_ref(), options.gtol);
+    let status = status.doubted(jac_error.as_ref(), options.gtol, gnorm);
     let x = objective.workspace.space_mut().host_vector(x)?;
     let jac = objective.workspace.space_mut().host_vector(g)?;
     Ok(OptimizeResult {

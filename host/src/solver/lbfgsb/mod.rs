@@ -185,6 +185,9 @@ where
         // The projected gradient's norm at the new point, where the pass that made its
         // Cauchy path took it.
         let mut known_norm = None;
+        // The projected gradient's norm the last test read (`Status::doubted` weighs the
+        // gradient's error against it).
+        let mut tested_norm = f64::NAN;
         // scipy's order: its driver's observer and limits, then L-BFGS-B's own tests.
         let status = loop {
             let space = self.workspace.space_mut();
@@ -199,6 +202,7 @@ where
                 (None, Some(box_)) => space.projected_gradient_norm(Some(box_), &x, &g)?,
                 (None, None) => g_max,
             };
+            tested_norm = projected;
             if nit > 0 {
                 let workspace = &*self.workspace;
                 let x_now = || workspace.space().download(&x);
@@ -360,7 +364,7 @@ where
             self.projected_gradient_error(&x, &g)?
         };
         // An approximate gradient is checked at the solution (`Status::doubted`).
-        let status = status.doubted(jac_error.as_ref(), options.gtol);
+        let status = status.doubted(jac_error.as_ref(), options.gtol, tested_norm);
         let space = self.workspace.space_mut();
         let hess_inv_pairs = if options.return_hess_inv {
             Some(memory.into_correction_pairs(space, x0.len())?)
