@@ -368,7 +368,9 @@ fn maxls_limits_each_line_search() {
 /// `--method lbfgsb` with `--lower`/`--upper` on the built-in Rosenbrock (n = 10, x0 =
 /// (−1.2, 1, …)) in [−2, 0.8]: scipy's L-BFGS-B (tests/scipy/lbfgsb_cases.py,
 /// rosenbrock-10-box) ends at f = 6.001016394619248 after 32 iterations and 37 evaluations,
-/// x₀ at its upper bound; `active_mask` says so.
+/// x₀ at its upper bound; `active_mask` says so. `grad_inf_norm` is the projected gradient's,
+/// which L-BFGS-B's gtol test reads (∂f/∂x₀ itself is below −1 there). Held at that bound, x₀
+/// is not active (as trf reports a held variable).
 #[test]
 fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
     let v = rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8"]);
@@ -384,6 +386,30 @@ fn lbfgsb_with_bounds_reports_scipys_minimum_and_the_active_set() {
         .map(|m| m.as_i64().unwrap())
         .collect();
     assert_eq!(mask, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    // ∇f of Σ 100(xᵢ₊₁ − xᵢ²)² + (1 − xᵢ)², projected: x₀ is held by its bound.
+    let x = xs(&v);
+    let partial = |i: usize| {
+        let mut g = 0.0;
+        if i + 1 < x.len() {
+            g += -400.0 * x[i] * (x[i + 1] - x[i] * x[i]) - 2.0 * (1.0 - x[i]);
+        }
+        if i > 0 {
+            g += 200.0 * (x[i] - x[i - 1] * x[i - 1]);
+        }
+        g
+    };
+    assert!(partial(0) < -1.0, "{}", partial(0));
+    let projected = (1..10).map(|i| partial(i).abs()).fold(0.0, f64::max);
+    let norm = f64_of(&v, "grad_inf_norm");
+    assert!(
+        (norm - projected).abs() <= 1e-6 * projected,
+        "{norm} {projected}"
+    );
+    let held = rosenbrock_10_lbfgsb(&["--lower", "-2", "--upper", "0.8", "--fix", "0=0.8"]);
+    assert_eq!(held["status"], 0);
+    assert!((f64_of(&held, "fun") - fun).abs() <= 1e-8 * fun);
+    assert_eq!(held["active_mask"][0], 0);
+    assert_eq!(held["fixed"], serde_json::json!([0]));
     let unbounded = json(&[
         "solve",
         "rosenbrock",

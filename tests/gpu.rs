@@ -1303,7 +1303,7 @@ fn device_lbfgsb_matches_host_vectors() {
                 .bounds
                 .clone()
                 .unwrap_or_else(|| Bounds::unbounded(n));
-            bounds.active_mask(x)
+            bounds.active_mask(x, None)
         };
         say(&format!(
             "{name:<14} {n:>7} | {d_s:>8.4} {:>4} | {h_s:>8.4} {:>4} | {f_diff:.1e} | {:>6} \

@@ -549,7 +549,7 @@ fn bounded_mgh_minima_match_scipys() {
         };
         let result = solve(&mut *objective, &x0, Method::LbfgsB, &options).unwrap();
         let same_f = (result.fun - fun).abs() <= 1e-8 * fun.abs();
-        let mask = bounds.active_mask(&result.x);
+        let mask = bounds.active_mask(&result.x, None);
         println!(
             "{name} n={n}: status {} f {:e} nit {} {mask:?}; scipy: status {status} f {fun:e} {active:?}",
             result.status.code(),

@@ -101,7 +101,9 @@ pub struct Outcome {
     pub x: Vec<f64>,
     /// `f(x)`; for lm, `Σr²`.
     pub fun: f64,
-    /// `‖∇f(x)‖∞`.
+    /// The ∞-norm the method's `gtol` test reads: `‖∇f(x)‖∞` (bfgs, lbfgs, lm), of the
+    /// projected gradient within bounds (lbfgsb), of the gradient scaled by the distances to
+    /// the bounds it points to (trf, `2·optimality`: `f` is `Σr²`).
     pub grad_inf_norm: f64,
     pub jac_error: Option<GradientError>,
     pub nit: usize,
@@ -344,9 +346,13 @@ impl MethodArgs {
                     &options,
                     &mut observer,
                 )?;
+                let grad_inf_norm = match &bounds {
+                    Some(bounds) => bounds.projected_gradient_norm(&r.x, &r.jac),
+                    None => cudamin::inf_norm(&r.jac),
+                };
                 Outcome {
                     method: method.name(),
-                    grad_inf_norm: cudamin::inf_norm(&r.jac),
+                    grad_inf_norm,
                     fun: r.fun,
                     jac_error: r.jac_error,
                     nit: r.nit,
@@ -356,7 +362,7 @@ impl MethodArgs {
                     success: r.success,
                     message: r.message,
                     factor: None,
-                    active_mask: bounds.map(|b| b.active_mask(&r.x)),
+                    active_mask: bounds.map(|b| b.active_mask(&r.x, fixed.as_deref())),
                     fixed,
                     x: r.x,
                     history: Vec::new(),

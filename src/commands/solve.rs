@@ -155,7 +155,13 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     if let Some(f_star) = instance.f_star {
         writeln!(out, "known minimum  {f_star:.12e}")?;
     }
-    writeln!(out, "‖∇f‖∞          {:.3e}", r.grad_inf_norm)?;
+    // The norm the method's gtol test read (`Outcome::grad_inf_norm`).
+    let norm = match (r.method, r.active_mask.is_some()) {
+        ("trf", _) => "‖v·∇f‖∞",
+        (_, true) => "‖proj ∇f‖∞",
+        _ => "‖∇f‖∞",
+    };
+    writeln!(out, "{norm:<15}{:.3e}", r.grad_inf_norm)?;
     if let Some(e) = &r.jac_error {
         writeln!(
             out,

@@ -80,11 +80,15 @@ impl Bounds {
     }
 
     /// Which bound each entry of `x` is at: −1 its lower, 1 its upper, 0 neither (a variable
-    /// with equal bounds counts as at its lower); scipy's `active_mask`.
-    pub fn active_mask(&self, x: &[f64]) -> Vec<i32> {
+    /// with equal bounds counts as at its lower); scipy's `active_mask`. A variable `fixed`
+    /// holds is 0 wherever it is held, as trf reports it: no bound had a part in its value.
+    pub fn active_mask(&self, x: &[f64], fixed: Option<&[bool]>) -> Vec<i32> {
+        let held = |i: usize| fixed.is_some_and(|fixed| fixed[i]);
         (x.iter().enumerate())
             .map(|(i, &v)| {
-                if v == self.lower[i] {
+                if held(i) {
+                    0
+                } else if v == self.lower[i] {
                     -1
                 } else if v == self.upper[i] {
                     1
@@ -93,6 +97,15 @@ impl Bounds {
                 }
             })
             .collect()
+    }
+
+    /// `‖x − P(x − g)‖∞`, the projected gradient's norm, which L-BFGS-B's `gtol` test reads
+    /// (NaN if `g` has a NaN).
+    pub fn projected_gradient_norm(&self, x: &[f64], g: &[f64]) -> f64 {
+        if g.iter().any(|v| v.is_nan()) {
+            return f64::NAN;
+        }
+        vector::max_indexed(x.len(), |i| self.projected(i, x[i], g[i]).abs())
     }
 
     /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1

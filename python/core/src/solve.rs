@@ -292,7 +292,8 @@ impl Catalog {
             Ok(Ran {
                 backend,
                 backend_reason,
-                active_mask: options.bounds.map(|b| b.active_mask(&result.x)),
+                active_mask: (options.bounds.as_ref())
+                    .map(|b| b.active_mask(&result.x, options.fixed.as_deref())),
                 result,
             })
         })?;
