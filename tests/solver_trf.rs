@@ -191,6 +191,42 @@ fn bad_bounds_for_least_squares_are_named_errors() {
     }
 }
 
+/// scipy's tolerance rule: trf takes a tolerance of 0 (scipy's `None`) as that test off while
+/// another is on; MINPACK's lm needs every one at least machine epsilon.
+#[test]
+fn trf_takes_a_tolerance_off_and_lm_does_not() {
+    let (mut objective, x0) = helical_valley();
+    let inf = f64::INFINITY;
+    let off = LmOptions {
+        ftol: 0.0,
+        ..bounded([-inf; 3], [0.5, inf, inf])
+    };
+    let result = solver::least_squares(&mut objective, &x0, &off).unwrap();
+    assert!(result.success, "{}", result.message);
+    let all_off = LmOptions {
+        xtol: 0.0,
+        gtol: 0.0,
+        ..off
+    };
+    let lm_off = LmOptions {
+        ftol: 0.0,
+        ..LmOptions::default()
+    };
+    for (options, message) in [
+        (
+            all_off,
+            "invalid option (ftol, xtol, gtol) = (0, 0, 0): one of them must be at least machine epsilon (2.2e-16)",
+        ),
+        (
+            lm_off,
+            "invalid option ftol = 0: must be finite and at least machine epsilon (2.2e-16) for lm (trf takes 0: that test off)",
+        ),
+    ] {
+        let error = solver::least_squares(&mut objective, &x0, &options).unwrap_err();
+        assert_eq!(error.to_string(), message);
+    }
+}
+
 /// Bounds with a fixed variable: the fixed one may have equal bounds (they are not used), the
 /// solve is the bounded one in the others, and the active set covers every variable, 0 at the
 /// fixed one. The bound on `x₂` sits below where the fit with `x₀` fixed and no bounds ends,

@@ -28,6 +28,8 @@ command line prints; memory that cannot be had, ``MemoryError``; a backend that 
 
 import functools
 import inspect
+import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -145,17 +147,42 @@ def _array(name, values, check_finite=False):
     return array
 
 
+_LIMITS = ("maxiter", "maxfun", "max_nfev", "maxfev")
+
+
 def _count(name, value, minimum=0):
     """A count (``n``, ``points``, ``maxiter``, ...) as an ``int``: None stays None, an integral
     float is taken as scipy takes it (``maxiter=5.0``), and one below ``minimum`` or fractional
-    is a ``ValueError`` (a negative int was an ``OverflowError`` from the conversion)."""
+    is a ``ValueError`` (a negative int was an ``OverflowError`` from the conversion). A limit
+    past what the solver can count is no limit (scipy takes ``maxiter=2**64``); any other
+    count that large is refused."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
+    if not _is_real(value):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if not float(value).is_integer():
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value!r}")
+    if value > sys.maxsize:
+        if name in _LIMITS:
+            return sys.maxsize
+        raise ValueError(f"{name} = {value!r} is too large (at most {sys.maxsize})")
     return int(value)
+
+
+def _number(name, value):
+    """A real number given as ``name`` (``f_scale``, a tolerance), or a ``ValueError`` naming it."""
+    if not _is_real(value):
+        raise ValueError(f"{name} must be a number, not {value!r}")
+    return float(value)
+
+
+def _is_real(value):
+    """Whether ``value`` is one real number (a 0-d array too), not a bool."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _jac(jac):
@@ -227,14 +254,21 @@ def _data(data):
     return [_array(f"data[{i}]", column, check_finite=True) for i, column in enumerate(data)]
 
 
-def _fixed(fixed):
+def _fixed(fixed, size):
     """The indices of held variables (cudamin's extra: lmfit's ``vary=False``), given as indices
-    or as a mask of booleans, one per variable. ``int()`` would take a mask's ``True`` as index
-    1 and a float as its floor, so both are told apart and a non-integer index is refused."""
+    or as a mask of booleans, one per variable (``size`` of them, where known). ``int()`` would
+    take a mask's ``True`` as index 1 and a float as its floor, so both are told apart and a
+    non-integer index is refused. An empty list holds nothing."""
     if fixed is None:
         return None
     values = np.atleast_1d(np.asarray(fixed))
+    if values.ndim != 1:
+        raise ValueError(f"fixed must be a flat list of indices or booleans; it has shape {values.shape}")
+    if values.size == 0:
+        return None
     if values.dtype == bool:
+        if size is not None and values.size != size:
+            raise ValueError(f"fixed has {values.size} booleans for {size} variables: a mask needs one per variable")
         return [int(i) for i in np.flatnonzero(values)]
     if not np.issubdtype(values.dtype, np.integer):
         raise ValueError(f"fixed must be variable indices or a mask of booleans; got {values.dtype} values")
@@ -287,6 +321,23 @@ def _leastsq_message(ier, ftol, xtol, gtol):
         3: f"{reductions} {ftol:f} and the relative error between two consecutive iterates is at \n  most {xtol:f}",
         4: f"The cosine of the angle between func(x) and any column of the\n  Jacobian is at most {gtol:f} in absolute value",
     }[ier]
+
+
+def _tolerances(ftol, xtol, gtol):
+    """``least_squares``' tolerances as scipy reads them: ``None`` is 0, that test off (trf
+    only: 'lm' needs every one at least machine epsilon, which the solver checks), and a value
+    below machine epsilon turns its test off too, with scipy's warning."""
+    eps = np.finfo(float).eps
+    tolerances = {"ftol": ftol, "xtol": xtol, "gtol": gtol}
+    for name, tol in tolerances.items():
+        if tol is None:
+            tolerances[name] = 0.0
+            continue
+        tolerances[name] = _number(name, tol)
+        if tolerances[name] < eps:
+            warnings.warn(f"Setting `{name}` below the machine epsilon ({eps:.2e}) effectively disables "
+                          "the corresponding termination condition.", stacklevel=3)
+    return tolerances
 
 
 def _check_method(method, bounded, loss):
@@ -404,7 +455,7 @@ class Solvers:
         result = self._catalog.minimize(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data),
             method=_MINIMIZE_METHODS[key], jac=_jac(jac),
-            lower=lower, upper=upper, fixed=_fixed(fixed),
+            lower=lower, upper=upper, fixed=_fixed(fixed, self._size(fun, size, fixed)),
             gtol=options.get("gtol"), ftol=options.get("ftol"), maxiter=_count("maxiter", options.get("maxiter")),
             maxfun=_count("maxfun", options.get("maxfun")), maxls=maxls, maxcor=maxcor,
             # Not given, the method's default (L-BFGS-B always, BFGS up to n = 1000, L-BFGS
@@ -442,9 +493,9 @@ class Solvers:
         result = self._catalog.least_squares(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
             lower=lower, upper=upper,
-            fixed=_fixed(fixed),
-            ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=_count("max_nfev", max_nfev), loss=loss,
-            f_scale=float(f_scale),
+            fixed=_fixed(fixed, self._size(fun, size, fixed)),
+            **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
+            f_scale=_number("f_scale", f_scale),
             backend=backend, callback=_observer(callback, least_squares=True),
         )
         result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
@@ -476,7 +527,9 @@ class Solvers:
         which scipy's ``curve_fit`` runs for ``'lm'``, is ``100·(p + 1)`` given a Jacobian).
         ``sigma`` may be one number for every point, as scipy's.
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
-        as scipy's. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
+        as scipy's: no degrees of freedom, or for ``'lm'`` a rank-deficient ``J`` (for ``'trf'``
+        the pseudo-inverse, as scipy's; ``infodict``'s ``rank`` and ``not_identifiable`` say
+        which parameters the data fix only in combination). Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
         if nan_policy not in (None, "raise"):
             raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
@@ -498,16 +551,22 @@ class Solvers:
         if maxfev is not None:
             # leastsq reads 0 as its default.
             max_nfev = _count("maxfev", maxfev) or None
+        held = self._fixed_parameters(f, fixed, size)
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
-            upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=self._fixed_parameters(f, fixed, size),
-            ftol=ftol,
-            xtol=xtol, gtol=gtol, max_nfev=_count("max_nfev", max_nfev), loss=loss, f_scale=float(f_scale),
+            upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=held,
+            **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
+            f_scale=_number("f_scale", f_scale),
             full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
         )
         if not result["success"]:
             raise RuntimeError("Optimal parameters not found: " + result["message"])
         popt, pcov = result["x"], result["pcov"]
+        if pcov is not None and result["method"] == "lm" and result["rank"] < popt.size - len(held or ()):
+            # scipy's 'lm' inverts leastsq's R, singular where J is rank-deficient, and so
+            # estimates nothing; the pseudo-inverse ('trf''s, kept there) would give the
+            # parameters the data do not determine a standard error of 0.
+            pcov = None
         if pcov is None:
             pcov = np.full((popt.size, popt.size), np.inf)
             warnings.warn("Covariance of the parameters could not be estimated", OptimizeWarning, stacklevel=2)
@@ -528,14 +587,26 @@ class Solvers:
         (``'b0'``, exp-decay's first rate)."""
         entries = [fixed] if isinstance(fixed, str) or np.ndim(fixed) == 0 else fixed
         if fixed is None or not any(isinstance(entry, str) for entry in entries):
-            return _fixed(fixed)
+            return _fixed(fixed, p)
+        if any(isinstance(entry, (bool, np.bool_)) for entry in entries):
+            raise ValueError("fixed by name takes names and indices, not booleans")
         names = self._catalog.parameter_names(model, p)
         if names is None:
             raise ValueError(f"model {model!r} does not name its parameters: give fixed as their indices")
         unknown = [entry for entry in entries if isinstance(entry, str) and entry not in names]
         if unknown:
             raise ValueError(f"model {model!r} has no parameter {unknown[0]!r}; its parameters are {', '.join(names)}")
-        return _fixed([names.index(entry) if isinstance(entry, str) else entry for entry in entries])
+        return _fixed([names.index(entry) if isinstance(entry, str) else entry for entry in entries], p)
+
+    def _size(self, problem, size, fixed):
+        """The number of variables: ``size`` (from ``x0`` or ``n``), else, where ``fixed`` is
+        given and needs it, built-in ``problem``'s default ``n`` (``None`` if not one)."""
+        if size is not None or fixed is None:
+            return size
+        for entry in self._catalog.problems():
+            if entry["name"] == problem:
+                return entry["default_n"]
+        return None
 
     def _default_params(self, model):
         """The default parameter count of model ``model`` (``ValueError`` if unknown)."""

@@ -191,6 +191,14 @@ def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
         popt, pcov = cudamin.curve_fit("poly", [0.0, 1.0], [1.0, 3.0], p0=[0, 0])
     np.testing.assert_allclose(popt, [1, 2], atol=1e-12)
     assert np.all(np.isinf(pcov))
+    # A line through points at one x: J's columns (1, x) are equal, rank 1. scipy's 'lm' then
+    # gives inf with the warning; the pseudo-inverse would give a finite pcov that hides it.
+    x, y = np.ones(10), np.arange(10.0)
+    with pytest.warns(OptimizeWarning, match="Covariance"):
+        _, pcov = cudamin.curve_fit("poly", x, y, p0=[0, 0])
+    with pytest.warns(OptimizeWarning, match="Covariance"):
+        _, expected = scipy_curve_fit(lambda x, a, b: a + b * x, x, y, p0=[0, 0])
+    assert np.all(np.isinf(pcov)) and np.all(np.isinf(expected))
 
 
 @pytest.mark.parametrize(
@@ -209,6 +217,9 @@ def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
         (dict(backend="cuda"), cudamin.BackendError, "cuda"),
         (dict(loss="l2"), ValueError, "unknown loss"),
         (dict(jac=lambda x: x), ValueError, "jac must be"),
+        (dict(fixed=[True]), ValueError, "1 booleans for 2"),
+        (dict(fixed=["b0", True]), ValueError, "names and indices, not booleans"),
+        (dict(f_scale=None), ValueError, "f_scale must be a number"),
     ],
 )
 def test_bad_input_is_a_one_line_exception(kwargs, error, message):

@@ -237,6 +237,30 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         cudamin.least_squares("mgh-1", x0, method="lm", loss="huber")
 
 
+def test_a_tolerance_of_none_turns_its_test_off_as_scipys():
+    # MGH 1 in x1 <= 0.5: with ftol on, trf stops on it short of the corner (cost 0.125 + 5e-14);
+    # with ftol=None it goes on to the gtol end, as scipy's does.
+    def residuals(x):
+        return np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]])
+
+    def jacobian(x):
+        return np.array([[-20 * x[0], 10.0], [-1.0, 0.0]])
+
+    x0, bounds = np.array([-1.2, 1.0]), ([-np.inf, -np.inf], [0.5, np.inf])
+    ours = cudamin.least_squares("mgh-1", x0, bounds=bounds, ftol=None)
+    theirs = scipy_least_squares(residuals, x0, jac=jacobian, bounds=bounds, ftol=None)
+    assert (ours.status, ours.nfev, ours.njev) == (theirs.status, theirs.nfev, theirs.njev) == (1, 18, 16)
+    np.testing.assert_allclose(ours.cost, 0.125, rtol=1e-14)
+    # Below machine epsilon is off too, with scipy's warning.
+    with pytest.warns(UserWarning, match="effectively disables"):
+        tiny = cudamin.least_squares("mgh-1", x0, bounds=bounds, ftol=1e-20)
+    assert (tiny.status, tiny.nfev) == (1, 18)
+    with pytest.raises(ValueError, match="one of them must be at least machine epsilon"):
+        cudamin.least_squares("mgh-1", x0, bounds=bounds, ftol=None, xtol=None, gtol=None)
+    with pytest.raises(ValueError, match="for lm"):
+        cudamin.least_squares("mgh-1", x0, ftol=None)
+
+
 def test_lbfgsb_maxls_is_scipys():
     # One line search of at most maxls evaluations: with 1 the searches fail (status 2) and
     # with 3 they do not, on the same steps as scipy's; x is scipy's either way.
@@ -288,6 +312,13 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[12]), ValueError, "fixed index 12"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[1.7]), ValueError, "indices or a mask"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[True, False]), ValueError, "2 booleans for 10"),
+        (lambda: cudamin.minimize("rosenbrock", fixed=[True] * 3), ValueError, "3 booleans for 10"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[[0, 1]]), ValueError, "flat list"),
+        (lambda: cudamin.minimize("seed-expsum", [np.nan, 1.0], fixed=[0]), ValueError, r"x0\[0\] is NaN"),
+        (lambda: cudamin.minimize("rosenbrock", X0, options={"maxiter": "5"}), ValueError, "maxiter must be"),
+        (lambda: cudamin.minimize("rosenbrock", n=2**70), ValueError, "n = .* is too large"),
+        (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], f_scale="a"), ValueError, "f_scale must be a number"),
         (lambda: cudamin.minimize("rosenbrock", n=-4), ValueError, "n must be at least 0"),
         (lambda: cudamin.minimize("rosenbrock", X0, options={"maxiter": 2.5}), ValueError, "whole number"),
         (
@@ -337,6 +368,15 @@ def test_method_none_and_jac_false_are_scipys():
     by_false = cudamin.minimize("rosenbrock", X0, jac=False)
     by_name = cudamin.minimize("rosenbrock", X0, jac="2-point")
     assert by_false.x.tolist() == by_name.x.tolist() and by_false.nfev == by_name.nfev
+
+
+def test_an_empty_fixed_holds_nothing_and_a_huge_limit_is_none():
+    plain = cudamin.minimize("rosenbrock", X0)
+    for ours in [
+        cudamin.minimize("rosenbrock", X0, fixed=[]),
+        cudamin.minimize("rosenbrock", X0, options={"maxiter": 2**64}),
+    ]:
+        assert (ours.nit, ours.nfev, ours.status) == (plain.nit, plain.nfev, plain.status)
 
 
 def test_an_integral_float_count_is_a_count():

@@ -29,15 +29,17 @@ use std::ops::ControlFlow;
 pub struct LmOptions {
     /// Stop when both the actual and the predicted relative reductions of `Σr²` are at most
     /// `ftol`; with bounds (trf), when a step's reduction is below `ftol·cost` and at least a
-    /// quarter of the predicted one. scipy: 1e-8. At least machine epsilon.
+    /// quarter of the predicted one. scipy: 1e-8. At least machine epsilon for lm; trf takes
+    /// less as that test off (scipy's `None`: 0), while another tolerance is on.
     pub ftol: f64,
     /// Stop when the trust region is at most `xtol·‖D·x‖`; with bounds (trf), when a step is
-    /// below `xtol·(xtol + ‖x‖)`. Also the tolerance of trf's `active_mask`. scipy: 1e-8. At
-    /// least machine epsilon.
+    /// below `xtol·(xtol + ‖x‖)`. Also the tolerance of trf's `active_mask`. scipy: 1e-8. As
+    /// `ftol`, at least machine epsilon for lm.
     pub xtol: f64,
     /// Stop when every column of `J` is within `gtol` of orthogonal to `r` (the cosine of the
     /// angle); with bounds (trf), when `‖v∘Jᵀr‖∞ < gtol`, `v` Coleman and Li's distances to
-    /// the bounds the gradient points to. scipy: 1e-8. At least machine epsilon.
+    /// the bounds the gradient points to. scipy: 1e-8. As `ftol`, at least machine epsilon
+    /// for lm.
     pub gtol: f64,
     /// Evaluations of `Σr²` allowed (the normal equations' passes are `njev`); `None` is scipy's
     /// `100·n`.
@@ -81,19 +83,44 @@ impl Default for LmOptions {
 }
 
 impl LmOptions {
+    /// Whether the solve is trust-region reflective's: within bounds, or under a robust loss
+    /// (scipy takes a loss with trf alone); else MINPACK's Levenberg–Marquardt.
+    fn runs_trf(&self) -> bool {
+        self.bounds.as_ref().is_some_and(Bounds::any) || !self.robust_loss().is_linear()
+    }
+
     fn check(&self) -> Result<(), SolveError> {
-        for (name, tol) in [
+        let tolerances = [
             ("ftol", self.ftol),
             ("xtol", self.xtol),
             ("gtol", self.gtol),
-        ] {
-            if !(tol.is_finite() && tol >= f64::EPSILON) {
+        ];
+        // scipy's rule: MINPACK needs every test on; trf takes a tolerance below ε (0 is
+        // scipy's None) as that test off, so long as one is on.
+        let trf = self.runs_trf();
+        for (name, tol) in tolerances {
+            if trf && !(tol.is_finite() && tol >= 0.0) {
+                return Err(invalid_option(name, Shown(tol), "must be finite and >= 0"));
+            }
+            if !trf && !(tol.is_finite() && tol >= f64::EPSILON) {
                 return Err(invalid_option(
                     name,
                     Shown(tol),
-                    "must be finite and at least machine epsilon (2.2e-16)",
+                    "must be finite and at least machine epsilon (2.2e-16) for lm (trf takes 0: that test off)",
                 ));
             }
+        }
+        if tolerances.iter().all(|&(_, tol)| tol < f64::EPSILON) {
+            return Err(invalid_option(
+                "(ftol, xtol, gtol)",
+                format!(
+                    "({}, {}, {})",
+                    Shown(self.ftol),
+                    Shown(self.xtol),
+                    Shown(self.gtol)
+                ),
+                "one of them must be at least machine epsilon (2.2e-16)",
+            ));
         }
         if self.max_nfev == Some(0) {
             return Err(invalid_option("max_nfev", 0, "must be at least 1"));
@@ -192,7 +219,8 @@ pub struct LeastSquaresResult {
     /// `Jᵀr` at `x`, the gradient of `cost` (scipy's `grad`; under a robust loss, of the rows
     /// rescaled for it, `Σ ρ'·r·∇r`).
     pub grad: Vec<f64>,
-    /// `‖grad‖∞` (scipy's `optimality`).
+    /// scipy's `optimality`: `‖grad‖∞`; for trf (with bounds) `‖grad·v‖∞`, `v` its
+    /// Coleman–Li scaling (the distance to the bound `grad` points to, where that is finite).
     pub optimality: f64,
     /// `R` and `Qᵀr` of `J = Q·R` at `x`.
     pub factor: Factor,
@@ -309,7 +337,7 @@ pub fn least_squares_with_observer(
     // rescaled afresh at each point stopped short of the robust minimum and called it success
     // (Rosenbrock under huber, f_scale 0.5: cost 0.93 and status 4 where trf reaches 0).
     let box_ = options.bounds.as_ref().filter(|b| b.any());
-    if box_.is_some() || !options.robust_loss().is_linear() {
+    if options.runs_trf() {
         let unbounded = Bounds::unbounded(n);
         let bounds = box_.unwrap_or(&unbounded);
         return bounds.confining(

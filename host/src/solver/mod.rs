@@ -80,7 +80,11 @@ pub fn minimize_with_observer(
         bounds.check_held(x0, options.fixed.as_deref())?;
     }
     match options::held(options.fixed.as_deref(), x0)? {
-        Some(held) => fixed::minimize(objective, x0, method, options, observer, held),
+        Some(held) => {
+            // The whole start, held variables too: the method sees only the free ones.
+            options::check_start(objective, x0, options)?;
+            fixed::minimize(objective, x0, method, options, observer, held)
+        }
         None => run(objective, x0, method, options, observer),
     }
 }
