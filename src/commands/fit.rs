@@ -414,9 +414,9 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         if !r.p0_given {
             writeln!(
                 out,
-                "               the start was curve_fit's default (no --p0), which starts a \
-                 model's like components (exp-decay's rates, gauss-peaks' centres) alike, and \
-                 exact derivatives keep them so; give --p0"
+                "               the start was curve_fit's default (no --p0); give --p0 (that \
+                 default starts like components, such as two of exp-decay's rates or of \
+                 gauss-peaks' centres, alike, and exact derivatives keep them so)"
             )?;
         }
     }
