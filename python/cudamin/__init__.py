@@ -233,7 +233,10 @@ def _minimize_box(bounds, n):
         return None, None
     if isinstance(bounds, Bounds):
         return _box(bounds, n)
-    pairs = list(bounds)
+    try:
+        pairs = list(bounds)
+    except TypeError:
+        raise ValueError("bounds must be (min, max) pairs, one per variable, or a scipy.optimize.Bounds") from None
     if n is not None and len(pairs) != n:
         raise ValueError(f"bounds has {len(pairs)} pairs for {n} variables")
     try:
@@ -436,6 +439,8 @@ class Solvers:
         if key not in _MINIMIZE_METHODS:
             raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")
         taken = _MINIMIZE_OPTIONS[key]
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict of solver options, not {type(options).__name__}")
         options = dict(options or {})
         unknown = set(options) - taken
         if unknown:

@@ -313,6 +313,8 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[1.7]), ValueError, "indices or a mask"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[-1]), ValueError, "fixed index -1"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[True, False]), ValueError, "2 booleans for 10"),
+        (lambda: cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", bounds=5), ValueError, "bounds must be"),
+        (lambda: cudamin.minimize("rosenbrock", X0, options="maxiter"), ValueError, "options must be a dict"),
         (lambda: cudamin.minimize("rosenbrock", fixed=[True] * 3), ValueError, "3 booleans for 10"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[[0, 1]]), ValueError, "flat list"),
         (lambda: cudamin.minimize("seed-expsum", [np.nan, 1.0], fixed=[0]), ValueError, r"x0\[0\] is NaN"),
