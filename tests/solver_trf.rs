@@ -3,7 +3,7 @@
 //! bounded MGH runs, with scipy's numbers written in (`python tests/scipy/mgh_trf.py` prints
 //! them); and the inputs least squares refuses.
 
-use cudamin::solver::{self, Bounds, LmOptions, SolveError};
+use cudamin::solver::{self, Bounds, LmOptions, LmStatus, SolveError};
 use cudamin::{Backend, Gradient, TermObjective, problems};
 
 /// Per run: the problem, `n`, the upper bound of `x₀` and the lower bound of `x_{n−1}` (the
@@ -154,7 +154,7 @@ fn bounded(lower: [f64; 3], upper: [f64; 3]) -> LmOptions {
 fn bad_bounds_for_least_squares_are_named_errors() {
     let (mut objective, x0) = helical_valley(); // x0 = (−1, 0, 0)
     let inf = f64::INFINITY;
-    let cases: [(LmOptions, &str); 5] = [
+    let cases: [(LmOptions, &str); 6] = [
         (
             bounded([-inf, 0.0, -inf], [inf, 0.0, inf]),
             "invalid bounds [0, 0] for x[1]: least squares needs lower < upper (hold the variable with fixed)",
@@ -178,6 +178,14 @@ fn bad_bounds_for_least_squares_are_named_errors() {
             },
             "invalid option bounds = lower bounds of 2 entries: need one per variable",
         ),
+        (
+            // A `fixed` of the wrong length beside bounds (the bounds' checks read it).
+            LmOptions {
+                fixed: Some(vec![true]),
+                ..bounded([-inf, 0.0, -inf], [inf, 0.0, inf])
+            },
+            "invalid option fixed = 1 entries for 3 variables: need one per variable",
+        ),
     ];
     for (options, message) in cases {
         let error = solver::least_squares(&mut objective, &x0, &options).unwrap_err();
@@ -197,12 +205,25 @@ fn bad_bounds_for_least_squares_are_named_errors() {
 fn trf_takes_a_tolerance_off_and_lm_does_not() {
     let (mut objective, x0) = helical_valley();
     let inf = f64::INFINITY;
+    let on = bounded([-inf; 3], [0.5, inf, inf]);
     let off = LmOptions {
         ftol: 0.0,
-        ..bounded([-inf; 3], [0.5, inf, inf])
+        ..on.clone()
     };
+    let stopped = solver::least_squares(&mut objective, &x0, &on).unwrap();
     let result = solver::least_squares(&mut objective, &x0, &off).unwrap();
     assert!(result.success, "{}", result.message);
+    assert!(!matches!(
+        result.status,
+        LmStatus::Ftol | LmStatus::FtolXtol
+    ));
+    // The test was what ended the default run, and the run without it goes on.
+    assert!(
+        matches!(stopped.status, LmStatus::Ftol | LmStatus::FtolXtol),
+        "{:?}",
+        stopped.status
+    );
+    assert!(result.nfev > stopped.nfev);
     let all_off = LmOptions {
         xtol: 0.0,
         gtol: 0.0,

@@ -101,8 +101,9 @@ pub struct Outcome {
     pub x: Vec<f64>,
     /// `f(x)`; for lm, `Σr²`.
     pub fun: f64,
-    /// The ∞-norm the method's `gtol` test reads: `‖∇f(x)‖∞` (bfgs, lbfgs, lm), of the
-    /// projected gradient within bounds (lbfgsb), of the gradient scaled by the distances to
+    /// A gradient's ∞-norm: `‖∇f(x)‖∞` (bfgs, lbfgs; for lm of `Σr²`, `2‖Jᵀr‖∞`, shown
+    /// beside MINPACK's test on the columns' cosines), and where bounds hold the one the `gtol`
+    /// test reads: the projected gradient's (lbfgsb), the gradient scaled by the distances to
     /// the bounds it points to (trf, `2·optimality`: `f` is `Σr²`).
     pub grad_inf_norm: f64,
     pub jac_error: Option<GradientError>,

@@ -155,7 +155,7 @@ pub fn run(args: &SolveArgs, job: &Job) -> anyhow::Result<()> {
     if let Some(f_star) = instance.f_star {
         writeln!(out, "known minimum  {f_star:.12e}")?;
     }
-    // The norm the method's gtol test read (`Outcome::grad_inf_norm`).
+    // Which gradient's norm (`Outcome::grad_inf_norm`).
     let norm = match (r.method, r.active_mask.is_some()) {
         ("trf", _) => "‖v·∇f‖∞",
         (_, true) => "‖proj ∇f‖∞",

@@ -281,10 +281,7 @@ impl BoxSpace for HostVectors {
         let Some(bounds) = bounds else {
             return Ok(vector::max_abs(g));
         };
-        let (lower, upper) = (&bounds.lower, &bounds.upper);
-        Ok(vector::max_indexed(x.len(), |i| {
-            projected(lower[i], upper[i], x[i], g[i]).abs()
-        }))
+        Ok(projected_gradient_norm(&bounds.lower, &bounds.upper, x, g))
     }
 
     fn steepest_path(
@@ -598,6 +595,12 @@ fn slope_and_room(blocks: Vec<(f64, f64)>) -> (f64, f64) {
         .map(|&(_, room)| room)
         .fold(f64::INFINITY, f64::min);
     (slope, room)
+}
+
+/// `‖x − P(x − g)‖∞` in the box `[lower, upper]`, on every core (NaN entries of `g` are
+/// skipped: callers test `g` finite first, or say what a NaN gives).
+pub(crate) fn projected_gradient_norm(lower: &[f64], upper: &[f64], x: &[f64], g: &[f64]) -> f64 {
+    vector::max_indexed(x.len(), |i| projected(lower[i], upper[i], x[i], g[i]).abs())
 }
 
 #[cfg(test)]

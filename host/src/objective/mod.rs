@@ -12,6 +12,7 @@ mod fixed;
 mod least_squares;
 mod space;
 
+pub(crate) use box_space::projected_gradient_norm;
 pub use box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
 pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use fixed::{FixedObjective, Held, free_factor};

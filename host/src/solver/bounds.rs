@@ -83,7 +83,7 @@ impl Bounds {
     /// with equal bounds counts as at its lower); scipy's `active_mask`. A variable `fixed`
     /// holds is 0 wherever it is held, as trf reports it: no bound had a part in its value.
     pub fn active_mask(&self, x: &[f64], fixed: Option<&[bool]>) -> Vec<i32> {
-        let held = |i: usize| fixed.is_some_and(|fixed| fixed[i]);
+        let held = |i: usize| fixed.is_some_and(|fixed| fixed.get(i) == Some(&true));
         (x.iter().enumerate())
             .map(|(i, &v)| {
                 if held(i) {
@@ -105,7 +105,7 @@ impl Bounds {
         if g.iter().any(|v| v.is_nan()) {
             return f64::NAN;
         }
-        vector::max_indexed(x.len(), |i| self.projected(i, x[i], g[i]).abs())
+        crate::objective::projected_gradient_norm(&self.lower, &self.upper, x, g)
     }
 
     /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1
@@ -172,7 +172,7 @@ impl Bounds {
         self.check(x0.len())?;
         for (index, &value) in x0.iter().enumerate() {
             let (lower, upper) = (self.lower[index], self.upper[index]);
-            let held = fixed.is_some_and(|f| f[index]);
+            let held = fixed.is_some_and(|f| f.get(index) == Some(&true));
             if lower == upper && !held {
                 let reason = "least squares needs lower < upper (hold the variable with fixed)";
                 return Err(SolveError::InvalidBounds {
@@ -290,7 +290,14 @@ impl Bounds {
 
     /// Whether any variable has a finite bound.
     pub(super) fn any(&self) -> bool {
-        self.lower.iter().chain(&self.upper).any(|b| b.is_finite())
+        self.any_free(None)
+    }
+
+    /// Whether any variable not held by `fixed` has a finite bound.
+    pub(super) fn any_free(&self, fixed: Option<&[bool]>) -> bool {
+        let held = |i: usize| fixed.is_some_and(|f| f.get(i) == Some(&true));
+        (0..self.lower.len())
+            .any(|i| !held(i) && (self.lower[i].is_finite() || self.upper[i].is_finite()))
     }
 
     /// Whether every variable has both bounds finite.

@@ -83,10 +83,12 @@ impl Default for LmOptions {
 }
 
 impl LmOptions {
-    /// Whether the solve is trust-region reflective's: within bounds, or under a robust loss
-    /// (scipy takes a loss with trf alone); else MINPACK's Levenberg–Marquardt.
+    /// Whether the solve is trust-region reflective's: with a finite bound on a free variable,
+    /// or under a robust loss (scipy takes a loss with trf alone); else MINPACK's
+    /// Levenberg–Marquardt. Held variables' bounds play no part: the solve is the free ones'.
     fn runs_trf(&self) -> bool {
-        self.bounds.as_ref().is_some_and(Bounds::any) || !self.robust_loss().is_linear()
+        let fixed = self.fixed.as_deref();
+        self.bounds.as_ref().is_some_and(|b| b.any_free(fixed)) || !self.robust_loss().is_linear()
     }
 
     fn check(&self) -> Result<(), SolveError> {
@@ -321,10 +323,12 @@ pub fn least_squares_with_observer(
         return Err(SolveError::NonFiniteX0 { index, value });
     }
     options.check()?;
+    // `fixed`'s length first: the bounds' checks read it by variable.
+    let held = super::options::held(options.fixed.as_deref(), x0)?;
     if let Some(bounds) = &options.bounds {
         bounds.check_for_least_squares(x0, options.fixed.as_deref())?;
     }
-    if let Some(held) = super::options::held(options.fixed.as_deref(), x0)? {
+    if let Some(held) = held {
         return super::fixed::least_squares(objective, x0, options, observer, held);
     }
     if try_zeros(3 * n * n).is_none() {

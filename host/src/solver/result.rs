@@ -20,7 +20,8 @@ pub enum Status {
     /// 1: `maxiter` iterations were done.
     MaxIter,
     /// 2: precision loss: the line search found no acceptable step, or the gradient's
-    /// estimated error exceeds `gtol`, so its small norm proves nothing.
+    /// estimated error exceeds `gtol`, so its small norm proves nothing (for a stop on `ftol`,
+    /// exceeds `gtol` and a tenth of the gradient's norm).
     PrecisionLoss,
     /// 3: a NaN appeared in `f`, `∇f` or `x`.
     NanEncountered,
