@@ -26,6 +26,7 @@ command line prints; memory that cannot be had, ``MemoryError``; a backend that 
 ``cudamin.BackendError``.
 """
 
+import collections.abc
 import functools
 import inspect
 import numbers
@@ -160,7 +161,8 @@ def _count(name, value, minimum=0):
         return None
     if not _is_real(value):
         raise ValueError(f"{name} must be a whole number, not {value!r}")
-    if not float(value).is_integer():
+    # An int is whole however large (float() of one past 1.8e308 overflows).
+    if not isinstance(value, numbers.Integral) and not float(value).is_integer():
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value!r}")
@@ -264,6 +266,10 @@ def _fixed(fixed, size):
     non-integer index is refused. An empty list holds nothing."""
     if fixed is None:
         return None
+    entries = [fixed] if np.ndim(fixed) == 0 else list(np.ravel(np.asarray(fixed, dtype=object)))
+    kinds = {isinstance(entry, (bool, np.bool_)) for entry in entries}
+    if len(kinds) > 1:
+        raise ValueError("fixed must be variable indices or a mask of booleans, not both")
     values = np.atleast_1d(np.asarray(fixed))
     if values.ndim != 1:
         raise ValueError(f"fixed must be a flat list of indices or booleans; it has shape {values.shape}")
@@ -439,7 +445,7 @@ class Solvers:
         if key not in _MINIMIZE_METHODS:
             raise ValueError(f"unknown method {method!r}: BFGS, L-BFGS or L-BFGS-B")
         taken = _MINIMIZE_OPTIONS[key]
-        if options is not None and not isinstance(options, dict):
+        if options is not None and not isinstance(options, collections.abc.Mapping):
             raise ValueError(f"options must be a dict of solver options, not {type(options).__name__}")
         options = dict(options or {})
         unknown = set(options) - taken
@@ -532,9 +538,11 @@ class Solvers:
         which scipy's ``curve_fit`` runs for ``'lm'``, is ``100·(p + 1)`` given a Jacobian).
         ``sigma`` may be one number for every point, as scipy's.
         ``pcov`` is filled with ``inf`` (with an ``OptimizeWarning``) where it cannot be estimated,
-        as scipy's: no degrees of freedom, or for ``'lm'`` a rank-deficient ``J`` (for ``'trf'``
-        the pseudo-inverse, as scipy's; ``infodict``'s ``rank`` and ``not_identifiable`` say
-        which parameters the data fix only in combination). Raises ``RuntimeError`` when the fit does not converge, as scipy's.
+        as scipy's: no degrees of freedom, or for ``'lm'`` a rank-deficient ``J`` (at scipy's SVD
+        tolerance, ``ε·max(m, n)·σ_max``, where scipy's ``leastsq`` gives ``inf`` only for an
+        exactly singular ``R`` and otherwise numbers that are rounding noise along the null
+        directions); for ``'trf'`` the pseudo-inverse, as scipy's. ``infodict``'s ``rank`` and
+        ``not_identifiable`` say which parameters the data fix only in combination. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
         """
         if nan_policy not in (None, "raise"):
             raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
@@ -568,9 +576,9 @@ class Solvers:
             raise RuntimeError("Optimal parameters not found: " + result["message"])
         popt, pcov = result["x"], result["pcov"]
         if pcov is not None and result["method"] == "lm" and result["rank"] < popt.size - len(held or ()):
-            # scipy's 'lm' inverts leastsq's R, singular where J is rank-deficient, and so
-            # estimates nothing; the pseudo-inverse ('trf''s, kept there) would give the
-            # parameters the data do not determine a standard error of 0.
+            # scipy's 'lm' inverts leastsq's R and estimates nothing where it is singular; the
+            # pseudo-inverse ('trf''s, kept there) would give the parameters the data do not
+            # determine a standard error of 0, and R⁻¹R⁻ᵀ of a numerically singular R is noise.
             pcov = None
         if pcov is None:
             pcov = np.full((popt.size, popt.size), np.inf)

@@ -247,6 +247,8 @@ def test_a_tolerance_of_none_turns_its_test_off_as_scipys():
         return np.array([[-20 * x[0], 10.0], [-1.0, 0.0]])
 
     x0, bounds = np.array([-1.2, 1.0]), ([-np.inf, -np.inf], [0.5, np.inf])
+    stopped = cudamin.least_squares("mgh-1", x0, bounds=bounds)
+    assert (stopped.status, stopped.nfev) == (2, 17)
     ours = cudamin.least_squares("mgh-1", x0, bounds=bounds, ftol=None)
     theirs = scipy_least_squares(residuals, x0, jac=jacobian, bounds=bounds, ftol=None)
     assert (ours.status, ours.nfev, ours.njev) == (theirs.status, theirs.nfev, theirs.njev) == (1, 18, 16)
@@ -317,6 +319,8 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         (lambda: cudamin.minimize("rosenbrock", X0, options="maxiter"), ValueError, "options must be a dict"),
         (lambda: cudamin.minimize("rosenbrock", fixed=[True] * 3), ValueError, "3 booleans for 10"),
         (lambda: cudamin.minimize("rosenbrock", X0, fixed=[[0, 1]]), ValueError, "flat list"),
+        (lambda: cudamin.minimize("rosenbrock", X0, fixed=[False, 1]), ValueError, "not both"),
+        (lambda: cudamin.minimize("rosenbrock", n=10**400), ValueError, "is too large"),
         (lambda: cudamin.minimize("seed-expsum", [np.nan, 1.0], fixed=[0]), ValueError, r"x0\[0\] is NaN"),
         (lambda: cudamin.minimize("rosenbrock", X0, options={"maxiter": "5"}), ValueError, "maxiter must be"),
         (lambda: cudamin.minimize("rosenbrock", n=2**70), ValueError, "n = .* is too large"),
@@ -377,6 +381,7 @@ def test_an_empty_fixed_holds_nothing_and_a_huge_limit_is_none():
     for ours in [
         cudamin.minimize("rosenbrock", X0, fixed=[]),
         cudamin.minimize("rosenbrock", X0, options={"maxiter": 2**64}),
+        cudamin.minimize("rosenbrock", X0, options={"maxiter": 10**400}),
     ]:
         assert (ours.nit, ours.nfev, ours.status) == (plain.nit, plain.nfev, plain.status)
 
