@@ -189,11 +189,12 @@ def _is_real(value):
 
 def _jac(jac):
     """cudamin's scheme name for scipy's ``jac``: True or 'exact' is the exact gradient, and
-    False scipy's two-point differences (None is the exact gradient, cudamin's default)."""
-    if jac is True or jac is None:
+    False scipy's two-point differences (None is the exact gradient, cudamin's default); a
+    number or numpy bool counts as its truth, as scipy reads ``bool(jac)``."""
+    if jac is None:
         return "exact"
-    if jac is False:
-        return _JAC_NAMES["2-point"]
+    if isinstance(jac, (bool, np.bool_, numbers.Integral)):
+        return "exact" if jac else _JAC_NAMES["2-point"]
     if isinstance(jac, str):
         return _JAC_NAMES.get(jac, jac)
     raise ValueError(

@@ -374,6 +374,11 @@ def test_method_none_and_jac_false_are_scipys():
     by_false = cudamin.minimize("rosenbrock", X0, jac=False)
     by_name = cudamin.minimize("rosenbrock", X0, jac="2-point")
     assert by_false.x.tolist() == by_name.x.tolist() and by_false.nfev == by_name.nfev
+    # scipy reads bool(jac): a numpy bool or a number counts as its truth.
+    exact = cudamin.minimize("rosenbrock", X0, jac=True)
+    for truthy in [np.True_, 1]:
+        assert cudamin.minimize("rosenbrock", X0, jac=truthy).x.tolist() == exact.x.tolist()
+    assert cudamin.minimize("rosenbrock", X0, jac=np.False_).x.tolist() == by_false.x.tolist()
 
 
 def test_an_empty_fixed_holds_nothing_and_a_huge_limit_is_none():
