@@ -147,6 +147,18 @@ fn bad_input_is_a_one_line_error() {
             ],
             "invalid option f_scale = 2.3e-308: must lie between about 1.5e-154 and 1.3e154",
         ),
+        // A model's parameter rule in the fit's words, not its term's (`n = 3 … fit_exp_decay`).
+        (
+            &[
+                "fit",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/expsin.csv"),
+                "--model",
+                "exp-decay",
+                "--params",
+                "3",
+            ],
+            "exp-decay cannot have 3 parameters: exp-decay has 2 parameters per exponential",
+        ),
         // A tolerance past `{}`'s short form is shown as an exponent, not 300 digits.
         (
             &["solve", "mgh-16", "--method", "lm", "--xtol", "1e-300"],

@@ -4,12 +4,13 @@
 
 use super::problem::{Instance, LoadError, load_least_squares};
 use cudamin_host::backend::gpu::abi::{Launch, residual_launches};
-use cudamin_host::backend::{Backend, TermProblem};
+use cudamin_host::backend::{Backend, ProblemError, TermProblem};
 use cudamin_host::shown::Shown;
 use cudamin_host::solver::Bounds;
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
+use std::borrow::Cow;
 
 /// The points of a fit: `y ≈ m(θ, x)`, with optional standard deviations `σ` of `y`.
 #[derive(Clone, Debug)]
@@ -78,6 +79,16 @@ pub enum FitError {
         got: usize,
         /// The number of parameters `p`.
         params: usize,
+    },
+    /// The model does not take this many parameters (its term's rule).
+    #[error("{model} cannot have {params} parameters: {reason}")]
+    Params {
+        /// The model's name.
+        model: &'static str,
+        /// The number of parameters asked for.
+        params: usize,
+        /// The model's rule, in words.
+        reason: Cow<'static, str>,
     },
     /// Setting the model up failed (memory, the data, the backend).
     #[error(transparent)]
@@ -333,7 +344,17 @@ impl Model {
                 }
             }
         }
-        let mut instance = (self.setup)(backend, p, values, points)?;
+        // The term names itself (`fit_exp_decay`) and its variables `n`: the fit's words are
+        // the model's name and its parameters.
+        let mut instance =
+            (self.setup)(backend, p, values, points).map_err(|error| match error {
+                LoadError::Problem(ProblemError::InvalidN { reason, .. }) => FitError::Params {
+                    model: self.name,
+                    params: p,
+                    reason,
+                },
+                other => other.into(),
+            })?;
         if let Some(p0) = p0 {
             if p0.len() != p {
                 return Err(FitError::StartLength {
