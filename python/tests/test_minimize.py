@@ -235,6 +235,11 @@ def test_least_squares_is_minpacks_and_trf_within_bounds():
         np.testing.assert_allclose(ours.x, theirs.x, atol=1e-8, err_msg=loss)
     with pytest.raises(ValueError, match="supports only 'linear' loss"):
         cudamin.least_squares("mgh-1", x0, method="lm", loss="huber")
+    # The linear loss ignores f_scale, as scipy's does.
+    plain = cudamin.least_squares("mgh-1", x0)
+    for f_scale in [0.0, -1.0]:
+        ignored = cudamin.least_squares("mgh-1", x0, f_scale=f_scale)
+        assert (ignored.x.tolist(), ignored.nfev) == (plain.x.tolist(), plain.nfev)
 
 
 def test_a_tolerance_of_none_turns_its_test_off_as_scipys():
@@ -335,6 +340,12 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
         (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
         (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "with bounds or a robust loss"),
+        (
+            # Bounds on a held variable only bound nothing the solve moves.
+            lambda: cudamin.least_squares("mgh-1", [0.5, 1.0], bounds=([0, -np.inf], [1, np.inf]), fixed=[0], method="trf"),
+            ValueError,
+            "with bounds or a robust loss",
+        ),
         (lambda: cudamin.minimize("seed-expsum", n=10**15), MemoryError, "more memory"),
     ],
 )

@@ -53,6 +53,7 @@ pub struct LmOptions {
     /// not. [`Loss::Linear`] (the default) is least squares.
     pub loss: Loss,
     /// `C`, scipy's `f_scale`: the residual size past which a point counts as an outlier. 1.
+    /// The linear loss ignores it (any value), as scipy's does.
     pub f_scale: f64,
     /// The variables held at their values in `x0` (`true`: fixed), one entry per variable, as
     /// [`Options::fixed`](super::Options::fixed): the solve is in the free ones; the result's
@@ -134,7 +135,9 @@ impl LmOptions {
                 "must be positive",
             ));
         }
-        if !(self.f_scale.is_finite() && self.f_scale > 0.0) {
+        // The linear loss never reads f_scale (scipy ignores it there too).
+        let robust = self.loss != Loss::Linear;
+        if robust && !(self.f_scale.is_finite() && self.f_scale > 0.0) {
             return Err(invalid_option(
                 "f_scale",
                 Shown(self.f_scale),
@@ -143,7 +146,7 @@ impl LmOptions {
         }
         // A robust loss sums C²·ρ(r²/C²): past these ends C² underflows to 0 (a fit reported
         // with rss 0 and zero errors) or overflows.
-        if self.loss != Loss::Linear && !(self.f_scale * self.f_scale).is_normal() {
+        if robust && !(self.f_scale * self.f_scale).is_normal() {
             return Err(invalid_option(
                 "f_scale",
                 Shown(self.f_scale),
@@ -153,11 +156,18 @@ impl LmOptions {
         Ok(())
     }
 
-    /// The loss with its scale.
+    /// The loss with its scale; the linear loss with a scale of 1, whatever `f_scale` says
+    /// (its cost `C²·(r²/C²)` is `r²` for any `C` but 0, which [`check`](Self::check) lets
+    /// through for it).
     pub(super) fn robust_loss(&self) -> RobustLoss {
+        let f_scale = if self.loss == Loss::Linear {
+            1.0
+        } else {
+            self.f_scale
+        };
         RobustLoss {
             loss: self.loss,
-            f_scale: self.f_scale,
+            f_scale,
         }
     }
 }
