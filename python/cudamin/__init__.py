@@ -350,6 +350,17 @@ def _tolerances(ftol, xtol, gtol):
     return tolerances
 
 
+def _binds(lower, upper, held):
+    """Whether the box ``[lower, upper]`` bounds a variable the solve moves: the method is
+    chosen on the free variables' bounds, as the solver chooses it (a held one's play no part)."""
+    if lower is None:
+        return False
+    finite = np.isfinite(lower) | np.isfinite(upper)
+    if held and finite.size > 1:
+        finite[[i for i in held if i < finite.size]] = False
+    return bool(finite.any())
+
+
 def _check_method(method, bounded, loss):
     """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``: a robust loss runs
     ``'trf'``, with or without bounds, as in scipy."""
@@ -500,12 +511,13 @@ class Solvers:
         x0 = None if x0 is None else _array("x0", x0)
         size = x0.size if x0 is not None else n
         lower, upper = _box(bounds, size)
-        _check_method(method, lower is not None, loss)
-        _check_x_scale(x_scale, "lm" if lower is None and loss == "linear" else "trf", size)
+        held = _fixed(fixed, self._size(fun, size, fixed))
+        bounded = _binds(lower, upper, held)
+        _check_method(method, bounded, loss)
+        _check_x_scale(x_scale, "trf" if bounded or loss != "linear" else "lm", size)
         result = self._catalog.least_squares(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
-            lower=lower, upper=upper,
-            fixed=_fixed(fixed, self._size(fun, size, fixed)),
+            lower=lower, upper=upper, fixed=held,
             **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
             f_scale=_number("f_scale", f_scale),
             backend=backend, callback=_observer(callback, least_squares=True),
@@ -561,11 +573,11 @@ class Solvers:
             raise ValueError(f"bounds must be (lower, upper), a scipy.optimize.Bounds or 'natural', not {bounds!r}")
         size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
         lower, upper = (None, None) if natural else _box(bounds, size)
-        _check_method(method, natural or lower is not None, loss)
+        held = self._fixed_parameters(f, fixed, size)
+        _check_method(method, natural or _binds(lower, upper, held), loss)
         if maxfev is not None:
             # leastsq reads 0 as its default.
             max_nfev = _count("maxfev", maxfev) or None
-        held = self._fixed_parameters(f, fixed, size)
         result = self._catalog.curve_fit(
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=held,
