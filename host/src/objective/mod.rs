@@ -43,7 +43,8 @@ pub trait Objective {
     /// to `into`, and which one it is; `None` (and `into` as it was) when the gradient is
     /// exact. The solver asks once, at the solution, measures its gradient's distance from
     /// this one in its own norm ([`GradientError`]) and reports success only when that is at
-    /// most `gtol`. The default says exact: implement it when your gradient is approximate.
+    /// most `gtol` (or, for a stop on `ftol`, under a tenth of the gradient's norm). The
+    /// default says exact: implement it when your gradient is approximate.
     fn reference_gradient(
         &mut self,
         x: &[f64],
