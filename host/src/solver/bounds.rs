@@ -83,10 +83,9 @@ impl Bounds {
     /// with equal bounds counts as at its lower); scipy's `active_mask`. A variable `fixed`
     /// holds is 0 wherever it is held, as trf reports it: no bound had a part in its value.
     pub fn active_mask(&self, x: &[f64], fixed: Option<&[bool]>) -> Vec<i32> {
-        let held = |i: usize| fixed.is_some_and(|fixed| fixed.get(i) == Some(&true));
         (x.iter().enumerate())
             .map(|(i, &v)| {
-                if held(i) {
+                if is_held(fixed, i) {
                     0
                 } else if v == self.lower[i] {
                     -1
@@ -138,7 +137,7 @@ impl Bounds {
         let Some(fixed) = fixed else {
             return Ok(());
         };
-        let mut held = (0..x0.len()).filter(|&i| fixed.get(i) == Some(&true));
+        let mut held = (0..x0.len()).filter(|&i| is_held(Some(fixed), i));
         held.try_for_each(|index| self.contains(index, x0[index], true))
     }
 
@@ -172,7 +171,7 @@ impl Bounds {
         self.check(x0.len())?;
         for (index, &value) in x0.iter().enumerate() {
             let (lower, upper) = (self.lower[index], self.upper[index]);
-            let held = fixed.is_some_and(|f| f.get(index) == Some(&true));
+            let held = is_held(fixed, index);
             if lower == upper && !held {
                 let reason = "least squares needs lower < upper (hold the variable with fixed)";
                 return Err(SolveError::InvalidBounds {
@@ -295,9 +294,8 @@ impl Bounds {
 
     /// Whether any variable not held by `fixed` has a finite bound.
     pub(super) fn any_free(&self, fixed: Option<&[bool]>) -> bool {
-        let held = |i: usize| fixed.is_some_and(|f| f.get(i) == Some(&true));
         (0..self.lower.len())
-            .any(|i| !held(i) && (self.lower[i].is_finite() || self.upper[i].is_finite()))
+            .any(|i| !is_held(fixed, i) && (self.lower[i].is_finite() || self.upper[i].is_finite()))
     }
 
     /// Whether every variable has both bounds finite.
@@ -321,6 +319,12 @@ impl Bounds {
     fn projected(&self, i: usize, x: f64, g: f64) -> f64 {
         bounds::projected(self.lower[i], self.upper[i], x, g)
     }
+}
+
+/// Whether `fixed` holds variable `i` (a mask too short for `i` holds nothing there; its length
+/// is refused where the solve starts, by `options::held`).
+fn is_held(fixed: Option<&[bool]>, i: usize) -> bool {
+    fixed.is_some_and(|fixed| fixed.get(i) == Some(&true))
 }
 
 /// The least number above `v` (`f64::next_up`, which is newer than this crate's MSRV).

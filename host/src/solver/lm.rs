@@ -350,10 +350,9 @@ pub fn least_squares_with_observer(
     // A robust loss runs trf with or without a box, as in scipy: MINPACK's rules on rows
     // rescaled afresh at each point stopped short of the robust minimum and called it success
     // (Rosenbrock under huber, f_scale 0.5: cost 0.93 and status 4 where trf reaches 0).
-    let box_ = options.bounds.as_ref().filter(|b| b.any());
     if options.runs_trf() {
         let unbounded = Bounds::unbounded(n);
-        let bounds = box_.unwrap_or(&unbounded);
+        let bounds = options.bounds.as_ref().unwrap_or(&unbounded);
         return bounds.confining(
             objective,
             |o, box_| o.confine_steps(box_),
