@@ -235,6 +235,23 @@ impl StepBounds {
     }
 }
 
+/// A sum whose terms each read the variables of one piece of `x` alone, so that each piece's
+/// part of `f` and `∇f` comes from that piece: a solver may evaluate a piece as soon as it has
+/// written it, while the piece's vectors are still in cache (L-BFGS's trial sweep,
+/// `objective::trial_sweep`). Pieces are the evaluator's own chunks, so the pieces' results are
+/// the bits of its [`value_and_gradient`](Evaluator::value_and_gradient).
+pub trait PieceEvaluator: Sync {
+    /// The variables of a piece; piece `i` starts at `i·piece_len()` (the last may be shorter).
+    fn piece_len(&self) -> usize;
+    /// The value of the terms of a piece, from its variables `x` alone, and their gradient
+    /// into `g` (of `x`'s length).
+    fn piece(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError>;
+    /// `f`, from the pieces' values in piece order.
+    fn total(&self, values: &[f64]) -> f64 {
+        gpu_kernels::kernel::sum_in_order(values.iter().copied())
+    }
+}
+
 /// The value and gradient (exact, or by finite differences) of one problem loaded on a backend. A backend's
 /// implementation holds the problem's data (uploaded once, for the GPU).
 ///
@@ -291,6 +308,13 @@ pub trait Evaluator: Send {
     /// The problem on its device, when it is on one: a solver may then keep its vectors there
     /// too, and evaluate at them without copies. `None` on the CPU.
     fn device(&mut self) -> Option<&mut dyn super::gpu::DeviceEvaluator> {
+        None
+    }
+
+    /// The problem as pieces of `x` evaluated one at a time ([`PieceEvaluator`]), with
+    /// `gradient`, where its terms allow it; `None` (the default) otherwise.
+    fn pieces(&self, gradient: Gradient) -> Option<&dyn PieceEvaluator> {
+        let _ = gradient;
         None
     }
 

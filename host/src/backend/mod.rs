@@ -15,8 +15,8 @@ pub mod sum;
 
 pub use evaluator::{
     BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig, LaunchOverride, Layout,
-    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, RawArg, RobustLoss, Share, StepBounds,
-    WithResiduals, checked_against,
+    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, PieceEvaluator, RawArg, RobustLoss,
+    Share, StepBounds, WithResiduals, checked_against,
 };
 pub use gpu::Traffic;
 pub use problem::{ProblemError, TermProblem};

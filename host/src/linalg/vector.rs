@@ -181,7 +181,7 @@ pub(crate) fn dots(vectors: &[&[f64]], with: &[&[f64]], out: &mut [f64]) {
 /// four by four, or eight by one where `with` is one vector), each exactly
 /// [`serial_dots_of`]'s. Four vectors by one `with` a sweep, the pair's pass of a bounded
 /// L-BFGS-B iteration (4 × 20 products at n = 10⁶) took 12–14 ms; four by four, 7.
-fn serial_dots(vectors: &[&[f64]], with: &[&[f64]]) -> Vec<f64> {
+pub(crate) fn serial_dots(vectors: &[&[f64]], with: &[&[f64]]) -> Vec<f64> {
     let k = with.len();
     let len = with.first().map_or(0, |w| w.len());
     let whole = len - len % 4;
@@ -264,12 +264,12 @@ impl Sweep<'_, '_> {
 }
 
 /// The `range` of each of `vectors`.
-fn blocks_of<'v>(vectors: &[&'v [f64]], range: Range<usize>) -> Vec<&'v [f64]> {
+pub(crate) fn blocks_of<'v>(vectors: &[&'v [f64]], range: Range<usize>) -> Vec<&'v [f64]> {
     vectors.iter().map(|v| &v[range.clone()]).collect()
 }
 
 /// Each entry's block sums, in block order.
-fn sum_blocks(blocks: Vec<Vec<f64>>) -> Vec<f64> {
+pub(crate) fn sum_blocks(blocks: Vec<Vec<f64>>) -> Vec<f64> {
     let len = blocks.first().map_or(0, Vec::len);
     (0..len)
         .map(|q| blocks.iter().map(|b| b[q]).sum())

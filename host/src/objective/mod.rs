@@ -11,6 +11,7 @@ mod device;
 mod fixed;
 mod least_squares;
 mod space;
+mod sweep;
 
 pub(crate) use box_space::projected_gradient_norm;
 pub use box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
@@ -18,8 +19,9 @@ pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use fixed::{FixedObjective, Held, free_factor};
 pub use least_squares::LeastSquaresObjective;
 pub use space::{HostVectors, StepEnd, VectorSpace};
+pub(crate) use sweep::{TrialSweep, trial_sweep};
 
-use crate::backend::{BackendError, Evaluator, Gradient, StepBounds};
+use crate::backend::{BackendError, Evaluator, Gradient, PieceEvaluator, StepBounds};
 
 /// A function to minimize, with its gradient.
 pub trait Objective {
@@ -59,6 +61,14 @@ pub trait Objective {
     /// theirs, the solvers' view of one with variables held fixed); leave the default for your
     /// own objectives.
     fn device(&mut self) -> Option<OnDevice<'_>> {
+        None
+    }
+
+    /// This objective's value and gradient by pieces of `x` ([`PieceEvaluator`]), where it is
+    /// a sum of terms that allow it: L-BFGS then evaluates its first trial point in the sweep
+    /// that forms it (see `objective::trial_sweep`). `None`, the default, keeps the separate
+    /// passes.
+    fn pieces(&self) -> Option<&dyn PieceEvaluator> {
         None
     }
 
@@ -221,6 +231,10 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
         let gradient = self.gradient;
         let evaluator = self.evaluator.device()?;
         Some(OnDevice::new(evaluator, gradient))
+    }
+
+    fn pieces(&self) -> Option<&dyn PieceEvaluator> {
+        self.evaluator.pieces(self.gradient)
     }
 
     /// The evaluator keeps the box for its finite-difference passes. An exact gradient takes

@@ -28,8 +28,9 @@
 //! live on the device (see `workspace`); below it the matrix and the vectors are on the host.
 
 use super::dense::{self, bfgs_update, matvec};
+use super::line_search::Evaluated;
 use super::options::{Options, check_start, invalid_option};
-use super::quasi_newton::{self, InverseHessian};
+use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
@@ -228,10 +229,11 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         workspace: &mut W,
         g: &W::Vector,
         p: &mut W::Vector,
-    ) -> Result<f64, EvalError> {
+        _: Option<Trial<'_, W::Vector>>,
+    ) -> Result<(f64, Option<Evaluated>), EvalError> {
         self.product(workspace, g, p, |_, _| Ok(()))?;
         workspace.space_mut().scale(-1.0, p)?;
-        workspace.space_mut().dot(g, p)
+        Ok((workspace.space_mut().dot(g, p)?, None))
     }
 
     fn update(
@@ -240,7 +242,7 @@ impl<W: Workspace> InverseHessian<W> for ImplicitBfgs<W::Vector> {
         s: &mut W::Vector,
         y: &mut W::Vector,
         end: &StepEnd,
-        _step: f64,
+        _: Taken,
     ) -> Result<(), EvalError> {
         self.push(workspace, s, y, end.sy)
     }
@@ -311,7 +313,8 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
         workspace: &mut HostWorkspace<'_>,
         g: &Vec<f64>,
         p: &mut Vec<f64>,
-    ) -> Result<f64, EvalError> {
+        _: Option<Trial<'_, Vec<f64>>>,
+    ) -> Result<(f64, Option<Evaluated>), EvalError> {
         self.switch_to_dense_if_due();
         match &mut self.form {
             Form::Implicit(implicit) => {
@@ -329,7 +332,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
             Form::Dense(h) => matvec(h, g, p),
         }
         map_in_place(p, |v| -v);
-        Ok(dot(g, p))
+        Ok((dot(g, p), None))
     }
 
     fn update(
@@ -338,7 +341,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
         s: &mut Vec<f64>,
         y: &mut Vec<f64>,
         end: &StepEnd,
-        _step: f64,
+        _: Taken,
     ) -> Result<(), EvalError> {
         let sy = end.sy;
         match &mut self.form {

@@ -42,12 +42,25 @@
 //! the difference (`y`'s by a second pass, since the first one measures `g₊`). Each entry of the direction is the same combination of the same
 //! entries of `g`, `S` and `Y`, as in the two-loop recursion, so separable structure is kept
 //! exactly (the identical blocks of extended Rosenbrock stay identical).
+//!
+//! ## One read of the pairs, where the objective comes in pieces
+//!
+//! The second pass cannot take the next gradient's products, which the next direction needs:
+//! that gradient is at the trial point, which needs all of `p`. Where `f` is a sum of terms
+//! that each read one piece of `x` ([`Objective::pieces`](crate::objective::Objective::pieces)),
+//! it can: the trial sweep (`objective::trial_sweep`) forms each piece of `p`, the trial point
+//! `x + p` and `f` and `g₊` on it, and takes `g₊`'s products with the pairs while they are in
+//! cache. The line search takes that trial as its first evaluation (the step 1, which it tries
+//! first); where it accepts it, the next push derives every product it needs
+//! (`Memory::push`) and the iteration has read the pairs once.
 
-use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
+use super::line_search::Evaluated;
+use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
 use super::options::{Options, check_limited_memory_start};
-use super::quasi_newton::{self, InverseHessian};
+use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
+use crate::objective::TrialSweep;
 use crate::objective::{EvalError, Objective, StepEnd, VectorSpace};
 use std::ops::ControlFlow;
 
@@ -109,6 +122,9 @@ struct LimitedMemory<V> {
     direction: Option<DirectionProducts>,
     /// The vectors of the pair the memory last let go, for the next one.
     spare: Option<(V, V)>,
+    /// What the last direction's trial sweep measured at `x + p`, for the pair of a step that
+    /// ends there.
+    swept: Option<TrialSweep>,
 }
 
 impl<V> LimitedMemory<V> {
@@ -118,6 +134,7 @@ impl<V> LimitedMemory<V> {
             pending: None,
             direction: None,
             spare: None,
+            swept: None,
         }
     }
 }
@@ -128,28 +145,51 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         workspace: &mut W,
         g: &W::Vector,
         p: &mut W::Vector,
-    ) -> Result<f64, EvalError> {
+        trial: Option<Trial<'_, W::Vector>>,
+    ) -> Result<(f64, Option<Evaluated>), EvalError> {
         let space = workspace.space_mut();
         if let Some(pair) = self.pending.take() {
             self.spare = self.memory.push(space, pair, g, None)?;
         }
+        self.swept = None;
         if self.memory.is_empty() {
             // H₀ = I: the first step's length comes from scipy's estimate.
             self.direction = None;
-            return space.combine_dot(&[(-1.0, g)], p, g);
+            return Ok((space.combine_dot(&[(-1.0, g)], p, g)?, None));
         }
-        // Pass 1 (the push's, or its own): sᵢᵀg and yᵢᵀg for every pair.
+        // Pass 1 (the push's, or its own; none after a trial sweep): sᵢᵀg and yᵢᵀg.
         let with_g = self.memory.pairs_dot(space, g)?;
         let step = self.memory.inverse_step(&with_g);
+        self.direction = self.memory.direction_products(&step);
         // Pass 2: −H·g = −γg − S·w + γY·u (`coefficients` are `[γu; −w]`, `y`s first).
         let k = self.memory.len();
         let (on_y, on_s) = step.coefficients.split_at(k);
         let mut terms = vec![(-step.gamma, g)];
         terms.extend(on_s.iter().enumerate().map(|(j, &c)| (c, self.memory.s(j))));
         terms.extend(on_y.iter().enumerate().map(|(j, &c)| (c, self.memory.y(j))));
-        let slope = space.combine_dot(&terms, p, g)?;
-        self.direction = self.memory.direction_products(&step);
-        Ok(slope)
+        // Given the trial, where the workspace can: pass 2 and the next pass 1 as one sweep
+        // (the module docs' last section).
+        if let Some(trial) = trial {
+            let columns: Vec<&W::Vector> = self.memory.columns().collect();
+            let buffers = [&mut *p, trial.point, trial.gradient];
+            // An evaluation that fails at `x + p` is left to the separate passes below: the
+            // line search meets it there, if it evaluates there at all (it would not along a
+            // direction that does not descend), as without the sweep.
+            let swept = workspace.trial_sweep(&terms, trial.x, g, buffers, &columns);
+            if let Ok(Some(sweep)) = swept {
+                // The step 1, which the search tries first (`natural_step`).
+                let evaluated = Evaluated {
+                    step: 1.0,
+                    value: sweep.value,
+                    slope: sweep.slope,
+                };
+                let slope = sweep.slope0;
+                self.swept = Some(sweep);
+                return Ok((slope, Some(evaluated)));
+            }
+        }
+        let slope = workspace.space_mut().combine_dot(&terms, p, g)?;
+        Ok((slope, None))
     }
 
     /// 1 once a pair has scaled `H₀` (Nocedal & Wright, §7.2: the step L-BFGS is built to take,
@@ -164,8 +204,9 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         s: &mut W::Vector,
         y: &mut W::Vector,
         end: &StepEnd,
-        step: f64,
+        taken: Taken,
     ) -> Result<(), EvalError> {
+        let swept = self.swept.take().filter(|_| taken.swept);
         let (sy, yy) = (end.sy, end.yy);
         if sy.is_nan() || sy <= f64::EPSILON * yy {
             // Curvature lost to rounding (see the module docs): keep the pairs we have; the
@@ -185,7 +226,13 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         std::mem::swap(s, &mut kept_s);
         std::mem::swap(y, &mut kept_y);
         let ss = end.step_norm * end.step_norm;
-        let s_with_held = (self.direction.take()).and_then(|d| d.of_step(step, ss));
+        let s_with_held = (self.direction.take()).and_then(|d| d.of_step(taken.step, ss));
+        let g_new = swept.map(|sweep| SweptGradient {
+            pairs: sweep.with,
+            gg: sweep.gg,
+            with_g: sweep.gradients,
+            with_s: taken.step * sweep.slope,
+        });
         self.pending = Some(Pair {
             s: kept_s,
             y: kept_y,
@@ -196,6 +243,7 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
                 gg: None,
             },
             s_with_held,
+            g_new,
         });
         Ok(())
     }
@@ -209,6 +257,85 @@ mod tests {
     use crate::solver::two_loop::{CurvaturePair, two_loop};
     use crate::solver::workspace::Length;
     use std::collections::VecDeque;
+
+    /// A term objective that counts its evaluations, and offers its pieces only if `pieces`.
+    struct Counting {
+        inner: crate::objective::TermObjective,
+        pieces: bool,
+        evaluations: usize,
+    }
+
+    impl Objective for Counting {
+        fn dim(&self) -> usize {
+            self.inner.dim()
+        }
+        fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+            self.evaluations += 1;
+            self.inner.value(x)
+        }
+        fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+            self.evaluations += 1;
+            self.inner.gradient(x, g)
+        }
+        fn value_and_gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<f64, EvalError> {
+            self.evaluations += 1;
+            self.inner.value_and_gradient(x, g)
+        }
+        fn pieces(&self) -> Option<&dyn crate::backend::PieceEvaluator> {
+            self.inner.pieces().filter(|_| self.pieces)
+        }
+    }
+
+    /// L-BFGS with its first trials swept (the objective in pieces) takes the steps it takes
+    /// with the separate passes: the same iterations and evaluations, the same answer to the
+    /// last digits the products' order leaves; and the sweep did evaluate trials.
+    #[test]
+    fn swept_trials_take_the_separate_passes_steps() {
+        use crate::backend::cpu::CpuEvaluator;
+        use crate::backend::{Gradient, TermProblem};
+        use gpu_kernels::terms::{ExtRosenbrock, SeedExpSum};
+        fn solve<T: gpu_kernels::Term + gpu_kernels::Kernels + 'static>(
+            x0: &[f64],
+            pieces: bool,
+        ) -> (OptimizeResult, usize) {
+            let n = x0.len();
+            let problem = TermProblem::<T>::new(n).unwrap();
+            let evaluator: Box<dyn crate::backend::Evaluator> =
+                Box::new(CpuEvaluator::new(problem));
+            let mut objective = Counting {
+                inner: crate::objective::TermObjective::new(evaluator, Gradient::Exact),
+                pieces,
+                evaluations: 0,
+            };
+            let result = minimize(&mut objective, x0, &Options::default(), &mut |_| {
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+            (result, objective.evaluations)
+        }
+        fn check<T: gpu_kernels::Term + gpu_kernels::Kernels + 'static>(x0: &[f64]) {
+            let (swept, through_passes) = solve::<T>(x0, true);
+            let (separate, all) = solve::<T>(x0, false);
+            assert_eq!(swept.status, crate::solver::Status::Success);
+            assert_eq!((swept.nit, swept.nfev), (separate.nit, separate.nfev));
+            assert_eq!(all, separate.nfev);
+            // Those of `x0` and of the first iteration (no pair yet) are the passes'.
+            assert!(
+                through_passes + 3 <= swept.nfev,
+                "{through_passes} of {}",
+                swept.nfev
+            );
+            let scale = separate.fun.abs().max(1e-12);
+            assert!((swept.fun - separate.fun).abs() <= 1e-6 * scale);
+            for (a, b) in swept.x.iter().zip(&separate.x) {
+                assert!((a - b).abs() <= 1e-9, "{a} vs {b}");
+            }
+        }
+        let n = 40_000;
+        let rosenbrock_start: Vec<f64> = (0..n).map(|i| [-1.2, 1.0][i % 2]).collect();
+        check::<ExtRosenbrock>(&rosenbrock_start);
+        check::<SeedExpSum>(&vec![0.5; n]);
+    }
 
     /// `γ = sᵀy / yᵀy` of the newest pair; 1 before the first.
     fn gamma(memory: &Memory<Vec<f64>>) -> f64 {
@@ -245,7 +372,7 @@ mod tests {
             for k in 0..9 {
                 let g = gradient(&x);
                 let mut p = vec![0.0; n];
-                let slope = memory.direction(&mut workspace, &g, &mut p).unwrap();
+                let (slope, _) = memory.direction(&mut workspace, &g, &mut p, None).unwrap();
                 assert_eq!(slope.to_bits(), vector::dot(&g, &p).to_bits());
                 let mut expected = g.clone();
                 let gamma = gamma(&memory.memory);
@@ -293,8 +420,12 @@ mod tests {
                         rho: 1.0 / sy,
                     });
                 }
+                let taken = Taken {
+                    step: length,
+                    swept: false,
+                };
                 memory
-                    .update(&mut workspace, &mut s, &mut y, &end, length)
+                    .update(&mut workspace, &mut s, &mut y, &end, taken)
                     .unwrap();
             }
         }

@@ -56,6 +56,15 @@ impl<'w, W: Workspace> Counted<'w, W> {
     }
 }
 
+/// A trial a ray's `point` and `gradient` already hold, evaluated before the search (L-BFGS's
+/// trial sweep, `objective::trial_sweep`): its step, `φ(step)` and `φ'(step)`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Evaluated {
+    pub step: f64,
+    pub value: f64,
+    pub slope: f64,
+}
+
 /// The [`Line`] along `x + α·p` in a workspace. It keeps the last trial point and the gradient
 /// there, so that the solver takes both over without evaluating again.
 pub(super) struct Ray<'r, 'w, W: Workspace> {
@@ -66,10 +75,18 @@ pub(super) struct Ray<'r, 'w, W: Workspace> {
     pub point: &'r mut W::Vector,
     /// `∇f(point)`, once [`Line::slope`] has been called there.
     pub gradient: &'r mut W::Vector,
+    /// The trial `point` and `gradient` hold from before the search, if any: the search's
+    /// first evaluation, where it asks for that step, and counted then (as the evaluation it
+    /// stands for); any other evaluation first lets it go. A search that refuses to start (no
+    /// descent) leaves it uncounted: the solve ends there, as it would without it.
+    pub evaluated: Option<Evaluated>,
+    /// Whether `point` is that trial's.
+    pub at_evaluated: bool,
 }
 
 impl<W: Workspace> Line for Ray<'_, '_, W> {
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
+        (self.evaluated, self.at_evaluated) = (None, false);
         let workspace = &mut *self.objective.workspace;
         workspace
             .space_mut()
@@ -86,6 +103,15 @@ impl<W: Workspace> Line for Ray<'_, '_, W> {
     }
 
     fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
+        if let Some(known) = self.evaluated.take()
+            && known.step == step
+        {
+            self.objective.nfev += 1;
+            self.objective.njev += 1;
+            self.at_evaluated = true;
+            return Ok((known.value, known.slope));
+        }
+        self.at_evaluated = false;
         let workspace = &mut *self.objective.workspace;
         workspace
             .space_mut()
@@ -229,6 +255,8 @@ mod tests {
             direction: &vec![1.0],
             point: &mut point,
             gradient: &mut gradient,
+            evaluated: None,
+            at_evaluated: false,
         };
         let result = body(&mut ray);
         (result, point[0], gradient[0], counted.nfev, counted.njev)

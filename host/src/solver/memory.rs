@@ -9,7 +9,8 @@
 //! of the next Cauchy point's path. Where the step's products with the pairs are known from its
 //! direction ([`DirectionProducts`]) and `y = g₊ − g` is long enough for differences of
 //! gradient products to keep their digits, the pass is the pairs against `g₊` alone: `2k`
-//! products, the least any form can take.
+//! products, the least any form can take. Where L-BFGS's trial sweep took those too
+//! ([`SweptGradient`]), there is no pass at all.
 //!
 //! The quasi-Newton direction without bounds, `−H·g = −γg − S·w + γY·u`, is the compact inverse
 //! form of Byrd, Nocedal & Schnabel ([`Memory::inverse_step`], see `lbfgs`'s module docs);
@@ -43,6 +44,18 @@ pub(super) struct Pair<V> {
     pub y: V,
     pub products: PairProducts,
     pub s_with_held: Option<Vec<f64>>,
+    /// The new gradient's products, where the step's trial sweep took them (L-BFGS).
+    pub g_new: Option<SweptGradient>,
+}
+
+/// What L-BFGS's trial sweep (`objective::trial_sweep`) measured of the gradient `g₊` at the
+/// point the step reached: its products `[Yᵀg₊, Sᵀg₊]` with the pairs held when the step was
+/// aimed, `g₊ᵀg₊`, and those with the old gradient and with the step, `gᵀg₊` and `sᵀg₊`.
+pub(super) struct SweptGradient {
+    pub pairs: Vec<f64>,
+    pub gg: f64,
+    pub with_g: f64,
+    pub with_s: f64,
 }
 
 /// A gradient's products with the pairs held, `[Yᵀg, Sᵀg]`, and with itself.
@@ -285,7 +298,9 @@ impl<V> Memory<V> {
     /// the difference to keep its digits ([`DERIVED_MIN_SQUARED_RATIO`]); the pass takes the
     /// others. Where the pair's `g₊ᵀg₊` is known (L-BFGS-B), both are derived or both taken;
     /// where this pass takes it (L-BFGS, `gg: None`), each is decided alone, `y`'s after the
-    /// pass (a second one takes them where it shows `y` short).
+    /// pass (a second one takes them where it shows `y` short). Where the pair brings `g₊`'s
+    /// products from L-BFGS's trial sweep (`g_new`), `s`'s are known and `y`'s derivable, no
+    /// pass is made: `g₊`'s products with the new pair follow from the sweep's too.
     ///
     /// The new diagonal entries are the pair's own `sᵀy`, `yᵀy` and `sᵀs`.
     pub fn push<S>(
@@ -303,6 +318,7 @@ impl<V> Memory<V> {
             y,
             products: sums,
             s_with_held,
+            g_new,
         } = pair;
         let previous = self.len();
         let dropped = usize::from(previous == self.capacity);
@@ -335,6 +351,49 @@ impl<V> Memory<V> {
         self.ss = shifted(&self.ss);
         self.sy = shifted(&self.sy);
         self.yy = shifted(&self.yy);
+        // Indexed as the pairs were before the push: `[Y, S]` of `previous`.
+        let old = |products: &[f64], half: usize, j: usize| products[half * previous + j + dropped];
+        // s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j, from the products the step's direction
+        // gave; y_with likewise, as differences of the two gradients' products.
+        let from_held = |held: &[f64]| {
+            let mut s_with = vec![0.0; 2 * k];
+            for j in 0..kept {
+                s_with[j] = old(held, 0, j);
+                s_with[k + j] = old(held, 1, j);
+            }
+            s_with
+        };
+        let differences = |g_with: &[f64], before: &GradientProducts| {
+            let mut y_with = vec![0.0; 2 * k];
+            for j in 0..kept {
+                y_with[j] = g_with[j] - old(&before.pairs, 0, j);
+                y_with[k + j] = g_with[k + j] - old(&before.pairs, 1, j);
+            }
+            y_with
+        };
+
+        // L-BFGS's trial sweep took `g₊`'s products with the pairs held before this push; with
+        // `s`'s from its direction and `y`'s as differences, every product is known: no pass.
+        if let Some(known) = g_new
+            && let (Some(held), Some(before)) = (&held, &before)
+            && known.pairs.len() == 2 * previous
+            && path.is_none()
+            && y_derivable(known.gg)
+        {
+            let mut g_with = vec![0.0; 2 * k];
+            for j in 0..kept {
+                g_with[j] = old(&known.pairs, 0, j);
+                g_with[k + j] = old(&known.pairs, 1, j);
+            }
+            // The pair's own: `yᵀg₊ = g₊ᵀg₊ − gᵀg₊`, which keeps its digits where `y`'s
+            // differences do, and `sᵀg₊`.
+            g_with[kept] = known.gg - known.with_g;
+            g_with[k + kept] = known.with_s;
+            let (s_with, y_with) = (from_held(held), differences(&g_with, before));
+            self.pairs_dot_path = None;
+            self.join(sums, &s_with, &y_with, g_with, known.gg);
+            return Ok(evicted);
+        }
 
         // Which of the new pair's products the pass takes. L-BFGS-B knows `g₊ᵀg₊` and decides
         // now, both derived or both taken (so a bounded step's pair, with no `s_with_held`,
@@ -366,33 +425,15 @@ impl<V> Memory<V> {
             |slot: usize| -> Vec<f64> { (0..2 * k).map(|i| products[i * stride + slot]).collect() };
         let gg = sums.gg.unwrap_or_else(|| products[2 * k * stride + g_slot]);
         let g_with = with_pairs(g_slot);
-        // Indexed as the pairs were before the push: `[Y, S]` of `previous`.
-        let old = |products: &[f64], half: usize, j: usize| products[half * previous + j + dropped];
-        // s_with[j] = sᵀy_j and s_with[k + j] = sᵀs_j; y_with likewise.
         let s_with = match (s_slot, &held) {
             (Some(slot), _) => with_pairs(slot),
-            (None, held) => {
-                let held = held.as_deref().unwrap_or_default();
-                let mut s_with = vec![0.0; 2 * k];
-                for j in 0..kept {
-                    s_with[j] = old(held, 0, j);
-                    s_with[k + j] = old(held, 1, j);
-                }
-                s_with
-            }
+            (None, held) => from_held(held.as_deref().unwrap_or_default()),
         };
         let y_with = match (y_slot, &before) {
             (Some(slot), _) => with_pairs(slot),
             // No older pairs: only the diagonal, set below.
             (None, _) if kept == 0 => vec![0.0; 2 * k],
-            (None, Some(before)) if y_derivable(gg) => {
-                let mut y_with = vec![0.0; 2 * k];
-                for j in 0..kept {
-                    y_with[j] = g_with[j] - old(&before.pairs, 0, j);
-                    y_with[k + j] = g_with[k + j] - old(&before.pairs, 1, j);
-                }
-                y_with
-            }
+            (None, Some(before)) if y_derivable(gg) => differences(&g_with, before),
             (None, _) => {
                 // L-BFGS's `y`, too short against the gradients the pass measured (or with no
                 // products of the last gradient): its products directly.
@@ -403,6 +444,23 @@ impl<V> Memory<V> {
             }
         };
         self.pairs_dot_path = path_slot.map(with_pairs);
+        self.join(sums, &s_with, &y_with, g_with, gg);
+        Ok(evicted)
+    }
+
+    /// The newest pair's row and column of the products, from its own (`sums`) and its
+    /// vectors' with every pair held (`s_with`, `y_with`, in [`columns`](Memory::columns)'
+    /// order), and the new gradient's (`g_with`, `gg`).
+    fn join(
+        &mut self,
+        sums: PairProducts,
+        s_with: &[f64],
+        y_with: &[f64],
+        g_with: Vec<f64>,
+        gg: f64,
+    ) {
+        let k = self.len();
+        let kept = k - 1;
         self.pairs_dot_gradient = Some(GradientProducts { pairs: g_with, gg });
         for j in 0..k {
             (self.ss[kept * k + j], self.ss[j * k + kept]) = (s_with[k + j], s_with[k + j]);
@@ -412,7 +470,6 @@ impl<V> Memory<V> {
         }
         let diagonal = kept * k + kept;
         (self.ss[diagonal], self.sy[diagonal], self.yy[diagonal]) = (sums.ss, sums.sy, sums.yy);
-        Ok(evicted)
     }
 }
 
@@ -485,6 +542,7 @@ mod tests {
                     y: y.clone(),
                     products: sums,
                     s_with_held,
+                    g_new: None,
                 };
                 (from_differences.push(&mut space, pair(Some(held)), &g_new, None)).unwrap();
                 direct.push(&mut space, pair(None), &g_new, None).unwrap();
@@ -528,6 +586,7 @@ mod tests {
                 s,
                 y,
                 s_with_held: None,
+                g_new: None,
             };
             let path = (pair % 2 == 0).then_some(&d);
             memory.push(&mut space, new, &g, path).unwrap();

@@ -1,7 +1,7 @@
 //! The quasi-Newton iteration BFGS and L-BFGS share: scipy's `_minimize_bfgs` loop, stopping
 //! rules and statuses, around an inverse-Hessian approximation ([`InverseHessian`]).
 
-use super::line_search::{self, Counted, Ray};
+use super::line_search::{self, Counted, Evaluated, Ray};
 use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::Workspace;
@@ -47,13 +47,17 @@ pub(super) fn inverse_coefficients(
 
 /// An approximation `H` of the inverse Hessian, over a workspace's vectors.
 pub(super) trait InverseHessian<W: Workspace> {
-    /// Writes the search direction `−H·g` to `p` and returns its slope `gᵀp`.
+    /// Writes the search direction `−H·g` to `p` and returns its slope `gᵀp`. Given `trial`,
+    /// where this approximation can, also the line search's first trial `x + p`, evaluated in
+    /// the same sweep over its vectors ([`Workspace::trial_sweep`]) into the trial's `point`
+    /// and `gradient`: then its step, value and slope (L-BFGS's; BFGS's never).
     fn direction(
         &mut self,
         workspace: &mut W,
         g: &W::Vector,
         p: &mut W::Vector,
-    ) -> Result<f64, EvalError>;
+        trial: Option<Trial<'_, W::Vector>>,
+    ) -> Result<(f64, Option<Evaluated>), EvalError>;
     /// The step the line search tries first, where this approximation's scaling makes one
     /// natural; `None`: scipy's estimate from the last decrease
     /// ([`line_search::initial_step`]), as BFGS has it.
@@ -63,15 +67,33 @@ pub(super) trait InverseHessian<W: Workspace> {
     /// Takes in the step `s = x₊ − x` and gradient change `y = g₊ − g` of an iteration. It may
     /// keep the vectors themselves, handing buffers of its own back in their place: afterwards
     /// `s` and `y` hold unspecified values (the driver overwrites both before reading them).
-    /// `end` has `sᵀy`, `yᵀy` and `‖s‖₂` computed; `s = step·p` for the last direction `p`.
+    /// `end` has `sᵀy`, `yᵀy` and `‖s‖₂` computed; `s = taken.step·p` for the last direction
+    /// `p`.
     fn update(
         &mut self,
         workspace: &mut W,
         s: &mut W::Vector,
         y: &mut W::Vector,
         end: &StepEnd,
-        step: f64,
+        taken: Taken,
     ) -> Result<(), EvalError>;
+}
+
+/// Where [`InverseHessian::direction`] evaluates its first trial: from `x`, into `point` and
+/// `gradient` (the line search's buffers).
+pub(super) struct Trial<'t, V> {
+    pub x: &'t V,
+    pub point: &'t mut V,
+    pub gradient: &'t mut V,
+}
+
+/// The step an iteration took along its direction `p`: `s = step·p`. `swept`: the new point
+/// is the first trial the direction evaluated with it ([`InverseHessian::direction`]), so
+/// what that sweep measured there holds.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Taken {
+    pub step: f64,
+    pub swept: bool,
 }
 
 /// Minimizes from `x0` (already checked: finite, of the objective's length, valid options).
@@ -108,7 +130,12 @@ pub(super) fn run<W: Workspace>(
     // A NaN gradient norm ends the loop (the comparison is false), as in scipy; so does a NaN
     // f(x0), which no line search could decrease. Both give status 3 below.
     while gnorm > options.gtol && nit < maxiter && !f.is_nan() {
-        let slope = hessian.direction(objective.workspace, &g, &mut p)?;
+        let trial = Trial {
+            x: &x,
+            point: &mut x_trial,
+            gradient: &mut g_trial,
+        };
+        let (slope, evaluated) = hessian.direction(objective.workspace, &g, &mut p, Some(trial))?;
         let initial = hessian
             .natural_step()
             .unwrap_or_else(|| line_search::initial_step(f, f_previous, slope));
@@ -118,8 +145,12 @@ pub(super) fn run<W: Workspace>(
             direction: &p,
             point: &mut x_trial,
             gradient: &mut g_trial,
+            evaluated,
+            at_evaluated: false,
         };
-        let Some(accepted) = line_search::search(&mut ray, f, slope, initial, c1, c2)? else {
+        let searched = line_search::search(&mut ray, f, slope, initial, c1, c2)?;
+        let swept = ray.at_evaluated;
+        let Some(accepted) = searched else {
             stopped_early = Some(Status::PrecisionLoss);
             break;
         };
@@ -170,7 +201,11 @@ pub(super) fn run<W: Workspace>(
             break;
         }
         // s and y, which the update may keep (then p and g_trial get other buffers).
-        hessian.update(w, &mut p, &mut g_trial, &end, accepted.step)?;
+        let taken = Taken {
+            step: accepted.step,
+            swept,
+        };
+        hessian.update(w, &mut p, &mut g_trial, &end, taken)?;
     }
 
     // xᵀx is NaN iff some entry is: a check that needs no copy of x on either workspace.

@@ -8,7 +8,7 @@
 use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, HostVectors, Objective, OnDevice,
-    VectorSpace, gradient_error,
+    TrialSweep, VectorSpace, gradient_error, trial_sweep,
 };
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
@@ -60,6 +60,21 @@ pub(super) trait Workspace {
         g: &Self::Vector,
         distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError>;
+    /// L-BFGS's direction and first trial in one sweep (`objective::trial_sweep`):
+    /// `p ← Σ cᵢ·vᵢ` over `terms`, `x₊ ← x + p`, `f(x₊)`, `g₊ ← ∇f(x₊)` and `g₊`'s products,
+    /// into `buffers = [p, x₊, g₊]`; `None` where the objective does not evaluate by pieces.
+    /// The default says `None`: device vectors make the separate passes.
+    fn trial_sweep(
+        &mut self,
+        terms: &[(f64, &Self::Vector)],
+        x: &Self::Vector,
+        g: &Self::Vector,
+        buffers: [&mut Self::Vector; 3],
+        with: &[&Self::Vector],
+    ) -> Result<Option<TrialSweep>, EvalError> {
+        let _ = (terms, x, g, buffers, with);
+        Ok(None)
+    }
 }
 
 /// Host vectors, for any objective.
@@ -118,6 +133,23 @@ impl Workspace for HostWorkspace<'_> {
         distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError> {
         gradient_error(self.objective, x, |reference| distance(x, g, reference))
+    }
+
+    fn trial_sweep(
+        &mut self,
+        terms: &[(f64, &Vec<f64>)],
+        x: &Vec<f64>,
+        g: &Vec<f64>,
+        buffers: [&mut Vec<f64>; 3],
+        with: &[&Vec<f64>],
+    ) -> Result<Option<TrialSweep>, EvalError> {
+        let Some(pieces) = self.objective.pieces() else {
+            return Ok(None);
+        };
+        let terms: Vec<(f64, &[f64])> = terms.iter().map(|&(c, v)| (c, v.as_slice())).collect();
+        let with: Vec<&[f64]> = with.iter().map(|v| v.as_slice()).collect();
+        let buffers = buffers.map(Vec::as_mut_slice);
+        trial_sweep(pieces, &terms, x, g, buffers, &with).map(Some)
     }
 }
 

@@ -4,7 +4,8 @@
 use super::plan::{GROUP_CHUNK, VALUE_CHUNK, dense_chunk, each_chunk};
 use super::schemes::SchemePasses;
 use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, Gradient, Layout, Partials, Pass, Share, StepBounds,
+    BackendError, Evaluation, Evaluator, Gradient, Layout, Partials, Pass, PieceEvaluator, Share,
+    StepBounds,
 };
 use crate::backend::problem::TermProblem;
 use gpu_kernels::kernel::exact::{exact_supported, terms_in_lanes};
@@ -270,6 +271,35 @@ impl<T: Term + 'static> Evaluator for CpuEvaluator<T> {
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
         self.bounds = bounds.checked(self.problem.n())?.clone();
         Ok(())
+    }
+
+    /// Exact gradients of terms that go side by side ([`terms_in_lanes`]): their windows do not
+    /// overlap and they have nothing of their own to prepare, so a chunk of groups reads its
+    /// own variables alone.
+    fn pieces(&self, gradient: Gradient) -> Option<&dyn PieceEvaluator> {
+        let groups = matches!(
+            GradientWork::of::<T>(self.problem.n(), self.data()),
+            GradientWork::Groups { .. }
+        );
+        let local = gradient == Gradient::Exact && terms_in_lanes::<T>() && groups;
+        (local && self.check(gradient).is_ok()).then_some(self as &dyn PieceEvaluator)
+    }
+}
+
+/// A piece is a chunk of [`CpuEvaluator::gradient`]'s pass: the same groups, numbered from
+/// the piece's start (the terms, which [`Evaluator::pieces`] admits, read nothing but their
+/// window), so the same bits.
+impl<T: Term + 'static> PieceEvaluator for CpuEvaluator<T> {
+    fn piece_len(&self) -> usize {
+        GROUP_CHUNK * T::WINDOW.stride_width(self.problem.n()).0
+    }
+
+    fn piece(&self, x: &[f64], g: &mut [f64]) -> Result<f64, BackendError> {
+        let (stride, _) = T::WINDOW.stride_width(self.problem.n());
+        catching_panics(|| {
+            let values = self.group_chunks(x, Gradient::Exact, 0, stride, g, true);
+            Ok(sum_in_order(values.into_iter()))
+        })
     }
 }
 

@@ -263,6 +263,7 @@ mod tests {
                 y,
                 products,
                 s_with_held: None,
+                g_new: None,
             };
             let mut space = HostVectors::new(g.len());
             memory.push(&mut space, pair, &g, None).unwrap();

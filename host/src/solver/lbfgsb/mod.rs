@@ -346,6 +346,7 @@ where
                     y,
                     products,
                     s_with_held,
+                    g_new: None,
                 };
                 pending = Some((pair, with_path));
             } else {
