@@ -60,8 +60,7 @@ use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
-use crate::objective::TrialSweep;
-use crate::objective::{EvalError, Objective, StepEnd, VectorSpace};
+use crate::objective::{EvalError, Objective, StepEnd, TrialSweep, VectorSpace};
 use std::ops::ControlFlow;
 
 /// Minimizes `objective` from `x0` by L-BFGS with `options.memory` pairs. See
@@ -228,10 +227,8 @@ impl<W: Workspace> InverseHessian<W> for LimitedMemory<W::Vector> {
         let ss = end.step_norm * end.step_norm;
         let s_with_held = (self.direction.take()).and_then(|d| d.of_step(taken.step, ss));
         let g_new = swept.map(|sweep| SweptGradient {
-            pairs: sweep.with,
-            gg: sweep.gg,
-            with_g: sweep.gradients,
-            with_s: taken.step * sweep.slope,
+            sweep,
+            step: taken.step,
         });
         self.pending = Some(Pair {
             s: kept_s,
@@ -286,15 +283,23 @@ mod tests {
         }
     }
 
-    /// L-BFGS with its first trials swept (the objective in pieces) takes the steps it takes
-    /// with the separate passes: the same iterations and evaluations, the same answer to the
-    /// last digits the products' order leaves; and the sweep did evaluate trials.
+    /// L-BFGS, and L-BFGS-B without bounds, with their first trials swept (the objective in
+    /// pieces) take the steps they take with the separate passes: the same iterations and
+    /// evaluations, the same answer to the last digits the products' order leaves; and the
+    /// sweep did evaluate trials.
     #[test]
     fn swept_trials_take_the_separate_passes_steps() {
         use crate::backend::cpu::CpuEvaluator;
         use crate::backend::{Gradient, TermProblem};
         use gpu_kernels::terms::{ExtRosenbrock, SeedExpSum};
+        type Method = fn(
+            &mut dyn Objective,
+            &[f64],
+            &Options,
+            &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+        ) -> Result<OptimizeResult, SolveError>;
         fn solve<T: gpu_kernels::Term + gpu_kernels::Kernels + 'static>(
+            method: Method,
             x0: &[f64],
             pieces: bool,
         ) -> (OptimizeResult, usize) {
@@ -307,17 +312,23 @@ mod tests {
                 pieces,
                 evaluations: 0,
             };
-            let result = minimize(&mut objective, x0, &Options::default(), &mut |_| {
-                std::ops::ControlFlow::Continue(())
+            let result = method(&mut objective, x0, &Options::default(), &mut |_| {
+                ControlFlow::Continue(())
             })
             .unwrap();
             (result, objective.evaluations)
         }
-        fn check<T: gpu_kernels::Term + gpu_kernels::Kernels + 'static>(x0: &[f64]) {
-            let (swept, through_passes) = solve::<T>(x0, true);
-            let (separate, all) = solve::<T>(x0, false);
-            assert_eq!(swept.status, crate::solver::Status::Success);
-            assert_eq!((swept.nit, swept.nfev), (separate.nit, separate.nfev));
+        fn check<T: gpu_kernels::Term + gpu_kernels::Kernels + 'static>(
+            method: Method,
+            x0: &[f64],
+        ) {
+            let (swept, through_passes) = solve::<T>(method, x0, true);
+            let (separate, all) = solve::<T>(method, x0, false);
+            assert!(swept.success, "{}", swept.message);
+            assert_eq!(
+                (swept.status, swept.nit, swept.nfev),
+                (separate.status, separate.nit, separate.nfev)
+            );
             assert_eq!(all, separate.nfev);
             // Those of `x0` and of the first iteration (no pair yet) are the passes'.
             assert!(
@@ -333,8 +344,10 @@ mod tests {
         }
         let n = 40_000;
         let rosenbrock_start: Vec<f64> = (0..n).map(|i| [-1.2, 1.0][i % 2]).collect();
-        check::<ExtRosenbrock>(&rosenbrock_start);
-        check::<SeedExpSum>(&vec![0.5; n]);
+        for method in [minimize as Method, crate::solver::lbfgsb::minimize] {
+            check::<ExtRosenbrock>(method, &rosenbrock_start);
+            check::<SeedExpSum>(method, &vec![0.5; n]);
+        }
     }
 
     /// `γ = sᵀy / yᵀy` of the newest pair; 1 before the first.

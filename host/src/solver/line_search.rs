@@ -56,13 +56,51 @@ impl<'w, W: Workspace> Counted<'w, W> {
     }
 }
 
-/// A trial a ray's `point` and `gradient` already hold, evaluated before the search (L-BFGS's
-/// trial sweep, `objective::trial_sweep`): its step, `φ(step)` and `φ'(step)`.
+/// A trial a ray's `point` and `gradient` already hold, evaluated before the search (the trial
+/// sweep, `objective::trial_sweep`): its step, `φ(step)` and `φ'(step)`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Evaluated {
     pub step: f64,
     pub value: f64,
     pub slope: f64,
+}
+
+/// The trial a ray's `point` and `gradient` hold from before the search, if any, and whether
+/// they still hold it. It stands for the search's first evaluation where the search asks for
+/// that step (the ray counts it then, as the evaluation it stands for); any other evaluation
+/// lets it go. A search that refuses to start (no descent) leaves it uncounted: the solve ends
+/// there, as it would without it.
+#[derive(Debug, Default)]
+pub(super) struct PreEvaluated {
+    evaluated: Option<Evaluated>,
+    held: bool,
+}
+
+impl PreEvaluated {
+    pub fn new(evaluated: Option<Evaluated>) -> Self {
+        Self {
+            evaluated,
+            held: false,
+        }
+    }
+
+    /// `(φ(step), φ'(step))` where the trial is at `step`; else `None`, and the trial is let go
+    /// (the ray is to evaluate there).
+    pub fn take(&mut self, step: f64) -> Option<(f64, f64)> {
+        let known = self.evaluated.take().filter(|known| known.step == step);
+        self.held = known.is_some();
+        known.map(|known| (known.value, known.slope))
+    }
+
+    /// The ray evaluates elsewhere: the trial is let go.
+    pub fn release(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Whether the ray's `point` and `gradient` are the trial's.
+    pub fn holds(&self) -> bool {
+        self.held
+    }
 }
 
 /// The [`Line`] along `x + α·p` in a workspace. It keeps the last trial point and the gradient
@@ -75,18 +113,13 @@ pub(super) struct Ray<'r, 'w, W: Workspace> {
     pub point: &'r mut W::Vector,
     /// `∇f(point)`, once [`Line::slope`] has been called there.
     pub gradient: &'r mut W::Vector,
-    /// The trial `point` and `gradient` hold from before the search, if any: the search's
-    /// first evaluation, where it asks for that step, and counted then (as the evaluation it
-    /// stands for); any other evaluation first lets it go. A search that refuses to start (no
-    /// descent) leaves it uncounted: the solve ends there, as it would without it.
-    pub evaluated: Option<Evaluated>,
-    /// Whether `point` is that trial's.
-    pub at_evaluated: bool,
+    /// The trial `point` and `gradient` hold from before the search, if any.
+    pub pre_evaluated: PreEvaluated,
 }
 
 impl<W: Workspace> Line for Ray<'_, '_, W> {
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
-        (self.evaluated, self.at_evaluated) = (None, false);
+        self.pre_evaluated.release();
         let workspace = &mut *self.objective.workspace;
         workspace
             .space_mut()
@@ -103,15 +136,11 @@ impl<W: Workspace> Line for Ray<'_, '_, W> {
     }
 
     fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
-        if let Some(known) = self.evaluated.take()
-            && known.step == step
-        {
+        if let Some(known) = self.pre_evaluated.take(step) {
             self.objective.nfev += 1;
             self.objective.njev += 1;
-            self.at_evaluated = true;
-            return Ok((known.value, known.slope));
+            return Ok(known);
         }
-        self.at_evaluated = false;
         let workspace = &mut *self.objective.workspace;
         workspace
             .space_mut()
@@ -255,8 +284,7 @@ mod tests {
             direction: &vec![1.0],
             point: &mut point,
             gradient: &mut gradient,
-            evaluated: None,
-            at_evaluated: false,
+            pre_evaluated: PreEvaluated::default(),
         };
         let result = body(&mut ray);
         (result, point[0], gradient[0], counted.nfev, counted.njev)

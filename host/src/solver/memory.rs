@@ -9,7 +9,7 @@
 //! of the next Cauchy point's path. Where the step's products with the pairs are known from its
 //! direction ([`DirectionProducts`]) and `y = g₊ − g` is long enough for differences of
 //! gradient products to keep their digits, the pass is the pairs against `g₊` alone: `2k`
-//! products, the least any form can take. Where L-BFGS's trial sweep took those too
+//! products, the least any form can take. Where the unbounded step's trial sweep took those too
 //! ([`SweptGradient`]), there is no pass at all.
 //!
 //! The quasi-Newton direction without bounds, `−H·g = −γg − S·w + γY·u`, is the compact inverse
@@ -20,7 +20,7 @@
 use super::correction_pairs::CorrectionPairs;
 use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use crate::linalg::vector;
-use crate::objective::{EvalError, VectorSpace};
+use crate::objective::{EvalError, TrialSweep, VectorSpace};
 use std::collections::VecDeque;
 
 /// What a method knows of a new pair's products when it hands the pair over.
@@ -44,18 +44,16 @@ pub(super) struct Pair<V> {
     pub y: V,
     pub products: PairProducts,
     pub s_with_held: Option<Vec<f64>>,
-    /// The new gradient's products, where the step's trial sweep took them (L-BFGS).
+    /// The new gradient's products, where the step's trial sweep took them.
     pub g_new: Option<SweptGradient>,
 }
 
-/// What L-BFGS's trial sweep (`objective::trial_sweep`) measured of the gradient `g₊` at the
-/// point the step reached: its products `[Yᵀg₊, Sᵀg₊]` with the pairs held when the step was
-/// aimed, `g₊ᵀg₊`, and those with the old gradient and with the step, `gᵀg₊` and `sᵀg₊`.
+/// The gradient `g₊` at the point a step reached, as the trial sweep of its direction `p`
+/// measured it there (`objective::trial_sweep`, its `with` the pairs held when the step was
+/// aimed, in [`Memory::columns`]' order), and the step along `p`, which gives `sᵀg₊`.
 pub(super) struct SweptGradient {
-    pub pairs: Vec<f64>,
-    pub gg: f64,
-    pub with_g: f64,
-    pub with_s: f64,
+    pub sweep: TrialSweep,
+    pub step: f64,
 }
 
 /// A gradient's products with the pairs held, `[Yᵀg, Sᵀg]`, and with itself.
@@ -299,8 +297,9 @@ impl<V> Memory<V> {
     /// others. Where the pair's `g₊ᵀg₊` is known (L-BFGS-B), both are derived or both taken;
     /// where this pass takes it (L-BFGS, `gg: None`), each is decided alone, `y`'s after the
     /// pass (a second one takes them where it shows `y` short). Where the pair brings `g₊`'s
-    /// products from L-BFGS's trial sweep (`g_new`), `s`'s are known and `y`'s derivable, no
-    /// pass is made: `g₊`'s products with the new pair follow from the sweep's too.
+    /// products from the trial sweep of its direction (`g_new`), `s`'s are known and `y`'s
+    /// derivable, no pass is made: `g₊`'s products with the new pair follow from the sweep's
+    /// too.
     ///
     /// The new diagonal entries are the pair's own `sᵀy`, `yᵀy` and `sᵀs`.
     pub fn push<S>(
@@ -372,26 +371,26 @@ impl<V> Memory<V> {
             y_with
         };
 
-        // L-BFGS's trial sweep took `g₊`'s products with the pairs held before this push; with
+        // The trial sweep took `g₊`'s products with the pairs held before this push; with
         // `s`'s from its direction and `y`'s as differences, every product is known: no pass.
-        if let Some(known) = g_new
+        if let Some(SweptGradient { sweep, step }) = g_new
             && let (Some(held), Some(before)) = (&held, &before)
-            && known.pairs.len() == 2 * previous
+            && sweep.with.len() == 2 * previous
             && path.is_none()
-            && y_derivable(known.gg)
+            && y_derivable(sweep.gg)
         {
             let mut g_with = vec![0.0; 2 * k];
             for j in 0..kept {
-                g_with[j] = old(&known.pairs, 0, j);
-                g_with[k + j] = old(&known.pairs, 1, j);
+                g_with[j] = old(&sweep.with, 0, j);
+                g_with[k + j] = old(&sweep.with, 1, j);
             }
             // The pair's own: `yᵀg₊ = g₊ᵀg₊ − gᵀg₊`, which keeps its digits where `y`'s
-            // differences do, and `sᵀg₊`.
-            g_with[kept] = known.gg - known.with_g;
-            g_with[k + kept] = known.with_s;
+            // differences do, and `sᵀg₊ = step·pᵀg₊`.
+            g_with[kept] = sweep.gg - sweep.gradients;
+            g_with[k + kept] = step * sweep.slope;
             let (s_with, y_with) = (from_held(held), differences(&g_with, before));
             self.pairs_dot_path = None;
-            self.join(sums, &s_with, &y_with, g_with, known.gg);
+            self.join(sums, &s_with, &y_with, g_with, sweep.gg);
             return Ok(evicted);
         }
 

@@ -1,7 +1,7 @@
 //! The quasi-Newton iteration BFGS and L-BFGS share: scipy's `_minimize_bfgs` loop, stopping
 //! rules and statuses, around an inverse-Hessian approximation ([`InverseHessian`]).
 
-use super::line_search::{self, Counted, Evaluated, Ray};
+use super::line_search::{self, Counted, Evaluated, PreEvaluated, Ray};
 use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::Workspace;
@@ -145,11 +145,10 @@ pub(super) fn run<W: Workspace>(
             direction: &p,
             point: &mut x_trial,
             gradient: &mut g_trial,
-            evaluated,
-            at_evaluated: false,
+            pre_evaluated: PreEvaluated::new(evaluated),
         };
         let searched = line_search::search(&mut ray, f, slope, initial, c1, c2)?;
-        let swept = ray.at_evaluated;
+        let swept = ray.pre_evaluated.holds();
         let Some(accepted) = searched else {
             stopped_early = Some(Status::PrecisionLoss);
             break;

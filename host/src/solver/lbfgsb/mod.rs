@@ -31,7 +31,10 @@
 //! L-BFGS-B), and the step is L-BFGS's, from the same compact inverse form
 //! (`quasi_newton::inverse_coefficients`). Such an iteration makes two passes over the pairs,
 //! as L-BFGS's: one takes the new gradient's products with them (the new pair's follow from
-//! those and the direction's coefficients), one forms the direction. The pairs and their
+//! those and the direction's coefficients), one forms the direction; and, as L-BFGS's, one
+//! where the objective evaluates by pieces and the line search takes the step 1: the sweep
+//! that forms the direction evaluates that trial and takes its gradient's products
+//! (`objective::trial_sweep`, `lbfgs`'s module docs). The pairs and their
 //! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
 //! live), and so are the step's: every `n`-sized pass is a [`BoxSpace`] operation of the
 //! workspace's vectors (on the device for a GPU term objective of at least `DEVICE_MIN_LEN`
@@ -47,12 +50,15 @@ mod compact;
 mod step;
 
 use super::bounds::Bounds;
-use super::line_search::{Accepted, Line, search_in_box};
-use super::memory::{DirectionProducts, Memory, Pair, PairProducts};
+use super::line_search::{Accepted, Evaluated, Line, PreEvaluated, search_in_box};
+use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
 use super::options::{Options, check_limited_memory_start};
+use super::quasi_newton::Trial;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::{DEVICE_MIN_LEN, DeviceWorkspace, HostWorkspace, Workspace};
-use crate::objective::{BoxSpace, BoxVectors, EvalError, GradientError, Objective, VectorSpace};
+use crate::objective::{
+    BoxSpace, BoxVectors, EvalError, GradientError, Objective, TrialSweep, VectorSpace,
+};
 use cauchy::{BreakpointStorage, cauchy_point, steepest_path};
 use compact::Compact;
 use std::ops::ControlFlow;
@@ -248,15 +254,23 @@ where
             // The direction's products with the pairs, `[Yᵀd, Sᵀd]`, where the unbounded step
             // formed them.
             let mut direction_products: Option<DirectionProducts>;
+            // What the unbounded step's trial sweep measured at `x + d`, where the search took
+            // that trial.
+            let mut swept: Option<TrialSweep>;
             let accepted = loop {
                 let (slope, room) = if self.box_.is_none() && !memory.is_empty() {
-                    let space = self.workspace.space_mut();
-                    let slope;
-                    (slope, direction_products) =
-                        unbounded_step(space, &x, &g, &memory, &mut target, &mut direction)?;
-                    (slope, f64::INFINITY)
+                    let first = Trial {
+                        x: &x,
+                        point: &mut trial,
+                        gradient: &mut trial_g,
+                    };
+                    let workspace = &mut *self.workspace;
+                    let step =
+                        unbounded_step(workspace, &g, &memory, &mut direction, &mut target, first)?;
+                    (direction_products, swept) = (step.products, step.swept);
+                    (step.slope, f64::INFINITY)
                 } else {
-                    direction_products = None;
+                    (direction_products, swept) = (None, None);
                     let aimed = self.step_target(
                         &x,
                         &g,
@@ -283,15 +297,28 @@ where
                     } else {
                         1.0
                     };
+                    // The sweep's trial is `x + 1·d`, the search's first (`initial` is 1 once
+                    // there are pairs); it wrote no target.
+                    let evaluated = swept.as_ref().map(|sweep| Evaluated {
+                        step: 1.0,
+                        value: sweep.value,
+                        slope: sweep.slope,
+                    });
                     let mut ray = BoxRay {
                         solver: self,
                         origin: &x,
                         direction: &direction,
-                        target: &target,
+                        target: swept.is_none().then_some(&target),
                         point: &mut trial,
                         gradient: &mut trial_g,
+                        pre_evaluated: PreEvaluated::new(evaluated),
                     };
-                    search_in_box(&mut ray, f, slope, initial, step_max, options.maxls)?
+                    let found =
+                        search_in_box(&mut ray, f, slope, initial, step_max, options.maxls)?;
+                    if !ray.pre_evaluated.holds() {
+                        swept = None;
+                    }
+                    found
                 } else {
                     None
                 };
@@ -341,12 +368,13 @@ where
                     ss: sums.ss,
                     gg: Some(sums.gg),
                 };
+                let g_new = swept.take().map(|sweep| SweptGradient { sweep, step });
                 let pair = Pair {
                     s,
                     y,
                     products,
                     s_with_held,
-                    g_new: None,
+                    g_new,
                 };
                 pending = Some((pair, with_path));
             } else {
@@ -494,15 +522,20 @@ fn made<T>(
     Ok(slot.insert(value))
 }
 
-/// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄`, and every point
-/// clipped into the box (rounding would otherwise put a point on a bound a hair outside).
+/// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄` where one was
+/// written, and every point clipped into the box (rounding would otherwise put a point on a
+/// bound a hair outside).
 struct BoxRay<'r, 's, W: Workspace> {
     solver: &'r mut Solver<'s, W>,
     origin: &'r W::Vector,
     direction: &'r W::Vector,
-    target: &'r W::Vector,
+    /// `x̄`; `None` after the unbounded step's trial sweep, whose line has no box: there
+    /// `x + 1·d` is `x̄`'s bits.
+    target: Option<&'r W::Vector>,
     point: &'r mut W::Vector,
     gradient: &'r mut W::Vector,
+    /// The trial `point` and `gradient` hold from before the search (the trial sweep's).
+    pre_evaluated: PreEvaluated,
 }
 
 impl<W> BoxRay<'_, '_, W>
@@ -516,8 +549,12 @@ where
         } = &mut *self.solver;
         let space = workspace.space_mut();
         let (origin, direction) = (self.origin, self.direction);
+        if step == 1.0
+            && let Some(target) = self.target
+        {
+            return space.copy(target, self.point);
+        }
         match box_ {
-            _ if step == 1.0 => space.copy(self.target, self.point),
             // Nothing to clip to: the box's two vectors need no reading.
             None => space.ray_point(origin, step, direction, self.point),
             Some(box_) => space.clipped_ray_point(box_, origin, step, direction, self.point),
@@ -531,6 +568,7 @@ where
     W::Space: BoxSpace,
 {
     fn value(&mut self, step: f64) -> Result<f64, EvalError> {
+        self.pre_evaluated.release();
         self.move_to(step)?;
         self.solver.nfev += 1;
         self.solver.workspace.value(self.point)
@@ -544,6 +582,11 @@ where
     }
 
     fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
+        if let Some(known) = self.pre_evaluated.take(step) {
+            self.solver.nfev += 1;
+            self.solver.njev += 1;
+            return Ok(known);
+        }
         self.move_to(step)?;
         let value = self.solver.evaluate(self.point, self.gradient)?;
         let slope = self

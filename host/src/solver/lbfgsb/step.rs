@@ -1,12 +1,15 @@
-//! L-BFGS-B's step from the Cauchy point: the unbounded quasi-Newton step, and the subspace
-//! step with its projection into the box, each one pass of the space (with the products the
-//! subspace step needs from another).
+//! L-BFGS-B's step from the Cauchy point: the unbounded quasi-Newton step (with the line
+//! search's first trial, where the objective evaluates by pieces), and the subspace step with
+//! its projection into the box, each one pass of the space (with the products the subspace
+//! step needs from another).
 
 use super::compact::{Compact, correction, pairs_with};
 use super::{StepBuffers, made};
 use crate::linalg::vector;
-use crate::objective::{BoxSpace, BoxVectors, EvalError};
+use crate::objective::{BoxSpace, BoxVectors, EvalError, TrialSweep};
 use crate::solver::memory::{DirectionProducts, Memory};
+use crate::solver::quasi_newton::Trial;
+use crate::solver::workspace::Workspace;
 use std::borrow::Cow;
 
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the
@@ -17,28 +20,63 @@ use std::borrow::Cow;
 /// bounded step's route; with the middle matrix inverted by Gauss–Jordan, as it once was, that
 /// lost every digit on Brown's badly scaled function, mgh-4, stopping at f = 1.9·10¹¹ after 65
 /// iterations where scipy and L-BFGS reach 10⁻¹⁵ in 13). Writes `d = −γg − S·w + γY·u`
-/// (`γ = 1/θ`) to `direction` and `x̄ = x + d` to `target`, and returns its slope `gᵀd`, in one
-/// pass ([`BoxSpace::combined_step`]), and, where `Sᵀg` and `Yᵀg` came from the pairs' pass,
-/// the direction's products with the pairs, from the pairs' own ([`DirectionProducts`]).
+/// (`γ = 1/θ`) to `direction`, and either evaluates the line search's first trial `x + d` in
+/// the same sweep (where the workspace can, [`Workspace::trial_sweep`]: into `trial`'s point
+/// and gradient, `target` left as it was) or writes `x̄ = x + d` to `target` in the same pass
+/// ([`BoxSpace::combined_step`]); with the slope `gᵀd` and, where `Sᵀg` and `Yᵀg` came from
+/// the pairs' pass, the direction's products with the pairs, from the pairs' own
+/// ([`DirectionProducts`]).
 ///
 /// [`quasi_newton::inverse_coefficients`]: crate::solver::quasi_newton::inverse_coefficients
-pub(super) fn unbounded_step<S: BoxSpace>(
-    space: &mut S,
-    x: &S::Vector,
-    g: &S::Vector,
-    memory: &Memory<S::Vector>,
-    target: &mut S::Vector,
-    direction: &mut S::Vector,
-) -> Result<(f64, Option<DirectionProducts>), EvalError> {
+pub(super) fn unbounded_step<W>(
+    workspace: &mut W,
+    g: &W::Vector,
+    memory: &Memory<W::Vector>,
+    direction: &mut W::Vector,
+    target: &mut W::Vector,
+    trial: Trial<'_, W::Vector>,
+) -> Result<Unbounded, EvalError>
+where
+    W: Workspace,
+    W::Space: BoxSpace,
+{
+    let space = workspace.space_mut();
     let with_g = match memory.known_pairs_dot() {
         Some(known) => Cow::Borrowed(known),
         None => Cow::Owned(pairs_with(space, memory, g)?),
     };
     let step = memory.inverse_step(&with_g);
-    let mut terms: Vec<(f64, &S::Vector)> = vec![(-step.gamma, g)];
+    let products = memory.direction_products(&step);
+    let mut terms: Vec<(f64, &W::Vector)> = vec![(-step.gamma, g)];
     terms.extend((step.coefficients.iter().copied()).zip(memory.columns()));
-    let slope = space.combined_step(&terms, x, g, direction, target)?;
-    Ok((slope, memory.direction_products(&step)))
+    let columns: Vec<&W::Vector> = memory.columns().collect();
+    let buffers = [&mut *direction, trial.point, trial.gradient];
+    // As L-BFGS's: an evaluation that fails at `x + d` is left to the line search, which meets
+    // it there where it evaluates there at all.
+    if let Ok(Some(sweep)) = workspace.trial_sweep(&terms, trial.x, g, buffers, &columns) {
+        return Ok(Unbounded {
+            slope: sweep.slope0,
+            products,
+            swept: Some(sweep),
+        });
+    }
+    let space = workspace.space_mut();
+    let slope = space.combined_step(&terms, trial.x, g, direction, target)?;
+    Ok(Unbounded {
+        slope,
+        products,
+        swept: None,
+    })
+}
+
+/// What [`unbounded_step`] made besides the direction.
+pub(super) struct Unbounded {
+    /// `gᵀd`.
+    pub slope: f64,
+    /// `d`'s products with the pairs, where they are known without a pass.
+    pub products: Option<DirectionProducts>,
+    /// What the trial sweep measured at `x + d`, where it evaluated that trial.
+    pub swept: Option<TrialSweep>,
 }
 
 /// How [`subspace_step`] left its target.
