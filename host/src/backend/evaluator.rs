@@ -237,8 +237,8 @@ impl StepBounds {
 
 /// A sum whose terms each read the variables of one piece of `x` alone, so that each piece's
 /// part of `f` and `∇f` comes from that piece: a solver may evaluate a piece as soon as it has
-/// written it, while the piece's vectors are still in cache (L-BFGS's trial sweep,
-/// `objective::trial_sweep`). Pieces are the evaluator's own chunks, so the pieces' results are
+/// written it, while the piece's vectors are still in cache (the trial sweep of L-BFGS and of
+/// unbounded L-BFGS-B, `objective::trial_sweep`). Pieces are the evaluator's own chunks, so the pieces' results are
 /// the bits of its [`value_and_gradient`](Evaluator::value_and_gradient).
 pub trait PieceEvaluator: Sync {
     /// The variables of a piece; piece `i` starts at `i·piece_len()` (the last may be shorter).

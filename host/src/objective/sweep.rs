@@ -1,5 +1,5 @@
 //! L-BFGS's first trial in one sweep over its vectors, where the objective evaluates by pieces
-//! ([`PieceEvaluator`]).
+//! ([`PieceEvaluator`]); L-BFGS-B's too without bounds, where its step is L-BFGS's.
 //!
 //! An L-BFGS iteration reads its `2m` stored vectors twice: to form the direction
 //! `p = Σ cⱼ·vⱼ`, and, after the line search, to take the new gradient's products with them,

@@ -254,8 +254,8 @@ where
             // The direction's products with the pairs, `[Yᵀd, Sᵀd]`, where the unbounded step
             // formed them.
             let mut direction_products: Option<DirectionProducts>;
-            // What the unbounded step's trial sweep measured at `x + d`, where the search took
-            // that trial.
+            // What the unbounded step's trial sweep measured at `x + d`; kept past the search only
+            // where the search took that trial.
             let mut swept: Option<TrialSweep>;
             let accepted = loop {
                 let (slope, room) = if self.box_.is_none() && !memory.is_empty() {
