@@ -1266,7 +1266,7 @@ fn bad_files_are_one_line_errors_naming_the_place() {
         assert!(error.contains(path), "the error names the file: {error}");
         error
     };
-    let cases: [(&str, &str, &[&str], &[&str]); 14] = [
+    let cases: [(&str, &str, &[&str], &[&str]); 15] = [
         (
             "malformed.csv",
             "x,y\n1,2\n2,abc\n",
@@ -1323,6 +1323,12 @@ fn bad_files_are_one_line_errors_naming_the_place() {
             "x,y\n1,2\n2,3\n",
             &["--params", "3"],
             &["2 data points cannot determine 3"],
+        ),
+        (
+            "few-free.csv",
+            "x,y\n1,2\n2,3\n",
+            &["--params", "4", "--fix", "0=1"],
+            &["2 data points cannot determine 3 free parameters (1 of 4 held)"],
         ),
         (
             "sigma.csv",

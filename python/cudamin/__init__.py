@@ -595,6 +595,9 @@ class Solvers:
             pcov = None
         if pcov is None:
             pcov = np.full((popt.size, popt.size), np.inf)
+            # Held parameters keep their zero rows and columns: they are known, not unestimated.
+            pcov[held or [], :] = 0.0
+            pcov[:, held or []] = 0.0
             warnings.warn("Covariance of the parameters could not be estimated", OptimizeWarning, stacklevel=2)
         if not full_output:
             return popt, pcov

@@ -164,6 +164,18 @@ def test_fixed_parameters_have_zero_covariance_rows():
     np.testing.assert_allclose(popt[[0, 2, 3]], expected, rtol=1e-6)
 
 
+def test_points_are_counted_against_the_free_parameters():
+    # One point fixes a0 once b0 is held: a0·exp(−1.3·0.5) = 2·exp(−0.65). No degree of
+    # freedom is left, so pcov is not estimated (inf, as scipy's), but b0's row stays zero.
+    x, y = np.array([0.5]), np.array([2.0 * np.exp(-0.65)])
+    with pytest.warns(OptimizeWarning, match="could not be estimated"):
+        popt, pcov = cudamin.curve_fit("exp-decay", x, y, p0=[1.0, 1.3], fixed=[1])
+    np.testing.assert_allclose(popt, [2.0, 1.3], rtol=1e-12)
+    assert np.isinf(pcov[0, 0]) and np.all(pcov[1] == 0) and np.all(pcov[:, 1] == 0)
+    with pytest.raises(ValueError, match=r"1 data points cannot determine 2 free parameters \(1 of 3 held\)"):
+        cudamin.curve_fit("poly", x, y, p0=np.ones(3), fixed=[0])
+
+
 def test_robust_loss_is_scipys():
     f, x, y, p0 = CASES["exp-decay"]
     y = noisy(y)

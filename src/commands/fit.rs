@@ -168,6 +168,8 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     }
     let model = find_model(&args.model)?;
     let p = args.params.unwrap_or(model.default_params);
+    // The parameters `--fix` holds (each at most once: the options refuse one given twice).
+    let held = args.options.fix.len();
     let mut names = vec![args.x.as_str(), args.y.as_str()];
     names.extend(args.sigma.as_deref());
     let shown = args.data.display();
@@ -177,7 +179,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             let mut refused = None;
             let rows = read_column_rows(&args.data, &names, |total| {
                 // The rows' share is sized by p: a p the data cannot determine is refused first.
-                let share = (check_determined(total, p).map_err(anyhow::Error::from))
+                let share = (check_determined(total, p, held).map_err(anyhow::Error::from))
                     .and_then(|()| job.rows(p, total));
                 share.unwrap_or_else(|e| {
                     refused = Some(e);
@@ -206,7 +208,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         };
         // What is sized by p (the natural bounds, the names) is made once the data are known to
         // determine p parameters: a p past them is refused here, not allocated.
-        check_determined(total, p).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        check_determined(total, p, held).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         let options = fit_options(args, model, p);
         let (backend, backend_reason) =
             cudamin::backend_with_launch(args.backend.into(), LaunchOverride::default())?;
@@ -215,7 +217,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             None => options.bounded_start(p)?,
         };
         let instance = model
-            .instantiate_shard(&backend, Some(p), &data, p0, total)
+            .instantiate_shard(&backend, Some(p), &data, p0, (total, held))
             .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
         Ok((instance, backend, backend_reason, data, total, options))
     })();

@@ -46,13 +46,15 @@ pub enum FitError {
         /// The built-in models' names, comma-separated.
         known: String,
     },
-    /// Fewer points than parameters.
-    #[error("{points} data points cannot determine {params} parameters")]
+    /// Fewer points than free parameters.
+    #[error("{points} data points cannot determine {}", free_parameters(*.params, *.held))]
     Underdetermined {
         /// The number of data points.
         points: usize,
         /// The number of parameters `p`.
         params: usize,
+        /// How many of them are held at their start.
+        held: usize,
     },
     /// A standard deviation is not a positive finite number.
     #[error("sigma at index {index} is {}; every sigma must be positive", Shown(*.value))]
@@ -190,12 +192,30 @@ pub static MODELS: &[Model] = &[
     }),
 ];
 
-/// Refuses `params` parameters that `points` data points cannot determine.
-pub fn check_determined(points: usize, params: usize) -> Result<(), FitError> {
-    if points < params {
-        return Err(FitError::Underdetermined { points, params });
+/// Refuses `params` parameters, `held` of them held at their start, that `points` data points
+/// cannot determine: fewer points than free parameters (whatever the method: scipy's
+/// `curve_fit` refuses them for `lm`, and with `trf` they leave no degree of freedom for
+/// `pcov`).
+pub fn check_determined(points: usize, params: usize, held: usize) -> Result<(), FitError> {
+    if points < params.saturating_sub(held) {
+        return Err(FitError::Underdetermined {
+            points,
+            params,
+            held,
+        });
     }
     Ok(())
+}
+
+/// "`p` parameters", or with some held "`p − held` free parameters (`held` held)".
+fn free_parameters(params: usize, held: usize) -> String {
+    match held {
+        0 => format!("{params} parameters"),
+        _ => format!(
+            "{} free parameters ({held} of {params} held)",
+            params.saturating_sub(held)
+        ),
+    }
 }
 
 /// The model called `name`.
@@ -282,25 +302,26 @@ impl Model {
         data: &FitData,
         p0: Option<Vec<f64>>,
     ) -> Result<Instance, FitError> {
-        self.instantiate_shard(backend, params, data, p0, data.x.len())
+        self.instantiate_shard(backend, params, data, p0, (data.x.len(), 0))
     }
 
-    /// As [`instantiate`](Model::instantiate), for a shard: `data` holds some rows of a data
-    /// set of `total_points`, against which the parameter count is checked.
+    /// As [`instantiate`](Model::instantiate), for a shard and a fit that holds some
+    /// parameters: `data` holds some rows of a data set of `total_points`, against which the
+    /// count of free parameters, all but `held`, is checked ([`check_determined`]).
     pub fn instantiate_shard(
         &self,
         backend: &Backend,
         params: Option<usize>,
         data: &FitData,
         p0: Option<Vec<f64>>,
-        total_points: usize,
+        (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
         let columns = Columns {
             x: &data.x,
             y: &data.y,
             sigma: data.sigma.as_deref(),
         };
-        self.instantiate_columns(backend, params, columns, p0, total_points)
+        self.instantiate_columns(backend, params, columns, p0, (total_points, held))
     }
 
     /// As [`instantiate_shard`](Model::instantiate_shard), from borrowed columns (a caller's
@@ -311,7 +332,7 @@ impl Model {
         params: Option<usize>,
         data: Columns<'_>,
         p0: Option<Vec<f64>>,
-        total_points: usize,
+        (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
         let p = params.unwrap_or(self.default_params);
         let points = data.x.len();
@@ -323,7 +344,7 @@ impl Model {
                 sigma: sigma_len,
             });
         }
-        check_determined(total_points, p)?;
+        check_determined(total_points, p, held)?;
         let mut values =
             cudamin_host::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
                 n: p,

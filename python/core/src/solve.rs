@@ -463,13 +463,21 @@ impl Catalog {
             bounds = model.natural_bounds(p);
         }
         let fixed = args::fixed(fixed, p)?;
+        let held = fixed
+            .as_ref()
+            .map_or(0, |mask| mask.iter().filter(|&&h| h).count());
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
             let (backend, backend_reason) = self.backend(choice)?;
             // curve_fit's start: ones, or inside the bounds when there are some.
             let p0 = p0.or_else(|| bounds.as_ref().map(Bounds::curve_fit_start));
-            let instance =
-                model.instantiate_columns(&backend, Some(p), columns, p0, columns.x.len())?;
+            let instance = model.instantiate_columns(
+                &backend,
+                Some(p),
+                columns,
+                p0,
+                (columns.x.len(), held),
+            )?;
             let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
             let mut solvable = Solvable::new(instance.evaluator, gradient);
             let Some(residuals) = solvable.least_squares() else {
