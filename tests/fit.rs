@@ -1256,6 +1256,39 @@ fn file(name: &str, contents: &[u8]) -> PathBuf {
     path
 }
 
+/// Data so small that the residuals' squares underflow (a sum of 0, or a subnormal one with few
+/// digits) are refused at the start, by `lm` and by `trf` (with a box), where the fit used to end
+/// there as converged with `p0` unchanged; scipy's MINPACK, with its scaled norm, fits them.
+#[test]
+fn residuals_whose_squares_underflow_are_refused() {
+    let cases = [
+        (
+            "tiny-0.csv",
+            "x,y\n0,2.5e-170\n1,1e-170\n2,4e-171\n3,1e-171\n",
+            "sum is 0e0",
+        ),
+        (
+            "tiny-subnormal.csv",
+            "x,y\n0,2.5e-160\n1,1e-160\n2,4e-161\n3,1e-161\n",
+            "sum is ",
+        ),
+    ];
+    for (name, contents, sum) in cases {
+        let path = file(name, contents.as_bytes());
+        let path = path.to_str().unwrap();
+        for bounds in [&[][..], &["--lower", "-1"][..]] {
+            let mut args = vec!["fit", path, "--model", "poly", "--p0", "0,0,0"];
+            args.extend(bounds);
+            let error = one_line_error(&args);
+            assert!(
+                error.contains("so small that their squares underflow"),
+                "{name}: {error}"
+            );
+            assert!(error.contains(sum), "{name}: {error}");
+        }
+    }
+}
+
 #[test]
 fn bad_files_are_one_line_errors_naming_the_place() {
     let fit_error = |path: &Path, extra: &[&str]| {

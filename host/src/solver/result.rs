@@ -186,6 +186,15 @@ pub enum SolveError {
         "the sum of squared residuals is not finite at x0: a residual is NaN or infinite, or their squares sum past f64::MAX (residuals of about 1e154 and more): rescale the problem"
     )]
     NonFiniteResiduals,
+    /// Least squares' first pass at `x0` gave residuals, not all 0, whose squares underflow:
+    /// their sum is below `f64::MIN_POSITIVE / ε`, where it has lost its digits.
+    #[error(
+        "the residuals at x0 are so small that their squares underflow (their sum is {sum_of_squares:e}, residuals of about 1e-146 and less): rescale the problem (y and sigma by a power of 10)"
+    )]
+    UnderflowingResiduals {
+        /// The sum of squares the first pass gave.
+        sum_of_squares: f64,
+    },
     /// Least squares reached a point whose residuals are finite but whose Jacobian rows are not
     /// (NaN or ±∞ in their `R` or `Qᵀr`): no step can be taken from it. scipy's `trf` fails
     /// there too (its SVD does not converge).

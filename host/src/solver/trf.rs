@@ -11,7 +11,7 @@
 mod step;
 
 use super::bounds::Bounds;
-use super::lm::{LeastSquaresResult, LmOptions, LmStatus, finite_jacobian, gradient};
+use super::lm::{LeastSquaresResult, LmOptions, LmStatus, check_start, finite_jacobian, gradient};
 use super::result::{Iterate, SolveError};
 use crate::backend::Factor;
 use crate::linalg::vector;
@@ -36,9 +36,7 @@ pub(super) fn least_squares(
     let mut x = bounds.strictly_feasible(x0, 1e-10);
     let mut factor = Factor::new(n);
     let sum_of_squares = objective.factor(&x, loss, &mut factor)?;
-    if !sum_of_squares.is_finite() {
-        return Err(SolveError::NonFiniteResiduals);
-    }
+    check_start(sum_of_squares, &factor)?;
     finite_jacobian(&factor, 0)?;
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     let mut cost = 0.5 * sum_of_squares;
