@@ -1256,6 +1256,28 @@ fn file(name: &str, contents: &[u8]) -> PathBuf {
     path
 }
 
+/// A fit whose data fix only a combination of its free parameters says so, counting `J`'s
+/// rank against the free parameters alone: one x for all points fixes only `θ0 + θ1·x`, and
+/// `θ2` is held.
+#[test]
+fn rank_is_counted_against_the_free_parameters() {
+    let path = file("one-x.csv", b"x,y\n1,2\n1,3\n1,4\n1,3\n");
+    let output = cudamin(&[
+        "fit",
+        path.to_str().unwrap(),
+        "--model",
+        "poly",
+        "--fix",
+        "2=0",
+    ]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("not identified θ0, θ1: J has rank 1 of 2 free parameters"),
+        "{text}"
+    );
+}
+
 /// Data so small that the residuals' squares underflow (a sum of 0, or a subnormal one with few
 /// digits) are refused at the start, by `lm` and by `trf` (with a box), where the fit used to end
 /// there as converged with `p0` unchanged; scipy's MINPACK, with its scaled norm, fits them.

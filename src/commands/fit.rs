@@ -406,12 +406,16 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         let names: Vec<String> = (r.not_identifiable.iter())
             .map(|&i| model.parameter_name(i))
             .collect();
+        // J's columns are the free parameters'.
+        let free = match r.params - r.fixed.len() {
+            free if r.fixed.is_empty() => free.to_string(),
+            free => format!("{free} free parameters"),
+        };
         writeln!(
             out,
-            "not identified {}: J has rank {} of {}; the data fix only a combination of these (pcov is the pseudo-inverse's)",
+            "not identified {}: J has rank {} of {free}; the data fix only a combination of these (pcov is the pseudo-inverse's)",
             names.join(", "),
             r.rank.unwrap_or(0),
-            r.params
         )?;
         if !r.p0_given {
             writeln!(
