@@ -123,10 +123,14 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "seed-expsum", "--n", "0"], "n = 0"),
         (
             &["solve", "ext-rosenbrock", "--n", "7"],
-            "n = 7 is not allowed for ext_rosenbrock: each term reads 2 variables and the next \
+            "n = 7 is not allowed for ext-rosenbrock: each term reads 2 variables and the next \
              starts 2 later, so n must be 2 + 2·k (n = 6 or 8 would do)",
         ),
         (&["solve", "ext-powell", "--n", "6"], "n = 6"),
+        (
+            &["solve", "mgh-20", "--n", "1"],
+            "n = 1 is not allowed for mgh-20: Watson",
+        ),
         (&["solve", "seed-expsum", "--points", "10"], "--points"),
         (&["solve", "lsq-expsin", "--points", "0"], "--points"),
         (&["solve", "lsq-expsin", "--n", "1"], "n >= 2"),

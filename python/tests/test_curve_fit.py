@@ -219,6 +219,8 @@ def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
         (dict(f="no-such-model"), ValueError, "unknown model"),
         (dict(xdata=np.ones((10, 2))), ValueError, "must be 1-D"),
         (dict(ydata=np.r_[np.nan, np.ones(9)]), ValueError, r"ydata\[0\] is nan"),
+        (dict(ydata=np.r_[1.0, np.nan, np.ones(8)], check_finite=False), ValueError,
+         "exp-decay data: column 1, row 1 is NaN"),
         (dict(ydata=np.ones(9)), ValueError, "x has 10 points, y 9"),
         (dict(sigma=np.r_[0.0, np.ones(9)]), ValueError, "sigma at index 0 is 0"),
         (dict(p0=[1.0, 1.0, 1.0]), ValueError, "p must be even"),

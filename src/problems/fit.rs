@@ -374,6 +374,7 @@ impl Model {
                     params: p,
                     reason,
                 },
+                LoadError::Problem(error) => LoadError::Problem(error.named(self.name)).into(),
                 other => other.into(),
             })?;
         if let Some(p0) = p0 {

@@ -272,7 +272,10 @@ impl Problem {
             (Some(default), points) => points.unwrap_or(default),
         };
         check_memory(n, points)?;
-        (self.setup)(backend, n, points)
+        (self.setup)(backend, n, points).map_err(|error| match error {
+            LoadError::Problem(error) => LoadError::Problem(error.named(self.name)),
+            other => other,
+        })
     }
 }
 

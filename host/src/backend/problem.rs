@@ -71,6 +71,22 @@ pub enum ProblemError {
     },
 }
 
+impl ProblemError {
+    /// The same error naming `name` where it names the term: a catalog's problems are known by
+    /// their own names (`mgh-20`), not their terms' registered ones (`mgh20`). A sum's
+    /// [`PartSize`](ProblemError::PartSize) names two terms and is left as it is.
+    pub fn named(mut self, name: &'static str) -> Self {
+        match &mut self {
+            Self::InvalidN { term, .. }
+            | Self::DataShape { term, .. }
+            | Self::NonFiniteData { term, .. }
+            | Self::NoTerms { term, .. } => *term = name,
+            Self::PartSize { .. } => {}
+        }
+        self
+    }
+}
+
 /// A registered term `T` with `n` variables and its read-only data (column-major, one row per
 /// data point), checked and ready to load on a backend.
 ///
