@@ -107,13 +107,14 @@ impl Bounds {
         crate::objective::projected_gradient_norm(&self.lower, &self.upper, x, g)
     }
 
-    /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box, 1
-    /// inside a one-sided bound, 1 where a variable has none.
+    /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box
+    /// (`midpoint`: `0.5·(lower + upper)` overflows near ±f64::MAX), 1 inside a one-sided
+    /// bound, 1 where a variable has none.
     pub fn curve_fit_start(&self) -> Vec<f64> {
         (self.lower.iter().zip(&self.upper))
             .map(
                 |(&lower, &upper)| match (lower.is_finite(), upper.is_finite()) {
-                    (true, true) => 0.5 * (lower + upper),
+                    (true, true) => lower.midpoint(upper),
                     (true, false) => lower + 1.0,
                     (false, true) => upper - 1.0,
                     (false, false) => 1.0,
@@ -274,7 +275,7 @@ impl Bounds {
                     (_, false) => upper - rstep * upper.abs().max(1.0),
                 };
                 if inside < lower || inside > upper {
-                    0.5 * (lower + upper)
+                    lower.midpoint(upper)
                 } else {
                     inside
                 }
@@ -342,6 +343,17 @@ fn next_up(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default start is the middle of a finite box even where `lower + upper` overflows (a
+    /// box near ±f64::MAX), and 1 inside a one-sided bound.
+    #[test]
+    fn curve_fits_start_is_the_boxs_middle_without_overflow() {
+        let bounds = Bounds {
+            lower: vec![1e308, -f64::MAX, 0.0, 2.0, f64::NEG_INFINITY],
+            upper: vec![1.7e308, f64::MAX, 1.0, f64::INFINITY, f64::INFINITY],
+        };
+        assert_eq!(bounds.curve_fit_start(), [1.35e308, 0.0, 0.5, 3.0, 1.0]);
+    }
 
     fn unit_box() -> Bounds {
         Bounds {
