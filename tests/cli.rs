@@ -131,6 +131,10 @@ fn bad_input_is_a_one_line_error() {
             &["solve", "mgh-20", "--n", "1"],
             "n = 1 is not allowed for mgh-20: Watson",
         ),
+        (
+            &["solve", "rosenbrock", "--plot", "converged.png"],
+            "--plot converged.png: the plot is written as SVG; give a file name ending in .svg",
+        ),
         (&["solve", "seed-expsum", "--points", "10"], "--points"),
         (&["solve", "lsq-expsin", "--points", "0"], "--points"),
         (&["solve", "lsq-expsin", "--n", "1"], "n >= 2"),

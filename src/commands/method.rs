@@ -173,6 +173,17 @@ impl MethodArgs {
                 anyhow::bail!("{flag} applies to --method {takes} only");
             }
         }
+        // The plot is SVG whatever the name; a name for another format is refused before the
+        // solve rather than given SVG under it.
+        if let Some(path) = &self.plot
+            && let Some(extension) = path.extension()
+            && !extension.eq_ignore_ascii_case("svg")
+        {
+            anyhow::bail!(
+                "--plot {}: the plot is written as SVG; give a file name ending in .svg",
+                path.display()
+            );
+        }
         Ok(())
     }
 

@@ -199,7 +199,7 @@ pub enum SolveError {
     /// (NaN or ±∞ in their `R` or `Qᵀr`): no step can be taken from it. scipy's `trf` fails
     /// there too (its SVD does not converge).
     #[error(
-        "the Jacobian is not finite at the point of iteration {nit}, where the residuals are: the model's derivatives break down there"
+        "the Jacobian is not finite at the point of iteration {nit}, though the residuals there are: the model's derivatives break down there"
     )]
     NonFiniteJacobian {
         /// The iteration that reached the point (0: `x0`).
