@@ -29,9 +29,9 @@
 
 use super::dense::{self, bfgs_update, matvec};
 use super::line_search::Evaluated;
-use super::options::{Options, check_start, invalid_option};
+use super::options::{Options, check_start};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
-use super::result::{Iterate, OptimizeResult, SolveError};
+use super::result::{Iterate, OptimizeResult, SolveError, invalid_option};
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;

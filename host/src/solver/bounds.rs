@@ -3,8 +3,7 @@
 //! step) and the trust-region-reflective method's (Coleman–Li scaling, the step to the first
 //! bound, strict feasibility, scipy's `active_mask`).
 
-use super::options::invalid_option;
-use super::result::SolveError;
+use super::result::{SolveError, invalid_option};
 use crate::backend::StepBounds;
 use crate::linalg::vector;
 use crate::objective::{EvalError, Held};

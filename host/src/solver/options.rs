@@ -2,7 +2,7 @@
 //! evaluation.
 
 use super::bounds::Bounds;
-use super::result::SolveError;
+use super::result::{SolveError, invalid_option};
 use crate::objective::{Held, Objective};
 use crate::shown::Shown;
 use ndarray::{Array2, Axis};
@@ -156,18 +156,6 @@ impl Options {
             return Err(invalid_option("ftol", Shown(self.ftol), "must be >= 0"));
         }
         Ok(())
-    }
-}
-
-pub(super) fn invalid_option(
-    name: &'static str,
-    value: impl ToString,
-    reason: &'static str,
-) -> SolveError {
-    SolveError::InvalidOption {
-        name,
-        value: value.to_string(),
-        reason,
     }
 }
 

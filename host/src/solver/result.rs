@@ -259,6 +259,19 @@ pub enum SolveError {
     },
 }
 
+/// The error for an option `name` whose `value` is refused for `reason`.
+pub(super) fn invalid_option(
+    name: &'static str,
+    value: impl ToString,
+    reason: &'static str,
+) -> SolveError {
+    SolveError::InvalidOption {
+        name,
+        value: value.to_string(),
+        reason,
+    }
+}
+
 impl From<EvalError> for SolveError {
     fn from(error: EvalError) -> Self {
         match error {

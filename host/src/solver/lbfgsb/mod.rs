@@ -80,7 +80,7 @@ pub fn minimize(
 ) -> Result<OptimizeResult, SolveError> {
     check_limited_memory_start(objective, x0, options)?;
     if options.maxls == 0 {
-        return Err(super::options::invalid_option(
+        return Err(super::result::invalid_option(
             "maxls",
             0,
             "must be at least 1",
