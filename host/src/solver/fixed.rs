@@ -2,7 +2,8 @@
 //! method runs on the free variables through a [`FixedObjective`]; the observer and the result
 //! see whole points.
 
-use super::lm::{LeastSquaresResult, LmOptions, least_squares_with_observer};
+use super::least_squares::options::LmOptions;
+use super::least_squares::result::LeastSquaresResult;
 use super::options::{Method, Options};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use crate::backend::Factor;
@@ -12,22 +13,36 @@ use ndarray::Array2;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-/// `method` on the free variables of `held`.
+/// A method minimizing an objective: `super::run`.
+pub(super) type Minimize = fn(
+    &mut dyn Objective,
+    &[f64],
+    Method,
+    &Options,
+    &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError>;
+
+/// A least-squares solve: `least_squares_with_observer`.
+pub(super) type LeastSquares = fn(
+    &mut dyn LeastSquaresObjective,
+    &[f64],
+    &LmOptions,
+    &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<LeastSquaresResult, SolveError>;
+
+/// `method` on the free variables of `held`, run by `run`.
 pub(super) fn minimize(
     objective: &mut dyn Objective,
     x0: &[f64],
-    method: Method,
-    options: &Options,
+    (method, options): (Method, &Options),
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     held: Held,
+    run: Minimize,
 ) -> Result<OptimizeResult, SolveError> {
-    if method == Method::Bfgs {
-        super::bfgs::check_hess_inv_fits(x0.len(), options)?;
-    }
     let free_options = options.for_free(&held);
     let mut free = FixedObjective::new(objective, held.clone());
     let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
-    let mut result = super::run(
+    let mut result = run(
         &mut free,
         &held.gather(x0),
         method,
@@ -68,14 +83,15 @@ fn whole_matrix(h: &Array2<f64>, held: &Held) -> Result<Array2<f64>, SolveError>
     Ok(whole)
 }
 
-/// Levenberg–Marquardt on the free variables of `held`; the result's factor is over all the
-/// variables (the last one the objective made, at the solution), for the covariance.
+/// Least squares, by `solve`, on the free variables of `held`; the result's factor is over all
+/// the variables (the last one the objective made, at the solution), for the covariance.
 pub(super) fn least_squares(
     objective: &mut dyn LeastSquaresObjective,
     x0: &[f64],
     options: &LmOptions,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     held: Held,
+    solve: LeastSquares,
 ) -> Result<LeastSquaresResult, SolveError> {
     let free_options = LmOptions {
         fixed: None,
@@ -84,8 +100,7 @@ pub(super) fn least_squares(
     };
     let mut free = FixedObjective::new(objective, held.clone());
     let mut whole = |it: &Iterate<'_>| observe_whole(&held, it, observer);
-    let result =
-        least_squares_with_observer(&mut free, &held.gather(x0), &free_options, &mut whole)?;
+    let result = solve(&mut free, &held.gather(x0), &free_options, &mut whole)?;
     Ok(LeastSquaresResult {
         x: held.expand(&result.x)?,
         grad: held.expand_with(&result.grad, 0.0)?,

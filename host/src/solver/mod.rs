@@ -1,6 +1,6 @@
 //! Solvers: BFGS and L-BFGS with scipy's semantics (`scipy.optimize.minimize`).
 //!
-//! For sums of squares, [`lm`] is Levenberg–Marquardt with MINPACK's semantics
+//! For sums of squares, [`least_squares`] is Levenberg–Marquardt with MINPACK's semantics
 //! (`scipy.optimize.least_squares(method='lm')`), on the triangle `R` of the residuals'
 //! Jacobian (`minpack`); with bounds, `least_squares` runs scipy's trust-region-reflective
 //! method (`trf`) on the same triangle; [`covariance`] is `curve_fit`'s `pcov` from it.
@@ -25,21 +25,22 @@ mod dense;
 mod fixed;
 pub mod lbfgs;
 pub mod lbfgsb;
+mod least_squares;
 mod line_search;
-pub mod lm;
 mod memory;
 mod minpack;
 mod options;
 mod quasi_newton;
 mod result;
-mod trf;
 mod two_loop;
 mod workspace;
 
 pub use bounds::Bounds;
 pub use correction_pairs::CorrectionPairs;
 pub use covariance::{Covariance, covariance, covariance_of_free};
-pub use lm::{LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer};
+pub use least_squares::{
+    LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer,
+};
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};
 
@@ -70,7 +71,7 @@ pub fn minimize_with_observer(
 ) -> Result<OptimizeResult, SolveError> {
     if let Some(bounds) = &options.bounds {
         if method != Method::LbfgsB {
-            return Err(options::invalid_option(
+            return Err(result::invalid_option(
                 "method",
                 method.name(),
                 "takes no bounds; lbfgsb (L-BFGS-B) does",
@@ -83,7 +84,10 @@ pub fn minimize_with_observer(
         Some(held) => {
             // The whole start, held variables too: the method sees only the free ones.
             options::check_start(objective, x0, options)?;
-            fixed::minimize(objective, x0, method, options, observer, held)
+            if method == Method::Bfgs {
+                bfgs::check_hess_inv_fits(x0.len(), options)?;
+            }
+            fixed::minimize(objective, x0, (method, options), observer, held, run)
         }
         None => run(objective, x0, method, options, observer),
     }

@@ -10,12 +10,14 @@
 
 mod step;
 
-use super::bounds::Bounds;
-use super::lm::{LeastSquaresResult, LmOptions, LmStatus, check_start, finite_jacobian, gradient};
-use super::result::{Iterate, SolveError};
+use super::checks::{check_start, finite_jacobian, gradient};
+use super::options::LmOptions;
+use super::result::{LeastSquaresResult, LmStatus};
 use crate::backend::Factor;
 use crate::linalg::vector;
 use crate::objective::LeastSquaresObjective;
+use crate::solver::bounds::Bounds;
+use crate::solver::result::{Iterate, SolveError};
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 use step::ScaledModel;
