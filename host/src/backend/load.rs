@@ -5,9 +5,10 @@
 //! [`Backend::load`]: super::Backend::load
 
 use super::cpu::{CpuEvaluator, CpuLeastSquares};
-use super::evaluator::{BackendError, Evaluator, LeastSquaresEvaluator};
 use super::gpu::{self, Launcher};
 use super::problem::TermProblem;
+use crate::backend::error::BackendError;
+use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 use std::sync::Arc;
 

@@ -1,26 +1,35 @@
 //! Where terms run: on all CPU cores ([`cpu`], rayon) or on an NVIDIA GPU ([`gpu`], through a
 //! driver: cust, feature `cuda`; or the PTX simulator, which runs the same PTX on the CPU), and
-//! how `--backend auto` chooses. Both backends implement the contract in
-//! [`evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
+//! how `--backend auto` chooses. Both backends implement the contract of
+//! [`Evaluator`] for a [`TermProblem`]; this module only picks one and hands problems to it.
 //! With feature `mpi`, `mpi` makes any backend's evaluator of one shard collective across the
 //! processes of an MPI job.
 
 pub mod cpu;
-pub mod evaluator;
+mod error;
+mod evaluator;
 pub mod gpu;
+mod launch;
 mod load;
 pub mod mpi;
+mod pass;
 pub mod problem;
+mod step_bounds;
 pub mod sum;
+mod with_residuals;
 
-pub use evaluator::{
-    BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig, LaunchOverride, Layout,
-    LeastSquaresEvaluator, Loss, NormalPass, Partials, Pass, PieceEvaluator, RawArg, RobustLoss,
-    Share, StepBounds, WithResiduals, checked_against,
-};
+pub use error::BackendError;
+pub use evaluator::{Evaluator, LeastSquaresEvaluator, PieceEvaluator, checked_against};
 pub use gpu::Traffic;
+pub use gpu_kernels::Gradient;
+pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
+pub use launch::{LaunchConfig, LaunchOverride, RawArg};
+pub use mpi::{Factor, Layout, Partials, Share};
+pub use pass::{Evaluation, Pass};
 pub use problem::{ProblemError, TermProblem};
+pub use step_bounds::StepBounds;
 pub use sum::{ResidualSum, SumEvaluator, TermSum};
+pub use with_residuals::{NormalPass, WithResiduals};
 
 use gpu_kernels::raw::RawKernel;
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};

@@ -5,10 +5,11 @@
 use super::evaluator::{CpuEvaluator, catching_panics};
 use super::plan::{each_chunk, row_block};
 use super::schemes::{RowsInto, SchemePasses};
-use crate::backend::evaluator::{
-    BackendError, Gradient, Layout, NormalPass, Partials, Share, WithResiduals,
-};
+use crate::backend::error::BackendError;
+use crate::backend::mpi::{Layout, Partials, Share};
 use crate::backend::problem::TermProblem;
+use crate::backend::with_residuals::{NormalPass, WithResiduals};
+use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::triangle_len;
 use gpu_kernels::kernel::{CompensatedRun, term_value};

@@ -1,7 +1,7 @@
 //! The chunk plan: how a pass's work is cut into chunks whose sizes depend on the problem
 //! alone (never on the number of threads), and the one place chunks are handed to rayon.
 
-use crate::backend::evaluator::Share;
+use crate::backend::mpi::Share;
 use rayon::prelude::*;
 use std::ops::Range;
 

@@ -1,6 +1,7 @@
 //! Grid kernels on the CPU: the executor supplies each thread's index.
 
-use crate::backend::evaluator::{BackendError, LaunchConfig, RawArg};
+use crate::backend::error::BackendError;
+use crate::backend::launch::{LaunchConfig, RawArg};
 use gpu_kernels::raw::{CpuArg, Out, RawKernel, Thread};
 use rayon::prelude::*;
 

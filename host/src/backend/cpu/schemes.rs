@@ -3,7 +3,7 @@
 //! its scheme type in one match, generated from the scheme table ([`SchemePasses::of`]).
 
 use super::plan::{GROUP_CHUNK, each_chunk};
-use crate::backend::evaluator::Gradient;
+use gpu_kernels::Gradient;
 use gpu_kernels::kernel::exact::{
     Seeded, banded_group_gradient_exact, disjoint_exact_in_lanes, fill_constants, terms_in_lanes,
 };

@@ -8,7 +8,7 @@
 
 use super::abi::Launch;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
-use crate::backend::evaluator::BackendError;
+use crate::backend::error::BackendError;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
     MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,

@@ -6,10 +6,13 @@ use super::driver::Buffer;
 use super::launcher::{Launcher, SINGLE_THREAD};
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors};
-use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, Gradient, LaunchConfig, StepBounds,
-};
+use crate::backend::error::BackendError;
+use crate::backend::evaluator::Evaluator;
+use crate::backend::launch::LaunchConfig;
+use crate::backend::pass::Evaluation;
 use crate::backend::problem::TermProblem;
+use crate::backend::step_bounds::StepBounds;
+use gpu_kernels::Gradient;
 use gpu_kernels::Kernels;
 use gpu_kernels::kernel::GradientWork;
 use gpu_kernels::kernel::exact::exact_supported;

@@ -9,7 +9,8 @@ use super::driver::Buffer;
 use super::launcher::{Launcher, check_lengths};
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
-use crate::backend::evaluator::{BackendError, Gradient};
+use crate::backend::error::BackendError;
+use gpu_kernels::Gradient;
 use std::sync::Arc;
 
 /// What the device keeps of the held variables: the whole point (the fixed variables at their

@@ -4,7 +4,8 @@
 
 use super::abi::{KernelArg, Launch};
 use super::driver::{Buffer, Driver};
-use crate::backend::evaluator::{BackendError, LaunchConfig, LaunchOverride, RawArg};
+use crate::backend::error::BackendError;
+use crate::backend::launch::{LaunchConfig, LaunchOverride, RawArg};
 use gpu_kernels::raw::RawKernel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

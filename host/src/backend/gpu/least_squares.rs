@@ -7,11 +7,12 @@ use super::abi::Launch;
 use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
 use super::launcher::Launcher;
-use crate::backend::evaluator::{
-    BackendError, Factor, Gradient, LaunchConfig, Layout, NormalPass, Partials, Share,
-    WithResiduals,
-};
+use crate::backend::error::BackendError;
+use crate::backend::launch::LaunchConfig;
+use crate::backend::mpi::{Factor, Layout, Partials, Share};
 use crate::backend::problem::TermProblem;
+use crate::backend::with_residuals::{NormalPass, WithResiduals};
+use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::{triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};

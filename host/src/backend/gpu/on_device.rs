@@ -4,7 +4,8 @@
 //! (`backend::sum`) and one seen through the variables a solve leaves free (`held.rs`).
 
 use super::vectors::{DeviceVector, DeviceVectors};
-use crate::backend::evaluator::{BackendError, Gradient};
+use crate::backend::error::BackendError;
+use gpu_kernels::Gradient;
 
 /// An evaluator whose problem lives in device memory, evaluated at device vectors (see
 /// `Evaluator::device`). Nothing comes back to the host but `f`; a fault surfaces at the next

@@ -5,7 +5,9 @@
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits};
 use super::{GpuEvaluator, Launcher, load_least_squares};
-use crate::backend::evaluator::{BackendError, Evaluator, LaunchConfig, LaunchOverride};
+use crate::backend::error::BackendError;
+use crate::backend::evaluator::Evaluator;
+use crate::backend::launch::{LaunchConfig, LaunchOverride};
 use crate::backend::{Gradient, LeastSquaresEvaluator, TermProblem};
 use gpu_kernels::LeastSquares;
 use gpu_kernels::terms::ExtRosenbrock;

@@ -8,7 +8,8 @@
 use super::abi::Launch;
 use super::driver::Buffer;
 use super::launcher::Launcher;
-use crate::backend::evaluator::{BackendError, LaunchConfig};
+use crate::backend::error::BackendError;
+use crate::backend::launch::LaunchConfig;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
     COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, MASKED_GRAM_PARTIALS,

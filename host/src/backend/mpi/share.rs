@@ -3,7 +3,8 @@
 //! ([`Partials`]) and how they combine ([`Layout`]). One process finishes its own passes with
 //! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
 
-use crate::backend::evaluator::{BackendError, Gradient};
+use crate::backend::error::BackendError;
+use gpu_kernels::Gradient;
 use gpu_kernels::StepBox;
 use gpu_kernels::kernel::normal::mirror_upper;
 use gpu_kernels::kernel::triangle::{

@@ -1,11 +1,13 @@
 //! A sum of term problems loaded on one backend, evaluated as one problem: each pass is each
 //! part's pass in the sum's order, and their results are added in that order.
 
-use crate::backend::evaluator::{
-    BackendError, Evaluation, Evaluator, Gradient, LeastSquaresEvaluator, Partials, Pass, Share,
-    StepBounds, add_in_order,
-};
+use crate::backend::error::BackendError;
+use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use crate::backend::gpu::{DeviceEvaluator, DeviceVector, DeviceVectors};
+use crate::backend::mpi::{Partials, Share, add_in_order};
+use crate::backend::pass::{Evaluation, Pass};
+use crate::backend::step_bounds::StepBounds;
+use gpu_kernels::Gradient;
 use gpu_kernels::kernel::sum_in_order;
 
 /// The loaded parts of a [`TermSum`](super::TermSum) (`E = dyn Evaluator`) or of a

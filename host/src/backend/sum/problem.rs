@@ -1,7 +1,8 @@
 //! A sum of term problems before it is loaded: its parts, each a [`TermProblem`] of its own
 //! term type, checked to share `n`.
 
-use crate::backend::evaluator::{BackendError, Evaluator, LeastSquaresEvaluator};
+use crate::backend::error::BackendError;
+use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use crate::backend::gpu::Launcher;
 use crate::backend::load;
 use crate::backend::problem::{ProblemError, TermProblem};
