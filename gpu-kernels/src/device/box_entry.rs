@@ -9,11 +9,9 @@
 //! box with no finite side), then scalars and vectors in the order of their formulas, then
 //! `partials` (rows of `gridDim` f64) for the reductions.
 
-pub use nvptx::*;
-
 mod nvptx {
     use crate::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
-    use crate::device::entry::vector_at;
+    use crate::device::vector_entry::vector_at;
     use crate::device::{WARP_SIZE, block_dim, block_idx, block_reduce, block_reduce_sum};
     use crate::device::{grid_dim, grid_stride, slice, thread_idx, warp_reduce};
 

@@ -14,6 +14,10 @@ mod macros;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
+mod triangle_entry;
+#[cfg(target_arch = "nvptx64")]
+mod vector_entry;
+#[cfg(target_arch = "nvptx64")]
 pub use nvptx::*;
 mod views;
 pub use views::*;

@@ -1,0 +1,147 @@
+//! The least-squares triangle entries' per-block work: each thread makes its term's residual
+//! row, and the block folds the rows into its triangle in shared memory.
+
+use super::entry::{block_partials, block_value};
+use crate::device::{SharedArray, block_dim, block_idx, grid_dim, sync_threads, thread_idx};
+use crate::kernel::CompensatedSum;
+use crate::kernel::exact::EXACT_DENSE_WIDTH_MAX_GPU;
+use crate::kernel::loss::RobustLoss;
+use crate::kernel::normal::JacobianRow;
+use crate::kernel::triangle::{
+    FOLD_ROWS_GPU, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
+};
+use crate::term::{Data, Term};
+
+/// The rows a block folds at once, each [`row_width`] values at the widest window the GPU
+/// takes: 17 KiB of shared memory.
+const HELD_VALUES: usize = FOLD_ROWS_GPU * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
+
+/// The shared array that holds them (its length is a literal in PTX).
+type Held = SharedArray<2176>;
+const _: () = assert!(HELD_VALUES == 2176);
+
+/// Least-squares triangle of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`):
+/// as [`dense_partials`], one term per thread and tile after tile, each thread makes its
+/// term's residual and Jacobian row (by `rows`) and rescales them for `loss`; then the
+/// block folds the tile's rows into its triangle [`FOLD_ROWS_GPU`] at a time, in thread order,
+/// the rows held in shared memory and each reflection's later columns one per thread
+/// ([`fold_held`]). The block's packed `R` and `Qᵀr` go to `out`; the sum of the points'
+/// costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block
+/// order.
+///
+/// # Safety
+/// `out` holds `triangle_len(n) · gridDim` f64, `values` one slot per block.
+#[inline(always)]
+pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
+    x: &[f64],
+    data: Data<'_>,
+    loss: RobustLoss,
+    out: *mut f64,
+    values: *mut f64,
+    rows: &mut J,
+) {
+    let n = x.len();
+    let terms = T::terms(n, data);
+    let width = row_width(n);
+    let mine = unsafe { block_partials(out, triangle_len(n)) };
+    let held: Held = crate::shared_array!(cudamin_fold_held, 2176);
+    let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
+    let row = &mut storage[..n];
+    let mut cost = CompensatedSum::default();
+    let tiles = terms.div_ceil(block_dim());
+    let mut tile = block_idx();
+    while tile < tiles {
+        let k = tile * block_dim() + thread_idx();
+        let residual = if k < terms {
+            let r = rows.row::<T>(k, x, data, row);
+            let (rescaled, point_cost) = loss.rescale(r, row);
+            cost.add(point_cost);
+            rescaled
+        } else {
+            0.0
+        };
+        for group in 0..block_dim().div_ceil(FOLD_ROWS_GPU) {
+            // The same on every thread: the whole block leaves together.
+            if tile * block_dim() + group * FOLD_ROWS_GPU >= terms {
+                break;
+            }
+            for i in (thread_idx()..FOLD_ROWS_GPU * width).step_by(block_dim()) {
+                held.set(i, 0.0);
+            }
+            sync_threads();
+            if thread_idx() / FOLD_ROWS_GPU == group && k < terms {
+                let at = (thread_idx() % FOLD_ROWS_GPU) * width;
+                for (j, &d) in row.iter().enumerate() {
+                    held.set(at + j, d);
+                }
+                held.set(at + n, residual);
+            }
+            sync_threads();
+            unsafe { fold_held(mine, n, held, width) };
+        }
+        tile += grid_dim();
+    }
+    unsafe { block_value(cost, values) };
+}
+
+/// Folds the [`FOLD_ROWS_GPU`] rows `held` (each `width` values: `J`'s row, the residual,
+/// zeros) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
+/// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
+/// the same order of operations per column. Every thread computes column `j`'s reflection
+/// from the held column; then column `k > j` (and `Qᵀr` as column `n`) is updated by
+/// thread `k − j − 1` (and every `blockDim` after), its dot product over the rows in row
+/// order. Every thread of the block calls it (it holds barriers), and it returns once every
+/// thread is done with `held`.
+///
+/// # Safety
+/// `mine` holds the block's `triangle_len(n)` values, written by this block alone.
+#[inline(always)]
+unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
+    let qtr = unsafe { mine.add(packed_len(n)) };
+    for j in 0..n {
+        let mut v = [0.0; FOLD_ROWS_GPU];
+        for (i, vi) in v.iter_mut().enumerate() {
+            *vi = held.get(i * width + j);
+        }
+        let start = packed_row(j, n);
+        // SAFETY: the block's own triangle, written below only after the barrier.
+        let diagonal = unsafe { mine.add(start).read_volatile() };
+        // The same on every thread, so the branch is uniform over the block.
+        let Some(Reflection { beta, tau }) = reflection(diagonal, &mut v) else {
+            continue;
+        };
+        // Every thread has read column j and R_jj before any is written.
+        sync_threads();
+        let mut column = j + 1 + thread_idx();
+        while column <= n {
+            // SAFETY: entry `column` of row j belongs to this thread alone until the barrier.
+            let entry = unsafe {
+                if column < n {
+                    mine.add(start + column - j)
+                } else {
+                    qtr.add(j)
+                }
+            };
+            let old = unsafe { entry.read_volatile() };
+            let mut w = old;
+            for (i, &vi) in v.iter().enumerate() {
+                w += vi * held.get(i * width + column);
+            }
+            unsafe { entry.write_volatile(old - tau * w) };
+            for (i, &vi) in v.iter().enumerate() {
+                let at = i * width + column;
+                held.set(at, held.get(at) - tau * vi * w);
+            }
+            column += block_dim();
+        }
+        if thread_idx() == 0 {
+            unsafe { mine.add(start).write_volatile(beta) };
+        }
+        sync_threads();
+    }
+    // Every thread is done reading `held` before any returns to refill it: a column with
+    // nothing below its diagonal skips its barriers, and where the last columns do, a fast
+    // thread's zeroing of the next rows raced the others' reads of these (the simulator's
+    // race check stopped every fit whose exponentials underflow over a row group).
+    sync_threads();
+}
