@@ -9,7 +9,7 @@
 //! `cargo bench --bench solvers`
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use cudamin::solver::minimize;
+use cudamin::minimize;
 use cudamin::{Backend, Gradient, Method, Options, TermObjective, problems};
 use std::time::Duration;
 

@@ -17,8 +17,8 @@
 //! `cargo run --release --example fit_exact [points]`
 
 use cudamin::kernels::terms::LsqExpSin;
+use cudamin::minimize;
 use cudamin::problems::{lsq_expsin_data, lsq_expsin_theta_true};
-use cudamin::solver::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Options, TermObjective, TermProblem};
 use std::process::ExitCode;
 

@@ -18,8 +18,8 @@
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
 use cudamin::problems::random::SplitMix64;
-use cudamin::solver::{LmOptions, least_squares};
 use cudamin::{BackendChoice, Gradient, TermObjective};
+use cudamin::{LmOptions, least_squares};
 use ndarray_npy::NpzWriter;
 use std::path::Path;
 use std::process::ExitCode;

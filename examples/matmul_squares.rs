@@ -19,8 +19,8 @@
 //! `cargo run --release --example matmul_squares [rows of A]`
 
 use cudamin::kernels::terms::matmul_squares::INNER;
+use cudamin::minimize;
 use cudamin::problems::{self, MATMUL_COLUMNS};
-use cudamin::solver::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Objective, Options, TermObjective};
 use std::process::ExitCode;
 

@@ -13,7 +13,7 @@
 //! `cargo run --release --example seed_expsum [n]`
 
 use cudamin::kernels::terms::SeedExpSum;
-use cudamin::solver::minimize;
+use cudamin::minimize;
 use cudamin::{BackendChoice, Gradient, Method, Options, TermObjective, TermProblem};
 use std::process::ExitCode;
 

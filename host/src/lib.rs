@@ -52,13 +52,13 @@ macro_rules! include_ptx {
 pub use backend::{
     Backend, BackendChoice, BackendError, Evaluator, Factor, Gradient, LaunchConfig,
     LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
-    TermProblem, TermSum, Traffic,
+    StepBounds, TermProblem, TermSum, Traffic,
 };
 #[doc(hidden)]
 pub use linalg::{available_memory, inf_norm};
 pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
 pub use solver::{
-    CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method,
-    OptimizeResult, Options, SolveError, Status, covariance, least_squares,
+    Bounds, CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method,
+    OptimizeResult, Options, SolveError, Status, covariance, covariance_of_free, least_squares,
     least_squares_with_observer, minimize, minimize_with_observer,
 };

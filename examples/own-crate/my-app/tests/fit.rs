@@ -3,7 +3,7 @@
 //! Levenberg–Marquardt recovers the parameters of noiseless data.
 
 use cudamin::kernels::SumOfSquares;
-use cudamin::solver::{LmOptions, least_squares};
+use cudamin::{LmOptions, least_squares};
 use cudamin::{Backend, Gradient, LeastSquaresEvaluator, TermObjective, TermProblem};
 use my_kernels::MichaelisMenten;
 
@@ -29,7 +29,7 @@ fn objective(s: &[f64], v: &[f64]) -> TermObjective<dyn LeastSquaresEvaluator> {
 
 #[test]
 fn the_jacobians_triangle_is_the_hand_derived_ones() {
-    use cudamin::objective::LeastSquaresObjective;
+    use cudamin::LeastSquaresObjective;
     use cudamin::{Factor, RobustLoss};
     let (s, v) = rates(700, [2.5, 1.2]);
     let at = [1.7, 0.6];
