@@ -125,9 +125,9 @@ check "seed-expsum, n = $big, L-BFGS on the GPU" big_solve lbfgs
 check "seed-expsum, n = $big, BFGS on the GPU" big_solve bfgs
 
 # L-BFGS-B with half the variables at a bound, GPU then CPU: the Cauchy walk passes nearly
-# every breakpoint in its first iteration (BENCHMARKS.md, 2026-11-28: 9.4 s on an H200 when it
-# gathered them one by one, 0.5 s on 16 cores). The GPU's line `device` counts its launches,
-# waits and copies.
+# every breakpoint in its first iteration (BENCHMARKS.md, "L-BFGS-B and L-BFGS on device
+# vectors (H200)": 9.4 s on an H200 when it gathered them one by one, 0.5 s on 16 cores). The
+# GPU's line `device` counts its launches, waits and copies.
 bounded_solves() {
   local backend status=0
   for backend in cuda cpu; do

@@ -25,8 +25,8 @@ vectors (at n = 10⁶ about 17 vectors of 8 MB). The tools alternate within each
 times are medians. "× cudamin" divides by the CLI's row of the same method family (L-BFGS-B
 or L-BFGS), "× in process" by the in-process row where the family has one.
 
-The venv needs numpy, scipy, torch, jax and jaxopt (the run that BENCHMARKS.md records had
-jax/jaxlib 0.10.2 and jaxopt 0.8.5 added to poisson_peers.py's venv):
+The venv needs numpy, scipy, torch, jax and jaxopt (the runs in BENCHMARKS.md's L-BFGS and
+L-BFGS-B sections had jax/jaxlib 0.10.2 and jaxopt 0.8.5 added to poisson_peers.py's venv):
 
     target/poisson-peers-venv/bin/pip install jax jaxopt
     target/poisson-peers-venv/bin/python benches/lbfgsb_peers.py [--n N] [--repeat R] [--cases 0,2]
