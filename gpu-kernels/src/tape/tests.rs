@@ -1,8 +1,8 @@
 extern crate std;
 use super::*;
-use crate::real::Real;
 use crate::dual::Dual;
 use crate::real::Num;
+use crate::real::Real;
 use crate::term::{Data, Vars};
 use std::vec::Vec;
 

@@ -3,8 +3,8 @@
 //! Levenberg–Marquardt recovers the parameters of noiseless data.
 
 use cudamin::kernels::SumOfSquares;
-use cudamin::{LmOptions, least_squares};
 use cudamin::{Backend, Gradient, LeastSquaresEvaluator, TermObjective, TermProblem};
+use cudamin::{LmOptions, least_squares};
 use my_kernels::MichaelisMenten;
 
 /// Columns `s` and `v` for `points` substrate values on [0.1, 10), rates from `(V, K)`.
