@@ -86,3 +86,21 @@ macro_rules! __raw_view {
         $arg
     };
 }
+
+/// The PTX parameter type of a raw kernel argument of kind `In`, `Out`, `F64` or `U64`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __raw_ptx_type {
+    (In) => {
+        $crate::device::SliceArg
+    };
+    (Out) => {
+        $crate::device::SliceArg
+    };
+    (F64) => {
+        f64
+    };
+    (U64) => {
+        u64
+    };
+}

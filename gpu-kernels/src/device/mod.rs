@@ -14,12 +14,18 @@ mod macros;
 #[cfg(target_arch = "nvptx64")]
 mod nvptx;
 #[cfg(target_arch = "nvptx64")]
+mod shared;
+#[cfg(target_arch = "nvptx64")]
 mod triangle_entry;
 #[cfg(target_arch = "nvptx64")]
 mod vector_entry;
 #[cfg(target_arch = "nvptx64")]
 pub use nvptx::*;
+#[cfg(target_arch = "nvptx64")]
+pub use shared::SharedArray;
+mod strided;
 mod views;
+pub use strided::Strided;
 pub use views::*;
 
 /// Threads per warp.

@@ -11,92 +11,6 @@ pub fn as_nums<R>(x: &[R]) -> &[Num<R>] {
     unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<Num<R>>(), x.len()) }
 }
 
-/// Every `stride`-th element of a slice, `len` of them: the columns of one row of a
-/// column-major matrix. The bounds are checked once, when the view is made; [`get`](Self::get)
-/// then compares only `i` with `len`, which the compiler drops in a loop over `0..len`. (A
-/// checked read per column, `values.get(c·rows + row)`, cost a dense term's value pass a
-/// seventh of its time: lsq-expsin reads 14 columns per point.)
-#[derive(Clone, Copy, Debug)]
-pub struct Strided<'a> {
-    first: *const f64,
-    stride: usize,
-    len: usize,
-    values: core::marker::PhantomData<&'a [f64]>,
-}
-
-/// What a [`Strided`] view of elements that are not all in its slice reads, at stride 0.
-static NAN: f64 = f64::NAN;
-
-impl<'a> Strided<'a> {
-    /// Elements `start`, `start + stride`, … of `values`, `len` of them; `len` NaNs instead
-    /// unless all of them lie in `values`. Either way the view has `len` elements, so that one
-    /// loop over them serves both cases.
-    #[inline(always)]
-    pub fn new(values: &'a [f64], start: usize, stride: usize, len: usize) -> Self {
-        let in_bounds = match len.checked_sub(1) {
-            None => true,
-            Some(last_step) => last_step
-                .checked_mul(stride)
-                .and_then(|step| step.checked_add(start))
-                .is_some_and(|last| last < values.len()),
-        };
-        if in_bounds {
-            Strided {
-                // Not `add`: with `len` = 0, `start` may lie past the slice.
-                first: values.as_ptr().wrapping_add(start),
-                stride,
-                len,
-                values: core::marker::PhantomData,
-            }
-        } else {
-            Strided {
-                first: &NAN,
-                stride: 0,
-                len,
-                values: core::marker::PhantomData,
-            }
-        }
-    }
-
-    /// The number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view has no elements.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The elements as a slice where they lie side by side (stride 1), which a loop can then
-    /// read several at a time.
-    #[inline(always)]
-    pub fn contiguous(&self) -> Option<&'a [f64]> {
-        if self.stride == 1 {
-            // SAFETY: with stride 1, `new` checked that `start .. start + len` lies in the
-            // borrowed slice (or `len` is 0 and the pointer is not read), borrowed for `'a`.
-            Some(unsafe { core::slice::from_raw_parts(self.first, self.len) })
-        } else {
-            None
-        }
-    }
-
-    /// Element `i` of the view; NaN for `i ≥ len`.
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> f64 {
-        if i < self.len {
-            // SAFETY: either `new` checked that `start + (len − 1)·stride` is an index of the
-            // borrowed slice, without overflow, and `i < len` keeps `i·stride` within that; or
-            // the stride is 0 and `first` points to the static NaN.
-            unsafe { *self.first.add(i * self.stride) }
-        } else {
-            f64::NAN
-        }
-    }
-}
-
 /// A slice argument as a raw kernel receives it: device address and length, one 16-byte
 /// `.param` (the struct is `#[repr(C)]`).
 #[repr(C)]
@@ -219,74 +133,9 @@ pub unsafe fn output<'a>(arg: SliceArg) -> Out<'a> {
     }
 }
 
-/// A `.shared` array of `N` f64, one per block. Made by [`shared_array!`](crate::shared_array).
-/// Reads and writes are volatile, so they are not cached across [`sync`](crate::raw::Block::sync).
-#[cfg(target_arch = "nvptx64")]
-#[derive(Clone, Copy)]
-pub struct SharedArray<const N: usize> {
-    ptr: *mut f64,
-}
-
-#[cfg(target_arch = "nvptx64")]
-impl<const N: usize> SharedArray<N> {
-    /// # Safety
-    /// `address` must be the generic address of a `.shared` array of `N` f64.
-    #[doc(hidden)]
-    pub unsafe fn from_generic(address: u64) -> Self {
-        SharedArray {
-            ptr: address as *mut f64,
-        }
-    }
-
-    /// Element `i` (a volatile read).
-    pub fn get(&self, i: usize) -> f64 {
-        assert!(i < N);
-        // SAFETY: in bounds of the block's array.
-        unsafe { self.ptr.add(i).read_volatile() }
-    }
-
-    /// Writes `value` to element `i` (a volatile write); the block's other threads see it
-    /// after a [`sync`](crate::raw::Block::sync).
-    pub fn set(&self, i: usize, value: f64) {
-        assert!(i < N);
-        // SAFETY: in bounds of the block's array.
-        unsafe { self.ptr.add(i).write_volatile(value) }
-    }
-}
-
-/// Declares a `.shared` array of `LEN` f64 named `SYMBOL` (unique in the module) and returns a
-/// [`SharedArray`] for it. GPU-only, like the block kernels that use it. (`.shared` statics
-/// cannot be Rust statics: a `link_section` lands in global memory; so the array is declared
-/// in module-level PTX and addressed with `cvta.shared`.)
-#[cfg(target_arch = "nvptx64")]
-#[macro_export]
-// Declares the array with inline PTX, in the caller's crate: this crate's plumbing.
-#[cfg_attr(
-    target_arch = "nvptx64",
-    allow_internal_unstable(asm_experimental_arch),
-    allow_internal_unsafe
-)]
-macro_rules! shared_array {
-    ($symbol:ident, $len:literal) => {{
-        ::core::arch::global_asm!(concat!(
-            ".shared .align 8 .f64 ", stringify!($symbol), "[", stringify!($len), "];"
-        ));
-        let address: u64;
-        // SAFETY: takes the address of the array declared above; touches no memory.
-        unsafe {
-            ::core::arch::asm!(
-                concat!("cvta.shared.u64 {a}, ", stringify!($symbol), ";"),
-                a = out(reg64) address,
-            )
-        };
-        // SAFETY: `address` is that of a `.shared` array of `$len` f64.
-        unsafe { $crate::device::SharedArray::<$len>::from_generic(address) }
-    }};
-}
-
 #[cfg(test)]
 mod tests {
-    use super::Strided;
+    use crate::device::Strided;
 
     #[test]
     fn strided_views_read_in_bounds_or_nan() {

@@ -182,23 +182,6 @@ macro_rules! block_kernel {
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __raw_ptx_type {
-    (In) => {
-        $crate::device::SliceArg
-    };
-    (Out) => {
-        $crate::device::SliceArg
-    };
-    (F64) => {
-        f64
-    };
-    (U64) => {
-        u64
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
 macro_rules! __raw_cpu_pattern {
     (In, $arg:ident) => {
         $crate::raw::CpuArg::In($arg)
