@@ -175,8 +175,8 @@ impl<'s> Tape<'s> {
     /// for the partials alone; a gradient adds term after term into its sums directly).
     /// `adjoints` is scratch of at least the recorded operations' count, all zero, and is left
     /// all zero: each slot is cleared as the sweep reads it, for the next term, instead of
-    /// cleared before each sweep (on the CPU that was a `memset` call per term, for five slots
-    /// in a Poisson regression's row: 14 % of its gradient). Shorter scratch is an overflow.
+    /// cleared before each sweep (on the CPU that was a `memset` call per term, costly for short
+    /// tapes). Shorter scratch is an overflow.
     /// Returns whether the partials were added: not after an overflow, which adds nothing.
     #[inline(always)]
     pub fn sweep(&self, result: Var<'_>, adjoints: &mut [f64], window: &mut [f64]) -> bool {

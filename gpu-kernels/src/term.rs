@@ -119,8 +119,8 @@ impl<'a> Data<'a> {
     /// This data with `by_row`, the same table row after row (row `k`'s columns at
     /// `by_row[k·cols ..]`), from which [`row`](Data::row) reads. Ignored unless it holds
     /// exactly the table's values. Why: a row of a column-major table is `cols` reads each a
-    /// column apart, one cache line each; at 33 columns and 10⁶ rows the CPU summed such rows
-    /// (a Poisson regression's value) in 22 ms, and the same rows side by side in 7.2 ms.
+    /// column apart, one cache line each, so a wide table's rows read far faster stored side by
+    /// side.
     #[inline(always)]
     pub const fn with_rows(self, by_row: &'a [f64]) -> Self {
         Data { by_row, ..self }
@@ -210,8 +210,7 @@ impl Row<'_> {
     /// the GPU. A term's [`check`](Term::check) is where it states the columns it reads.
     ///
     /// Reading NaN rather than panicking also keeps the read cheap: a dense term's per-point
-    /// loop then carries no panic path, which the compiler must keep in order. Measured on
-    /// lsq-expsin's exact gradient (p = 16, 10⁶ points): 13 % faster than an indexing panic.
+    /// loop then carries no panic path, which the compiler must keep in order.
     #[inline(always)]
     pub fn get(&self, c: usize) -> f64 {
         match self.values.get(c * self.step + self.first) {
@@ -317,8 +316,7 @@ impl<R: Real> Vars<'_, R> {
     /// `plus + Σ_{i ≥ start} x[i]·row.get(i)`: [`dot_row`](Self::dot_row) with an intercept
     /// (`x.dot_row_plus(1, row, x[0])`) or an offset (a data column, a term of the model)
     /// added, to the bits of `plus + x.dot_row(start, row)`. In reverse mode the addition is
-    /// part of the one recorded step, where written out it is a step of its own (a Poisson
-    /// regression's gradient at 10⁶ rows of 33 columns: 13.1 → 12.3 ms).
+    /// part of the one recorded step, where written out it is a step of its own.
     #[inline(always)]
     pub fn dot_row_plus(&self, start: usize, row: Row<'_>, plus: Num<R>) -> Num<R> {
         self.weighted_sum(Some(plus), start, row.columns(start, self.x.len() - start))
@@ -326,8 +324,7 @@ impl<R: Real> Vars<'_, R> {
 
     /// `Σ_i x[start + i]·weights.get(i)`, over the view's elements. Weights side by side (a
     /// row of the CPU's row-after-row data) are read as a slice, which the compiler loads
-    /// several at a time: a Poisson regression's value over 10⁶ rows of 33 columns, 9.2 → 8.6
-    /// ms; the same sum, to the bit.
+    /// several at a time; the sum is the same, to the bit.
     #[inline(always)]
     fn weighted_sum(&self, plus: Option<Num<R>>, start: usize, weights: Strided<'_>) -> Num<R> {
         let len = weights.len();
@@ -455,9 +452,9 @@ pub trait Term {
     /// gradient then takes four perturbed points per call; a separable or disjoint banded
     /// window (at most four variables) with nothing to prepare per term (a zero-sized
     /// [`Local`](Term::Local), such as `()`) has its exact gradient and its value taken eight
-    /// terms per call, which vectorizes across them (seed-expsum's exact gradient at n = 10⁶:
-    /// 1.95 → 0.43 ms). Set it only when `eval` never branches on [`Real::value`] of a
-    /// variable (branching on data is fine): all lanes would take lane 0's branch.
+    /// terms per call, which vectorizes across them. Set it only when `eval` never branches on
+    /// [`Real::value`] of a variable (branching on data is fine): all lanes would take lane 0's
+    /// branch.
     ///
     /// A term evaluated on lanes is best `#[inline(always)]` (see [`eval`](Term::eval)): out of
     /// line, its lanes go through memory at every call.
@@ -487,7 +484,7 @@ pub trait Term {
     /// Mark it `#[inline(always)]` when it reads `data`: it is not generic, so the compiler
     /// keeps it in your crate and every pass pays a call per term for it, and the table's
     /// shape it reads (`data.row`) is then worked out again for every term instead of once per
-    /// pass (a Poisson regression's value over 10⁶ rows: 7.6 → 6.4 ms with it).
+    /// pass.
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Self::Local<'a>;
 
     /// The term's value at `x`, the term's window. Compute with `x[j]` and `f64` constants
@@ -495,8 +492,7 @@ pub trait Term {
     ///
     /// Every pass calls `eval` once per term (or per perturbation) in its inner loop. For a
     /// term of more than a few operations, the compiler may keep it out of line where several
-    /// passes call it; `#[inline(always)]` on your `eval` keeps each loop whole (lsq-expsin's
-    /// passes: 5 % faster).
+    /// passes call it; `#[inline(always)]` on your `eval` keeps each loop whole.
     fn eval<R: Real>(x: Vars<'_, R>, local: &Self::Local<'_>) -> Num<R>;
 }
 

@@ -79,13 +79,12 @@ pub const NORMAL_LANES_WIDTH_MAX: usize = 64;
 
 /// A CPU chunk's share of the normal equations of a dense residual term: each entry of `JᵀJ` and
 /// `Jᵀr` is kept in `SUM_LANES` running sums, the chunk's term `k` going to sum `k mod
-/// SUM_LANES`, so that consecutive rows add into different sums and need not wait on each other
-/// (one sum per entry was half of a 10-parameter fit's time). The sums are laid out lane after
-/// lane, each lane's `JᵀJ` triangle contiguous, so that adding a row is one contiguous
-/// multiply-add per row of the triangle, which the compiler vectorizes across the variables
-/// (eight rows' sums side by side per entry made it gather and scatter: 70 % of an 8-peak fit,
-/// `perf`). [`finish`](NormalSum::finish) adds each entry's sums up in lane order into the
-/// plain `JᵀJ` (upper triangle) and `Jᵀr`. `Σ r²` is a [`CompensatedLanes`].
+/// SUM_LANES`, so that consecutive rows add into different sums and need not wait on each other.
+/// The sums are laid out lane after lane, each lane's `JᵀJ` triangle contiguous, so that adding
+/// a row is one contiguous multiply-add per row of the triangle, which the compiler vectorizes
+/// across the variables (eight rows' sums side by side per entry made it gather and scatter,
+/// which dominated a fit). [`finish`](NormalSum::finish) adds each entry's sums up in lane order
+/// into the plain `JᵀJ` (upper triangle) and `Jᵀr`. `Σ r²` is a [`CompensatedLanes`].
 pub struct NormalLanes<'a> {
     /// `JᵀJ`'s upper triangle, packed row after row (`(i, j ≥ i)`), once per lane.
     jtj_lanes: &'a mut [f64],

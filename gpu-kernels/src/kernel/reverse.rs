@@ -22,8 +22,8 @@ pub const TAPE_WEIGHTS_GPU: usize = 128;
 
 /// Under [`Differentiation::Auto`], the narrowest dense window the CPU takes in reverse mode:
 /// up to 16 variables, one evaluation on duals of 16 lanes (`DENSE_LANES`) covers the window and
-/// costs about a value; from 33 on, reverse mode was cheaper in every run of benches/modes.rs
-/// on both machines measured (BENCHMARKS.md, "Reverse mode for dense terms").
+/// costs about a value; from 33 on, reverse mode is the cheaper (BENCHMARKS.md, "Reverse mode
+/// for dense terms").
 pub const REVERSE_MIN_WIDTH_CPU: usize = 17;
 /// Under [`Differentiation::Auto`], the narrowest dense window the GPU takes in reverse mode:
 /// the CPU's, not yet measured on a device (forward mode there seeds 4 variables per

@@ -105,7 +105,7 @@ impl CompensatedLanes {
 
 /// [`CompensatedLanes`] fed one value at a time: values wait in a buffer until there are
 /// eight, which go in at once (adding to one running sum at a time through a variable lane
-/// index kept the sums in memory: lsq-expsin's value and gradient pass took 16 % longer).
+/// index kept the sums in memory).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CompensatedRun {
     lanes: CompensatedLanes,

@@ -36,8 +36,7 @@ pub fn triangle_supported_on_gpu<T: Term>(n: usize) -> Result<(), &'static str> 
 
 /// Rows the CPU folds into the triangle at once: each column's reflection then has that many
 /// rows to update for its fixed work (its vector, norm and `R`'s row), and the held rows, 14 KiB
-/// at 25 variables, stay in the first-level cache (an 8-peak fit, 10⁶ points: 32 → 64 rows,
-/// 0.452 → 0.436 s).
+/// at 25 variables, stay in the first-level cache.
 pub const FOLD_ROWS: usize = 64;
 
 /// Rows a GPU block folds at once, held in shared memory (17 KiB at the widest window it takes).
@@ -206,8 +205,8 @@ fn add_columns<const Q: usize>(
 /// `rows −= τ·v·wᵀ` over the columns `first ..` of the rows (`w` as long as the columns, a
 /// multiple of four), each element as `x − (τ·vᵢ)·w_k`: up to sixteen columns at a time, their
 /// `w` kept in registers across the rows. Row by row over the whole tail, each row's loop of at
-/// most seven groups of four paid its own length and overlap checks, and that loop was 40 % of
-/// an 8-peak fit's fold (`perf`).
+/// most seven groups of four paid its own length and overlap checks, and that loop was a large
+/// part of a fold (`perf`).
 #[inline(always)]
 fn subtract_outer_product(
     rows: &mut [f64],
@@ -338,8 +337,7 @@ impl<'a> TriangleRows<'a> {
 
 impl TriangleRows<'_> {
     /// Adds the row `make` writes in place, into the `len` variables from `offset` (the term's
-    /// window), returning its residual: no copy of the row (a copy per row was 5 % of a
-    /// 16-parameter fit, `perf`).
+    /// window), returning its residual: no copy of the row (a copy per row showed in profiles).
     #[inline(always)]
     pub fn add_made(&mut self, offset: usize, len: usize, make: impl FnOnce(&mut [f64]) -> f64) {
         let n = self.qtr.len();

@@ -119,8 +119,7 @@ impl Real for Var<'_> {
             Some((u32::try_from(offset).ok()?, run))
         });
         if let Some((offset, run)) = in_source {
-            // Read where they lie in the data, by the sweep too: nothing copied (a Poisson
-            // regression's value and gradient over 10⁶ rows of 33 columns, about 3 % faster).
+            // Read where they lie in the data, by the sweep too: nothing copied.
             return Some(Var {
                 value: with_plus(dot_in_four_sums(values, run)),
                 index: tape.push(linear(offset, true)),
@@ -133,9 +132,8 @@ impl Real for Var<'_> {
             // Weights side by side (the CPU's rows) are copied in one loop and summed with the
             // point in another, both over slices, which the compiler reads several values at a
             // time, where one loop reading the window's `Var`s (24 bytes apart) went one weight
-            // at a time: Poisson regression's gradient, 10⁶ rows of 33 columns, 16.4 → 14.6
-            // ms. (Summed from the copies instead, it took 19.6 ms: the loads waited on the
-            // copy's wider stores.)
+            // at a time. (Summing from the copies is slower: the loads wait on the copy's wider
+            // stores.)
             (Some(slots), Some(weights)) => {
                 for (slot, &w) in slots.iter().zip(weights) {
                     slot.set(w);

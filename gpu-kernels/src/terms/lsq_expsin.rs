@@ -37,8 +37,7 @@ impl Term for LsqExpSin {
     }
 
     // Inlined into every pass: the compiler had left it out of line where several passes call
-    // it. p = 16, 10⁶ points, alternating runs: value pass 7.7 → 7.3 ms, value and exact
-    // gradient in one pass 10.3 → 9.8 ms.
+    // it.
     #[inline(always)]
     fn eval<R: Real>(theta: Vars<'_, R>, row: &Row<'_>) -> Num<R> {
         let (t, y) = (row.get(0), row.get(1));

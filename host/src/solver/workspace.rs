@@ -11,10 +11,9 @@ use crate::objective::{
     TrialSweep, VectorSpace, gradient_error, trial_sweep,
 };
 
-/// The fewest variables for which a solve keeps its vectors on the GPU. On an H100, an
-/// L-BFGS iteration with device vectors took about 0.75 ms at n = 1000 (dozens of launches and
-/// scalar round trips) against 0.08 ms with host vectors, and 1 ms against 3 ms at n = 10⁵,
-/// where copying `x` and `∇f` over PCIe for every evaluation starts to dominate.
+/// The fewest variables for which a solve keeps its vectors on the GPU. Below it, an
+/// iteration's dozens of launches and scalar round trips cost more than host vectors; above it,
+/// copying `x` and `∇f` over PCIe for every evaluation dominates.
 pub(super) const DEVICE_MIN_LEN: usize = 1 << 15;
 
 /// A distance between gradients at `x`: `distance(x, g, reference)`, on host vectors (the

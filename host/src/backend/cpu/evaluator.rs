@@ -21,11 +21,9 @@ use rayon::prelude::*;
 use std::ops::Range;
 
 /// Data of at least this many columns are also kept row after row ([`Data::with_rows`]), so
-/// that a term reads a row from one place. Summing a Poisson regression's rows, 10⁶ of them, on
-/// this project's 2-core machine: 4 columns 2.2 ms from the columns against 1.8 ms side by side,
-/// 8 columns 3.0 against 2.3, 16 columns 5.4 against 4.2, 33 columns 22 against 7.2 ms (the
-/// streams of a row's columns outnumber what the prefetchers follow). Below 16 the copy's
-/// memory buys little.
+/// that a term reads a row from one place. Wide rows sum faster side by side, because a row's
+/// column streams outnumber what the prefetchers follow. Below 16 columns the copy's memory buys
+/// little.
 const BY_ROW_MIN_COLS: usize = 16;
 
 /// A term problem evaluated on the CPU.
@@ -199,7 +197,7 @@ fn rows_side_by_side(data: Data<'_>) -> Vec<f64> {
 
 /// The value of a chunk's `terms`, summed as every CPU pass sums a chunk (term `i` of the
 /// chunk to running sum `i mod 8`): eight terms per `eval` on lanes where the term allows it
-/// ([`terms_in_lanes`]; seed-expsum's value at n = 10⁶: 1.85 → 0.78 ms), else one at a time.
+/// ([`terms_in_lanes`], which the compiler vectorizes), else one at a time.
 fn chunk_value<T: Term>(terms: Range<usize>, x: &[f64], data: Data<'_>) -> f64 {
     if !terms_in_lanes::<T>() {
         return value_partial::<T, CompensatedRun>(terms, x, data);

@@ -24,8 +24,7 @@ pub(super) const MAX_DENSE_CHUNKS: usize = 4096;
 pub(super) const PARTIAL_VALUES: usize = 1 << 20;
 
 /// A pass of at most this many chunks runs them on the calling thread. Handing a pass to the
-/// pool costs a wake-up and a wait across threads, more than a few chunks' work: BFGS on
-/// seed-expsum at n = 10⁴ (3 chunks a pass) took 2.1 ms this way, 4.3 ms through the pool.
+/// pool costs a wake-up and a wait across threads, more than a few chunks' work.
 pub(super) const SERIAL_MAX_CHUNKS: usize = 4;
 
 /// `work` on each of a pass's chunks, results in chunk order: on every core, or on this

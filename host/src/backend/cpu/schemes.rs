@@ -31,8 +31,7 @@ use std::ops::Range;
 pub(super) trait CpuScheme<T: Term> {
     /// A group's part of `∇f` into `g`, difference points within `bounds`; with `value`, the
     /// value of the term it owns. Implementations are `#[inline(always)]`: called once per
-    /// variable from the chunk loops, a call per group had cost seed-expsum's
-    /// value-and-gradient pass a quarter of its time.
+    /// variable from the chunk loops, a call per group is a large share of a cheap term's pass.
     fn group(
         group: usize,
         x: &[f64],
@@ -189,8 +188,7 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
 
 /// Derivative lanes per evaluation of a dense term on the CPU: more than the GPU's
 /// `EXACT_LANES`, since memory for the window is no constraint here and each evaluation
-/// repeats the term's non-derivative work (lsq-expsin, p = 16: 43.7 ms per gradient with 16
-/// lanes, 52.6 ms with 4; `cargo bench --bench kernels`).
+/// repeats the term's non-derivative work (`cargo bench --bench kernels` compares the widths).
 const DENSE_LANES: usize = 16;
 
 impl<T: Term> CpuScheme<T> for Exact {
@@ -207,8 +205,7 @@ impl<T: Term> CpuScheme<T> for Exact {
     }
 
     /// Side by side where the term allows it: one evaluation on lanes of eight terms, which
-    /// the compiler vectorizes across them (`exp` included). At n = 10⁶, the exact gradient
-    /// alone took 1.95 → 0.43 ms for seed-expsum and 3.9 → 1.3 ms for ext-powell.
+    /// the compiler vectorizes across them (`exp` included).
     #[inline(always)]
     fn groups(
         first: usize,
@@ -244,10 +241,9 @@ impl<T: Term> CpuScheme<T> for Exact {
         for first in (0..x.len()).step_by(DENSE_LANES) {
             let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
             // The lanes' sums stay in registers through the chunk rather than in `acc`
-            // (memory) at every term. One loop, its value sum optional, in a closure: as
-            // measured on lsq-expsin, two copies of the loop left the term's `eval` to the
-            // inliner, which declined it (1.7× slower), and the same loop without the closure
-            // took 10 % longer.
+            // (memory) at every term. One loop, its value sum optional, in a closure: two
+            // copies of the loop left the term's `eval` to the inliner, which declined it, and
+            // the same loop without the closure was slower.
             let mut lanes = [0.0; DENSE_LANES];
             let mut each_term = |mut values: Option<&mut CompensatedRun>| {
                 for k in terms.clone() {
@@ -304,8 +300,8 @@ impl<T: Term> CpuScheme<T> for Exact {
 type CpuTape = TapeStorage<TAPE_STEPS_CPU, TAPE_WEIGHTS_CPU>;
 
 /// A worker thread's tape storage and sweep scratch, reused by every chunk it runs: made per
-/// chunk (1024 rows), their clearing and copying took a tenth of poisson-regression's
-/// gradient pass (`perf`: memset and memmove of 160 KiB a chunk).
+/// chunk, their clearing and copying (a memset and memmove per chunk) was a visible share of a
+/// gradient pass.
 struct ThreadTape {
     storage: Box<CpuTape>,
     adjoints: RefCell<Vec<f64>>,
@@ -448,7 +444,7 @@ fn group_chunks<T: Term, S: CpuScheme<T>>(
         let groups = groups.map(|(j, group_g)| (first_group + in_blocks + j, group_g));
         if !value {
             // A gradient alone: no sum to carry. Its serial chain of additions is a
-            // large part of a cheap term's pass (perf: ~30 % of ext-rosenbrock's).
+            // large part of a cheap term's pass.
             for (group, block_g) in blocks {
                 S::groups(group, x, data, bounds, block_g, false);
             }

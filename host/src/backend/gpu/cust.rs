@@ -54,9 +54,9 @@ fn prefix(buffer: &Buffer, len: usize) -> DeviceSlice<f64> {
 
 /// Copies of at most this many f64 (1 MiB) go through the page-locked staging buffer, which
 /// lets a small copy (a solver's `x`, a scalar) run in stream order without a wait. Larger ones
-/// are copied from pageable memory and waited for: on an H200 (2026-11-27) page-locking 80 MB
-/// took 71 ms, and a staged 80 MB upload (14.6 ms of host copy, 1.5 ms over PCIe) was slower
-/// than the pageable one (12.4 ms), so staging a big vector only costs.
+/// are copied from pageable memory and waited for: page-locking a large buffer costs more than
+/// it saves, and a staged upload's host copy alone outlasts a pageable upload, so staging a big
+/// vector only costs.
 const STAGED_MAX: usize = 1 << 17;
 
 /// A CUDA device with cudamin's kernels loaded.
@@ -322,10 +322,9 @@ impl Driver for CustDriver {
     }
 
     /// A long vector lands in memory mapped beforehand, on every core: the driver's copy out of
-    /// its own staging would map each fresh page on its one thread (on the H100 machine, a VM,
-    /// 80 MB into fresh memory took 85 ms, into mapped memory 12 ms). Transparent huge pages
-    /// for it (`madvise`) were tried on an H200 and made no difference that 4 rounds of solves
-    /// could see.
+    /// its own staging would map each fresh page on its one thread (faulting pages on one thread
+    /// is far slower than copying into mapped memory). Transparent huge pages (`madvise`) were
+    /// tried and made no visible difference.
     fn host_memory(&self, len: usize) -> Result<Vec<f64>, BackendError> {
         let mut out = host_zeros(len)?;
         if len > STAGED_MAX {

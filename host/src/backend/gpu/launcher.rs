@@ -28,7 +28,7 @@ pub struct Launcher {
 /// solve that grows with round trips and copies rather than with arithmetic, and the same on
 /// the simulator as on a GPU. Its waits and writes are what a device path must keep from
 /// growing with `n`: past the earliest breakpoints, a Cauchy walk that fetched each one alone
-/// made L-BFGS-B 20× slower on an H200 than on the CPU. (Frees, which wait on CUDA too, are not
+/// made L-BFGS-B far slower on a GPU than on the CPU. (Frees, which wait on CUDA too, are not
 /// counted: a solve frees what it allocated.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
@@ -154,9 +154,8 @@ impl Launcher {
     /// in the same order: [`REDUCTION_THREADS`] per block (fewer if one of them cannot run as
     /// many) and [`REDUCTION_BLOCKS_PER_SM`] blocks per multiprocessor, at most what the work
     /// needs; or what the user's [`LaunchOverride`] says, if every kernel can run it. Streaming
-    /// reductions need many loads in flight: the smallest of the kernels' own occupancy
-    /// answers (one block of 640 threads per multiprocessor on an H200) read at half the
-    /// memory's bandwidth.
+    /// reductions need many loads in flight, more than the kernels' own occupancy answers keep
+    /// to read at full memory bandwidth.
     pub(super) fn reduction_config(
         &self,
         kernels: &[&str],

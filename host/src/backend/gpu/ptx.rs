@@ -99,9 +99,9 @@ pub fn externs(ptx: &str) -> Vec<&str> {
 /// one self-contained module per `.entry`.
 ///
 /// Why: a device JIT-compiles a whole module when it loads it, and the embedded PTX holds
-/// every kernel of every built-in problem and model (on an H100, 78 s for all 248 entries with
-/// an empty driver cache). A solve launches a handful of them; loading each entry's module on
-/// its first launch costs that handful.
+/// every kernel of every built-in problem and model (slow with an empty driver cache). A solve
+/// launches a handful of them; loading each entry's module on its first launch costs that
+/// handful.
 ///
 /// An entry's module is everything outside the functions and entries (the header, the
 /// module-scope `.global`, `.const` and `.shared` variables, in their order), the `.func`s it

@@ -131,8 +131,7 @@ const EARLY_BREAKPOINTS: usize = 64;
 /// Past the earliest, each gather of rows brings this many times more breakpoints than the one
 /// before, up to [`MOST_ROWS_A_GATHER`]: a path that goes on past the earliest may pass them
 /// all (a bound that binds half the variables at once). A gather per breakpoint is a launch and
-/// a wait each on a GPU: with one, such a solve at n = 10⁶ took 9.4 s on an H200 (0.5 s on its
-/// 16 cores), the gathers being the cause read from the code (BENCHMARKS.md).
+/// a wait each on a GPU, which made such a solve far slower there than on the CPU.
 const GATHER_GROWTH: usize = 4;
 
 /// The most breakpoints whose rows one gather brings (with 24 vectors a row, 12.6 MB).

@@ -479,8 +479,7 @@ where
 
 /// The `n`-vectors (and the mask) of the bounded step, kept from one iteration to the next,
 /// each made the first time it is needed: made afresh at each iteration, their pages were
-/// faulted in again every time (12 700 faults per iteration at n = 10⁶ on the host, about a
-/// quarter of the step's time).
+/// faulted in again every time, a large share of the step's time.
 struct StepBuffers<V, M> {
     /// The Cauchy point.
     cauchy: Option<V>,
