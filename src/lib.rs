@@ -58,7 +58,6 @@
 pub use cudamin_host::*;
 pub use gpu_kernels as kernels;
 
-#[doc(hidden)]
 pub mod problems;
 
 include_ptx!("kernels");

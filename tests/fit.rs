@@ -7,8 +7,8 @@ mod common;
 use common::cli::{cudamin, f64_of, json, json_in, one_line_error};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::{FitData, find_model};
-use cudamin::solver::{self, Bounds, LmOptions};
 use cudamin::{Backend, Gradient, Loss, TermObjective};
+use cudamin::{Bounds, LmOptions};
 use ndarray_npy::{NpzWriter, WriteNpyExt};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn fit(
     p0: Option<Vec<f64>>,
     jacobian: Gradient,
     absolute_sigma: bool,
-) -> (solver::LeastSquaresResult, Vec<f64>) {
+) -> (cudamin::LeastSquaresResult, Vec<f64>) {
     let result = least_squares_fit(model, params, data, p0, jacobian);
     assert!(result.success, "{model}: {}", result.message);
     let covariance = result.covariance(absolute_sigma).expect("covariance");
@@ -81,7 +81,7 @@ fn least_squares_fit(
     data: &FitData,
     p0: Option<Vec<f64>>,
     jacobian: Gradient,
-) -> solver::LeastSquaresResult {
+) -> cudamin::LeastSquaresResult {
     least_squares_fit_with(model, params, data, p0, jacobian, &LmOptions::default())
 }
 
@@ -93,14 +93,14 @@ fn least_squares_fit_with(
     p0: Option<Vec<f64>>,
     jacobian: Gradient,
     options: &LmOptions,
-) -> solver::LeastSquaresResult {
+) -> cudamin::LeastSquaresResult {
     let instance = find_model(model)
         .unwrap()
         .instantiate(&Backend::Cpu, Some(params), data, p0)
         .unwrap();
     let residuals = instance.evaluator.into_least_squares().unwrap();
     let mut objective = TermObjective::new(residuals, jacobian);
-    solver::least_squares(&mut objective, &instance.x0, options).unwrap()
+    cudamin::least_squares(&mut objective, &instance.x0, options).unwrap()
 }
 
 fn expsin_data(weighted: bool) -> FitData {
@@ -830,13 +830,13 @@ fn robust_fits_at_default_tolerances_match_scipys_trf() {
 }
 
 /// The robust fits' expsin from their start.
-fn robust_fit(data: &FitData, options: &LmOptions) -> solver::LeastSquaresResult {
+fn robust_fit(data: &FitData, options: &LmOptions) -> cudamin::LeastSquaresResult {
     let p0 = vec![1.8, 0.6, 0.4, -0.2, 0.1];
     least_squares_fit_with("expsin", 5, data, Some(p0), Gradient::Exact, options)
 }
 
 /// `r` ends at scipy's minimum: the cost to 1e-10 and the parameters to 1e-6, relative.
-fn assert_scipys_minimum(name: &str, r: &solver::LeastSquaresResult, popt: &[f64], cost: f64) {
+fn assert_scipys_minimum(name: &str, r: &cudamin::LeastSquaresResult, popt: &[f64], cost: f64) {
     assert!(
         (r.cost - cost).abs() <= 1e-10 * cost,
         "{name}: cost {} vs scipy's {cost}",
@@ -1637,7 +1637,7 @@ fn a_term_reading_past_its_data_ends_in_status_3() {
     for gradient in [Gradient::Exact, Gradient::Central] {
         let mut objective = TermObjective::new(Backend::Cpu.load(problem()).unwrap(), gradient);
         let result =
-            solver::minimize(&mut objective, &[1.0], Method::Bfgs, &Options::default()).unwrap();
+            cudamin::minimize(&mut objective, &[1.0], Method::Bfgs, &Options::default()).unwrap();
         assert_eq!(result.status.code(), 3, "{gradient:?}: {}", result.message);
         assert!(result.fun.is_nan() && !result.success);
     }
@@ -1686,7 +1686,7 @@ fn a_panicking_term_is_an_error_not_a_panic() {
 
         // The solve's first step from 0 (along +∇f's opposite, towards 3) goes past 2.
         let mut objective = TermObjective::new(evaluator, gradient);
-        let error = solver::minimize(
+        let error = cudamin::minimize(
             &mut objective,
             &vec![0.0; 1000],
             Method::Bfgs,

@@ -9,25 +9,23 @@
 mod common;
 
 use common::relative_error;
-use cudamin::backend::gpu::{ptx, simulated_entries};
-use cudamin::backend::{LeastSquaresEvaluator, StepBounds};
+use cudamin::Bounds;
 use cudamin::kernels::Window;
 use cudamin::kernels::fd::SQRT_EPS;
 use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
-use cudamin::objective::{
+use cudamin::plumbing::gpu::{ptx, simulated_entries};
+use cudamin::plumbing::objective::{
     BoxSpace, BoxVectors, DeviceVector, DeviceVectors, FixedObjective, Held, VectorSpace,
 };
 use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{self, Instance, Problem};
-use cudamin::solver::Bounds;
-use cudamin::solver::{
-    LeastSquaresResult, LmOptions, least_squares, minimize, minimize_with_observer,
-};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
     Method, Objective, OptimizeResult, Options, RawArg, TermObjective, Traffic,
 };
+use cudamin::{LeastSquaresEvaluator, StepBounds};
+use cudamin::{LeastSquaresResult, LmOptions, least_squares, minimize, minimize_with_observer};
 use std::io::Write;
 use std::ops::ControlFlow;
 
@@ -706,7 +704,7 @@ fn held_evaluations_match_the_host(sim: &Backend) {
 /// terms' sizes. `n` variables, some unbounded on one side or both; a step long enough to be
 /// truncated. Runs each of the box passes' entries.
 fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
-    let mut host = cudamin::objective::HostVectors::new(n);
+    let mut host = cudamin::plumbing::objective::HostVectors::new(n);
     let ramp = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..n).map(f).collect() };
     let lower = ramp(&|i| {
         if i % 7 == 0 {
@@ -1024,7 +1022,7 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
             _ => 0.0,
         })
         .collect();
-    let mut host = cudamin::objective::HostVectors::new(n);
+    let mut host = cudamin::plumbing::objective::HostVectors::new(n);
     let problem = problems::find("seed-expsum").unwrap();
     for threads in [1, 33, 100] {
         for blocks in [1, 3] {
@@ -1640,7 +1638,7 @@ fn bounded_fits_on_the_gpu_match_the_cpu() {
     let model = MODELS.iter().find(|m| m.name == "expsin").unwrap();
     let inf = f64::INFINITY;
     let options = LmOptions {
-        bounds: Some(cudamin::solver::Bounds {
+        bounds: Some(cudamin::Bounds {
             lower: vec![-inf, -inf, -inf, 0.1, -inf],
             upper: vec![inf, 0.3, inf, inf, inf],
         }),
@@ -1846,7 +1844,7 @@ fn run_every_pass(name: &str, instance: &mut Instance) {
             loss: cudamin::Loss::Cauchy,
             f_scale: 2.0,
         };
-        (residuals.evaluate(&x, cudamin::backend::Evaluation::Cost { loss }))
+        (residuals.evaluate(&x, cudamin::Evaluation::Cost { loss }))
             .unwrap_or_else(|e| panic!("{name} cost: {e}"));
     }
 }

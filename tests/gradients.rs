@@ -137,7 +137,7 @@ fn matmul_squares(x: &[f64], _: usize) -> Vec<f64> {
 /// nonnegative but `quadratic`'s, whose bound `f` still covers at the points tried.
 fn exact_matches_central(
     name: &str,
-    evaluator: &mut dyn cudamin::backend::Evaluator,
+    evaluator: &mut dyn cudamin::Evaluator,
     x: &[f64],
 ) -> Result<(), String> {
     let (mut exact, mut central) = (vec![0.0; x.len()], vec![0.0; x.len()]);

@@ -13,9 +13,8 @@ mod common;
 
 use common::{gradient_scale, relative_error};
 use cudamin::problems::{self, Instance};
-use cudamin::solver;
-use cudamin::solver::{LeastSquaresResult, LmOptions};
 use cudamin::{Backend, Gradient, Method, OptimizeResult, Options, TermObjective};
+use cudamin::{LeastSquaresResult, LmOptions};
 use std::f64::consts::PI;
 use std::io::Write;
 
@@ -590,7 +589,7 @@ fn solve_run(run: &Run, gradient: Gradient, gtol: f64) -> (OptimizeResult, bool)
         gtol,
         ..Options::default()
     };
-    let result = solver::minimize(&mut objective, &x0, Method::Bfgs, &options).unwrap();
+    let result = cudamin::minimize(&mut objective, &x0, Method::Bfgs, &options).unwrap();
     let solved = solved(result.fun, f_star, alternative_minima, 0.0);
     (result, solved)
 }
@@ -795,7 +794,7 @@ fn levenberg_marquardt_solves_what_bfgs_solves() {
         } = instantiate(run);
         let residuals = evaluator.into_least_squares().unwrap();
         let mut objective = TermObjective::new(residuals, jacobian);
-        let result = solver::least_squares(&mut objective, &x0, &LmOptions::default()).unwrap();
+        let result = cudamin::least_squares(&mut objective, &x0, &LmOptions::default()).unwrap();
         let solved = solved(2.0 * result.cost, f_star.unwrap(), alternative_minima, 0.0);
         (result, solved)
     };

@@ -314,7 +314,7 @@ fn ranks_that_chose_different_backends_are_refused() {
 #[test]
 #[ignore = "a rank of ranks_that_chose_different_backends_are_refused, run under mpirun"]
 fn rank_choosing_its_backend_by_rank() {
-    use cudamin::backend::mpi::World;
+    use cudamin::plumbing::mpi::World;
     let world = World::join().expect("run under mpirun");
     let choices = ["cpu", "cuda", "sim"];
     let mine = [0, 2][world.rank() % 2];

@@ -7,8 +7,8 @@
 //! `CUDAMIN_REQUIRE_PTXAS=1` (CI) they fail instead. The report goes to
 //! `target/tmp/ptxas-report.txt`.
 
-use cudamin::backend::gpu::abi::{self, Launch};
-use cudamin::backend::gpu::ptx;
+use cudamin::plumbing::gpu::abi::{self, Launch};
+use cudamin::plumbing::gpu::ptx;
 use cudamin::{Backend, problems};
 use cudamin_builder::ptxas;
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 
 mod solver_common;
 
-use cudamin::solver::{Method, Options, Status};
+use cudamin::{Method, Options, Status};
 use ndarray::{Array2, array};
 use solver_common::*;
 

@@ -2,7 +2,7 @@
 
 mod solver_common;
 
-use cudamin::solver::{Method, Options, SolveError};
+use cudamin::{Method, Options, SolveError};
 use ndarray::{Array2, array};
 use proptest::prelude::*;
 use solver_common::*;

@@ -2,7 +2,7 @@
 
 mod solver_common;
 
-use cudamin::solver::{Bounds, Method, Options, SolveError};
+use cudamin::{Bounds, Method, Options, SolveError};
 use cudamin::{EvalError, Objective};
 use solver_common::*;
 

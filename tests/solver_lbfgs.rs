@@ -2,7 +2,7 @@
 
 mod solver_common;
 
-use cudamin::solver::{Method, Options, Status};
+use cudamin::{Method, Options, Status};
 use solver_common::*;
 
 #[test]

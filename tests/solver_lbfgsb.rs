@@ -4,7 +4,7 @@
 
 mod solver_common;
 
-use cudamin::solver::{Bounds, Method, OptimizeResult, Options, SolveError, Status};
+use cudamin::{Bounds, Method, OptimizeResult, Options, SolveError, Status};
 use cudamin::{EvalError, Objective};
 use solver_common::*;
 

@@ -3,8 +3,8 @@
 //! bounded MGH runs, with scipy's numbers written in (`python tests/scipy/mgh_trf.py` prints
 //! them); and the inputs least squares refuses.
 
-use cudamin::solver::{self, Bounds, LmOptions, LmStatus, SolveError};
 use cudamin::{Backend, Gradient, TermObjective, problems};
+use cudamin::{Bounds, LmOptions, LmStatus, SolveError};
 
 /// Per run: the problem, `n`, the upper bound of `x₀` and the lower bound of `x_{n−1}` (the
 /// others unbounded), then scipy's status, nfev, njev, cost and `active_mask`.
@@ -72,7 +72,7 @@ fn bounded_mgh_runs_match_scipys_trf() {
             bounds: Some(bounds),
             ..LmOptions::default()
         };
-        let result = solver::least_squares(&mut objective, &x0, &options).unwrap();
+        let result = cudamin::least_squares(&mut objective, &x0, &options).unwrap();
         let mask = result.active_mask.clone().unwrap();
         println!(
             "{name} n={n}: status {} nfev {} njev {} cost {:e} {mask:?}; scipy: {status} {nfev} {njev} {cost:e} {active:?}",
@@ -109,7 +109,7 @@ fn bounds_that_mean_none_solve_as_scipy_does() {
         let residuals = instance.evaluator.into_least_squares().unwrap();
         let mut objective = TermObjective::new(residuals, Gradient::Exact);
         let options = bounded([-bound; 3], [bound; 3]);
-        let result = solver::least_squares(&mut objective, &instance.x0, &options).unwrap();
+        let result = cudamin::least_squares(&mut objective, &instance.x0, &options).unwrap();
         let cost = 0.004107438653290616;
         assert!(
             (result.cost - cost).abs() <= 1e-12 * cost,
@@ -126,10 +126,7 @@ fn bounds_that_mean_none_solve_as_scipy_does() {
 }
 
 /// mgh-7 (the helical valley, 3 variables) as a least-squares objective, and its start.
-fn helical_valley() -> (
-    TermObjective<dyn cudamin::backend::LeastSquaresEvaluator>,
-    Vec<f64>,
-) {
+fn helical_valley() -> (TermObjective<dyn cudamin::LeastSquaresEvaluator>, Vec<f64>) {
     let instance = (problems::find("mgh-7").unwrap())
         .instantiate(&Backend::Cpu, Some(3), None)
         .unwrap();
@@ -188,7 +185,7 @@ fn bad_bounds_for_least_squares_are_named_errors() {
         ),
     ];
     for (options, message) in cases {
-        let error = solver::least_squares(&mut objective, &x0, &options).unwrap_err();
+        let error = cudamin::least_squares(&mut objective, &x0, &options).unwrap_err();
         assert!(matches!(
             error,
             SolveError::InvalidBounds { .. }
@@ -210,8 +207,8 @@ fn trf_takes_a_tolerance_off_and_lm_does_not() {
         ftol: 0.0,
         ..on.clone()
     };
-    let stopped = solver::least_squares(&mut objective, &x0, &on).unwrap();
-    let result = solver::least_squares(&mut objective, &x0, &off).unwrap();
+    let stopped = cudamin::least_squares(&mut objective, &x0, &on).unwrap();
+    let result = cudamin::least_squares(&mut objective, &x0, &off).unwrap();
     assert!(result.success, "{}", result.message);
     assert!(!matches!(
         result.status,
@@ -243,7 +240,7 @@ fn trf_takes_a_tolerance_off_and_lm_does_not() {
             "invalid option ftol = 0: must be finite and at least machine epsilon (2.2e-16) for lm (trf takes 0: that test off)",
         ),
     ] {
-        let error = solver::least_squares(&mut objective, &x0, &options).unwrap_err();
+        let error = cudamin::least_squares(&mut objective, &x0, &options).unwrap_err();
         assert_eq!(error.to_string(), message);
     }
 }
@@ -259,7 +256,7 @@ fn a_fixed_variable_and_bounds_on_the_others() {
         fixed: Some(vec![true, false, false]),
         ..LmOptions::default()
     };
-    let unbounded = solver::least_squares(&mut objective, &x0, &free).unwrap();
+    let unbounded = cudamin::least_squares(&mut objective, &x0, &free).unwrap();
     assert!(unbounded.success && unbounded.active_mask.is_none());
     let cap = unbounded.x[2] - 0.1 * (unbounded.x[2].abs() + 1.0);
     assert!(cap > x0[2], "the start {x0:?} is within the bound {cap}");
@@ -268,7 +265,7 @@ fn a_fixed_variable_and_bounds_on_the_others() {
         fixed: free.fixed.clone(),
         ..bounded([-1.0, -inf, -inf], [-1.0, inf, cap])
     };
-    let result = solver::least_squares(&mut objective, &x0, &options).unwrap();
+    let result = cudamin::least_squares(&mut objective, &x0, &options).unwrap();
     assert!(result.success, "{}", result.message);
     assert_eq!(result.x[0], -1.0);
     assert_eq!(result.active_mask.as_deref(), Some(&[0, 0, 1][..]));
@@ -288,7 +285,7 @@ fn a_fixed_variable_and_bounds_on_the_others() {
 #[test]
 fn finite_difference_rows_stay_in_the_box() {
     use cudamin::kernels::LeastSquares;
-    use cudamin::kernels::least_squares::Residuals;
+    use cudamin::kernels::Residuals;
     use cudamin::kernels::prelude::*;
     use cudamin::{LmOptions, TermProblem};
 
@@ -300,7 +297,7 @@ fn finite_difference_rows_stay_in_the_box() {
             2
         }
         fn check(n: usize) -> Result<(), &'static str> {
-            cudamin::kernels::least_squares::exactly(n, 2)
+            cudamin::kernels::exactly(n, 2)
         }
         fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
             match i {
@@ -323,7 +320,7 @@ fn finite_difference_rows_stay_in_the_box() {
         let problem = TermProblem::<LeastSquares<Wall>>::new(2).unwrap();
         let residuals = Backend::Cpu.load_least_squares(problem).unwrap();
         let mut objective = TermObjective::new(residuals, gradient);
-        let result = solver::least_squares(&mut objective, &[0.0, 0.0], &options).unwrap();
+        let result = cudamin::least_squares(&mut objective, &[0.0, 0.0], &options).unwrap();
         assert!(result.success, "{gradient:?}: {}", result.message);
         assert_eq!(
             result.active_mask.as_deref(),
@@ -360,7 +357,7 @@ fn finite_difference_rows_stay_in_the_box() {
 #[test]
 fn a_jacobian_that_breaks_down_is_a_named_error() {
     use cudamin::kernels::LeastSquares;
-    use cudamin::kernels::least_squares::Residuals;
+    use cudamin::kernels::Residuals;
     use cudamin::kernels::prelude::*;
     use cudamin::{LmOptions, TermProblem};
 
@@ -370,7 +367,7 @@ fn a_jacobian_that_breaks_down_is_a_named_error() {
             2
         }
         fn check(n: usize) -> Result<(), &'static str> {
-            cudamin::kernels::least_squares::exactly(n, 2)
+            cudamin::kernels::exactly(n, 2)
         }
         fn residual<R: Real>(i: usize, x: Vars<'_, R>) -> Num<R> {
             match i {
@@ -397,7 +394,7 @@ fn a_jacobian_that_breaks_down_is_a_named_error() {
         let problem = TermProblem::<LeastSquares<Kink>>::new(2).unwrap();
         let residuals = Backend::Cpu.load_least_squares(problem).unwrap();
         let mut objective = TermObjective::new(residuals, Gradient::Exact);
-        match solver::least_squares(&mut objective, &x0, options) {
+        match cudamin::least_squares(&mut objective, &x0, options) {
             Err(SolveError::NonFiniteJacobian { nit }) if nit == at => {}
             other => panic!("{method} from {x0:?}: {other:?}"),
         }

@@ -5,15 +5,16 @@
 mod common;
 
 use common::relative_error;
-use cudamin::backend::gpu::simulated_entries;
-use cudamin::backend::{Backend, BackendChoice, Evaluator, Pass, ResidualSum, Share, TermProblem};
 use cudamin::kernels::kernel::AXPY;
 use cudamin::kernels::prelude::*;
 use cudamin::kernels::terms::SeedExpSum;
 use cudamin::kernels::terms::fit::ExpSin;
 use cudamin::kernels::{L2Penalty, SumOfSquares, Term};
-use cudamin::solver::{LmOptions, least_squares, minimize};
+use cudamin::plumbing::gpu::simulated_entries;
+use cudamin::plumbing::{Pass, Share};
+use cudamin::{Backend, BackendChoice, Evaluator, ResidualSum, TermProblem};
 use cudamin::{Gradient, Method, Objective, Options, Status, TermObjective};
+use cudamin::{LmOptions, least_squares, minimize};
 
 fn simulator() -> Backend {
     cudamin::backend(BackendChoice::Simulated).unwrap().0

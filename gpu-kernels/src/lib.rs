@@ -27,12 +27,13 @@
 //! its sum of squares gets the same kernels, plus the normal equations Levenberg–Marquardt
 //! takes. [`grid_kernel!`] and [`block_kernel!`] register raw kernels, Numba's `cuda.jit`.
 //!
-//! This page lists what a term file uses. The modules behind it are the two backends' shared
-//! plumbing, hidden here: `kernel` holds the per-thread work both backends run, `device` is the
-//! one audited place with the GPU's `unsafe` (indices, shared memory, shuffles, atomics, entry
-//! points). With the `builtin` feature, `terms` holds cudamin's own problems; a user's kernel
-//! crate leaves it off, so its PTX holds its own kernels and the shared ones the host launches
-//! (sums, finishing, vector kernels).
+//! The root lists what a term file uses. The modules are the two backends' shared plumbing:
+//! `kernel` holds the per-thread work both backends run, `fd` and `scheme` the gradient
+//! schemes, `raw` the raw kernels, `tape` reverse mode. The `device` module, left out of these
+//! docs, is the one audited place with the GPU's `unsafe`: indices, shared memory, shuffles,
+//! atomics and entry points. With the `builtin` feature, `terms` holds cudamin's own problems.
+//! A user's kernel crate leaves it off, so its PTX holds its own kernels and the shared ones
+//! the host launches: sums, finishing, vector kernels.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -52,53 +53,37 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-// What a user's term file touches is the root's short list below (and the prelude, which
-// gathers it); the modules are the two backends' shared plumbing, public because the host
-// crate and the registration macros' expansions in a user's crate reach into them.
-#[doc(hidden)]
+// What a user's term file touches is the root's list below, and the prelude that gathers it.
+// The public modules are the plumbing that the host crate and the registration macros'
+// expansions reach: documented, and a term file needs none of them. `device` stays out of the
+// docs: only the macros' expansions reach into it.
 pub mod bounds;
 #[allow(unsafe_code)]
 #[doc(hidden)]
 pub mod device;
-#[doc(hidden)]
-pub mod dual;
-#[doc(hidden)]
+mod dual;
 pub mod fd;
-#[doc(hidden)]
 pub mod kernel;
-#[doc(hidden)]
 pub mod lanes;
-#[doc(hidden)]
-pub mod least_squares;
-#[doc(hidden)]
-pub mod math;
-#[doc(hidden)]
-pub mod penalty;
+mod least_squares;
+mod math;
+mod penalty;
 pub mod prelude;
-#[doc(hidden)]
 pub mod raw;
-#[doc(hidden)]
 pub mod real;
-#[doc(hidden)]
 pub mod scheme;
-#[doc(hidden)]
 pub mod tape;
-#[doc(hidden)]
 pub mod term;
 #[cfg(feature = "builtin")]
-#[doc(hidden)]
 pub mod terms;
 
-#[doc(hidden)]
+pub use device::Strided;
 pub use dual::Dual;
-#[doc(hidden)]
 pub use fd::{Central, FdScheme, Forward, Interval, StepBox};
-pub use kernel::{Kernels, ResidualKernels};
-#[doc(hidden)]
+pub use kernel::{IndexedKernels, Kernels, ResidualKernels};
 pub use lanes::Lanes;
-pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares};
+pub use least_squares::{LeastSquares, ResidualTerm, Residuals, SumOfSquares, exactly};
 pub use penalty::L2Penalty;
-pub use real::{Num, Real};
-#[doc(hidden)]
+pub use real::{Exponent, Num, Real};
 pub use scheme::Gradient;
 pub use term::{Data, Differentiation, Row, Term, Vars, Window};

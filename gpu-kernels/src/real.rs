@@ -33,7 +33,7 @@ use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAss
 /// [`Lanes`](crate::Lanes) and [`Dual`](crate::Dual); term code only ever writes `R: Real`.
 ///
 /// The `f64` implementation calls the same code on every target (this crate's
-/// [`math`](crate::math) for `exp`, `libm` for the rest), so a term evaluates to the same bits
+/// `math` for `exp`, `libm` for the rest), so a term evaluates to the same bits
 /// on the CPU as in the PTX (which has no FMA contraction either).
 ///
 /// The required methods are the primitives, each of which an implementation differentiates
@@ -137,7 +137,7 @@ pub trait Real:
     /// A recording type (the reverse-mode tape) overrides it to record one operation where those
     /// two would record two (gauss-peaks, 8 peaks: 42 → 34 operations a row), whichever of the
     /// three are constants: `s.add_product(Num::constant(y), t)` is one step where `s + y * t`
-    /// is two (poisson-regression's row, 5 → 4, its gradient 15.0 → 13.0 ms at 10⁶ rows).
+    /// is two (poisson-regression's row records one step fewer).
     #[inline(always)]
     fn add_product(self, a: Self, b: Self) -> Self {
         self + a * b

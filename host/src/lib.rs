@@ -19,20 +19,16 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-// The modules are the layers of the flow above; what a user touches is re-exported here, and
-// the rest is plumbing the command line, the tests and the benches reach into (hidden from
-// the docs, not private).
-#[doc(hidden)]
-pub mod backend;
+// The modules are the layers of the flow above. What a user touches is re-exported here;
+// what the command line, the Python module, the tests and the benches need beyond it is in
+// `plumbing`, documented there.
+mod backend;
 pub mod data;
-#[doc(hidden)]
-pub mod linalg;
-#[doc(hidden)]
-pub mod objective;
-#[doc(hidden)]
-pub mod shown;
-#[doc(hidden)]
-pub mod solver;
+mod linalg;
+mod objective;
+pub mod plumbing;
+mod shown;
+mod solver;
 
 /// Embeds the PTX that `cudamin-builder` built from your kernel crate in your build script:
 /// defines `PTX: Result<&str, &str>`, the PTX text or the reason it was not built, which
@@ -49,13 +45,12 @@ macro_rules! include_ptx {
     };
 }
 
+pub use backend::sum::{IntoPart, Part, ResidualPart};
 pub use backend::{
-    Backend, BackendChoice, BackendError, Evaluator, Factor, Gradient, LaunchConfig,
+    Backend, BackendChoice, BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig,
     LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
     StepBounds, TermProblem, TermSum, Traffic,
 };
-#[doc(hidden)]
-pub use linalg::{available_memory, inf_norm};
 pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
 pub use solver::{
     Bounds, CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method,

@@ -59,7 +59,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         n: x.len(),
         backend: setup.backend.name(),
         fun,
-        grad_inf_norm: cudamin::inf_norm(&g),
+        grad_inf_norm: cudamin::plumbing::inf_norm(&g),
         value_s,
         grad_s,
         value_and_grad_s,

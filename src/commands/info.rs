@@ -3,7 +3,7 @@
 
 use super::print_json;
 use cudamin::BackendChoice;
-use cudamin::backend::gpu::ptx;
+use cudamin::plumbing::gpu::ptx;
 use std::io::Write;
 
 #[derive(serde::Serialize)]
@@ -57,7 +57,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
         gpu,
         gpu_reason,
         simulator,
-        cpu_threads: cudamin::backend::cpu::threads(),
+        cpu_threads: cudamin::plumbing::cpu::threads(),
     };
     if json {
         return print_json(&info);

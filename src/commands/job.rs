@@ -3,7 +3,7 @@
 //! which rows of a data file to load, how to make a loaded shard's evaluator collective, and
 //! how every rank agrees that a step succeeded everywhere.
 
-use cudamin::backend::Share;
+use cudamin::plumbing::Share;
 use cudamin::problems::Loaded;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +19,7 @@ pub fn prints() -> bool {
 /// This process's place: alone, or a rank of an MPI job.
 pub struct Job {
     #[cfg(feature = "mpi")]
-    world: Option<cudamin::backend::mpi::World>,
+    world: Option<cudamin::plumbing::mpi::World>,
 }
 
 impl Job {
@@ -28,7 +28,7 @@ impl Job {
     pub fn join() -> Job {
         #[cfg(feature = "mpi")]
         {
-            use cudamin::backend::mpi::{World, launched_by_mpi};
+            use cudamin::plumbing::mpi::{World, launched_by_mpi};
             let world = launched_by_mpi().then(World::join).flatten();
             if let Some(world) = &world {
                 PRINTS.store(world.rank() == 0, Ordering::Relaxed);
@@ -99,7 +99,7 @@ impl Job {
     pub fn rows(&self, n: usize, total: usize) -> anyhow::Result<Range<usize>> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
-            use cudamin::backend::cpu::{rank_rows, row_block};
+            use cudamin::plumbing::cpu::{rank_rows, row_block};
             return rank_rows(n, total, world.rank(), world.ranks()).ok_or_else(|| {
                 let block = row_block(n, total);
                 anyhow::anyhow!(
@@ -120,7 +120,7 @@ impl Job {
     pub fn evaluator(&self, shard: Loaded, share: Share) -> anyhow::Result<Loaded> {
         #[cfg(feature = "mpi")]
         if let Some(world) = &self.world {
-            use cudamin::backend::mpi::Sharded;
+            use cudamin::plumbing::mpi::Sharded;
             return Ok(match shard {
                 Loaded::Sum(sum) => Loaded::Sum(Box::new(Sharded::new(world, sum, share))),
                 Loaded::SumOfSquares(squares) => {

@@ -5,9 +5,9 @@ use super::parse::{Fix, Numbers, Variable};
 use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
+use cudamin::Bounds;
+use cudamin::LmOptions;
 use cudamin::problems::Solvable;
-use cudamin::solver::Bounds;
-use cudamin::solver::{self, LmOptions};
 use cudamin::{Factor, GradientError, Options};
 use std::borrow::Cow;
 use std::ops::ControlFlow;
@@ -221,7 +221,7 @@ impl MethodArgs {
     }
 
     /// `x0` with the `--fix` values in, and which variables they hold (`None` without `--fix`).
-    /// Borrowed without `--fix`: a copy of 10⁷ entries, 80 MB of fresh pages, took 30 ms.
+    /// Borrowed without `--fix`: copying a large `x0` would fault in fresh pages for nothing.
     fn held_start<'x>(&self, x0: &'x [f64]) -> anyhow::Result<HeldStart<'x>> {
         if self.fix.is_empty() {
             return Ok((Cow::Borrowed(x0), None));
@@ -283,7 +283,7 @@ impl MethodArgs {
         let x0 = &*x0;
         let mut progress = Progress::new(self.progress, json);
         let mut history = Vec::new();
-        let mut observer = |it: &solver::Iterate<'_>| {
+        let mut observer = |it: &cudamin::Iterate<'_>| {
             progress.show(it);
             history.push(Step {
                 nit: it.nit,
@@ -311,7 +311,7 @@ impl MethodArgs {
                         "--method lm needs a sum of squares loaded with its residuals (fit models, terms registered with register_residuals!, most mgh-* problems); this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb"
                     );
                 };
-                let r = solver::least_squares_with_observer(
+                let r = cudamin::least_squares_with_observer(
                     least_squares,
                     x0,
                     &options,
@@ -351,7 +351,7 @@ impl MethodArgs {
                     ..defaults
                 };
                 let quasi_newton = method.quasi_newton().unwrap_or_default();
-                let r = solver::minimize_with_observer(
+                let r = cudamin::minimize_with_observer(
                     objective.objective(),
                     x0,
                     quasi_newton,
@@ -360,7 +360,7 @@ impl MethodArgs {
                 )?;
                 let grad_inf_norm = match &bounds {
                     Some(bounds) => bounds.projected_gradient_norm(&r.x, &r.jac),
-                    None => cudamin::inf_norm(&r.jac),
+                    None => cudamin::plumbing::inf_norm(&r.jac),
                 };
                 Outcome {
                     method: method.name(),

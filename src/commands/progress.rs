@@ -1,6 +1,6 @@
 //! Progress on stderr for `solve` and `fit` (indicatif).
 
-use cudamin::solver::Iterate;
+use cudamin::Iterate;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};

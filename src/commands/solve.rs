@@ -5,7 +5,7 @@ use super::method::MethodArgs;
 use super::{ProblemArgs, Setup, print_json};
 use crate::MethodArg;
 use cudamin::Traffic;
-use cudamin::backend::Share;
+use cudamin::plumbing::Share;
 use cudamin::problems::Solvable;
 use std::io::Write;
 use std::time::Instant;

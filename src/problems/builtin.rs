@@ -2,8 +2,8 @@
 
 use super::problem::{LoadError, Problem, load, load_sum, repeating, zeros};
 use super::random::SplitMix64;
-use cudamin_host::backend::TermProblem;
-use cudamin_host::linalg::{cholesky_into, solve_lower};
+use cudamin_host::TermProblem;
+use cudamin_host::plumbing::{cholesky_into, solve_lower};
 use gpu_kernels::L2Penalty;
 use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{

@@ -3,10 +3,10 @@
 //! the weights `1/σ`, uploaded once.
 
 use super::problem::{Instance, LoadError, load_least_squares};
-use cudamin_host::backend::gpu::abi::{Launch, residual_launches};
-use cudamin_host::backend::{Backend, ProblemError, TermProblem};
-use cudamin_host::shown::Shown;
-use cudamin_host::solver::Bounds;
+use cudamin_host::Bounds;
+use cudamin_host::plumbing::Shown;
+use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
+use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
@@ -346,7 +346,7 @@ impl Model {
         }
         check_determined(total_points, p, held)?;
         let mut values =
-            cudamin_host::linalg::try_zeros(3 * points).ok_or(LoadError::TooLarge {
+            cudamin_host::plumbing::try_zeros(3 * points).ok_or(LoadError::TooLarge {
                 n: p,
                 points,
                 bytes: points.checked_mul(3 * size_of::<f64>()),

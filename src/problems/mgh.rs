@@ -4,8 +4,8 @@
 //! Facts: ../shared/reference/problems.md.
 
 use super::problem::{Instance, LoadError, Problem, load, load_least_squares, repeating};
-use cudamin_host::backend::Backend;
-use cudamin_host::backend::TermProblem;
+use cudamin_host::Backend;
+use cudamin_host::TermProblem;
 use gpu_kernels::terms::mgh::{
     Mgh01, Mgh02, Mgh03, Mgh04, Mgh05, Mgh07, Mgh08, Mgh09, Mgh12, Mgh13, Mgh14, Mgh16, Mgh18,
     Mgh20, Mgh23, Mgh24, Mgh25, Mgh26, Mgh30, Mgh31, Mgh35,

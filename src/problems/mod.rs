@@ -1,5 +1,7 @@
 //! The built-in problems the command line knows by name: a registered term, the rule for `n`,
-//! the starting point, generated data, and the known minimum where there is one.
+//! the starting point, generated data, and the known minimum where there is one. The command
+//! line, the Python module, the examples and the benches share this catalog; your own crate
+//! needs none of it.
 
 mod builtin;
 pub mod fit;

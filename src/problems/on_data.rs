@@ -3,7 +3,7 @@
 //! module of your own, `data=(t, y)`).
 
 use super::problem::{LoadError, Loaded, zeros};
-use cudamin_host::backend::{Backend, TermProblem};
+use cudamin_host::{Backend, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 
 /// How a term loads: the backend, `n`, the columns packed column-major, and their rows.

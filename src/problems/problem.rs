@@ -1,10 +1,10 @@
 //! What a built-in problem is: a registered term with its rule for `n`, its starting point,
 //! generated data and known minimum, set up on a backend as an [`Instance`].
 
-use cudamin_host::backend::gpu::abi::{Launch, residual_launches, term_launches};
-use cudamin_host::backend::{Backend, BackendError, Evaluator, LeastSquaresEvaluator};
-use cudamin_host::backend::{ProblemError, TermProblem};
+use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches, term_launches};
+use cudamin_host::{Backend, BackendError, Evaluator, LeastSquaresEvaluator};
 use cudamin_host::{Gradient, LeastSquaresObjective, Objective, TermObjective};
+use cudamin_host::{ProblemError, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
 /// Why a named problem could not be set up.
@@ -62,7 +62,7 @@ pub enum LoadError {
 
 /// `TooLarge`'s estimate, in the units a user reads, with what the machine has available.
 fn gigabytes(bytes: Option<usize>) -> String {
-    let available = match cudamin_host::linalg::available_memory() {
+    let available = match cudamin_host::plumbing::available_memory() {
         Some(available) => format!("; {:.3} GB available", available as f64 / 1e9),
         None => String::new(),
     };
@@ -126,7 +126,9 @@ impl Loaded {
 /// A loaded problem as the solvers take it: every one is an [`Objective`]; a sum of squares
 /// loaded with its residuals is a [`LeastSquaresObjective`] too.
 pub enum Solvable {
+    /// A sum of terms: the quasi-Newton methods take it.
     Sum(TermObjective),
+    /// A sum of squares with its residuals: least squares takes it too.
     SumOfSquares(TermObjective<dyn LeastSquaresEvaluator>),
 }
 
@@ -288,7 +290,7 @@ fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
         .checked_mul(10)
         .and_then(|values| values.checked_mul(size_of::<f64>()));
     let fits = bytes.is_some_and(|bytes| {
-        cudamin_host::linalg::available_memory().is_none_or(|available| bytes <= available)
+        cudamin_host::plumbing::available_memory().is_none_or(|available| bytes <= available)
             && Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
     });
     if fits {
@@ -301,7 +303,7 @@ fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
 /// `len` zeros (`None`: a length that overflowed) for a problem's data, or [`LoadError::TooLarge`]
 /// where `vec!` would abort the process.
 pub(super) fn zeros(len: Option<usize>, n: usize, points: usize) -> Result<Vec<f64>, LoadError> {
-    len.and_then(cudamin_host::linalg::try_zeros)
+    len.and_then(cudamin_host::plumbing::try_zeros)
         .ok_or(LoadError::TooLarge {
             n,
             points,

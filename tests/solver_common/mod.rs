@@ -2,10 +2,10 @@
 #![allow(dead_code)] // each test crate uses a different subset
 
 pub use cudamin::problems::random::SplitMix64;
-use cudamin::solver::{
+use cudamin::{EvalError, Objective};
+use cudamin::{
     Method, OptimizeResult, Options, SolveError, Status, minimize, minimize_with_observer,
 };
-use cudamin::{EvalError, Objective};
 use std::ops::ControlFlow;
 
 /// Minimizes `objective` by `method` (the tests' shorthand for [`minimize`]).

@@ -26,30 +26,6 @@ impl Covariance {
     }
 }
 
-/// The parameters' covariance at a solution from its [`Factor`], as `curve_fit`'s `pcov`:
-/// `(JᵀJ)⁻¹ = R⁻¹R⁻ᵀ` when the residuals are weighted by their true standard deviations
-/// (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which takes the
-/// residuals' scatter as the measure of their uncertainty.
-///
-/// Where `J` is rank-deficient (a singular value at most `ε·max(m, n)·σ_max`, scipy's
-/// tolerance), the Moore–Penrose pseudo-inverse `V·Σ⁻²·Vᵀ` over the singular values above it,
-/// as `curve_fit` takes it with bounds (`method='trf'`), and the parameters in the null space
-/// are named. `None` where no estimate exists: `m ≤ n` without `absolute_sigma` (`curve_fit`
-/// fills `pcov` with `inf` then), or an `R` with a non-finite entry.
-///
-/// ```
-/// use cudamin_host::{Factor, covariance};
-///
-/// // R = diag(2, 1) (JᵀJ = diag(4, 1)), Σr² = 6 over 5 residuals: reduced χ² = 6 / (5 − 2) = 2.
-/// let mut factor = Factor::new(2);
-/// factor.r = vec![2.0, 0.0, 0.0, 1.0];
-/// assert_eq!(covariance(&factor, 6.0, 5, true).unwrap().matrix, [0.25, 0.0, 0.0, 1.0]);
-/// assert_eq!(covariance(&factor, 6.0, 5, false).unwrap().matrix, [0.5, 0.0, 0.0, 2.0]);
-/// // Two proportional columns: rank 1, neither parameter identifiable on its own.
-/// factor.r = vec![1.0, 2.0, 0.0, 0.0];
-/// let pcov = covariance(&factor, 6.0, 5, true).unwrap();
-/// assert_eq!((pcov.rank, pcov.not_identifiable), (1, vec![0, 1]));
-/// ```
 /// [`covariance`] where the variables `fixed` says were held: that of the free parameters
 /// alone (the triangle of `J`'s free columns, from `factor` over all of them), with zero rows
 /// and columns for the fixed ones; `Σr²/(m − k)`, `k` the free parameters, is the scale, and
@@ -86,6 +62,30 @@ pub fn covariance_of_free(
     })
 }
 
+/// The parameters' covariance at a solution from its [`Factor`], as `curve_fit`'s `pcov`:
+/// `(JᵀJ)⁻¹ = R⁻¹R⁻ᵀ` when the residuals are weighted by their true standard deviations
+/// (`absolute_sigma`); otherwise that times the reduced χ², `Σr² / (m − n)`, which takes the
+/// residuals' scatter as the measure of their uncertainty.
+///
+/// Where `J` is rank-deficient (a singular value at most `ε·max(m, n)·σ_max`, scipy's
+/// tolerance), the Moore–Penrose pseudo-inverse `V·Σ⁻²·Vᵀ` over the singular values above it,
+/// as `curve_fit` takes it with bounds (`method='trf'`), and the parameters in the null space
+/// are named. `None` where no estimate exists: `m ≤ n` without `absolute_sigma` (`curve_fit`
+/// fills `pcov` with `inf` then), or an `R` with a non-finite entry.
+///
+/// ```
+/// use cudamin_host::{Factor, covariance};
+///
+/// // R = diag(2, 1) (JᵀJ = diag(4, 1)), Σr² = 6 over 5 residuals: reduced χ² = 6 / (5 − 2) = 2.
+/// let mut factor = Factor::new(2);
+/// factor.r = vec![2.0, 0.0, 0.0, 1.0];
+/// assert_eq!(covariance(&factor, 6.0, 5, true).unwrap().matrix, [0.25, 0.0, 0.0, 1.0]);
+/// assert_eq!(covariance(&factor, 6.0, 5, false).unwrap().matrix, [0.5, 0.0, 0.0, 2.0]);
+/// // Two proportional columns: rank 1, neither parameter identifiable on its own.
+/// factor.r = vec![1.0, 2.0, 0.0, 0.0];
+/// let pcov = covariance(&factor, 6.0, 5, true).unwrap();
+/// assert_eq!((pcov.rank, pcov.not_identifiable), (1, vec![0, 1]));
+/// ```
 pub fn covariance(
     factor: &Factor,
     sum_of_squares: f64,

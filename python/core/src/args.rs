@@ -3,7 +3,7 @@
 //! arrays to [`Bounds`].
 
 use crate::errors::Failure;
-use cudamin::solver::Bounds;
+use cudamin::Bounds;
 use cudamin::{BackendChoice, Gradient, Loss, Method};
 use numpy::PyReadonlyArray1;
 
@@ -35,8 +35,8 @@ pub fn method(name: &str) -> Result<Method, Failure> {
 
 /// The largest `n` (held variables included) at which BFGS returns its `n×n` `hess_inv`
 /// unasked: 10⁶ entries (8 MB), made at the end from an implicit BFGS's `k` pairs in `k·n²`,
-/// which a dense BFGS (scipy's) spends over its `k` iterations anyway. Measured at the limit
-/// (ARCHITECTURE.md): ext-rosenbrock's 37 iterations, about 3 ms of solve and 7 ms of matrix.
+/// which a dense BFGS (scipy's) spends over its `k` iterations anyway. At the limit, making the
+/// matrix costs the same order as a short solve.
 pub const BFGS_HESS_INV_MAX_N: usize = 1000;
 
 /// Whether `minimize` returns `hess_inv` when not told: always from L-BFGS-B (its pairs, as

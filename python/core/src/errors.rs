@@ -2,7 +2,7 @@
 //! prints: bad input is `ValueError`, memory `MemoryError`, a backend that cannot be had
 //! `cudamin.BackendError`.
 
-use cudamin::backend::BackendError as HostBackendError;
+use cudamin::BackendError as HostBackendError;
 use cudamin::problems::LoadError;
 use cudamin::problems::fit::FitError;
 use cudamin::{EvalError, SolveError};

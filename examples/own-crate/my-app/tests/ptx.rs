@@ -5,7 +5,7 @@
 //! found through `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn
 //! skips into failures.
 
-use cudamin::backend::gpu::abi;
+use cudamin::plumbing::gpu::abi;
 use cudamin_builder::ptxas;
 use std::path::Path;
 

@@ -3,9 +3,11 @@
 //! Rust source. The simulator checks each launch as compute-sanitizer would (out-of-bounds
 //! accesses, races, divergent barriers), so a kernel bug fails here with its thread and address.
 
-use cudamin::backend::gpu::{ptx, simulated_entries};
 use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
-use cudamin::objective::{BoxSpace, BoxVectors, DeviceVectors, FixedObjective, Held, VectorSpace};
+use cudamin::plumbing::gpu::{ptx, simulated_entries};
+use cudamin::plumbing::objective::{
+    BoxSpace, BoxVectors, DeviceVectors, FixedObjective, Held, VectorSpace,
+};
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,

@@ -84,7 +84,7 @@ impl<T: ResidualKernels + 'static> IntoPart<dyn ResidualPart> for TermProblem<Su
 /// backend as one objective.
 ///
 /// ```
-/// use cudamin_host::backend::{Backend, TermProblem, TermSum};
+/// use cudamin_host::{Backend, TermProblem, TermSum};
 /// use gpu_kernels::L2Penalty;
 /// use gpu_kernels::terms::SeedExpSum;
 ///

@@ -29,7 +29,7 @@ use std::ops::ControlFlow;
 /// counts for every loss).
 ///
 /// ```
-/// use cudamin_host::solver::{LmOptions, least_squares};
+/// use cudamin_host::{LmOptions, least_squares};
 /// use cudamin_host::{Backend, Gradient, TermObjective, TermProblem};
 /// use gpu_kernels::SumOfSquares;
 /// use gpu_kernels::terms::fit::Poly;
