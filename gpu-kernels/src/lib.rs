@@ -72,6 +72,7 @@ pub mod prelude;
 pub mod raw;
 pub mod real;
 pub mod scheme;
+pub mod shared;
 pub mod tape;
 pub mod term;
 #[cfg(feature = "builtin")]

@@ -9,6 +9,8 @@
 //! box with no finite side), then scalars and vectors in the order of their formulas, then
 //! `partials` (rows of `gridDim` f64) for the reductions.
 
+pub(crate) use nvptx::*;
+
 mod nvptx {
     use crate::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
     use crate::device::vector_entry::vector_at;
@@ -57,8 +59,8 @@ mod nvptx {
     /// The projected steepest-descent path at `(x, g)`: `times[i]` when variable `i` meets its
     /// bound along `−g`, `path[i] = −g[i]` where that time is positive, else 0 (neither written
     /// where `times` is null); row 0 of the partials `max |x − P(x − g)|`.
-    #[unsafe(export_name = "cudamin_box_path_partials")]
-    unsafe extern "ptx-kernel" fn box_path_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn box_path_partials(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -89,8 +91,8 @@ mod nvptx {
     }
 
     /// `out ← x + t·path` where `path` is not 0, `x` where it is: a point of the path.
-    #[unsafe(export_name = "cudamin_path_point")]
-    unsafe extern "ptx-kernel" fn path_point(
+    #[inline(always)]
+    pub(crate) unsafe fn path_point(
         n: usize,
         x: *const f64,
         t: f64,
@@ -108,8 +110,8 @@ mod nvptx {
 
     /// `free[i] ← 1` where `point[i]` lies strictly inside its bounds, else 0; row 0 of the
     /// partials how many.
-    #[unsafe(export_name = "cudamin_free_partials")]
-    unsafe extern "ptx-kernel" fn free_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn free_partials(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -175,8 +177,8 @@ mod nvptx {
 
     /// The line toward `target`: `direction ← target − x`; row 0 of the partials its slope
     /// `gᵀd` (summed as a dot product), row 1 the least `room` to the box along it.
-    #[unsafe(export_name = "cudamin_aim_partials")]
-    unsafe extern "ptx-kernel" fn aim_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn aim_partials(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -198,8 +200,8 @@ mod nvptx {
 
     /// A subspace step's projection and the line toward it: `target ← P(cauchy + step)` where
     /// `free` is not 0, `cauchy` elsewhere; then [`aim_partials`]' work on `target`.
-    #[unsafe(export_name = "cudamin_project_aim_partials")]
-    unsafe extern "ptx-kernel" fn project_aim_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn project_aim_partials(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -232,8 +234,8 @@ mod nvptx {
     /// How far each free variable may follow `step` from `cauchy`, `fraction =
     /// min(room, 1)` (1 for the others): row 0 of the partials the least fraction, row 1 the
     /// least index whose fraction is `alpha` (`∞` for none).
-    #[unsafe(export_name = "cudamin_reach_partials")]
-    unsafe extern "ptx-kernel" fn reach_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn reach_partials(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -260,8 +262,8 @@ mod nvptx {
 
     /// The step cut at its first bound: `target ← cauchy + alpha·step` where `free` is not 0,
     /// the bound itself at `first` (upper where the step is positive), `cauchy` elsewhere.
-    #[unsafe(export_name = "cudamin_truncate")]
-    unsafe extern "ptx-kernel" fn truncate(
+    #[inline(always)]
+    pub(crate) unsafe fn truncate(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -290,8 +292,8 @@ mod nvptx {
     }
 
     /// `out ← P(x + step·d)`: a point of the line search's ray, within the box.
-    #[unsafe(export_name = "cudamin_clipped_ray_point")]
-    unsafe extern "ptx-kernel" fn clipped_ray_point(
+    #[inline(always)]
+    pub(crate) unsafe fn clipped_ray_point(
         n: usize,
         lower: *const f64,
         upper: *const f64,
@@ -310,8 +312,8 @@ mod nvptx {
 
     /// The new pair: `s ← step·d`, `y ← g₊ − g`; rows of partials `sᵀy`, `yᵀy`, `sᵀs`, `gᵀs`,
     /// `g₊ᵀg₊` (sums) and `max |g₊ᵢ|`.
-    #[unsafe(export_name = "cudamin_new_pair_partials")]
-    unsafe extern "ptx-kernel" fn new_pair_partials(
+    #[inline(always)]
+    pub(crate) unsafe fn new_pair_partials(
         n: usize,
         step: f64,
         d: *const f64,
@@ -355,8 +357,8 @@ mod nvptx {
     /// `out[chunks + c]` ← how many breakpoints it holds. A warp takes whole runs, its lanes
     /// striding through each (a run is an index range the host can fetch), and reduces them
     /// by shuffles alone: no barrier, and no lane waits on a run that is not its warp's.
-    #[unsafe(export_name = "cudamin_breakpoint_chunks")]
-    unsafe extern "ptx-kernel" fn breakpoint_chunks(
+    #[inline(always)]
+    pub(crate) unsafe fn breakpoint_chunks(
         n: usize,
         times: *const f64,
         chunk: usize,
@@ -397,8 +399,8 @@ mod nvptx {
 
     /// `out[r·count + j] ← vⱼ[indices[r]]` for the `count` vectors `table` holds and the
     /// `rows` indices (`u64` words) at `indices`.
-    #[unsafe(export_name = "cudamin_gather")]
-    unsafe extern "ptx-kernel" fn gather(
+    #[inline(always)]
+    pub(crate) unsafe fn gather(
         table: *const u64,
         count: usize,
         indices: *const u64,
@@ -416,8 +418,8 @@ mod nvptx {
 
     /// `v[index] ← value` for each of the `count` pairs `(index as a u64 word, value)` at
     /// `entries` (distinct indices).
-    #[unsafe(export_name = "cudamin_scatter")]
-    unsafe extern "ptx-kernel" fn scatter(v: *mut f64, entries: *const u64, count: usize) {
+    #[inline(always)]
+    pub(crate) unsafe fn scatter(v: *mut f64, entries: *const u64, count: usize) {
         // SAFETY: the launcher passes `count` pairs whose indices are distinct and within `v`.
         for e in grid_stride(count) {
             let i = unsafe { entries.add(2 * e).read() } as usize;

@@ -25,6 +25,10 @@ pub use nvptx::*;
 pub use shared::SharedArray;
 mod strided;
 mod views;
+
+// The shared kernels' PTX entries, from their table (`crate::shared`).
+crate::__shared_kernels! { @rows entries () }
+
 pub use strided::Strided;
 pub use views::*;
 

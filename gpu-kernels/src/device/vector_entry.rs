@@ -20,8 +20,8 @@ fn max_abs_nan(a: f64, b: f64) -> f64 {
 }
 
 /// `y ← y + alpha·x`.
-#[unsafe(export_name = "cudamin_axpy")]
-unsafe extern "ptx-kernel" fn axpy(n: usize, alpha: f64, x: *const f64, y: *mut f64) {
+#[inline(always)]
+pub(crate) unsafe fn axpy(n: usize, alpha: f64, x: *const f64, y: *mut f64) {
     for i in grid_stride(n) {
         // SAFETY: the launcher passes vectors of `n` f64; each thread owns its `i`.
         unsafe { *y.add(i) = *y.add(i) + alpha * *x.add(i) };
@@ -29,8 +29,8 @@ unsafe extern "ptx-kernel" fn axpy(n: usize, alpha: f64, x: *const f64, y: *mut 
 }
 
 /// `v ← alpha·v`.
-#[unsafe(export_name = "cudamin_scale")]
-unsafe extern "ptx-kernel" fn scale(n: usize, alpha: f64, v: *mut f64) {
+#[inline(always)]
+pub(crate) unsafe fn scale(n: usize, alpha: f64, v: *mut f64) {
     for i in grid_stride(n) {
         // SAFETY: as in `axpy`.
         unsafe { *v.add(i) = alpha * *v.add(i) };
@@ -38,14 +38,8 @@ unsafe extern "ptx-kernel" fn scale(n: usize, alpha: f64, v: *mut f64) {
 }
 
 /// `out ← x + step·p`: a point on the line search's ray.
-#[unsafe(export_name = "cudamin_ray_point")]
-unsafe extern "ptx-kernel" fn ray_point(
-    n: usize,
-    x: *const f64,
-    step: f64,
-    p: *const f64,
-    out: *mut f64,
-) {
+#[inline(always)]
+pub(crate) unsafe fn ray_point(n: usize, x: *const f64, step: f64, p: *const f64, out: *mut f64) {
     for i in grid_stride(n) {
         // SAFETY: as in `axpy`.
         unsafe { *out.add(i) = *x.add(i) + step * *p.add(i) };
@@ -53,8 +47,8 @@ unsafe extern "ptx-kernel" fn ray_point(
 }
 
 /// `old ← new − old`: a gradient change `y = g₊ − g` in the old gradient's place.
-#[unsafe(export_name = "cudamin_difference")]
-unsafe extern "ptx-kernel" fn difference(n: usize, new: *const f64, old: *mut f64) {
+#[inline(always)]
+pub(crate) unsafe fn difference(n: usize, new: *const f64, old: *mut f64) {
     for i in grid_stride(n) {
         // SAFETY: as in `axpy`.
         unsafe { *old.add(i) = *new.add(i) - *old.add(i) };
@@ -63,13 +57,8 @@ unsafe extern "ptx-kernel" fn difference(n: usize, new: *const f64, old: *mut f6
 
 /// `to[indices[r]] ← from[r]` for the `count` indices (`u64` words, distinct) at
 /// `indices`: a solve's free variables written into the whole point.
-#[unsafe(export_name = "cudamin_place")]
-unsafe extern "ptx-kernel" fn place(
-    count: usize,
-    indices: *const u64,
-    from: *const f64,
-    to: *mut f64,
-) {
+#[inline(always)]
+pub(crate) unsafe fn place(count: usize, indices: *const u64, from: *const f64, to: *mut f64) {
     for r in grid_stride(count) {
         // SAFETY: the launcher passes `count` distinct indices within `to`, and `count`
         // values at `from`; each thread writes its own index's slot.
@@ -82,13 +71,8 @@ unsafe extern "ptx-kernel" fn place(
 
 /// `partials[block] = Σ a_i·b_i` over the block's grid-stride share; [`sum_partials`]
 /// finishes the dot product.
-#[unsafe(export_name = "cudamin_dot_partials")]
-unsafe extern "ptx-kernel" fn dot_partials(
-    n: usize,
-    a: *const f64,
-    b: *const f64,
-    partials: *mut f64,
-) {
+#[inline(always)]
+pub(crate) unsafe fn dot_partials(n: usize, a: *const f64, b: *const f64, partials: *mut f64) {
     // SAFETY: the launcher passes vectors of `n` f64 and one partial per block.
     let (a, b) = unsafe { (slice(a, n), slice(b, n)) };
     let mut sum = 0.0;
@@ -103,8 +87,8 @@ unsafe extern "ptx-kernel" fn dot_partials(
 
 /// `partials[block] = max |v_i|` over the block's share, NaN if any is NaN; then
 /// [`max_abs_partials`] over the partials with one block gives `‖v‖∞`.
-#[unsafe(export_name = "cudamin_max_abs_partials")]
-unsafe extern "ptx-kernel" fn max_abs_partials(n: usize, v: *const f64, partials: *mut f64) {
+#[inline(always)]
+pub(crate) unsafe fn max_abs_partials(n: usize, v: *const f64, partials: *mut f64) {
     // SAFETY: the launcher passes `n` f64 and one partial per block.
     let v = unsafe { slice(v, n) };
     let mut max = 0.0;
@@ -128,8 +112,8 @@ pub(crate) fn vector_at(table: *const u64, j: usize) -> *const f64 {
 /// the `count` vectors whose addresses `table` holds: each summed as [`dot_partials`] sums
 /// `dot(vⱼ, with)`, so each row's total has its bits. `DOTS_SWEEP` running sums per sweep
 /// over the rows, held in registers.
-#[unsafe(export_name = "cudamin_dots_partials")]
-unsafe extern "ptx-kernel" fn dots_partials(
+#[inline(always)]
+pub(crate) unsafe fn dots_partials(
     n: usize,
     table: *const u64,
     count: usize,
@@ -150,8 +134,8 @@ unsafe extern "ptx-kernel" fn dots_partials(
 /// values. One launch, in tiles of [`GRAM_TILE`] columns by as many (`u` the last column):
 /// each tile's columns are read once for all its products, so the triangle of `c` columns
 /// reads about `c²/4` column vectors where one sweep per column read `c²/2`.
-#[unsafe(export_name = "cudamin_masked_gram_partials")]
-unsafe extern "ptx-kernel" fn masked_gram_partials(
+#[inline(always)]
+pub(crate) unsafe fn masked_gram_partials(
     n: usize,
     table: *const u64,
     count: usize,
@@ -354,8 +338,8 @@ unsafe fn dots_sweeps(
 /// [`axpy`]s), and `partials[block] = Σ zᵢ·outᵢ` over the block's share, as
 /// [`dot_partials`] sums `dot(z, out)`; with `z` null, the combination alone (no partials:
 /// a pass whose product nobody reads costs no finishing launch and no read-back).
-#[unsafe(export_name = "cudamin_combine_dot_partials")]
-unsafe extern "ptx-kernel" fn combine_dot_partials(
+#[inline(always)]
+pub(crate) unsafe fn combine_dot_partials(
     n: usize,
     table: *const u64,
     coefficients: *const f64,
@@ -409,8 +393,8 @@ unsafe extern "ptx-kernel" fn combine_dot_partials(
 /// gradient change `y`), with five rows of per-block partials: `sᵀy`, `yᵀy`, `g₊ᵀg₊`,
 /// `sᵀs` (sums, as [`dot_partials`] sums each) and `max |g₊ᵢ|` (as [`max_abs_partials`]).
 /// Each entry's arithmetic is [`scale`]'s and [`difference`]'s.
-#[unsafe(export_name = "cudamin_step_end_partials")]
-unsafe extern "ptx-kernel" fn step_end_partials(
+#[inline(always)]
+pub(crate) unsafe fn step_end_partials(
     n: usize,
     step: f64,
     p: *mut f64,
@@ -452,8 +436,8 @@ unsafe extern "ptx-kernel" fn step_end_partials(
 
 /// `out[j] = Σ partials[j·blocks..(j + 1)·blocks]` for each of `rows` rows, each added in
 /// order by one thread as [`sum_partials`] adds; launch at least `rows` threads.
-#[unsafe(export_name = "cudamin_sum_partial_rows")]
-unsafe extern "ptx-kernel" fn sum_partial_rows(
+#[inline(always)]
+pub(crate) unsafe fn sum_partial_rows(
     partials: *const f64,
     blocks: usize,
     rows: usize,
@@ -469,8 +453,8 @@ unsafe extern "ptx-kernel" fn sum_partial_rows(
 
 /// `out[0] = Σ partials`, added in order by one thread ([`sum_in_order`]), as the CPU adds
 /// its chunks' partials.
-#[unsafe(export_name = "cudamin_sum_partials")]
-unsafe extern "ptx-kernel" fn sum_partials(partials: *const f64, count: usize, out: *mut f64) {
+#[inline(always)]
+pub(crate) unsafe fn sum_partials(partials: *const f64, count: usize, out: *mut f64) {
     // SAFETY: the launcher passes `count` partials and one output slot.
     let partials = unsafe { slice(partials, count) };
     if global_thread_idx() == 0 {

@@ -30,66 +30,9 @@ use crate::fd::{FdScheme, StepBox};
 use crate::lanes::{LANES, Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
-/// Sums the value kernel's per-block partials in block order ([`sum_in_order`]). Launch one
-/// thread.
-pub const SUM_PARTIALS: &str = "cudamin_sum_partials";
+// The shared kernels' entry names, from their table (`shared`).
+crate::__shared_kernels! { @rows names () }
 crate::__schemes! { @rows finish_names () }
-/// `y ← y + α·x`, for a solver whose vectors stay on the device.
-pub const AXPY: &str = "cudamin_axpy";
-/// `v ← α·v`.
-pub const SCALE: &str = "cudamin_scale";
-/// `out ← x + step·p`.
-pub const RAY_POINT: &str = "cudamin_ray_point";
-/// `old ← new − old`.
-pub const DIFFERENCE: &str = "cudamin_difference";
-/// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIALS`] adds them.
-pub const DOT_PARTIALS: &str = "cudamin_dot_partials";
-/// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one block on
-/// the partials, it gives `‖v‖∞`.
-pub const MAX_ABS_PARTIALS: &str = "cudamin_max_abs_partials";
-/// [`DOT_PARTIALS`] for several vectors against one, in one pass: row `j` of the partials
-/// holds vector `j`'s, summed as `DOT_PARTIALS` sums them; [`SUM_PARTIAL_ROWS`] adds each row.
-pub const DOTS_PARTIALS: &str = "cudamin_dots_partials";
-/// `out ← Σ cⱼ·vⱼ` (as a copy, a scaling and axpys would form it), with the partials of
-/// `zᵀout`, in one pass; with `z` null, the combination alone.
-pub const COMBINE_DOT_PARTIALS: &str = "cudamin_combine_dot_partials";
-/// The end of a quasi-Newton step in one pass: `p ← step·p`, `g ← g₊ − g`, and the partials of
-/// `sᵀy`, `yᵀy`, `g₊ᵀg₊`, `sᵀs` (rows 0–3) and `max |g₊ᵢ|` (row 4).
-pub const STEP_END_PARTIALS: &str = "cudamin_step_end_partials";
-/// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
-pub const SUM_PARTIAL_ROWS: &str = "cudamin_sum_partial_rows";
-/// The Gram matrix of several vectors, and their products with one more, over the rows a mask
-/// keeps (its nonzero or its zero entries), in one pass: [`DOTS_PARTIALS`]' sums.
-pub const MASKED_GRAM_PARTIALS: &str = "cudamin_masked_gram_partials";
-/// The box passes of a step within bounds (`device::box_entry`): the steepest-descent path
-/// and the projected gradient's norm.
-pub const BOX_PATH_PARTIALS: &str = "cudamin_box_path_partials";
-/// A point of the Cauchy path.
-pub const PATH_POINT: &str = "cudamin_path_point";
-/// The free mask and its count.
-pub const FREE_PARTIALS: &str = "cudamin_free_partials";
-/// The line toward a target: the direction, its slope and its room to the box.
-pub const AIM_PARTIALS: &str = "cudamin_aim_partials";
-/// A subspace step projected into the box, and the line toward it.
-pub const PROJECT_AIM_PARTIALS: &str = "cudamin_project_aim_partials";
-/// How far the free variables may follow a step, and the first to meet its bound.
-pub const REACH_PARTIALS: &str = "cudamin_reach_partials";
-/// A step cut at its first bound.
-pub const TRUNCATE: &str = "cudamin_truncate";
-/// A point of the line search's ray within the box.
-pub const CLIPPED_RAY_POINT: &str = "cudamin_clipped_ray_point";
-/// The new pair and its products.
-pub const NEW_PAIR_PARTIALS: &str = "cudamin_new_pair_partials";
-/// Each run of consecutive breakpoint times: its least and how many, from which the host picks
-/// the runs that hold the earliest.
-pub const BREAKPOINT_CHUNKS: &str = "cudamin_breakpoint_chunks";
-/// A few rows of several vectors.
-pub const GATHER: &str = "cudamin_gather";
-/// A few entries of a vector set.
-pub const SCATTER: &str = "cudamin_scatter";
-/// A vector written into the entries of a longer one that an index table names (the free
-/// variables into the whole point); [`GATHER`] reads them back.
-pub const PLACE: &str = "cudamin_place";
 /// The rows of [`NEW_PAIR_PARTIALS`]' partials: five sums, then one maximum.
 pub const NEW_PAIR_ROWS: usize = 6;
 /// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows (one running

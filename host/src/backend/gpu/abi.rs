@@ -9,8 +9,8 @@
 
 use super::ptx::ParamType;
 use KernelArg::Ptr;
+use gpu_kernels::kernel::DENSE_FINISH;
 use gpu_kernels::kernel::loss::RobustLoss;
-use gpu_kernels::kernel::{DENSE_FINISH, SUM_PARTIALS};
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
 use gpu_kernels::{Gradient, Kernels, ResidualKernels, SumOfSquares};
@@ -165,11 +165,6 @@ impl Launch {
         values: u64,
     ) -> Launch {
         Launch::of(kernel, buffers.args(out, values))
-    }
-
-    /// [`SUM_PARTIALS`]: `out[0] = Σ partials[..blocks]`.
-    pub fn sum_partials(partials: u64, blocks: usize, out: u64) -> Launch {
-        Launch::of(SUM_PARTIALS, vec![Ptr(partials), count(blocks), Ptr(out)])
     }
 
     /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient (banded)

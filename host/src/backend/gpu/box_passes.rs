@@ -38,9 +38,10 @@ impl DeviceVectors {
         out: Option<(&mut DeviceVector, &mut DeviceVector)>,
     ) -> Result<f64, BackendError> {
         let (times, path) = out.map_or((0, 0), |(times, path)| (address(times), address(path)));
-        let (n, bounds) = (self.dim(), addresses(bounds));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let (x, g) = (address(x), address(g));
         let [norms] = self.reduce(BOX_PATH_PARTIALS, |partials| {
-            Launch::box_path_partials(n, bounds, address(x), address(g), (times, path), partials)
+            Launch::box_path_partials(n, lower, upper, x, g, times, path, partials)
         })?;
         Ok(maximum(&norms))
     }
@@ -64,9 +65,9 @@ impl DeviceVectors {
         point: &DeviceVector,
         free: &mut DeviceVector,
     ) -> Result<usize, BackendError> {
-        let (n, bounds) = (self.dim(), addresses(bounds));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
         let [counts] = self.reduce(FREE_PARTIALS, |partials| {
-            Launch::free_partials(n, bounds, address(point), address(free), partials)
+            Launch::free_partials(n, lower, upper, address(point), address(free), partials)
         })?;
         // Whole numbers below 2⁵³: exact in any order.
         Ok(counts.iter().sum::<f64>() as usize)
@@ -81,11 +82,11 @@ impl DeviceVectors {
         target: &DeviceVector,
         direction: &mut DeviceVector,
     ) -> Result<(f64, f64), BackendError> {
-        let (n, bounds) = (self.dim(), addresses(bounds));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
         let [slopes, rooms] = self.reduce(AIM_PARTIALS, |partials| {
             let (x, g, target, direction) =
                 (address(x), address(g), address(target), address(direction));
-            Launch::aim_partials(n, bounds, x, g, target, direction, partials)
+            Launch::aim_partials(n, lower, upper, x, g, target, direction, partials)
         })?;
         Ok((sum(&slopes), minimum(&rooms)))
     }
@@ -102,12 +103,14 @@ impl DeviceVectors {
         target: &mut DeviceVector,
         direction: &mut DeviceVector,
     ) -> Result<(f64, f64), BackendError> {
-        let (n, bounds) = (self.dim(), addresses(bounds));
-        let along = (address(free), address(cauchy), address(step));
-        let at = (address(x), address(g));
-        let written = (address(target), address(direction));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
+        let (x, g) = (address(x), address(g));
+        let (target, direction) = (address(target), address(direction));
         let [slopes, rooms] = self.reduce(PROJECT_AIM_PARTIALS, |partials| {
-            Launch::project_aim_partials(n, bounds, along, at, written, partials)
+            Launch::project_aim_partials(
+                n, lower, upper, free, cauchy, step, x, g, target, direction, partials,
+            )
         })?;
         Ok((sum(&slopes), minimum(&rooms)))
     }
@@ -121,11 +124,11 @@ impl DeviceVectors {
         (free, cauchy, step): (&DeviceVector, &DeviceVector, &DeviceVector),
         target: &mut DeviceVector,
     ) -> Result<(), BackendError> {
-        let (n, bounds) = (self.dim(), addresses(bounds));
-        let along = (address(free), address(cauchy), address(step));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
         let mut reach = |alpha: f64| -> Result<[Vec<f64>; 2], BackendError> {
             self.reduce(REACH_PARTIALS, |partials| {
-                Launch::reach_partials(n, bounds, along, alpha, partials)
+                Launch::reach_partials(n, lower, upper, free, cauchy, step, alpha, partials)
             })
         };
         // The least fraction; then, where it is below 1, the first variable that has it.
@@ -138,7 +141,8 @@ impl DeviceVectors {
         } else {
             n
         };
-        let launch = Launch::truncate(n, bounds, along, alpha.min(1.0), first, address(target));
+        let (alpha, target) = (alpha.min(1.0), address(target));
+        let launch = Launch::truncate(n, lower, upper, free, cauchy, step, alpha, first, target);
         self.launch_elementwise(&launch)
     }
 
@@ -151,9 +155,9 @@ impl DeviceVectors {
         d: &DeviceVector,
         out: &mut DeviceVector,
     ) -> Result<(), BackendError> {
-        let (n, bounds) = (self.dim(), addresses(bounds));
-        let launch =
-            Launch::clipped_ray_point(n, bounds, address(x), step, address(d), address(out));
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let (x, d, out) = (address(x), address(d), address(out));
+        let launch = Launch::clipped_ray_point(n, lower, upper, x, step, d, out);
         self.launch_elementwise(&launch)
     }
 
@@ -166,10 +170,10 @@ impl DeviceVectors {
         y: &mut DeviceVector,
     ) -> Result<[f64; NEW_PAIR_ROWS], BackendError> {
         let n = self.dim();
-        let read = (address(d), address(g_new), address(g));
-        let written = (address(s), address(y));
+        let (d, g_new, g) = (address(d), address(g_new), address(g));
+        let (s, y) = (address(s), address(y));
         let rows: [Vec<f64>; NEW_PAIR_ROWS] = self.reduce(NEW_PAIR_PARTIALS, |partials| {
-            Launch::new_pair_partials(n, step, read, written, partials)
+            Launch::new_pair_partials(n, step, d, g_new, g, s, y, partials)
         })?;
         let [sy, yy, ss, gs, gg, max] = rows;
         Ok([
@@ -275,9 +279,8 @@ impl DeviceVectors {
         let triangle = width * (width + 1) / 2;
         let rows = triangle + if combined == 0 { 0 } else { width };
         let partials = self.partials_rows(rows)?;
-        let mask = (address(mask), keep);
-        let launch =
-            Launch::masked_gram_partials(self.dim(), table, width, combined, mask, partials);
+        let (n, mask, keep) = (self.dim(), address(mask), usize::from(keep));
+        let launch = Launch::masked_gram_partials(n, table, width, combined, mask, keep, partials);
         self.launch_reduction(&launch)?;
         let (all, blocks) = self.read_partials(rows, MASKED_GRAM_PARTIALS)?;
         let row = |r: usize| sum(&all[r * blocks..(r + 1) * blocks]);
