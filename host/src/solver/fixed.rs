@@ -34,7 +34,8 @@ pub(super) type LeastSquares = fn(
 pub(super) fn minimize(
     objective: &mut dyn Objective,
     x0: &[f64],
-    (method, options): (Method, &Options),
+    method: Method,
+    options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     held: Held,
     run: Minimize,

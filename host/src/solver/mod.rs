@@ -87,7 +87,7 @@ pub fn minimize_with_observer(
             if method == Method::Bfgs {
                 bfgs::check_hess_inv_fits(x0.len(), options)?;
             }
-            fixed::minimize(objective, x0, (method, options), observer, held, run)
+            fixed::minimize(objective, x0, method, options, observer, held, run)
         }
         None => run(objective, x0, method, options, observer),
     }

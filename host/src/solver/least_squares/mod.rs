@@ -54,6 +54,7 @@ pub fn least_squares(
 ) -> Result<LeastSquaresResult, SolveError> {
     least_squares_with_observer(objective, x0, options, &mut |_| ControlFlow::Continue(()))
 }
+
 /// [`least_squares`], with `observer` run after every accepted step: it sees the iterate and
 /// may stop the solve (status −2) by returning `ControlFlow::Break(())`.
 pub fn least_squares_with_observer(

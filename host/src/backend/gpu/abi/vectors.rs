@@ -19,10 +19,11 @@ macro_rules! host_type {
     };
 }
 
-/// The launch argument of a parameter of a kind.
+/// The launch argument of a parameter of a kind. `super::count`, not `count`: several
+/// kernels have a parameter of that name.
 macro_rules! host_arg {
     (U64, $arg:ident) => {
-        KernelArg::U64($arg as u64)
+        super::count($arg)
     };
     (F64, $arg:ident) => {
         KernelArg::F64($arg)
