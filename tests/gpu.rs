@@ -14,10 +14,10 @@ use cudamin::kernels::Window;
 use cudamin::kernels::fd::SQRT_EPS;
 use cudamin::kernels::raw::RawKernel;
 use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
+use cudamin::plumbing::gpu::{DeviceVector, DeviceVectors};
 use cudamin::plumbing::gpu::{ptx, simulated_entries};
-use cudamin::plumbing::objective::{
-    BoxSpace, BoxVectors, DeviceVector, DeviceVectors, FixedObjective, Held, VectorSpace,
-};
+use cudamin::plumbing::objective::{FixedObjective, Held};
+use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
@@ -704,7 +704,7 @@ fn held_evaluations_match_the_host(sim: &Backend) {
 /// terms' sizes. `n` variables, some unbounded on one side or both; a step long enough to be
 /// truncated. Runs each of the box passes' entries.
 fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
-    let mut host = cudamin::plumbing::objective::HostVectors::new(n);
+    let mut host = cudamin::plumbing::space::HostVectors::new(n);
     let ramp = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..n).map(f).collect() };
     let lower = ramp(&|i| {
         if i % 7 == 0 {
@@ -1022,7 +1022,7 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
             _ => 0.0,
         })
         .collect();
-    let mut host = cudamin::plumbing::objective::HostVectors::new(n);
+    let mut host = cudamin::plumbing::space::HostVectors::new(n);
     let problem = problems::find("seed-expsum").unwrap();
     for threads in [1, 33, 100] {
         for blocks in [1, 3] {

@@ -24,11 +24,13 @@
 // `plumbing`, documented there.
 mod backend;
 pub mod data;
+mod error;
 mod linalg;
 mod objective;
 pub mod plumbing;
 mod shown;
 mod solver;
+mod space;
 
 /// Embeds the PTX that `cudamin-builder` built from your kernel crate in your build script:
 /// defines `PTX: Result<&str, &str>`, the PTX text or the reason it was not built, which

@@ -7,8 +7,8 @@
 //!   vectors and the simulator, and the MPI job.
 //! - The pieces of the evaluator contract that only a backend or a sharded evaluation needs:
 //!   partial results and how they are shared among processes.
-//! - [`objective`]: the vector spaces a solver keeps its vectors in, and the view of an
-//!   objective with some variables held.
+//! - [`space`]: the vector spaces a solver keeps its vectors in.
+//! - [`objective`]: an objective on a device, and the view of one with some variables held.
 //! - Memory and small dense linear algebra the built-in problems use.
 
 pub use crate::backend::{
@@ -18,11 +18,15 @@ pub use crate::backend::{
 pub use crate::linalg::{available_memory, cholesky_into, inf_norm, solve_lower, try_zeros};
 pub use crate::shown::Shown;
 
-/// The vector spaces a solver keeps its vectors in, on the host or a device, with L-BFGS-B's
-/// passes over a box; and an objective seen through the variables a solve leaves free.
-pub mod objective {
-    pub use crate::objective::{
-        BoxSpace, BoxVectors, Breakpoint, DeviceVector, DeviceVectors, FixedObjective, Held,
-        HostVectors, OnDevice, PairSums, StepEnd, VectorSpace, free_factor,
+/// The vector spaces a solver keeps its vectors in, host memory or a device, with L-BFGS-B's
+/// passes over a box. The GPU's device vectors are [`gpu::DeviceVectors`].
+pub mod space {
+    pub use crate::space::{
+        BoxSpace, BoxVectors, Breakpoint, HostVectors, PairSums, StepEnd, VectorSpace,
     };
+}
+
+/// An objective on a device, and an objective seen through the variables a solve leaves free.
+pub mod objective {
+    pub use crate::objective::{FixedObjective, Held, OnDevice, free_factor};
 }

@@ -3,11 +3,11 @@
 //! backends implement it. It names one type of the GPU's, the evaluator a solver keeps its
 //! vectors beside ([`Evaluator::device`]).
 
-use super::error::BackendError;
 use super::gpu::DeviceEvaluator;
 use super::mpi::{Factor, Layout, Partials, Share};
 use super::pass::{Evaluation, Pass};
 use super::step_bounds::StepBounds;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
 
@@ -45,7 +45,7 @@ pub fn checked_against<T>(
 /// A sum whose terms each read the variables of one piece of `x` alone, so that each piece's
 /// part of `f` and `∇f` comes from that piece: a solver may evaluate a piece as soon as it has
 /// written it, while the piece's vectors are still in cache (the trial sweep of L-BFGS and of
-/// unbounded L-BFGS-B, `objective::trial_sweep`). Pieces are the evaluator's own chunks, so the pieces' results are
+/// unbounded L-BFGS-B, `solver::trial_sweep`). Pieces are the evaluator's own chunks, so the pieces' results are
 /// the bits of its [`value_and_gradient`](Evaluator::value_and_gradient).
 pub trait PieceEvaluator: Sync {
     /// The variables of a piece; piece `i` starts at `i·piece_len()` (the last may be shorter).

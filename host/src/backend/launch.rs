@@ -1,7 +1,7 @@
 //! The sizes of a kernel launch: the launcher's choice ([`LaunchConfig`]) and the user's
 //! ([`LaunchOverride`]), and the arguments of a raw kernel's launch ([`RawArg`]).
 
-use super::error::BackendError;
+use crate::error::BackendError;
 use gpu_kernels::raw::Arg;
 
 /// Grid and block of one launch (one-dimensional).

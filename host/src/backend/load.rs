@@ -7,8 +7,8 @@
 use super::cpu::{CpuEvaluator, CpuLeastSquares};
 use super::gpu::{self, Launcher};
 use super::problem::TermProblem;
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
+use crate::error::BackendError;
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 use std::sync::Arc;
 

@@ -6,7 +6,6 @@
 //! processes of an MPI job.
 
 pub mod cpu;
-mod error;
 mod evaluator;
 pub mod gpu;
 mod launch;
@@ -18,7 +17,7 @@ mod step_bounds;
 pub mod sum;
 mod with_residuals;
 
-pub use error::BackendError;
+pub use crate::error::BackendError;
 pub use evaluator::{Evaluator, LeastSquaresEvaluator, PieceEvaluator, checked_against};
 pub use gpu::Traffic;
 pub use gpu_kernels::Gradient;

@@ -1,8 +1,8 @@
 //! One pass over the terms: what it computes and where it writes ([`Evaluation`]), and the
 //! same question without its outputs ([`Pass`]), as the ranks of a sharded evaluation ask it.
 
-use super::error::BackendError;
 use super::mpi::{Factor, Partials};
+use crate::error::BackendError;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::{Gradient, StepBox};
 

@@ -1,6 +1,6 @@
 //! [`StepBounds`]: the box that finite-difference points stay in.
 
-use super::error::BackendError;
+use crate::error::BackendError;
 use gpu_kernels::StepBox;
 
 /// The box every finite-difference point stays in (what scipy's `approx_derivative` takes as

@@ -1,11 +1,11 @@
 //! A sum of squares loaded on a backend: an evaluator of the sum, and the backend's pass over
 //! its residuals ([`NormalPass`]), together ([`WithResiduals`]).
 
-use super::error::BackendError;
 use super::mpi::{Partials, Share};
 use super::pass::{Evaluation, Pass};
 use super::step_bounds::StepBounds;
 use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
 

@@ -6,22 +6,16 @@
 //! exactly or by finite differences ([`Gradient`]). Implement [`Objective`] yourself for a
 //! function with an analytic gradient.
 
-mod box_space;
 mod device;
 mod fixed;
 mod least_squares;
-mod space;
-mod sweep;
 
-pub(crate) use box_space::projected_gradient_norm;
-pub use box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
 pub use device::{DeviceVector, DeviceVectors, OnDevice, checked_against};
 pub use fixed::{FixedObjective, Held, free_factor};
 pub use least_squares::LeastSquaresObjective;
-pub use space::{HostVectors, StepEnd, VectorSpace};
-pub(crate) use sweep::{TrialSweep, trial_sweep};
 
-use crate::backend::{BackendError, Evaluator, Gradient, PieceEvaluator, StepBounds};
+use crate::backend::{Evaluator, Gradient, PieceEvaluator, StepBounds};
+pub use crate::error::EvalError;
 
 /// A function to minimize, with its gradient.
 pub trait Objective {
@@ -66,7 +60,7 @@ pub trait Objective {
 
     /// This objective's value and gradient by pieces of `x` ([`PieceEvaluator`]), where it is
     /// a sum of terms that allow it: L-BFGS then evaluates its first trial point in the sweep
-    /// that forms it (see `objective::trial_sweep`). `None`, the default, keeps the separate
+    /// that forms it (see `solver::trial_sweep`). `None`, the default, keeps the separate
     /// passes.
     fn pieces(&self) -> Option<&dyn PieceEvaluator> {
         None
@@ -79,36 +73,6 @@ pub trait Objective {
         let _ = bounds;
         Ok(())
     }
-}
-
-/// Why an objective could not be evaluated. A non-finite value is not an error: the solver
-/// handles it (it shrinks the step, or stops with status 3).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EvalError {
-    /// A vector (`x`, `g`, or the `v` of an operator's `H·v`) does not have the number of
-    /// variables.
-    #[error("a vector of {got} entries where there are {expected} variables")]
-    WrongLength {
-        /// The number of variables.
-        expected: usize,
-        /// The length given.
-        got: usize,
-    },
-    /// The backend failed.
-    #[error(transparent)]
-    Backend(#[from] BackendError),
-    /// A host allocation the solve needed could not be made.
-    #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
-    OutOfMemory {
-        /// The buffer being allocated.
-        what: &'static str,
-        /// Its size in bytes.
-        bytes: usize,
-    },
-    /// For user objectives.
-    #[error("{0}")]
-    Failed(String),
 }
 
 /// How far an approximate gradient is from the true one, measured against a more accurate

@@ -36,7 +36,8 @@ use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
 use crate::linalg::vector::{dot, map_in_place};
-use crate::objective::{EvalError, Objective, StepEnd, VectorSpace};
+use crate::objective::{EvalError, Objective};
+use crate::space::{StepEnd, VectorSpace};
 use ndarray::Array2;
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -357,7 +358,7 @@ impl InverseHessian<HostWorkspace<'_>> for BfgsInverseHessian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objective::HostVectors;
+    use crate::space::HostVectors;
     use ndarray::array;
 
     /// scipy's `rosen`, with its gradient.

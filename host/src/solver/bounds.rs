@@ -103,7 +103,7 @@ impl Bounds {
         if g.iter().any(|v| v.is_nan()) {
             return f64::NAN;
         }
-        crate::objective::projected_gradient_norm(&self.lower, &self.upper, x, g)
+        crate::space::projected_gradient_norm(&self.lower, &self.upper, x, g)
     }
 
     /// `curve_fit`'s start where bounds are given and no `p0`: the middle of a finite box

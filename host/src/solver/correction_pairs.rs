@@ -5,7 +5,8 @@ use super::dense::bfgs_update;
 use super::two_loop::{PairList, two_loop};
 use crate::linalg::try_zeros;
 use crate::linalg::vector::dot;
-use crate::objective::{EvalError, Held, HostVectors};
+use crate::objective::{EvalError, Held};
+use crate::space::HostVectors;
 use ndarray::Array2;
 
 /// L-BFGS's and L-BFGS-B's `hess_inv`: the pairs `(sᵢ, yᵢ)` held when the last direction was

@@ -47,7 +47,7 @@
 //! The second pass cannot take the next gradient's products, which the next direction needs:
 //! that gradient is at the trial point, which needs all of `p`. Where `f` is a sum of terms
 //! that each read one piece of `x` ([`Objective::pieces`](crate::objective::Objective::pieces)),
-//! it can: the trial sweep (`objective::trial_sweep`) forms each piece of `p`, the trial point
+//! it can: the trial sweep (`solver::trial_sweep`) forms each piece of `p`, the trial point
 //! `x + p` and `f` and `g₊` on it, and takes `g₊`'s products with the pairs while they are in
 //! cache. The line search takes that trial as its first evaluation (the step 1, which it tries
 //! first); where it accepts it, the next push derives every product it needs
@@ -59,7 +59,9 @@ use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::workspace::{HostWorkspace, Workspace};
-use crate::objective::{EvalError, Objective, StepEnd, TrialSweep, VectorSpace};
+use crate::objective::{EvalError, Objective};
+use crate::solver::trial_sweep::TrialSweep;
+use crate::space::{StepEnd, VectorSpace};
 use std::ops::ControlFlow;
 
 /// Minimizes `objective` from `x0` by L-BFGS with `options.memory` pairs. See

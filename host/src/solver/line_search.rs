@@ -10,7 +10,7 @@ mod more_thuente;
 mod wolfe;
 mod zoom;
 
-use crate::objective::VectorSpace;
+use crate::space::VectorSpace;
 use more_thuente::Limits;
 use wolfe::Wolfe;
 pub(super) use wolfe::{Accepted, Line};
@@ -57,7 +57,7 @@ impl<'w, W: Workspace> Counted<'w, W> {
 }
 
 /// A trial a ray's `point` and `gradient` already hold, evaluated before the search (the trial
-/// sweep, `objective::trial_sweep`): its step, `φ(step)` and `φ'(step)`.
+/// sweep, `solver::trial_sweep`): its step, `φ(step)` and `φ'(step)`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Evaluated {
     pub step: f64,

@@ -20,7 +20,9 @@
 use super::correction_pairs::CorrectionPairs;
 use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use crate::linalg::vector;
-use crate::objective::{EvalError, TrialSweep, VectorSpace};
+use crate::objective::EvalError;
+use crate::solver::trial_sweep::TrialSweep;
+use crate::space::VectorSpace;
 use std::collections::VecDeque;
 
 /// What a method knows of a new pair's products when it hands the pair over.
@@ -49,7 +51,7 @@ pub(super) struct Pair<V> {
 }
 
 /// The gradient `g₊` at the point a step reached, as the trial sweep of its direction `p`
-/// measured it there (`objective::trial_sweep`, its `with` the pairs held when the step was
+/// measured it there (`solver::trial_sweep`, its `with` the pairs held when the step was
 /// aimed, in [`Memory::columns`]' order), and the step along `p`, which gives `sᵀg₊`.
 pub(super) struct SweptGradient {
     pub sweep: TrialSweep,

@@ -32,6 +32,7 @@ mod minpack;
 mod options;
 mod quasi_newton;
 mod result;
+mod trial_sweep;
 mod two_loop;
 mod workspace;
 

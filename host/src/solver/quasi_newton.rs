@@ -6,7 +6,7 @@ use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::Workspace;
 use crate::objective::EvalError;
-use crate::objective::{StepEnd, VectorSpace};
+use crate::space::{StepEnd, VectorSpace};
 use std::ops::ControlFlow;
 
 /// A limited memory's products of a new vector `v = Σ cᵢ·uᵢ` with the vectors `w` it stores may

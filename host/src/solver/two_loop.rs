@@ -1,7 +1,7 @@
 //! The BFGS inverse Hessian applied implicitly, from its curvature pairs.
 
 use crate::objective::EvalError;
-use crate::objective::VectorSpace;
+use crate::space::VectorSpace;
 use std::collections::VecDeque;
 
 /// One BFGS update: the step `s = x₊ − x`, the gradient change `y = g₊ − g`, and `ρ`

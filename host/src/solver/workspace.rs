@@ -7,9 +7,10 @@
 
 use crate::linalg::vector;
 use crate::objective::{
-    DeviceVector, DeviceVectors, EvalError, GradientError, HostVectors, Objective, OnDevice,
-    TrialSweep, VectorSpace, gradient_error, trial_sweep,
+    DeviceVector, DeviceVectors, EvalError, GradientError, Objective, OnDevice, gradient_error,
 };
+use crate::solver::trial_sweep::{TrialSweep, trial_sweep};
+use crate::space::{HostVectors, VectorSpace};
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. Below it, an
 /// iteration's dozens of launches and scalar round trips cost more than host vectors; above it,
@@ -59,7 +60,7 @@ pub(super) trait Workspace {
         g: &Self::Vector,
         distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError>;
-    /// L-BFGS's direction and first trial in one sweep (`objective::trial_sweep`):
+    /// L-BFGS's direction and first trial in one sweep (`solver::trial_sweep`):
     /// `p ← Σ cᵢ·vᵢ` over `terms`, `x₊ ← x + p`, `f(x₊)`, `g₊ ← ∇f(x₊)` and `g₊`'s products,
     /// into `buffers = [p, x₊, g₊]`; `None` where the objective does not evaluate by pieces.
     /// The default says `None`: device vectors make the separate passes.
@@ -213,8 +214,8 @@ impl Workspace for DeviceWorkspace<'_> {
         distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError> {
         self.error_against_reference(x, |space, reference| {
+            let mut reference = space.host_vector(reference)?;
             let (x, g) = (space.download(x)?, space.download(g)?);
-            let mut reference = space.download(&reference)?;
             Ok(distance(&x, &g, &mut reference))
         })
     }

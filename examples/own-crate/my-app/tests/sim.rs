@@ -4,10 +4,9 @@
 //! accesses, races, divergent barriers), so a kernel bug fails here with its thread and address.
 
 use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
-use cudamin::plumbing::gpu::{ptx, simulated_entries};
-use cudamin::plumbing::objective::{
-    BoxSpace, BoxVectors, DeviceVectors, FixedObjective, Held, VectorSpace,
-};
+use cudamin::plumbing::gpu::{DeviceVectors, ptx, simulated_entries};
+use cudamin::plumbing::objective::{FixedObjective, Held};
+use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,

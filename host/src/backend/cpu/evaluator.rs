@@ -3,12 +3,12 @@
 
 use super::plan::{GROUP_CHUNK, VALUE_CHUNK, dense_chunk, each_chunk};
 use super::schemes::SchemePasses;
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::{Evaluator, PieceEvaluator};
 use crate::backend::mpi::{Layout, Partials, Share};
 use crate::backend::pass::{Evaluation, Pass};
 use crate::backend::problem::TermProblem;
 use crate::backend::step_bounds::StepBounds;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::exact::{exact_supported, terms_in_lanes};
 use gpu_kernels::kernel::{

@@ -5,10 +5,10 @@
 use super::evaluator::{CpuEvaluator, catching_panics};
 use super::plan::{each_chunk, row_block};
 use super::schemes::{RowsInto, SchemePasses};
-use crate::backend::error::BackendError;
 use crate::backend::mpi::{Layout, Partials, Share};
 use crate::backend::problem::TermProblem;
 use crate::backend::with_residuals::{NormalPass, WithResiduals};
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::triangle_len;

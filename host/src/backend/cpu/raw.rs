@@ -1,7 +1,7 @@
 //! Grid kernels on the CPU: the executor supplies each thread's index.
 
-use crate::backend::error::BackendError;
 use crate::backend::launch::{LaunchConfig, RawArg};
+use crate::error::BackendError;
 use gpu_kernels::raw::{CpuArg, Out, RawKernel, Thread};
 use rayon::prelude::*;
 

@@ -1,216 +1,114 @@
-//! The passes of a step within a box (L-BFGS-B's) on a solver's device vectors: one launch
-//! each (the truncation two and a cut; the masked Gram a combination for `u`, then one pass;
-//! the earliest breakpoints' runs, then a gather of the chosen ones), in order with the
-//! evaluations. Their reductions leave rows of one partial per block, brought back and finished
-//! here: sums in block order by `sum_in_order`, as the device's dot products are finished (a
-//! slope has `dot`'s bits), maxima and minima in any order. A box is `(lower, upper)`, or `None`
-//! for one with no finite side.
+//! The passes of a step within a box, L-BFGS-B's, on a solver's device vectors: the
+//! [`BoxSpace`] of the GPU. Each is one launch; the truncation takes two and a cut, the masked
+//! Gram a combination for `u` then one pass, the earliest breakpoints their runs then a gather
+//! of the chosen ones. All run in order with the evaluations. Their reductions leave rows of
+//! one partial per block, brought back and finished here: sums in block order by
+//! `sum_in_order`, as the device's dot products are finished, so a slope has `dot`'s bits;
+//! maxima and minima in any order.
+//!
+//! The earliest breakpoints are chosen on the host from what the device tells of runs of
+//! consecutive times ([`earliest_runs`]) and the times of the runs that hold them: about
+//! `32·√(n·count)` bytes across, not the `8n` of the times. Every breakpoint after the
+//! earliest, needed only where the Cauchy path goes past them, is found on the host from a copy
+//! of the times.
 
 use super::abi::Launch;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
-use crate::backend::error::BackendError;
+use crate::error::{BackendError, EvalError};
+use crate::space::{BoxSpace, BoxVectors, Breakpoint, HostVectors, PairSums, VectorSpace};
+use gpu_kernels::bounds::is_breakpoint;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
     MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,
     sum_in_order,
 };
 
-/// A box on the device: the lower and upper bounds.
-pub type DeviceBox<'b> = Option<(&'b DeviceVector, &'b DeviceVector)>;
+/// The shortest run of times [`BoxSpace::earliest_breakpoints`] asks the device about: a warp
+/// takes each run, and a shorter one would leave some of its lanes idle.
+const RUN_MIN_LEN: usize = 32;
 
-/// The box's addresses, both 0 without one.
-fn addresses(bounds: DeviceBox<'_>) -> (u64, u64) {
-    bounds.map_or((0, 0), |(lower, upper)| (address(lower), address(upper)))
+/// The box's addresses, both 0 without one (no finite side).
+fn addresses(bounds: Option<&BoxVectors<DeviceVector>>) -> (u64, u64) {
+    bounds.map_or((0, 0), |b| (address(&b.lower), address(&b.upper)))
 }
 
 fn address(v: &DeviceVector) -> u64 {
     v.buffer().address()
 }
 
-impl DeviceVectors {
-    /// The steepest-descent path's `(times, path)` where given, and the projected gradient's
-    /// ∞-norm at `(x, g)`.
-    pub(crate) fn box_path(
+impl BoxSpace for DeviceVectors {
+    type Mask = DeviceVector;
+
+    fn new_mask(&mut self) -> Result<DeviceVector, EvalError> {
+        Ok(self.new_vector()?)
+    }
+
+    fn projected_gradient_norm(
         &mut self,
-        bounds: DeviceBox<'_>,
+        bounds: Option<&BoxVectors<DeviceVector>>,
         x: &DeviceVector,
         g: &DeviceVector,
-        out: Option<(&mut DeviceVector, &mut DeviceVector)>,
-    ) -> Result<f64, BackendError> {
-        let (times, path) = out.map_or((0, 0), |(times, path)| (address(times), address(path)));
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let (x, g) = (address(x), address(g));
-        let [norms] = self.reduce(BOX_PATH_PARTIALS, |partials| {
-            Launch::box_path_partials(n, lower, upper, x, g, times, path, partials)
-        })?;
-        Ok(maximum(&norms))
+    ) -> Result<f64, EvalError> {
+        Ok(match bounds {
+            None => self.max_abs(g)?,
+            bounds => self.box_path(bounds, x, g, (0, 0))?,
+        })
     }
 
-    /// `out ← x + t·path` where `path ≠ 0`, else `x`.
-    pub(crate) fn path_point(
+    fn steepest_path(
         &mut self,
-        x: &DeviceVector,
-        t: f64,
-        path: &DeviceVector,
-        out: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        let launch = Launch::path_point(self.dim(), address(x), t, address(path), address(out));
-        self.launch_elementwise(&launch)
-    }
-
-    /// `free ←` 1 where `point` lies strictly inside the box, else 0; how many.
-    pub(crate) fn free_variables(
-        &mut self,
-        bounds: DeviceBox<'_>,
-        point: &DeviceVector,
-        free: &mut DeviceVector,
-    ) -> Result<usize, BackendError> {
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let [counts] = self.reduce(FREE_PARTIALS, |partials| {
-            Launch::free_partials(n, lower, upper, address(point), address(free), partials)
-        })?;
-        // Whole numbers below 2⁵³: exact in any order.
-        Ok(counts.iter().sum::<f64>() as usize)
-    }
-
-    /// `direction ← target − x`, its slope and its room to the box.
-    pub(crate) fn aim(
-        &mut self,
-        bounds: DeviceBox<'_>,
+        bounds: Option<&BoxVectors<DeviceVector>>,
         x: &DeviceVector,
         g: &DeviceVector,
-        target: &DeviceVector,
-        direction: &mut DeviceVector,
-    ) -> Result<(f64, f64), BackendError> {
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let [slopes, rooms] = self.reduce(AIM_PARTIALS, |partials| {
-            let (x, g, target, direction) =
-                (address(x), address(g), address(target), address(direction));
-            Launch::aim_partials(n, lower, upper, x, g, target, direction, partials)
-        })?;
-        Ok((sum(&slopes), minimum(&rooms)))
+        times: &mut DeviceVector,
+        path: &mut DeviceVector,
+    ) -> Result<f64, EvalError> {
+        Ok(self.box_path(bounds, x, g, (address(times), address(path)))?)
     }
 
-    /// `target ← P(cauchy + step)` over the free variables (`cauchy` elsewhere), then
-    /// [`aim`](Self::aim) at it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn project_aim(
-        &mut self,
-        bounds: DeviceBox<'_>,
-        (free, cauchy, step): (&DeviceVector, &DeviceVector, &DeviceVector),
-        x: &DeviceVector,
-        g: &DeviceVector,
-        target: &mut DeviceVector,
-        direction: &mut DeviceVector,
-    ) -> Result<(f64, f64), BackendError> {
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
-        let (x, g) = (address(x), address(g));
-        let (target, direction) = (address(target), address(direction));
-        let [slopes, rooms] = self.reduce(PROJECT_AIM_PARTIALS, |partials| {
-            Launch::project_aim_partials(
-                n, lower, upper, free, cauchy, step, x, g, target, direction, partials,
-            )
-        })?;
-        Ok((sum(&slopes), minimum(&rooms)))
-    }
-
-    /// `step` from `cauchy` cut where the first free variable meets its bound (the lowest
-    /// index among equals): `target ← cauchy + α·step` over the free variables, that bound at
-    /// that variable, `cauchy` elsewhere.
-    pub(crate) fn truncated_step(
-        &mut self,
-        bounds: DeviceBox<'_>,
-        (free, cauchy, step): (&DeviceVector, &DeviceVector, &DeviceVector),
-        target: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
-        let mut reach = |alpha: f64| -> Result<[Vec<f64>; 2], BackendError> {
-            self.reduce(REACH_PARTIALS, |partials| {
-                Launch::reach_partials(n, lower, upper, free, cauchy, step, alpha, partials)
-            })
-        };
-        // The least fraction; then, where it is below 1, the first variable that has it.
-        let alpha = minimum(&reach(f64::NAN)?[0]);
-        let first = if alpha < 1.0 {
-            let first = minimum(&reach(alpha)?[1]);
-            // The variable that gave the least fraction has it.
-            debug_assert!(first < n as f64, "no variable reaches {alpha}");
-            first as usize
-        } else {
-            n
-        };
-        let (alpha, target) = (alpha.min(1.0), address(target));
-        let launch = Launch::truncate(n, lower, upper, free, cauchy, step, alpha, first, target);
-        self.launch_elementwise(&launch)
-    }
-
-    /// `out ← P(x + step·d)`.
-    pub(crate) fn clipped_ray_point(
-        &mut self,
-        bounds: DeviceBox<'_>,
-        x: &DeviceVector,
-        step: f64,
-        d: &DeviceVector,
-        out: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
-        let (x, d, out) = (address(x), address(d), address(out));
-        let launch = Launch::clipped_ray_point(n, lower, upper, x, step, d, out);
-        self.launch_elementwise(&launch)
-    }
-
-    /// `s ← step·d`, `y ← g_new − g`, and `[sᵀy, yᵀy, sᵀs, gᵀs, g_newᵀg_new, ‖g_new‖∞]`.
-    pub(crate) fn new_pair(
-        &mut self,
-        step: f64,
-        (d, g_new, g): (&DeviceVector, &DeviceVector, &DeviceVector),
-        s: &mut DeviceVector,
-        y: &mut DeviceVector,
-    ) -> Result<[f64; NEW_PAIR_ROWS], BackendError> {
-        let n = self.dim();
-        let (d, g_new, g) = (address(d), address(g_new), address(g));
-        let (s, y) = (address(s), address(y));
-        let rows: [Vec<f64>; NEW_PAIR_ROWS] = self.reduce(NEW_PAIR_PARTIALS, |partials| {
-            Launch::new_pair_partials(n, step, d, g_new, g, s, y, partials)
-        })?;
-        let [sy, yy, ss, gs, gg, max] = rows;
-        Ok([
-            sum(&sy),
-            sum(&yy),
-            sum(&ss),
-            sum(&gs),
-            sum(&gg),
-            maximum(&max),
-        ])
-    }
-
-    /// For each run of `chunk` consecutive `times` (the last one shorter), in order: its least
-    /// breakpoint time (`∞` for none) and how many breakpoints it holds.
-    pub(crate) fn breakpoint_chunks(
+    fn earliest_breakpoints(
         &mut self,
         times: &DeviceVector,
-        chunk: usize,
-    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
+        count: usize,
+    ) -> Result<(Vec<Breakpoint>, usize), EvalError> {
         let n = self.dim();
-        let chunks = n.div_ceil(chunk);
-        let out = self.rows_out(2 * chunks)?;
-        let launch = Launch::breakpoint_chunks(n, address(times), chunk, out);
-        self.launch_reduction(&launch)?;
-        let mut rows = vec![0.0; 2 * chunks];
-        self.read_rows_out(BREAKPOINT_CHUNKS, &mut rows)?;
-        let counts = rows.split_off(chunks);
-        Ok((rows, counts))
+        // Runs of about √(n / count) times: the runs' summaries and the chosen runs' times
+        // then cross in about as many bytes each.
+        let chunk = (((n / count.max(1)) as f64).sqrt().ceil() as usize).max(RUN_MIN_LEN);
+        let (least, counts) = self.breakpoint_chunks(times, chunk)?;
+        // Whole numbers below 2⁵³: exact in any order.
+        let total = counts.iter().sum::<f64>() as usize;
+        let indices: Vec<usize> = (earliest_runs(&least, &counts, count).into_iter())
+            .flat_map(|run| run * chunk..(run * chunk + chunk).min(n))
+            .collect();
+        let mut values = vec![0.0; indices.len()];
+        self.gather(&[times], &indices, &mut values)?;
+        let mut found: Vec<Breakpoint> = (indices.iter().zip(&values))
+            .filter(|&(_, &t)| is_breakpoint(t))
+            .map(|(&i, &t)| Breakpoint(t, i))
+            .collect();
+        found.sort_unstable();
+        found.truncate(count);
+        Ok((found, total))
+    }
+
+    fn breakpoints_after(
+        &mut self,
+        times: &DeviceVector,
+        after: Breakpoint,
+        out: &mut Vec<Breakpoint>,
+    ) -> Result<(), EvalError> {
+        let times = self.download(times)?.into_owned();
+        HostVectors::new(times.len()).breakpoints_after(&times, after, out)
     }
 
     /// `out[r·k + j] ← vectors[j][indices[r]]` (`k` vectors).
-    pub(crate) fn gather(
+    fn gather(
         &mut self,
         vectors: &[&DeviceVector],
         indices: &[usize],
         out: &mut [f64],
-    ) -> Result<(), BackendError> {
+    ) -> Result<(), EvalError> {
         let len = vectors.len() * indices.len();
         if len == 0 {
             return Ok(());
@@ -225,15 +123,10 @@ impl DeviceVectors {
         let rows = self.rows_out(len)?;
         let launch = Launch::gather(table, vectors.len(), indices_at, indices.len(), rows);
         self.launcher().launch(&launch, thread_per_row(len))?;
-        self.read_rows_out(GATHER, out)
+        Ok(self.read_rows_out(GATHER, out)?)
     }
 
-    /// `v[i] ← value` for each `(i, value)` of `entries` (distinct indices).
-    pub(crate) fn scatter(
-        &mut self,
-        v: &mut DeviceVector,
-        entries: &[(usize, f64)],
-    ) -> Result<(), BackendError> {
+    fn scatter(&mut self, v: &mut DeviceVector, entries: &[(usize, f64)]) -> Result<(), EvalError> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -242,21 +135,46 @@ impl DeviceVectors {
             .collect();
         let table = self.table(&words)?;
         let launch = Launch::scatter(address(v), table, entries.len());
-        self.launcher()
-            .launch(&launch, thread_per_row(entries.len()))
+        Ok(self
+            .launcher()
+            .launch(&launch, thread_per_row(entries.len()))?)
     }
 
-    /// The Gram matrix of the rows where `mask[i] ≠ 0` is `keep`, `Σ wᵢ·wᵢᵀ` with
-    /// `wᵢ = [c₀·v₀[i], …]` for `columns = [(c₀, v₀), …]`, and `Σ uᵢ·wᵢ` with `uᵢ = Σ aₜ·uₜ[i]`
-    /// (formed first in a kept scratch vector, then taken as one more column): one launch, in
-    /// tiles of columns, each product `a ≤ b` taken once (the matrix is symmetric by
-    /// construction).
-    pub(crate) fn masked_gram(
+    fn path_point(
+        &mut self,
+        x: &DeviceVector,
+        t: f64,
+        path: &DeviceVector,
+        cauchy: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let launch = Launch::path_point(self.dim(), address(x), t, address(path), address(cauchy));
+        Ok(self.launch_elementwise(&launch)?)
+    }
+
+    fn free_variables(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        point: &DeviceVector,
+        free: &mut DeviceVector,
+    ) -> Result<usize, EvalError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(Some(bounds)));
+        let [counts] = self.reduce(FREE_PARTIALS, |partials| {
+            Launch::free_partials(n, lower, upper, address(point), address(free), partials)
+        })?;
+        // Whole numbers below 2⁵³: exact in any order.
+        Ok(counts.iter().sum::<f64>() as usize)
+    }
+
+    /// One launch, in tiles of columns, each product `a ≤ b` taken once (the matrix is
+    /// symmetric by construction); `u`'s combination is formed first in a kept scratch vector,
+    /// then taken as one more column.
+    fn masked_gram(
         &mut self,
         columns: &[(f64, &DeviceVector)],
-        (mask, keep): (&DeviceVector, bool),
+        free: &DeviceVector,
+        keep: bool,
         u: &[(f64, &DeviceVector)],
-    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
+    ) -> Result<(Vec<f64>, Vec<f64>), EvalError> {
         let width = columns.len();
         let (mut gram, mut with_u) = (vec![0.0; width * width], vec![0.0; width]);
         if width == 0 {
@@ -267,7 +185,7 @@ impl DeviceVectors {
         } else {
             let mut combined = match self.scratch.take() {
                 Some(v) => v,
-                None => self.zeros()?,
+                None => self.new_vector()?,
             };
             let made = self.combine(u, &mut combined);
             let combined = self.scratch.insert(combined);
@@ -279,7 +197,7 @@ impl DeviceVectors {
         let triangle = width * (width + 1) / 2;
         let rows = triangle + if combined == 0 { 0 } else { width };
         let partials = self.partials_rows(rows)?;
-        let (n, mask, keep) = (self.dim(), address(mask), usize::from(keep));
+        let (n, mask, keep) = (self.dim(), address(free), usize::from(keep));
         let launch = Launch::masked_gram_partials(n, table, width, combined, mask, keep, partials);
         self.launch_reduction(&launch)?;
         let (all, blocks) = self.read_partials(rows, MASKED_GRAM_PARTIALS)?;
@@ -298,6 +216,159 @@ impl DeviceVectors {
             }
         }
         Ok((gram, with_u))
+    }
+
+    /// The combination's own pass, then the projection's.
+    fn projected_step(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        bounds: &BoxVectors<DeviceVector>,
+        free: &DeviceVector,
+        cauchy: &DeviceVector,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        step: &mut DeviceVector,
+        target: &mut DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), EvalError> {
+        self.combine(terms, step)?;
+        let (n, (lower, upper)) = (self.dim(), addresses(Some(bounds)));
+        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
+        let (x, g) = (address(x), address(g));
+        let (target, direction) = (address(target), address(direction));
+        let [slopes, rooms] = self.reduce(PROJECT_AIM_PARTIALS, |partials| {
+            Launch::project_aim_partials(
+                n, lower, upper, free, cauchy, step, x, g, target, direction, partials,
+            )
+        })?;
+        Ok((sum(&slopes), minimum(&rooms)))
+    }
+
+    /// Two reductions: the least fraction of the step any free variable takes to its bound,
+    /// then, where it is below 1, the lowest index that has it; then the cut.
+    fn truncated_step(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        free: &DeviceVector,
+        cauchy: &DeviceVector,
+        step: &DeviceVector,
+        target: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(Some(bounds)));
+        let (free, cauchy, step) = (address(free), address(cauchy), address(step));
+        let mut reach = |alpha: f64| -> Result<[Vec<f64>; 2], BackendError> {
+            self.reduce(REACH_PARTIALS, |partials| {
+                Launch::reach_partials(n, lower, upper, free, cauchy, step, alpha, partials)
+            })
+        };
+        let alpha = minimum(&reach(f64::NAN)?[0]);
+        let first = if alpha < 1.0 {
+            let first = minimum(&reach(alpha)?[1]);
+            // The variable that gave the least fraction has it.
+            debug_assert!(first < n as f64, "no variable reaches {alpha}");
+            first as usize
+        } else {
+            n
+        };
+        let (alpha, target) = (alpha.min(1.0), address(target));
+        let launch = Launch::truncate(n, lower, upper, free, cauchy, step, alpha, first, target);
+        Ok(self.launch_elementwise(&launch)?)
+    }
+
+    fn aim(
+        &mut self,
+        bounds: Option<&BoxVectors<DeviceVector>>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        target: &DeviceVector,
+        direction: &mut DeviceVector,
+    ) -> Result<(f64, f64), EvalError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let [slopes, rooms] = self.reduce(AIM_PARTIALS, |partials| {
+            let (x, g, target, direction) =
+                (address(x), address(g), address(target), address(direction));
+            Launch::aim_partials(n, lower, upper, x, g, target, direction, partials)
+        })?;
+        Ok((sum(&slopes), minimum(&rooms)))
+    }
+
+    fn clipped_ray_point(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        x: &DeviceVector,
+        step: f64,
+        d: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(Some(bounds)));
+        let (x, d, out) = (address(x), address(d), address(out));
+        let launch = Launch::clipped_ray_point(n, lower, upper, x, step, d, out);
+        Ok(self.launch_elementwise(&launch)?)
+    }
+
+    fn new_pair(
+        &mut self,
+        step: f64,
+        d: &DeviceVector,
+        g_new: &DeviceVector,
+        g: &DeviceVector,
+        s: &mut DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<PairSums, EvalError> {
+        let n = self.dim();
+        let (d, g_new, g) = (address(d), address(g_new), address(g));
+        let (s, y) = (address(s), address(y));
+        let rows: [Vec<f64>; NEW_PAIR_ROWS] = self.reduce(NEW_PAIR_PARTIALS, |partials| {
+            Launch::new_pair_partials(n, step, d, g_new, g, s, y, partials)
+        })?;
+        let [sy, yy, ss, gs, gg, max] = rows;
+        let sums = [
+            sum(&sy),
+            sum(&yy),
+            sum(&ss),
+            sum(&gs),
+            sum(&gg),
+            maximum(&max),
+        ];
+        Ok(sums.into())
+    }
+}
+
+/// The device's own steps of the passes above.
+impl DeviceVectors {
+    /// The projected gradient's ∞-norm at `(x, g)`, and the steepest-descent path's times and
+    /// path where their addresses `out` are not 0.
+    fn box_path(
+        &mut self,
+        bounds: Option<&BoxVectors<DeviceVector>>,
+        x: &DeviceVector,
+        g: &DeviceVector,
+        (times, path): (u64, u64),
+    ) -> Result<f64, BackendError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(bounds));
+        let (x, g) = (address(x), address(g));
+        let [norms] = self.reduce(BOX_PATH_PARTIALS, |partials| {
+            Launch::box_path_partials(n, lower, upper, x, g, times, path, partials)
+        })?;
+        Ok(maximum(&norms))
+    }
+
+    /// For each run of `chunk` consecutive `times` (the last one shorter), in order: its least
+    /// breakpoint time (`∞` for none) and how many breakpoints it holds.
+    fn breakpoint_chunks(
+        &mut self,
+        times: &DeviceVector,
+        chunk: usize,
+    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
+        let n = self.dim();
+        let chunks = n.div_ceil(chunk);
+        let out = self.rows_out(2 * chunks)?;
+        let launch = Launch::breakpoint_chunks(n, address(times), chunk, out);
+        self.launch_reduction(&launch)?;
+        let mut rows = vec![0.0; 2 * chunks];
+        self.read_rows_out(BREAKPOINT_CHUNKS, &mut rows)?;
+        let counts = rows.split_off(chunks);
+        Ok((rows, counts))
     }
 
     /// The `R` rows of partials of the reduction `launch(partials)` makes, brought back.
@@ -328,4 +399,26 @@ fn maximum(row: &[f64]) -> f64 {
 /// The least of a row of partials.
 fn minimum(row: &[f64]) -> f64 {
     row.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Which runs of consecutive times hold the `count` earliest breakpoints, from each run's
+/// least breakpoint time (`least`) and how many it holds (`counts`), in increasing order: the
+/// `count` runs that come first by (least time, position), among those that hold any.
+///
+/// Why these suffice: take a breakpoint `b` in a run `r` that is not chosen. Since `r` holds
+/// one, `count` runs were chosen, and each chosen run `q` comes before `r`, so its least
+/// breakpoint is before `b` in [`Breakpoint`]'s order: its time is below `b`'s, or equal with
+/// `q` before `r` and so every index of `q` below `b`'s. Thus `count` breakpoints precede `b`,
+/// and `b` is not among the earliest `count`.
+fn earliest_runs(least: &[f64], counts: &[f64], count: usize) -> Vec<usize> {
+    // (least time, run), in the order of breakpoints (time, then index).
+    let mut runs: Vec<Breakpoint> = (0..least.len())
+        .filter(|&r| counts[r] > 0.0)
+        .map(|r| Breakpoint(least[r], r))
+        .collect();
+    runs.sort_unstable();
+    runs.truncate(count);
+    let mut chosen: Vec<usize> = runs.into_iter().map(|Breakpoint(_, r)| r).collect();
+    chosen.sort_unstable();
+    chosen
 }

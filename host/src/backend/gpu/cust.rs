@@ -6,8 +6,8 @@
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits, host_zeros};
 use super::ptx::{self, EntryModules};
-use crate::backend::error::BackendError;
 use crate::backend::launch::LaunchConfig;
+use crate::error::BackendError;
 use cust::CudaFlags;
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};

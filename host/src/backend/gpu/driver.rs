@@ -16,8 +16,8 @@
 //! - addresses come only from [`alloc`](Driver::alloc), and a [`Buffer`] frees its own.
 
 use super::abi::KernelArg;
-use crate::backend::error::BackendError;
 use crate::backend::launch::LaunchConfig;
+use crate::error::BackendError;
 use std::sync::Arc;
 
 /// What a driver knows of one kernel of the loaded module, for choosing its launch sizes.

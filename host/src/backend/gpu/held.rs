@@ -9,7 +9,7 @@ use super::driver::Buffer;
 use super::launcher::{Launcher, check_lengths};
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
-use crate::backend::error::BackendError;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use std::sync::Arc;
 
@@ -33,10 +33,10 @@ impl DeviceHeld {
         whole: &[f64],
         free: &[usize],
     ) -> Result<Self, BackendError> {
-        let mut vectors = inner.vectors()?;
+        let vectors = inner.vectors()?;
         check_lengths(
             "the whole point of held variables",
-            vectors.dim(),
+            vectors.len(),
             whole.len(),
         )?;
         let ascending = free.windows(2).all(|w| w[0] < w[1]);
@@ -47,7 +47,7 @@ impl DeviceHeld {
             )));
         }
         let launcher = vectors.launcher().clone();
-        let (point, gradient) = (vectors.upload(whole)?, vectors.zeros()?);
+        let (point, gradient) = (vectors.vector_from(whole)?, vectors.new_vector()?);
         let words: Vec<f64> = std::iter::once(address_word(&gradient))
             .chain(free.iter().map(|&i| f64::from_bits(i as u64)))
             .collect();

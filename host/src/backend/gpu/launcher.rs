@@ -4,8 +4,8 @@
 
 use super::abi::{KernelArg, Launch};
 use super::driver::{Buffer, Driver};
-use crate::backend::error::BackendError;
 use crate::backend::launch::{LaunchConfig, LaunchOverride, RawArg};
+use crate::error::BackendError;
 use gpu_kernels::raw::RawKernel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

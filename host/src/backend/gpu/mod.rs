@@ -32,7 +32,6 @@ pub mod ptx;
 mod sim;
 mod vectors;
 
-pub use box_passes::DeviceBox;
 pub use evaluator::GpuEvaluator;
 pub(crate) use held::{DeviceHeld, HeldOnDevice};
 pub use launcher::{Launcher, Traffic};

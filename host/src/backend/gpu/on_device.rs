@@ -4,7 +4,7 @@
 //! (`backend::sum`) and one seen through the variables a solve leaves free (`held.rs`).
 
 use super::vectors::{DeviceVector, DeviceVectors};
-use crate::backend::error::BackendError;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 
 /// An evaluator whose problem lives in device memory, evaluated at device vectors (see

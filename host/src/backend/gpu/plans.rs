@@ -5,10 +5,10 @@
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits};
 use super::{GpuEvaluator, Launcher, load_least_squares};
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::Evaluator;
 use crate::backend::launch::{LaunchConfig, LaunchOverride};
 use crate::backend::{Gradient, LeastSquaresEvaluator, TermProblem};
+use crate::error::BackendError;
 use gpu_kernels::LeastSquares;
 use gpu_kernels::terms::ExtRosenbrock;
 use gpu_kernels::terms::mgh::Mgh01;

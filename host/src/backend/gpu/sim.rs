@@ -11,8 +11,8 @@
 
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits};
-use crate::backend::error::BackendError;
 use crate::backend::launch::LaunchConfig;
+use crate::error::BackendError;
 use cudamin_ptx_sim::{Device, Launch, Module, SimError};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

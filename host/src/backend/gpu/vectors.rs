@@ -1,6 +1,7 @@
-//! The vectors of a solver that keeps them on the device: each operation is one or two
-//! launches, in order with the evaluations, and only scalars (a dot product, a norm) come
-//! back (the box passes, box_passes.rs, bring rows of partials and a few gathered rows). The operations over many vectors (L-BFGS's products and its direction, the end of a
+//! The vectors of a solver that keeps them on the device, as a [`VectorSpace`]: each operation
+//! is one or two launches, in order with the evaluations, and only scalars (a dot product, a
+//! norm) come back. The box passes, box_passes.rs, bring rows of partials and a few gathered
+//! rows. The operations over many vectors (L-BFGS's products and its direction, the end of a
 //! step) are one pass each, their vectors named by a small table of addresses copied down
 //! first; each of their sums adds what the one-vector kernels add, in the same order, so both
 //! give the same bits.
@@ -8,14 +9,17 @@
 use super::abi::Launch;
 use super::driver::Buffer;
 use super::launcher::Launcher;
-use crate::backend::error::BackendError;
 use crate::backend::launch::LaunchConfig;
+use crate::error::{BackendError, EvalError};
+use crate::linalg::vector;
+use crate::space::{StepEnd, VectorSpace, combine_term_by_term, finish_step_pass_by_pass};
 use gpu_kernels::kernel::{
     AIM_PARTIALS, AXPY, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, CLIPPED_RAY_POINT,
     COMBINE_DOT_PARTIALS, DOT_PARTIALS, DOTS_PARTIALS, FREE_PARTIALS, MASKED_GRAM_PARTIALS,
     MAX_ABS_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PATH_POINT, PROJECT_AIM_PARTIALS,
     REACH_PARTIALS, STEP_END_PARTIALS, STEP_END_ROWS, TRUNCATE,
 };
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// An `n`-vector in device memory, made by [`DeviceVectors`].
@@ -107,40 +111,27 @@ impl DeviceVectors {
         })
     }
 
-    /// `n`, the length of every vector.
-    pub fn dim(&self) -> usize {
+    /// `n`, the entries of every vector, for the backend's own use.
+    pub(crate) fn len(&self) -> usize {
         self.n
     }
 
-    /// `n` zeros.
-    pub(crate) fn zeros(&mut self) -> Result<DeviceVector, BackendError> {
+    /// `n` zeros, for the backend's own use (the space's [`zeros`](VectorSpace::zeros)
+    /// answers an [`EvalError`]).
+    pub(crate) fn new_vector(&self) -> Result<DeviceVector, BackendError> {
         self.launcher
             .alloc("a solver vector", self.n)
             .map(DeviceVector)
     }
 
-    /// A device copy of `x` (`n` entries).
-    pub(crate) fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, BackendError> {
+    /// A device copy of `x` (`n` entries), for the backend's own use.
+    pub(crate) fn vector_from(&self, x: &[f64]) -> Result<DeviceVector, BackendError> {
         self.launcher.upload("a solver vector", x).map(DeviceVector)
     }
 
-    /// `v` in new host memory.
-    pub(crate) fn download(&self, v: &DeviceVector) -> Result<Vec<f64>, BackendError> {
-        self.launcher.read_new(&v.0, "a vector download")
-    }
-
-    /// `to ← from`.
-    pub(crate) fn copy(
-        &mut self,
-        from: &DeviceVector,
-        to: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        self.launcher.copy(&from.0, &to.0)
-    }
-
-    /// `y ← y + alpha·x`.
-    pub(crate) fn axpy(
-        &mut self,
+    /// `y ← y + alpha·x`, for the backend's own use.
+    pub(crate) fn add_scaled(
+        &self,
         alpha: f64,
         x: &DeviceVector,
         y: &mut DeviceVector,
@@ -149,44 +140,8 @@ impl DeviceVectors {
         self.launcher.launch(&launch, self.elementwise)
     }
 
-    /// `v ← alpha·v`.
-    pub(crate) fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), BackendError> {
-        let launch = Launch::scale(self.n, alpha, v.0.address());
-        self.launcher.launch(&launch, self.elementwise)
-    }
-
-    /// `out ← x + step·p`.
-    pub(crate) fn ray_point(
-        &mut self,
-        x: &DeviceVector,
-        step: f64,
-        p: &DeviceVector,
-        out: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        let launch = Launch::ray_point(self.n, x.0.address(), step, p.0.address(), out.0.address());
-        self.launcher.launch(&launch, self.elementwise)
-    }
-
-    /// `old ← new − old`.
-    pub(crate) fn difference(
-        &mut self,
-        new: &DeviceVector,
-        old: &mut DeviceVector,
-    ) -> Result<(), BackendError> {
-        let launch = Launch::difference(self.n, new.0.address(), old.0.address());
-        self.launcher.launch(&launch, self.elementwise)
-    }
-
-    /// `aᵀb`, summed in a fixed order (deterministic for a given launch configuration).
-    pub(crate) fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, BackendError> {
-        let partials = self.partials.address();
-        let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
-        self.launcher.launch(&first, self.reduction)?;
-        self.finish_sum(DOT_PARTIALS)
-    }
-
-    /// `out[j] ← vectors[j]ᵀ with`, from one pass over them; each has [`dot`](Self::dot)'s bits.
-    pub(crate) fn dots(
+    /// `out[j] ← vectors[j]ᵀ with`, from one pass over them; each has `dot`'s bits.
+    fn dots_with(
         &mut self,
         vectors: &[&DeviceVector],
         with: &DeviceVector,
@@ -205,21 +160,8 @@ impl DeviceVectors {
     }
 
     /// `out ← Σ cⱼ·vⱼ` over `terms` (at least one), formed as a copy, a scaling and axpys
-    /// would form it, then `zᵀout`: one pass.
-    pub(crate) fn combine_dot(
-        &mut self,
-        terms: &[(f64, &DeviceVector)],
-        out: &mut DeviceVector,
-        z: &DeviceVector,
-    ) -> Result<f64, BackendError> {
-        let partials = self.partials.address();
-        self.launch_combination(terms, out, (z.0.address(), partials))?;
-        self.finish_sum(COMBINE_DOT_PARTIALS)
-    }
-
-    /// [`combine_dot`](Self::combine_dot)'s `out` (at least one term), without the product:
-    /// nothing to finish or wait for.
-    pub(crate) fn combine(
+    /// would form it, without a product: nothing to finish or wait for.
+    pub(super) fn combine(
         &mut self,
         terms: &[(f64, &DeviceVector)],
         out: &mut DeviceVector,
@@ -255,7 +197,7 @@ impl DeviceVectors {
 
     /// `p ← step·p`, `g ← g_new − g`, and `[sᵀy, yᵀy, g_newᵀg_new, sᵀs, ‖g_new‖∞]`: one pass,
     /// each with the bits of the one-vector kernels' passes.
-    pub(crate) fn step_end(
+    fn step_end(
         &mut self,
         step: f64,
         p: &mut DeviceVector,
@@ -286,7 +228,7 @@ impl DeviceVectors {
     }
 
     /// `‖v‖∞`, NaN if any entry is NaN.
-    pub(crate) fn max_abs(&mut self, v: &DeviceVector) -> Result<f64, BackendError> {
+    pub(super) fn max_abs(&mut self, v: &DeviceVector) -> Result<f64, BackendError> {
         let partials = self.partials.address();
         let first = Launch::max_abs_partials(self.n, v.0.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
@@ -294,6 +236,11 @@ impl DeviceVectors {
         let second = Launch::max_abs_partials(blocks, partials, self.scalars.address());
         self.launcher.launch(&second, self.finish)?;
         self.read_scalar(MAX_ABS_PARTIALS)
+    }
+
+    /// `launch` over the vectors' `n` entries, one thread per entry.
+    fn elementwise(&self, launch: &Launch) -> Result<(), EvalError> {
+        Ok(self.launcher.launch(launch, self.elementwise)?)
     }
 
     /// The sum of the first row of partials, brought back after the work `after` names.
@@ -413,6 +360,143 @@ impl DeviceVectors {
         // The write is ordered after the launches that read this table before.
         self.launcher.write(&self.tables[at], &padded)?;
         Ok(self.tables[at].address())
+    }
+}
+
+/// The space's operations, each one or two launches in order with the evaluations. What fails
+/// is the backend: a [`BackendError`], carried as [`EvalError::Backend`].
+impl VectorSpace for DeviceVectors {
+    type Vector = DeviceVector;
+
+    fn dim(&self) -> usize {
+        self.n
+    }
+
+    fn zeros(&mut self) -> Result<DeviceVector, EvalError> {
+        Ok(self.new_vector()?)
+    }
+
+    fn upload(&mut self, x: &[f64]) -> Result<DeviceVector, EvalError> {
+        Ok(self.vector_from(x)?)
+    }
+
+    fn download<'v>(&'v self, v: &'v DeviceVector) -> Result<Cow<'v, [f64]>, EvalError> {
+        Ok(Cow::Owned(
+            self.launcher.read_new(&v.0, "a vector download")?,
+        ))
+    }
+
+    fn host_vector(&mut self, v: DeviceVector) -> Result<Vec<f64>, EvalError> {
+        Ok(self.download(&v)?.into_owned())
+    }
+
+    /// Summed in a fixed order: deterministic for a given launch configuration.
+    fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
+        let partials = self.partials.address();
+        let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
+        self.launcher.launch(&first, self.reduction)?;
+        Ok(self.finish_sum(DOT_PARTIALS)?)
+    }
+
+    /// One pass for the usual norms (∞ and 2); the others pass by pass.
+    fn finish_step(
+        &mut self,
+        step: f64,
+        p: &mut DeviceVector,
+        g_new: &DeviceVector,
+        g: &mut DeviceVector,
+        ord: f64,
+    ) -> Result<StepEnd, EvalError> {
+        if ord != f64::INFINITY && ord != 2.0 {
+            return finish_step_pass_by_pass(self, step, p, g_new, g, ord);
+        }
+        let [sy, yy, gg, ss, max_abs] = self.step_end(step, p, g_new, g)?;
+        Ok(StepEnd {
+            gradient_norm: if ord == 2.0 { gg.sqrt() } else { max_abs },
+            step_norm: ss.sqrt(),
+            sy,
+            yy,
+        })
+    }
+
+    /// One pass for each of `with`.
+    fn dots(
+        &mut self,
+        vectors: &[&DeviceVector],
+        with: &[&DeviceVector],
+        out: &mut [f64],
+    ) -> Result<(), EvalError> {
+        let mut column = vec![0.0; vectors.len()];
+        for (j, w) in with.iter().enumerate() {
+            self.dots_with(vectors, w, &mut column)?;
+            for (i, &product) in column.iter().enumerate() {
+                out[i * with.len() + j] = product;
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass, the combination formed as a copy, a scaling and axpys would form it.
+    fn combine_dot(
+        &mut self,
+        terms: &[(f64, &DeviceVector)],
+        out: &mut DeviceVector,
+        z: &DeviceVector,
+    ) -> Result<f64, EvalError> {
+        if terms.is_empty() {
+            combine_term_by_term(self, terms, out)?;
+            return self.dot(z, out);
+        }
+        let partials = self.partials.address();
+        self.launch_combination(terms, out, (z.0.address(), partials))?;
+        Ok(self.finish_sum(COMBINE_DOT_PARTIALS)?)
+    }
+
+    fn norm(&mut self, v: &DeviceVector, ord: f64) -> Result<f64, EvalError> {
+        if ord == f64::INFINITY {
+            Ok(self.max_abs(v)?)
+        } else if ord == 2.0 {
+            Ok(self.dot(v, v)?.sqrt())
+        } else {
+            // Other norms are rare options: computed on the host, as scipy does.
+            Ok(vector::norm(&self.download(v)?, ord))
+        }
+    }
+
+    fn axpy(
+        &mut self,
+        alpha: f64,
+        x: &DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        Ok(self.add_scaled(alpha, x, y)?)
+    }
+
+    fn scale(&mut self, alpha: f64, v: &mut DeviceVector) -> Result<(), EvalError> {
+        self.elementwise(&Launch::scale(self.n, alpha, v.0.address()))
+    }
+
+    fn ray_point(
+        &mut self,
+        x: &DeviceVector,
+        step: f64,
+        p: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let (x, p, out) = (x.0.address(), p.0.address(), out.0.address());
+        self.elementwise(&Launch::ray_point(self.n, x, step, p, out))
+    }
+
+    fn difference(&mut self, new: &DeviceVector, old: &mut DeviceVector) -> Result<(), EvalError> {
+        self.elementwise(&Launch::difference(
+            self.n,
+            new.0.address(),
+            old.0.address(),
+        ))
+    }
+
+    fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
+        Ok(self.launcher.copy(&from.0, &to.0)?)
     }
 }
 

@@ -3,7 +3,7 @@
 //! ([`Partials`]) and how they combine ([`Layout`]). One process finishes its own passes with
 //! the same code, so that any number of ranks finishes to the same bits (see `world.rs`).
 
-use crate::backend::error::BackendError;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::StepBox;
 use gpu_kernels::kernel::normal::mirror_upper;

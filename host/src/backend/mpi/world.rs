@@ -18,10 +18,10 @@
 //! command line prints it once, from rank 0.
 
 use super::share::{Partials, Share};
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use crate::backend::pass::{Evaluation, Pass};
 use crate::backend::step_bounds::StepBounds;
+use crate::error::BackendError;
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;

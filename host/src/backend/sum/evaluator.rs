@@ -1,12 +1,12 @@
 //! A sum of term problems loaded on one backend, evaluated as one problem: each pass is each
 //! part's pass in the sum's order, and their results are added in that order.
 
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use crate::backend::gpu::{DeviceEvaluator, DeviceVector, DeviceVectors};
 use crate::backend::mpi::{Partials, Share, add_in_order};
 use crate::backend::pass::{Evaluation, Pass};
 use crate::backend::step_bounds::StepBounds;
+use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::sum_in_order;
 
@@ -167,8 +167,8 @@ impl<E: Evaluator + ?Sized> SumEvaluator<E> {
     /// The device's vectors and the further parts' gradient vector, made once.
     fn device_scratch(&mut self) -> Result<&mut (DeviceVectors, DeviceVector), BackendError> {
         if self.device.is_none() {
-            let mut vectors = on_device(&mut *self.parts[0])?.vectors()?;
-            let scratch = vectors.zeros()?;
+            let vectors = on_device(&mut *self.parts[0])?.vectors()?;
+            let scratch = vectors.new_vector()?;
             self.device = Some((vectors, scratch));
         }
         Ok(self.device.as_mut().expect("made above"))
@@ -195,7 +195,7 @@ impl<E: Evaluator + ?Sized> SumEvaluator<E> {
                 part.gradient_on_device(x, gradient, out)?;
             }
             if i > 0 {
-                vectors.axpy(1.0, scratch, g)?;
+                vectors.add_scaled(1.0, scratch, g)?;
             }
         }
         Ok(sum_in_order(values.into_iter()))

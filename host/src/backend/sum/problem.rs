@@ -1,11 +1,11 @@
 //! A sum of term problems before it is loaded: its parts, each a [`TermProblem`] of its own
 //! term type, checked to share `n`.
 
-use crate::backend::error::BackendError;
 use crate::backend::evaluator::{Evaluator, LeastSquaresEvaluator};
 use crate::backend::gpu::Launcher;
 use crate::backend::load;
 use crate::backend::problem::{ProblemError, TermProblem};
+use crate::error::BackendError;
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 use std::fmt;
 use std::sync::Arc;

@@ -6,7 +6,8 @@
 use super::compact::Compact;
 use super::{StepBuffers, made};
 use crate::linalg::vector::dot;
-use crate::objective::{BoxSpace, BoxVectors, Breakpoint, EvalError};
+use crate::objective::EvalError;
+use crate::space::{BoxSpace, BoxVectors, Breakpoint};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -264,7 +265,7 @@ impl<'v, V> Breakpoints<'v, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objective::HostVectors;
+    use crate::space::HostVectors;
 
     /// The breakpoints come out in order of time, then index, past the earliest few too, and
     /// without the variables that never meet a bound (time 0 or ∞); ties and all; each with its

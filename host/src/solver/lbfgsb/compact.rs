@@ -2,8 +2,9 @@
 //! the memory L-BFGS keeps too, and the subspace step's correction solved with it.
 
 use crate::linalg::{self, vector};
-use crate::objective::{EvalError, VectorSpace};
+use crate::objective::EvalError;
 use crate::solver::memory::Memory;
+use crate::space::VectorSpace;
 use ndarray::ArrayView2;
 
 /// `[Yᵀv, Sᵀv]` for the pairs of `memory`, in one pass (kept nowhere, unlike
@@ -207,8 +208,8 @@ pub(super) fn correction<V>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objective::HostVectors;
     use crate::solver::memory::{Pair, PairProducts};
+    use crate::space::HostVectors;
 
     /// The middle matrix `[[−D, Lᵀ], [L, θ·SᵀS]]` of `memory`, `2k × 2k` by rows.
     fn middle(memory: &Memory<Vec<f64>>) -> Vec<f64> {

@@ -34,7 +34,7 @@
 //! those and the direction's coefficients), one forms the direction; and, as L-BFGS's, one
 //! where the objective evaluates by pieces and the line search takes the step 1: the sweep
 //! that forms the direction evaluates that trial and takes its gradient's products
-//! (`objective::trial_sweep`, `lbfgs`'s module docs). The pairs and their
+//! (`solver::trial_sweep`, `lbfgs`'s module docs). The pairs and their
 //! products are the memory L-BFGS keeps too (`solver::memory`, generic over where its vectors
 //! live), and so are the step's: every `n`-sized pass is a [`BoxSpace`] operation of the
 //! workspace's vectors (on the device for a GPU term objective of at least `DEVICE_MIN_LEN`
@@ -56,9 +56,9 @@ use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::Trial;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
 use super::workspace::{DEVICE_MIN_LEN, DeviceWorkspace, HostWorkspace, Workspace};
-use crate::objective::{
-    BoxSpace, BoxVectors, EvalError, GradientError, Objective, TrialSweep, VectorSpace,
-};
+use crate::objective::{EvalError, GradientError, Objective};
+use crate::solver::trial_sweep::TrialSweep;
+use crate::space::{BoxSpace, BoxVectors, VectorSpace};
 use cauchy::{BreakpointStorage, cauchy_point, steepest_path};
 use compact::Compact;
 use std::ops::ControlFlow;

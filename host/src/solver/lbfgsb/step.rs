@@ -6,10 +6,12 @@
 use super::compact::{Compact, correction, pairs_with};
 use super::{StepBuffers, made};
 use crate::linalg::vector;
-use crate::objective::{BoxSpace, BoxVectors, EvalError, TrialSweep};
+use crate::objective::EvalError;
 use crate::solver::memory::{DirectionProducts, Memory};
 use crate::solver::quasi_newton::Trial;
+use crate::solver::trial_sweep::TrialSweep;
 use crate::solver::workspace::Workspace;
+use crate::space::{BoxSpace, BoxVectors};
 use std::borrow::Cow;
 
 /// Without bounds, with pairs: every variable free and the Cauchy point `x` itself, so the

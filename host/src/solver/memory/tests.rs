@@ -1,5 +1,5 @@
 use super::*;
-use crate::objective::HostVectors;
+use crate::space::HostVectors;
 
 /// A pair's products as a step's pass takes them, the `g₊` being `g`.
 fn products(s: &[f64], y: &[f64], g: &[f64]) -> PairProducts {

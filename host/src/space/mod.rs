@@ -1,12 +1,18 @@
-//! Where a solve keeps its vectors: host memory, or the device an objective's problem lives on.
+//! The ground floor: where a solve keeps its vectors, and the arithmetic it does on them.
 //!
 //! The quasi-Newton driver, the line search and the inverse-Hessian products need little of
 //! their vectors: a few BLAS-1 operations and reductions that return a scalar. [`VectorSpace`]
-//! is that list. [`HostVectors`] keeps them in host memory (rayon-parallel); the device vectors
-//! an objective offers ([`OnDevice::vectors`](super::OnDevice::vectors)) keep them next to a
-//! term problem's data, so an iteration moves only scalars over PCIe.
+//! is that list; [`BoxSpace`] adds L-BFGS-B's passes over a box. [`HostVectors`] keeps the
+//! vectors in host memory, rayon-parallel. The GPU backend's device vectors implement both
+//! traits too: they keep the vectors next to a term problem's data, so an iteration moves only
+//! scalars over PCIe. Nothing here knows a backend, an objective or a solver.
 
-use super::EvalError;
+mod box_space;
+
+pub(crate) use box_space::projected_gradient_norm;
+pub use box_space::{BoxSpace, BoxVectors, Breakpoint, PairSums};
+
+use crate::error::EvalError;
 use crate::linalg::vector::{self, dot, map_in_place, norm};
 use std::borrow::Cow;
 

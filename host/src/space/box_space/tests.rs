@@ -1,6 +1,6 @@
 use super::*;
 use crate::linalg::vector;
-use crate::objective::HostVectors;
+use crate::space::HostVectors;
 
 /// The host's one-pass unbounded step equals the default's two passes (a combination, then
 /// the ray's point at 1), the route of a space without its own, bit for bit.

@@ -17,8 +17,8 @@
 //! by piece, so they differ from the separate passes' in the last bits.
 
 use crate::backend::{BackendError, PieceEvaluator};
+use crate::error::EvalError;
 use crate::linalg::vector;
-use crate::objective::EvalError;
 use rayon::prelude::*;
 
 /// What [`trial_sweep`] measures at the trial point `x₊ = x + p`.

@@ -7,8 +7,8 @@
 //! [`VectorSpace::dot`]'s bits (`masked_gram`'s are its own sums); each maximum is of finite
 //! values (the driver tests the gradient's finiteness before it asks).
 
-use super::EvalError;
-use super::space::VectorSpace;
+use super::VectorSpace;
+use crate::error::EvalError;
 
 /// A box as vectors of a space: each variable's lower and upper bound, `±∞` where a side has
 /// none.
@@ -247,7 +247,7 @@ pub trait BoxSpace: VectorSpace {
     ) -> Result<PairSums, EvalError>;
 }
 
-/// The box's sides at variable `i`: `(−∞, ∞)` without one.
+// `BoxSpace` on host vectors.
 mod host;
 
 pub(crate) use host::projected_gradient_norm;

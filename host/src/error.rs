@@ -1,4 +1,6 @@
-//! [`BackendError`]: why a backend is unavailable or failed.
+//! The errors every layer answers with: [`BackendError`], why a backend is unavailable or
+//! failed, and [`EvalError`], why an objective or a vector space could not do what a solver
+//! asked. They sit on the ground floor, beside the vector spaces that answer them too.
 
 /// Why a backend is unavailable or failed. Every message names the cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,11 +60,11 @@ pub enum BackendError {
     /// error); with the panic's message.
     #[error("a term panicked: {0}")]
     TermPanicked(String),
-    /// A [`LaunchOverride`](super::LaunchOverride) no kernel, or not this kernel, can launch with.
+    /// A [`LaunchOverride`](crate::backend::LaunchOverride) no kernel, or not this kernel, can launch with.
     #[error("invalid launch configuration: {0}")]
     InvalidLaunch(String),
     /// An exact gradient was asked of a term whose window the exact kernels do not take; the
-    /// reason names the way out. [`checked_against`](super::checked_against) then checks against another
+    /// reason names the way out. [`checked_against`](crate::backend::checked_against) then checks against another
     /// finite-difference scheme.
     #[error("{0}")]
     ExactUnsupported(&'static str),
@@ -70,7 +72,7 @@ pub enum BackendError {
     /// the normal equations of an objective that is not a sum of squares.
     #[error("{0}")]
     Unsupported(&'static str),
-    /// A finite-difference box ([`StepBounds`](super::StepBounds)) whose length is not the problem's.
+    /// A finite-difference box ([`StepBounds`](crate::backend::StepBounds)) whose length is not the problem's.
     #[error("a box of {got} bounds for {n} variables")]
     BoxLength {
         /// The box's length.
@@ -101,4 +103,34 @@ impl BackendError {
                 | Self::Unsupported(_)
         )
     }
+}
+
+/// Why an objective could not be evaluated. A non-finite value is not an error: the solver
+/// handles it (it shrinks the step, or stops with status 3).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// A vector (`x`, `g`, or the `v` of an operator's `H·v`) does not have the number of
+    /// variables.
+    #[error("a vector of {got} entries where there are {expected} variables")]
+    WrongLength {
+        /// The number of variables.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A host allocation the solve needed could not be made.
+    #[error("out of memory: {what} ({bytes} bytes) could not be allocated")]
+    OutOfMemory {
+        /// The buffer being allocated.
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+    },
+    /// For user objectives.
+    #[error("{0}")]
+    Failed(String),
 }

@@ -2,8 +2,9 @@
 //! loop over the entries.
 
 use super::{BoxSpace, BoxVectors, Breakpoint, PairSums};
+use crate::error::EvalError;
 use crate::linalg::vector;
-use crate::objective::{EvalError, HostVectors, VectorSpace};
+use crate::space::{HostVectors, VectorSpace};
 use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
 use std::ops::Range;
 
