@@ -305,23 +305,3 @@ fn quadratic_minimum(values: &[f64], n: usize) -> Result<Option<f64>, LoadError>
     solve_lower(&l, &mut z);
     Ok(Some(-0.5 * z.iter().map(|v| v * v).sum::<f64>()))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn theta_true_alternates() {
-        assert_eq!(
-            lsq_expsin_theta_true(5),
-            vec![2.0, 0.7, 0.5, -1.0 / 3.0, 0.25]
-        );
-    }
-
-    #[test]
-    fn quadratic_minimum_of_a_diagonal_system() {
-        // A = diag(2, 4), b = (2, 4): x* = (1, 1), f* = ½·(2 + 4) − 6 = −3.
-        let values = [2.0, 0.0, 0.0, 4.0, 2.0, 4.0];
-        assert_eq!(quadratic_minimum(&values, 2).unwrap(), Some(-3.0));
-    }
-}

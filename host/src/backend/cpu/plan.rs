@@ -4,6 +4,7 @@
 use crate::backend::mpi::Share;
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 /// Terms per chunk of a separable or banded problem's value.
 pub(super) const VALUE_CHUNK: usize = 4096;
@@ -29,15 +30,48 @@ pub(super) const SERIAL_MAX_CHUNKS: usize = 4;
 
 /// `work` on each of a pass's chunks, results in chunk order: on every core, or on this
 /// thread for a pass of at most [`SERIAL_MAX_CHUNKS`] chunks (the same bits either way).
+///
+/// Generic on this side only. The chunks reach rayon through [`on_every_core`], which is not
+/// generic, so rayon's machinery is compiled once. Generic all the way down, it was compiled
+/// again for every term, scheme and pass, and was most of the code the built-in problems
+/// compiled to. Each chunk is thousands of terms: the call through `dyn` and the two locks
+/// per chunk cost nothing measurable.
 pub(super) fn each_chunk<C: Send, R: Send>(
     chunks: Vec<C>,
     work: impl Fn(C) -> R + Sync + Send,
 ) -> Vec<R> {
     if chunks.len() <= SERIAL_MAX_CHUNKS {
-        chunks.into_iter().map(work).collect()
-    } else {
-        chunks.into_par_iter().map(work).collect()
+        return chunks.into_iter().map(work).collect();
     }
+    let slots: Vec<Mutex<Slot<C, R>>> = (chunks.into_iter())
+        .map(|chunk| Mutex::new(Slot::Chunk(chunk)))
+        .collect();
+    on_every_core(slots.len(), &|i| {
+        let mut slot = slots[i].lock().unwrap_or_else(PoisonError::into_inner);
+        if let Slot::Chunk(chunk) = std::mem::replace(&mut *slot, Slot::Taken) {
+            // The lock is held while the chunk works: no other thread touches slot `i`.
+            *slot = Slot::Done(work(chunk));
+        }
+    });
+    (slots.into_iter())
+        .filter_map(|slot| match slot.into_inner() {
+            Ok(Slot::Done(result)) => Some(result),
+            // Unreachable: rayon runs every index once, or hands a panic on.
+            _ => None,
+        })
+        .collect()
+}
+
+/// A chunk waiting for its work, taken, or its result.
+enum Slot<C, R> {
+    Chunk(C),
+    Taken,
+    Done(R),
+}
+
+/// `work(i)` for each `i < len`, spread over rayon's threads.
+fn on_every_core(len: usize, work: &(dyn Fn(usize) + Sync)) {
+    (0..len).into_par_iter().for_each(work);
 }
 
 /// Rows per chunk of a dense problem's value and gradient, for `n` variables and `rows` rows in
