@@ -22,7 +22,7 @@ use cudamin::problems::fit::{FitData, MODELS};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
-    Method, Objective, OptimizeResult, Options, RawArg, TermObjective, Traffic,
+    Method, Objective, OnBackend, OptimizeResult, Options, RawArg, TermObjective, Traffic,
 };
 use cudamin::{LeastSquaresEvaluator, StepBounds};
 use cudamin::{LeastSquaresResult, LmOptions, least_squares, minimize, minimize_with_observer};
@@ -512,6 +512,13 @@ impl Objective for HostVectors {
     ) -> Result<Option<Gradient>, EvalError> {
         self.0.reference_gradient(x, into)
     }
+    fn on_backend(&mut self) -> Option<&mut dyn OnBackend> {
+        Some(self)
+    }
+}
+
+/// No device and no pieces: only the box.
+impl OnBackend for HostVectors {
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.0.confine_steps(bounds)
     }

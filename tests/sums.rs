@@ -13,7 +13,7 @@ use cudamin::kernels::{L2Penalty, SumOfSquares, Term};
 use cudamin::plumbing::gpu::simulated_entries;
 use cudamin::plumbing::{Pass, Share};
 use cudamin::{Backend, BackendChoice, Evaluator, ResidualSum, TermProblem};
-use cudamin::{Gradient, Method, Objective, Options, Status, TermObjective};
+use cudamin::{Gradient, Method, OnBackend, Options, Status, TermObjective};
 use cudamin::{LmOptions, least_squares, minimize};
 
 fn simulator() -> Backend {

@@ -53,7 +53,9 @@ pub use backend::{
     LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
     StepBounds, TermProblem, TermSum, Traffic,
 };
-pub use objective::{EvalError, GradientError, LeastSquaresObjective, Objective, TermObjective};
+pub use objective::{
+    EvalError, GradientError, LeastSquaresObjective, Objective, OnBackend, TermObjective,
+};
 pub use solver::{
     Bounds, CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus, Method,
     OptimizeResult, Options, SolveError, Status, covariance, covariance_of_free, least_squares,

@@ -10,9 +10,9 @@ pub(super) use crate::backend::gpu::DeviceHeld;
 pub use crate::backend::gpu::{DeviceVector, DeviceVectors};
 
 /// A term objective's GPU evaluator, or the view of it through the free variables of a solve
-/// that holds some fixed, with its gradient scheme (see [`Objective::device`]).
+/// that holds some fixed, with its gradient scheme (see [`OnBackend::device`]).
 ///
-/// [`Objective::device`]: super::Objective::device
+/// [`OnBackend::device`]: super::OnBackend::device
 pub struct OnDevice<'a> {
     evaluator: Evaluating<'a>,
     gradient: Gradient,

@@ -4,7 +4,7 @@
 //! inner objective's, one for one.
 
 use super::device::{DeviceHeld, OnDevice};
-use super::{EvalError, LeastSquaresObjective, Objective};
+use super::{EvalError, LeastSquaresObjective, Objective, OnBackend, confine_steps};
 use crate::backend::{Factor, Gradient, RobustLoss, StepBounds};
 use crate::linalg::{try_copy, try_zeros};
 use gpu_kernels::kernel::normal::NormalSum;
@@ -120,7 +120,7 @@ pub struct FixedObjective<'o, O: ?Sized> {
     /// The inner objective's full gradient at the last point.
     gradient: Vec<f64>,
     /// What the device keeps of the held variables, where the inner objective lives on one:
-    /// `None` before the first [`Objective::device`], `Some(None)` where the device could not
+    /// `None` before the first [`OnBackend::device`], `Some(None)` where the device could not
     /// hold them (not tried again).
     device_held: Option<Option<DeviceHeld>>,
     /// Its full factor at the last point a least-squares solve asked for one; made then, since
@@ -193,19 +193,27 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
         Ok(kind)
     }
 
+    fn on_backend(&mut self) -> Option<&mut dyn OnBackend> {
+        Some(self)
+    }
+}
+
+/// The inner objective's backend, seen through the free variables. It offers no pieces: a
+/// sweep would form the trial point in the free variables alone.
+impl OnBackend for FixedObjective<'_, dyn Objective + '_> {
     /// The inner objective's device seen through the free variables: each evaluation writes
     /// them into the whole point and reads their partials out of the whole gradient there.
     /// Where the device cannot hold the whole point and gradient (or the inner objective holds
     /// variables itself), none: the solve keeps its vectors in host memory, correct as without
     /// a device, and slower.
     fn device(&mut self) -> Option<OnDevice<'_>> {
-        let inner = self.inner.device()?;
+        let inner = self.inner.on_backend()?.device()?;
         inner.through_free(&mut self.device_held, &self.held.full, &self.held.free)
     }
 
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.check_free_len(bounds)?;
-        self.inner.confine_steps(&self.held.expand_bounds(bounds)?)
+        confine_steps(&mut *self.inner, &self.held.expand_bounds(bounds)?)
     }
 }
 

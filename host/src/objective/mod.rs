@@ -50,28 +50,49 @@ pub trait Objective {
         Ok(None)
     }
 
+    /// What a backend offers a solver beyond values and gradients, where one evaluates this
+    /// objective ([`OnBackend`]): its device, its pieces, its box for finite differences. Only
+    /// cudamin's term objectives have it; leave the default for your own.
+    fn on_backend(&mut self) -> Option<&mut dyn OnBackend> {
+        None
+    }
+}
+
+/// What a solver may ask of an objective that a backend evaluates, beyond values and
+/// gradients ([`Objective::on_backend`]). Each answer has a default that asks for nothing:
+/// the solver then does without.
+pub trait OnBackend {
     /// The device this objective's problem lives on, when it does: the solver then keeps its
-    /// vectors there too. Only term objectives loaded on a GPU backend have one (and, through
-    /// theirs, the solvers' view of one with variables held fixed); leave the default for your
-    /// own objectives.
+    /// vectors there too. Term objectives loaded on a GPU backend have one, and through theirs
+    /// the solvers' view of one with variables held fixed.
     fn device(&mut self) -> Option<OnDevice<'_>> {
         None
     }
 
     /// This objective's value and gradient by pieces of `x` ([`PieceEvaluator`]), where it is
     /// a sum of terms that allow it: L-BFGS then evaluates its first trial point in the sweep
-    /// that forms it (see `solver::trial_sweep`). `None`, the default, keeps the separate
-    /// passes.
+    /// that forms it (see `solver::trial_sweep`). `None` keeps the separate passes.
     fn pieces(&self) -> Option<&dyn PieceEvaluator> {
         None
     }
 
     /// Keeps the points of finite-difference gradients within `bounds` until called again
-    /// (L-BFGS-B sets its box for the solve, then lifts it). The default does nothing: an
-    /// objective whose gradient takes no points outside `x` has nothing to confine.
+    /// (L-BFGS-B sets its box for the solve, then lifts it). The default does nothing: a
+    /// gradient that takes no points outside `x` has nothing to confine.
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         let _ = bounds;
         Ok(())
+    }
+}
+
+/// `objective`'s finite-difference points kept within `bounds`, where a backend evaluates it.
+pub(crate) fn confine_steps(
+    objective: &mut (dyn Objective + '_),
+    bounds: &StepBounds,
+) -> Result<(), EvalError> {
+    match objective.on_backend() {
+        Some(backed) => backed.confine_steps(bounds),
+        None => Ok(()),
     }
 }
 
@@ -191,6 +212,12 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
         Ok(checked.map(|(kind, ())| kind))
     }
 
+    fn on_backend(&mut self) -> Option<&mut dyn OnBackend> {
+        Some(self)
+    }
+}
+
+impl<E: Evaluator + ?Sized> OnBackend for TermObjective<E> {
     fn device(&mut self) -> Option<OnDevice<'_>> {
         let gradient = self.gradient;
         let evaluator = self.evaluator.device()?;

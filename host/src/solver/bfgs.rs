@@ -76,7 +76,7 @@ fn minimize_with(
     if h0.is_none()
         && !dense_fits(n)
         && n >= super::workspace::DEVICE_MIN_LEN
-        && let Some(on_device) = objective.device()
+        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = ImplicitBfgs::new();

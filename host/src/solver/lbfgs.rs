@@ -46,7 +46,7 @@
 //!
 //! The second pass cannot take the next gradient's products, which the next direction needs:
 //! that gradient is at the trial point, which needs all of `p`. Where `f` is a sum of terms
-//! that each read one piece of `x` ([`Objective::pieces`](crate::objective::Objective::pieces)),
+//! that each read one piece of `x` ([`OnBackend::pieces`](crate::objective::OnBackend::pieces)),
 //! it can: the trial sweep (`solver::trial_sweep`) forms each piece of `p`, the trial point
 //! `x + p` and `f` and `g₊` on it, and takes `g₊`'s products with the pairs while they are in
 //! cache. The line search takes that trial as its first evaluation (the step 1, which it tries
@@ -74,7 +74,7 @@ pub fn minimize(
 ) -> Result<OptimizeResult, SolveError> {
     check_limited_memory_start(objective, x0, options)?;
     if x0.len() >= super::workspace::DEVICE_MIN_LEN
-        && let Some(on_device) = objective.device()
+        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         return run(&mut workspace, x0, options, observer);
@@ -279,8 +279,8 @@ mod tests {
             self.evaluations += 1;
             self.inner.value_and_gradient(x, g)
         }
-        fn pieces(&self) -> Option<&dyn crate::backend::PieceEvaluator> {
-            self.inner.pieces().filter(|_| self.pieces)
+        fn on_backend(&mut self) -> Option<&mut dyn crate::objective::OnBackend> {
+            self.inner.on_backend().filter(|_| self.pieces)
         }
     }
 

@@ -1,7 +1,7 @@
 //! A solve's vectors and the objective evaluated at them.
 //!
 //! [`Workspace`] pairs a [`VectorSpace`] (host vectors, or the device vectors of an objective
-//! whose problem lives on a GPU, see [`Objective::device`]) with the objective's evaluations at
+//! whose problem lives on a GPU, see [`OnBackend::device`](crate::objective::OnBackend::device)) with the objective's evaluations at
 //! that space's vectors. The solver's logic is written once, over the trait: its arithmetic goes
 //! through [`Workspace::space_mut`], its evaluations through the workspace itself.
 
@@ -143,7 +143,7 @@ impl Workspace for HostWorkspace<'_> {
         buffers: [&mut Vec<f64>; 3],
         with: &[&Vec<f64>],
     ) -> Result<Option<TrialSweep>, EvalError> {
-        let Some(pieces) = self.objective.pieces() else {
+        let Some(pieces) = self.objective.on_backend().and_then(|b| b.pieces()) else {
             return Ok(None);
         };
         let terms: Vec<(f64, &[f64])> = terms.iter().map(|&(c, v)| (c, v.as_slice())).collect();

@@ -95,11 +95,9 @@ pub fn minimize(
     if !bounded {
         return solve(objective, x0, options, observer, bounds, bounded);
     }
-    bounds.confining(
-        objective,
-        |objective, box_| objective.confine_steps(box_),
-        |objective| solve(objective, x0, options, observer, bounds, bounded),
-    )
+    bounds.confining(objective, crate::objective::confine_steps, |objective| {
+        solve(objective, x0, options, observer, bounds, bounded)
+    })
 }
 
 /// The solve, with its vectors where the objective computes: on the device, for a term
@@ -113,7 +111,7 @@ fn solve(
     bounded: bool,
 ) -> Result<OptimizeResult, SolveError> {
     if x0.len() >= DEVICE_MIN_LEN
-        && let Some(on_device) = objective.device()
+        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
     {
         let mut workspace = DeviceWorkspace::new(on_device)?;
         return Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer);
