@@ -246,6 +246,11 @@ pub struct Vars<'a, R> {
     /// `seeded + l` carries the unit lane `l`, every other variable none. `usize::MAX` when the
     /// window is not seeded that way.
     seeded: usize,
+    /// The seeded variables `seeded ..`, when they are held apart from `x` (which then holds
+    /// them as constants): the GPU keeps one window of constants per block and one run of
+    /// seeded variables per seeding, in shared memory, instead of a seeded copy per thread.
+    /// Empty otherwise.
+    seeds: &'a [Num<R>],
 }
 
 impl<'a, R: Copy> Vars<'a, R> {
@@ -259,6 +264,7 @@ impl<'a, R: Copy> Vars<'a, R> {
             bumped_at: usize::MAX,
             bumped: x[0],
             seeded: usize::MAX,
+            seeds: &[],
         }
     }
 
@@ -272,6 +278,17 @@ impl<'a, R: Copy> Vars<'a, R> {
         }
     }
 
+    /// The window of constants `x` with variables `first .. first + seeds.len()` read from
+    /// `seeds` instead: as [`seeded`](Self::seeded), where `seeds` carry the unit lanes.
+    #[inline(always)]
+    pub(crate) fn seeded_by(x: &'a [R], first: usize, seeds: &'a [R]) -> Self {
+        Vars {
+            seeded: first,
+            seeds: as_nums(seeds),
+            ..Vars::new(x)
+        }
+    }
+
     /// The window with variable `j` replaced by `value`.
     #[inline(always)]
     pub fn with(x: &'a [R], j: usize, value: R) -> Self {
@@ -280,6 +297,7 @@ impl<'a, R: Copy> Vars<'a, R> {
             bumped_at: j,
             bumped: Num(value),
             seeded: usize::MAX,
+            seeds: &[],
         }
     }
 
@@ -410,8 +428,13 @@ impl<R> Index<usize> for Vars<'_, R> {
     type Output = Num<R>;
     #[inline(always)]
     fn index(&self, j: usize) -> &Num<R> {
-        if j == self.bumped_at {
+        // The first test folds away where nothing is bumped (the value and exact kernels):
+        // for a `j` it cannot bound, the compiler would otherwise keep `Vars` in memory so
+        // that `&self.bumped` has an address.
+        if self.bumped_at != usize::MAX && j == self.bumped_at {
             &self.bumped
+        } else if let Some(seed) = self.seeds.get(j.wrapping_sub(self.seeded)) {
+            seed
         } else {
             &self.x[j]
         }
@@ -424,8 +447,9 @@ impl<R> Index<usize> for Vars<'_, R> {
 /// evaluation per group of variables: cheap for a narrow window, `⌈w/16⌉` evaluations on the
 /// CPU (`⌈w/4⌉` on the GPU) for a wide one. Reverse mode evaluates it once while recording its
 /// operations and sweeps the record back once: about two evaluations at any width, plus the
-/// record's memory traffic. A term whose record exceeds the tape (4096 operations on the CPU,
-/// 128 on the GPU) is differentiated forward instead.
+/// record's memory traffic. A term whose record exceeds the tape (4096 operations) is
+/// differentiated forward instead. The mode is the CPU's: the GPU differentiates forward only,
+/// since a thread's tape would live in local memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Differentiation {
     /// Reverse mode from the width at which it was measured faster; forward below it.

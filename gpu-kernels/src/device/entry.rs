@@ -19,19 +19,15 @@
 pub use nvptx::*;
 
 mod nvptx {
+    use crate::device::dense_entry::{dense_exact_partials, shared_window};
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
         block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
     };
-    use crate::dual::Dual;
     use crate::fd::{FdScheme, StepBox};
-    use crate::kernel::exact::{
-        EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, banded_group_gradient_exact, eval_seeded,
-        fill_constants,
-    };
+    use crate::kernel::exact::banded_group_gradient_exact;
     use crate::kernel::loss::{Loss, RobustLoss};
-    use crate::kernel::normal::{DifferenceRow, ExactRow, JacobianRow};
-    use crate::kernel::reverse::{reverse_mode, with_gpu_rows};
+    use crate::kernel::normal::{DifferenceRow, SharedExactRow};
     use crate::kernel::{
         CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
         term_value, value_partial,
@@ -184,9 +180,9 @@ mod nvptx {
         }
     }
 
-    /// The blocks' least-squares triangles with exact rows (see [`triangle_partials`]): in
-    /// reverse mode where [`reverse_mode`] says, else `EXACT_LANES` variables per evaluation on
-    /// duals.
+    /// The blocks' least-squares triangles with exact rows (see [`triangle_partials`]):
+    /// `EXACT_LANES` variables per evaluation on duals, from the block's shared window. The GPU
+    /// differentiates forward only: a tape would live in local memory.
     impl LeastSquaresPass for Exact {
         #[inline(always)]
         unsafe fn run<T: Term>(
@@ -197,14 +193,8 @@ mod nvptx {
             out: *mut f64,
             values: *mut f64,
         ) {
-            if reverse_mode::<T>(x.len(), true) {
-                return with_gpu_rows::<T, EXACT_LANES, _>(x, |rows| unsafe {
-                    triangle_partials::<T, _>(x, data, loss, out, values, rows)
-                });
-            }
-            let mut window = [Dual::<EXACT_LANES>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-            // A dense term's window is x itself: filled once per thread, not at every term.
-            let rows = &mut ExactRow::new::<T>(&mut window[..x.len()], x);
+            // A dense term's window is x itself: the block shares one copy.
+            let rows = &mut SharedExactRow::new(unsafe { shared_window(x) });
             unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
         }
     }
@@ -230,13 +220,7 @@ mod nvptx {
             partials: *mut f64,
             value: Option<&mut CompensatedSum>,
         ) {
-            if reverse_mode::<T>(x.len(), true) {
-                with_gpu_rows::<T, EXACT_LANES, _>(x, |rows| unsafe {
-                    dense_row_partials::<T, _>(x, data, partials, value, rows)
-                })
-            } else {
-                unsafe { dense_exact_partials::<T>(x, data, partials, value) }
-            }
+            unsafe { dense_exact_partials::<T>(x, data, partials, value) }
         }
     }
 
@@ -342,79 +326,6 @@ mod nvptx {
                     .as_ref()
                     .map_or(0.0, |t| t.difference::<S>(x, i, bounds));
                 unsafe { add_block_sum(mine, i, d) };
-            }
-            tile += grid_dim();
-        }
-    }
-
-    /// Dense exact gradient, first stage: as [`dense_partials`], with each thread's term
-    /// evaluated on its own copy of the window as duals, `EXACT_LANES` variables at a time.
-    #[inline(always)]
-    unsafe fn dense_exact_partials<T: Term>(
-        x: &[f64],
-        data: Data<'_>,
-        partials: *mut f64,
-        mut value: Option<&mut CompensatedSum>,
-    ) {
-        let n = x.len();
-        let terms = T::terms(n, data);
-        let mine = unsafe { block_partials(partials, n) };
-        let mut storage = [Dual::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-        let window = &mut storage[..n];
-        fill_constants(window, x);
-        let tiles = terms.div_ceil(block_dim());
-        let mut tile = block_idx();
-        while tile < tiles {
-            let k = tile * block_dim() + thread_idx();
-            let local = (k < terms).then(|| T::prepare(k, n, data));
-            for first in (0..n).step_by(EXACT_LANES) {
-                let result = local
-                    .as_ref()
-                    .map(|l| eval_seeded::<T, EXACT_LANES>(l, window, first));
-                if let (Some(result), Some(value), 0) = (result, value.as_deref_mut(), first) {
-                    value.add(result.value);
-                }
-                for lane in 0..EXACT_LANES.min(n - first) {
-                    let d = result.map_or(0.0, |r| r.derivatives[lane]);
-                    unsafe { add_block_sum(mine, first + lane, d) };
-                }
-            }
-            tile += grid_dim();
-        }
-    }
-
-    /// Dense exact gradient, first stage, from whole rows: as [`dense_partials`], each thread's
-    /// term's partials in all `n` variables made at once by `rows` (reverse mode).
-    ///
-    /// # Safety
-    /// `partials` holds `n · gridDim` f64; `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`.
-    #[inline(always)]
-    unsafe fn dense_row_partials<T: Term, J: JacobianRow>(
-        x: &[f64],
-        data: Data<'_>,
-        partials: *mut f64,
-        mut value: Option<&mut CompensatedSum>,
-        rows: &mut J,
-    ) {
-        let n = x.len();
-        let terms = T::terms(n, data);
-        let mine = unsafe { block_partials(partials, n) };
-        let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
-        let row = &mut storage[..n];
-        let tiles = terms.div_ceil(block_dim());
-        let mut tile = block_idx();
-        while tile < tiles {
-            let k = tile * block_dim() + thread_idx();
-            if k < terms {
-                let term_value = rows.row::<T>(k, x, data, row);
-                if let Some(value) = value.as_deref_mut() {
-                    value.add(term_value);
-                }
-            } else {
-                row.fill(0.0);
-            }
-            for (j, &d) in row.iter().enumerate() {
-                unsafe { add_block_sum(mine, j, d) };
             }
             tile += grid_dim();
         }

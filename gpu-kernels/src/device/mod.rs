@@ -9,6 +9,8 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod box_entry;
 #[cfg(target_arch = "nvptx64")]
+mod dense_entry;
+#[cfg(target_arch = "nvptx64")]
 pub mod entry;
 mod macros;
 #[cfg(target_arch = "nvptx64")]

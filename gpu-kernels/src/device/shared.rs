@@ -18,6 +18,11 @@ impl<const N: usize> SharedArray<N> {
         }
     }
 
+    /// The array's first element, for the crate's own views of it.
+    pub(crate) fn as_ptr(&self) -> *const f64 {
+        self.ptr
+    }
+
     /// Element `i` (a volatile read).
     pub fn get(&self, i: usize) -> f64 {
         assert!(i < N);

@@ -21,8 +21,8 @@ pub const EXACT_LANES: usize = 4;
 /// The widest banded window the exact gradient takes (its window lives in a fixed array).
 pub const EXACT_BANDED_WIDTH_MAX: usize = 16;
 
-/// The widest dense window the GPU's exact gradient takes: each thread keeps the window as
-/// duals in local memory. The CPU takes any width.
+/// The widest dense window the GPU's exact gradient takes: a block keeps the window as duals
+/// in shared memory, sized for this width. The CPU takes any width.
 pub const EXACT_DENSE_WIDTH_MAX_GPU: usize = 64;
 
 /// Whether the exact gradient takes term `T` with `n` variables: a banded window of at most
@@ -90,6 +90,55 @@ impl<const L: usize> Drop for Seeded<'_, L> {
     #[inline(always)]
     fn drop(&mut self) {
         seed(self.window, self.first, false);
+    }
+}
+
+/// A dense window seeded for every group of `L` variables at once, as the GPU keeps it: one
+/// copy shared by a block's threads, read-only, in place of a seeded copy per thread.
+/// `constants` holds the window as constant duals; `seeds` holds each variable again, variable
+/// `j` carrying the unit lane `j % L`. The group from `first` reads its variables from
+/// `seeds[first ..]` and the rest from `constants`, so one pair serves every group.
+#[derive(Clone, Copy)]
+pub struct SeedRuns<'s, const L: usize> {
+    constants: &'s [Dual<L>],
+    seeds: &'s [Dual<L>],
+}
+
+impl<'s, const L: usize> SeedRuns<'s, L> {
+    /// The f64s of the pair, `constants` then `seeds`: the value at `i` of the window `x`.
+    /// Whoever fills the pair's memory writes these, `2·x.len()·(L + 1)` of them.
+    #[inline(always)]
+    pub fn layout_value(x: &[f64], i: usize) -> f64 {
+        let (dual, part) = (i / (L + 1), i % (L + 1));
+        let j = dual % x.len();
+        if part == 0 {
+            x[j]
+        } else if dual >= x.len() && part - 1 == j % L {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The pair over memory laid out by [`layout_value`](Self::layout_value).
+    #[inline(always)]
+    pub fn new(constants: &'s [Dual<L>], seeds: &'s [Dual<L>]) -> Self {
+        SeedRuns { constants, seeds }
+    }
+
+    /// The window's width.
+    #[inline(always)]
+    pub fn width(&self) -> usize {
+        self.constants.len()
+    }
+
+    /// `φ` with variables `first .. first + L` seeded (those that exist), as
+    /// [`eval_seeded`], to the bit.
+    #[inline(always)]
+    pub fn eval<T: Term>(&self, local: &T::Local<'_>, first: usize) -> Dual<L> {
+        let end = (first + L).min(self.seeds.len());
+        let vars = Vars::seeded_by(self.constants, first, &self.seeds[first..end]);
+        T::eval(vars, local).0
     }
 }
 

@@ -8,7 +8,7 @@
 //! A row is exact (the residual evaluated on [`Dual`]s, as for exact gradients), or made of
 //! finite differences of the residual, term by term.
 
-use super::exact::{eval_seeded, fill_constants};
+use super::exact::{SeedRuns, eval_seeded, fill_constants};
 use super::{CompensatedLanes, CompensatedSum, SUM_LANES, window};
 use crate::dual::Dual;
 use crate::fd::{FdScheme, StepBox};
@@ -204,6 +204,36 @@ impl<const L: usize> JacobianRow for ExactRow<'_, L> {
         let mut r = 0.0;
         for first in (0..row.len()).step_by(L) {
             let result = eval_seeded::<T, L>(&local, self.window, first);
+            for (entry, d) in row[first..].iter_mut().zip(result.derivatives) {
+                *entry = d;
+            }
+            r = result.value;
+        }
+        r
+    }
+}
+
+/// Exact rows of a dense term from a window every thread shares ([`SeedRuns`]): the GPU's,
+/// whose threads then keep no window of their own. The same rows as [`ExactRow`], to the bit.
+pub struct SharedExactRow<'s, const L: usize> {
+    window: SeedRuns<'s, L>,
+}
+
+impl<'s, const L: usize> SharedExactRow<'s, L> {
+    /// Rows of a dense term whose window, `x`, `window` holds.
+    #[inline(always)]
+    pub fn new(window: SeedRuns<'s, L>) -> Self {
+        SharedExactRow { window }
+    }
+}
+
+impl<const L: usize> JacobianRow for SharedExactRow<'_, L> {
+    #[inline(always)]
+    fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
+        let local = T::prepare(k, x.len(), data);
+        let mut r = 0.0;
+        for first in (0..self.window.width()).step_by(L) {
+            let result = self.window.eval::<T>(&local, first);
             for (entry, d) in row[first..].iter_mut().zip(result.derivatives) {
                 *entry = d;
             }

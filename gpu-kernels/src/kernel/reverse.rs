@@ -3,9 +3,7 @@
 //! its window. The exact scheme takes a dense term so when [`reverse_mode`] says, and falls back
 //! to forward mode for a term whose record does not fit its tape.
 
-use super::exact::EXACT_DENSE_WIDTH_MAX_GPU;
 use super::normal::{ExactRow, JacobianRow};
-use crate::dual::Dual;
 use crate::real::Real;
 use crate::tape::{Step, Tape, Var};
 use crate::term::{Data, Differentiation, Term, Vars, Window};
@@ -15,45 +13,29 @@ use core::cell::Cell;
 pub const TAPE_STEPS_CPU: usize = 4096;
 /// Weights of linear combinations a tape holds on the CPU.
 pub const TAPE_WEIGHTS_CPU: usize = 4096;
-/// Operations a tape holds in a GPU thread's local memory: 32 bytes each.
-pub const TAPE_STEPS_GPU: usize = 128;
-/// Weights of linear combinations a GPU thread's tape holds.
-pub const TAPE_WEIGHTS_GPU: usize = 128;
-
 /// Under [`Differentiation::Auto`], the narrowest dense window the CPU takes in reverse mode:
 /// up to 16 variables, one evaluation on duals of 16 lanes (`DENSE_LANES`) covers the window and
 /// costs about a value; from 33 on, reverse mode is the cheaper (BENCHMARKS.md, "Reverse mode
 /// for dense terms").
 pub const REVERSE_MIN_WIDTH_CPU: usize = 17;
-/// Under [`Differentiation::Auto`], the narrowest dense window the GPU takes in reverse mode:
-/// the CPU's, not yet measured on a device (forward mode there seeds 4 variables per
-/// evaluation, so the crossover may lie lower; the tape lives in local memory).
-pub const REVERSE_MIN_WIDTH_GPU: usize = REVERSE_MIN_WIDTH_CPU;
 
-/// Whether the exact scheme differentiates term `T`, at window width `width`, in reverse mode
-/// (on the GPU with `gpu`): dense windows only (a banded window, at most 16 variables, stays on
-/// duals in registers), as the term asks ([`Term::DIFFERENTIATION`]), and under `Auto` from
-/// the width at which reverse mode was measured faster.
-pub const fn reverse_mode<T: Term>(width: usize, gpu: bool) -> bool {
+/// Whether the CPU's exact scheme differentiates term `T`, at window width `width`, in reverse
+/// mode: dense windows only (a banded window, at most 16 variables, stays on duals in
+/// registers), as the term asks ([`Term::DIFFERENTIATION`]), and under `Auto` from the width at
+/// which reverse mode was measured faster. The GPU differentiates forward only: a thread's tape
+/// would live in local memory, where its window of duals no longer does.
+pub const fn reverse_mode<T: Term>(width: usize) -> bool {
     if !matches!(T::WINDOW, Window::Dense) {
         return false;
     }
     match T::DIFFERENTIATION {
         Differentiation::Forward => false,
         Differentiation::Reverse => true,
-        Differentiation::Auto => {
-            width
-                >= if gpu {
-                    REVERSE_MIN_WIDTH_GPU
-                } else {
-                    REVERSE_MIN_WIDTH_CPU
-                }
-        }
+        Differentiation::Auto => width >= REVERSE_MIN_WIDTH_CPU,
     }
 }
 
-/// Tape storage of `S` operations and `W` weights, for a GPU thread (in local memory) or a CPU
-/// worker thread.
+/// Tape storage of `S` operations and `W` weights, for a CPU worker thread.
 pub struct TapeStorage<const S: usize, const W: usize> {
     steps: [Cell<Step>; S],
     weights: [Cell<f64>; W],
@@ -182,24 +164,4 @@ impl<const L: usize> JacobianRow for ReverseRow<'_, '_, L> {
             }
         }
     }
-}
-
-/// `f` with reverse-mode rows of dense term `T` at `x` (at most
-/// [`EXACT_DENSE_WIDTH_MAX_GPU`] variables) on a GPU thread's storage, in local memory: a tape
-/// of [`TAPE_STEPS_GPU`] operations, overflows taken forward on duals of `L` lanes.
-#[inline(always)]
-pub fn with_gpu_rows<T: Term, const L: usize, Out>(
-    x: &[f64],
-    f: impl FnOnce(&mut ReverseRow<'_, '_, L>) -> Out,
-) -> Out {
-    let storage = TapeStorage::<TAPE_STEPS_GPU, TAPE_WEIGHTS_GPU>::new();
-    // The device's data are columns: a row's weights are never a run of them.
-    let tape = storage.tape(x, &[]);
-    let mut window = [Var::from_f64(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-    let window = &mut window[..x.len()];
-    fill_variables(window, &tape);
-    let mut adjoints = [0.0; TAPE_STEPS_GPU];
-    let mut forward = [Dual::<L>::constant(0.0); EXACT_DENSE_WIDTH_MAX_GPU];
-    let forward = ExactRow::new::<T>(&mut forward[..x.len()], x);
-    f(&mut ReverseRow::new(&tape, window, &mut adjoints, forward))
 }

@@ -20,8 +20,8 @@ use super::{CompensatedLanes, SUM_LANES};
 use crate::term::{Term, Window};
 
 /// Whether the GPU's triangle pass takes residual term `T` with `n` variables: a dense window
-/// of at most 64 (each thread keeps its Jacobian row, and for exact rows its window of duals,
-/// in local memory, and a block's shared rows are sized for 64). The CPU's takes any.
+/// of at most 64 (each thread keeps its Jacobian row in local memory; a block's shared rows,
+/// and for exact rows its shared window of duals, are sized for 64). The CPU's takes any.
 pub fn triangle_supported_on_gpu<T: Term>(n: usize) -> Result<(), &'static str> {
     match T::WINDOW {
         Window::Dense if n <= EXACT_DENSE_WIDTH_MAX_GPU => Ok(()),

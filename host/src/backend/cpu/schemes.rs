@@ -230,7 +230,7 @@ impl<T: Term> CpuScheme<T> for Exact {
         acc: &mut [f64],
         value: bool,
     ) -> f64 {
-        if reverse_mode::<T>(x.len(), false) {
+        if reverse_mode::<T>(x.len()) {
             return dense_terms_reverse::<T>(terms, x, data, acc, value);
         }
         let mut sum = CompensatedRun::default();
@@ -280,7 +280,7 @@ impl<T: Term> CpuScheme<T> for Exact {
         into: RowsInto,
     ) -> f64 {
         let width = T::WINDOW.stride_width(x.len()).1;
-        if reverse_mode::<T>(width, false) {
+        if reverse_mode::<T>(width) {
             with_cpu_rows::<T, _>(x, data, |rows| {
                 chunk_partial::<T, _>(terms, x, data, rows, vector, into)
             })
