@@ -175,6 +175,10 @@ fn bad_input_is_a_one_line_error() {
         (&["solve", "seed-expsum", "--method", "newton"], "newton"),
         (&["eval", "seed-expsum", "--repeat", "0"], "--repeat"),
         (
+            &["eval", "mgh-1", "--cost", "--backend", "cpu"],
+            "--backend sim",
+        ),
+        (
             &["solve", "seed-expsum", "--n", "100000000000000"],
             "more memory",
         ),
@@ -584,6 +588,46 @@ fn eval_reports_value_gradient_and_timings() {
         assert!(f64_of(&v, timing) > 0.0, "{timing}");
     }
     assert_eq!(v["repeat"], 3);
+}
+
+/// The cost report counts each pass's kernels on the simulator. lsq-expsin's exact gradient
+/// reads its data once and touches no local memory; a least-squares problem adds the factor
+/// pass and an LM iteration's model.
+#[test]
+fn eval_cost_counts_each_pass_on_the_simulator() {
+    let cost = |args: &[&str]| {
+        let cost = ["eval", "--backend", "sim", "--cost", "--json"];
+        json(&[&cost[..], args].concat())["cost"].clone()
+    };
+    let lsq = cost(&["lsq-expsin", "--points", "2048"]);
+    let passes = lsq["passes"].as_array().unwrap();
+    let kernel = |name: &str| {
+        let found = passes.iter().find(|p| p["kernel"] == name);
+        found.unwrap_or_else(|| panic!("{name} in {lsq}")).clone()
+    };
+    let gradient = kernel("lsq_expsin_gradient_exact");
+    assert_eq!(gradient["pass"], "value_and_gradient");
+    let data = f64_of(&gradient, "data_bytes_per_point");
+    assert_eq!(data, 16.0 * 8.0, "16 columns of f64");
+    assert!(
+        f64_of(&gradient, "dram_bytes_per_point") <= 1.25 * data,
+        "{gradient}"
+    );
+    for name in ["lsq_expsin_value", "lsq_expsin_gradient_exact"] {
+        let k = kernel(name);
+        assert_eq!(f64_of(&k, "local_bytes_per_point"), 0.0, "{k}");
+        assert!(f64_of(&k, "instructions_per_point") > 0.0, "{k}");
+        assert!(f64_of(&k, "modelled_h100_ms_at_1e7") > 0.0, "{k}");
+    }
+    assert!(lsq["modelled_h100_lm_iteration_ms_at_1e7"].is_null());
+    let squares = cost(&["mgh-26"]);
+    let factor = squares["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["pass"] == "factor" && p["kernel"] == "mgh26_triangle_exact");
+    assert!(factor, "{squares}");
+    assert!(f64_of(&squares, "modelled_h100_lm_iteration_ms_at_1e7") > 0.0);
 }
 
 #[test]

@@ -49,9 +49,9 @@ macro_rules! include_ptx {
 
 pub use backend::sum::{IntoPart, Part, ResidualPart};
 pub use backend::{
-    Backend, BackendChoice, BackendError, Evaluation, Evaluator, Factor, Gradient, LaunchConfig,
-    LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum, RobustLoss,
-    StepBounds, TermProblem, TermSum, Traffic,
+    Backend, BackendChoice, BackendError, Evaluation, Evaluator, Factor, Gradient, KernelCounts,
+    LaunchConfig, LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum,
+    RobustLoss, SECTOR_BYTES, StepBounds, TermProblem, TermSum, Traffic,
 };
 pub use objective::{
     EvalError, GradientError, LeastSquaresObjective, Objective, OnBackend, TermObjective,

@@ -18,6 +18,10 @@ pub struct EvalArgs {
     /// reported.
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = super::parse::repeat)]
     pub repeat: usize,
+    /// Count what each pass's kernels cost on the simulator (`--backend sim`) and model their
+    /// time on an H100 at 10⁷ points, instead of timing them.
+    #[arg(long)]
+    pub cost: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -41,6 +45,9 @@ struct EvalReport<'a> {
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
     let mut out = super::stdout();
     let setup = args.problem.setup()?;
+    if args.cost {
+        return super::cost::run(&args.problem.problem, setup, args.grad.0, args.json);
+    }
     let mut evaluator = setup.instance.evaluator.into_sum();
     let x = setup.instance.x0;
     let fd = args.grad.0;

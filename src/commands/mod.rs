@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod cost;
 pub mod eval;
 pub mod fit;
 pub mod info;

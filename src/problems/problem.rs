@@ -175,6 +175,10 @@ pub struct Instance {
     /// Every kernel launch the term makes on the GPU (placeholder addresses), for the PTX
     /// signature test.
     pub launches: Vec<Launch>,
+    /// The number of terms, the points of a data fit: what `eval --cost` counts per.
+    pub terms: usize,
+    /// The f64 values of the problem's data (0 for none).
+    pub data_values: usize,
 }
 
 /// How a problem is set up: with the backend, `n` and the number of data points.
@@ -319,11 +323,13 @@ pub(super) fn load<T: Kernels + 'static>(
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
     let launches = term_launches::<T>();
+    let shape = shape_of(&problem);
     Ok(loaded::<T>(
         Loaded::Sum(backend.load(problem)?),
         x0,
         f_star,
         launches,
+        shape,
     ))
 }
 
@@ -338,8 +344,9 @@ pub(super) fn load_sum<T: Kernels + 'static, U: Kernels + 'static>(
 ) -> Result<Instance, LoadError> {
     let mut launches = term_launches::<T>();
     launches.extend(term_launches::<U>());
+    let shape = shape_of(&data);
     let evaluator = Loaded::Sum(backend.load_sum(data.plus(penalty)?)?);
-    Ok(loaded::<T>(evaluator, x0, f_star, launches))
+    Ok(loaded::<T>(evaluator, x0, f_star, launches, shape))
 }
 
 /// [`load`] for a sum of squares of residual term `T`, loaded with its residuals (for
@@ -350,9 +357,18 @@ pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
     x0: Vec<f64>,
     f_star: Option<f64>,
 ) -> Result<Instance, LoadError> {
+    let shape = shape_of(&problem);
     let evaluator = Loaded::SumOfSquares(backend.load_least_squares(problem)?);
     let launches = residual_launches::<T>();
-    Ok(loaded::<SumOfSquares<T>>(evaluator, x0, f_star, launches))
+    Ok(loaded::<SumOfSquares<T>>(
+        evaluator, x0, f_star, launches, shape,
+    ))
+}
+
+/// A problem's terms and data values, for [`Instance`].
+fn shape_of<T: Kernels>(problem: &TermProblem<T>) -> (usize, usize) {
+    let data = problem.data();
+    (problem.terms(), data.rows() * data.cols())
 }
 
 /// An instance of term `T`, loaded, with every launch its kernels make.
@@ -361,6 +377,7 @@ fn loaded<T: Kernels>(
     x0: Vec<f64>,
     f_star: Option<f64>,
     launches: Vec<Launch>,
+    (terms, data_values): (usize, usize),
 ) -> Instance {
     Instance {
         evaluator,
@@ -369,6 +386,8 @@ fn loaded<T: Kernels>(
         alternative_minima: &[],
         window: T::WINDOW,
         launches,
+        terms,
+        data_values,
     }
 }
 

@@ -11,11 +11,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::counts::LaunchCounts;
 use crate::parse::{
     Addr, AtomOp, Bin, Cmp, Func, Instr, LOCAL_WINDOW, MemSpace, Op, Opnd, Rnd, SHARED_WINDOW,
     ShflMode, Sreg, Ty, Un, WINDOW_SIZE,
 };
-use crate::{At, Launch, Module, SharedAccess, SimError, Space};
+use crate::{At, Counts, Launch, Module, SharedAccess, SimError, Space};
 
 /// First address `alloc` hands out; module data lies below it.
 const HEAP_BASE: u64 = 0x1_0000_0000;
@@ -37,6 +38,8 @@ pub struct Device {
     instructions: u64,
     step_limit: u64,
     strict: bool,
+    /// Per entry, what its launches cost, while counting is on.
+    counts: Option<BTreeMap<String, Counts>>,
 }
 
 impl Device {
@@ -55,6 +58,7 @@ impl Device {
             instructions: 0,
             step_limit: u64::MAX,
             strict: false,
+            counts: None,
         }
     }
 
@@ -151,6 +155,17 @@ impl Device {
         self.strict = strict;
     }
 
+    /// Starts counting what each entry's launches cost ([`Counts`]), from zero, or stops
+    /// (`false`) and forgets the counts. Off by default: counting slows the simulator.
+    pub fn count(&mut self, on: bool) {
+        self.counts = on.then(BTreeMap::new);
+    }
+
+    /// The counts per entry since counting was switched on; `None` while it is off.
+    pub fn counts(&self) -> Option<&BTreeMap<String, Counts>> {
+        self.counts.as_ref()
+    }
+
     /// The module this device runs.
     pub fn module(&self) -> &Arc<Module> {
         &self.module
@@ -197,10 +212,12 @@ impl Device {
             pbuf[off as usize..(off + size) as usize].copy_from_slice(bytes);
         }
         check_limits(entry, &launch, &module)?;
+        let instructions_before = self.instructions;
         self.executed.insert(entry.to_string());
         let shared_bytes = module.shared_dynamic_offset + launch.dynamic_shared_bytes as u64;
         let mut launched = 0u64;
         let mut pool = Vec::new();
+        let mut counting = self.counts.is_some().then(LaunchCounts::default);
         let [gx, gy, gz] = launch.grid;
         for bz in 0..gz {
             for by in 0..gy {
@@ -218,6 +235,7 @@ impl Device {
                         count: launched,
                         limit: self.step_limit,
                         strict: self.strict,
+                        counting: counting.as_mut(),
                     };
                     let r = blk.run(&pbuf, &mut pool);
                     self.instructions += blk.count - launched;
@@ -225,6 +243,16 @@ impl Device {
                     r?;
                 }
             }
+        }
+        if let (Some(mut launch_counts), Some(counts)) = (counting, self.counts.as_mut()) {
+            let [tx, ty, tz] = launch.block;
+            let block_threads = u64::from(tx * ty * tz).max(1);
+            launch_counts.counts.launches = 1;
+            launch_counts.counts.threads = block_threads * u64::from(gx * gy * gz);
+            launch_counts.counts.instructions = self.instructions - instructions_before;
+            // Barrier arrivals were counted per thread.
+            launch_counts.counts.block_barriers /= block_threads;
+            *counts.entry(entry.to_string()).or_default() += launch_counts.finish();
         }
         Ok(())
     }
@@ -406,6 +434,8 @@ struct BlockRun<'a> {
     count: u64,
     limit: u64,
     strict: bool,
+    /// The launch's counts, when the device counts.
+    counting: Option<&'a mut LaunchCounts>,
 }
 
 #[inline(always)]
@@ -1143,6 +1173,16 @@ impl BlockRun<'_> {
         Ok(())
     }
 
+    /// Counts `ops` double-precision operations when `ty` is f64 and the device counts.
+    #[inline(always)]
+    fn fp64(&mut self, ty: Ty, ops: u64) {
+        if ty == Ty::F64
+            && let Some(counting) = self.counting.as_deref_mut()
+        {
+            counting.counts.fp64_ops += ops;
+        }
+    }
+
     /// The bytes an access touches, after bounds and race checks.
     fn bytes<'m>(
         &'m mut self,
@@ -1159,6 +1199,13 @@ impl BlockRun<'_> {
             size,
             write,
         };
+        if let Some(counting) = self.counting.as_deref_mut() {
+            match place {
+                Place::Global(a) => counting.global(a, size, write),
+                Place::Shared(_) => counting.counts.shared_bytes += u64::from(size),
+                Place::Local(_) => counting.counts.local_bytes += u64::from(size),
+            }
+        }
         match place {
             Place::Global(a) => global_slice(self.mem, a, size as u64).ok_or(oob(Space::Global)),
             Place::Shared(off) => {
@@ -1252,6 +1299,7 @@ impl BlockRun<'_> {
                 fr.set(d, mask(x, bits), ok);
             }
             &Op::Bin { op, ty, d, a, b } => {
+                self.fp64(ty, 1);
                 let (x, y) = (v!(a), v!(b));
                 let r = match ty {
                     Ty::F64 => f64_bin(op, x, y),
@@ -1262,6 +1310,7 @@ impl BlockRun<'_> {
                 fr.set(d, r, ok);
             }
             &Op::Un { op, ty, d, a } => {
+                self.fp64(ty, 1);
                 let x = v!(a);
                 let ok = def!(a);
                 fr.set(d, unary(op, ty, x), ok);
@@ -1285,6 +1334,7 @@ impl BlockRun<'_> {
                 fr.set(d, mask(p.wrapping_add(z), wide), ok);
             }
             &Op::Fma { ty, d, a, b, c } => {
+                self.fp64(ty, 2);
                 let (x, y, z) = (v!(a), v!(b), v!(c));
                 let r = if ty == Ty::F64 {
                     f64r(f64::from_bits(x).mul_add(f64::from_bits(y), f64::from_bits(z)))
@@ -1535,6 +1585,9 @@ impl BlockRun<'_> {
             }
             Op::Trap => return Err(Fault::Trap),
             &Op::Bar { id } => {
+                if let Some(counting) = self.counting.as_deref_mut() {
+                    counting.counts.block_barriers += 1;
+                }
                 let id = need!(id) as u32;
                 th.state = State::AtBar(id);
                 return Ok(false);

@@ -41,12 +41,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod counts;
 mod exec;
 mod parse;
 
 use std::collections::HashMap;
 use std::fmt;
 
+pub use counts::{Counts, SECTOR_BYTES};
 pub use exec::Device;
 
 /// A kernel parameter as declared in an `.entry` header.

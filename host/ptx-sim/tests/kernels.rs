@@ -101,6 +101,46 @@ fn vector_add_over_several_blocks() {
     assert!(dev.executed().contains("vadd"));
 }
 
+/// The cost counts of two launches of `vadd` over 150 elements, worked out by hand: each
+/// element reads two f64 and writes one, with one f64 addition; each array spans
+/// ⌈1200 / 32⌉ = 38 sectors (allocations are 256-byte aligned).
+#[test]
+fn counts_are_those_worked_out_by_hand() {
+    let mut dev = device(VADD);
+    let n = 150usize;
+    let (da, db) = (
+        put_f64(&mut dev, &vec![1.0; n]),
+        put_f64(&mut dev, &vec![2.0; n]),
+    );
+    let dc = dev.alloc(n * 8);
+    let args = [da.to_le_bytes(), db.to_le_bytes(), dc.to_le_bytes()];
+    let nn = (n as u32).to_le_bytes();
+    let launch = |dev: &mut Device| {
+        dev.launch("vadd", cfg(3, 64), &[&args[0], &args[1], &args[2], &nn])
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    launch(&mut dev);
+    assert!(dev.counts().is_none(), "off by default");
+    dev.count(true);
+    launch(&mut dev);
+    launch(&mut dev);
+    let c = dev.counts().expect("counting")["vadd"];
+    assert_eq!((c.launches, c.threads), (2, 2 * 192));
+    assert_eq!(
+        (c.global_read_bytes, c.global_write_bytes),
+        (2 * 2400, 2 * 1200)
+    );
+    assert_eq!(
+        (c.global_sectors_read, c.global_sectors_written),
+        (2 * 76, 2 * 38)
+    );
+    assert_eq!(c.fp64_ops, 2 * 150);
+    assert_eq!((c.local_bytes, c.shared_bytes, c.block_barriers), (0, 0, 0));
+    assert!(c.instructions > 2 * 150 * 10, "{c:?}");
+    dev.count(false);
+    assert!(dev.counts().is_none());
+}
+
 #[test]
 fn seeded_out_of_bounds_global_is_reported() {
     let mut dev = device(VADD);

@@ -19,7 +19,7 @@ mod with_residuals;
 
 pub use crate::error::BackendError;
 pub use evaluator::{Evaluator, LeastSquaresEvaluator, PieceEvaluator, checked_against};
-pub use gpu::Traffic;
+pub use gpu::{KernelCounts, SECTOR_BYTES, Traffic};
 pub use gpu_kernels::Gradient;
 pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
 pub use launch::{LaunchConfig, LaunchOverride, RawArg};
@@ -32,6 +32,7 @@ pub use with_residuals::{NormalPass, WithResiduals};
 
 use gpu_kernels::raw::RawKernel;
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
+use std::collections::BTreeMap;
 
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,6 +150,20 @@ impl Backend {
     /// `None` on the CPU.
     pub fn traffic(&self) -> Option<Traffic> {
         self.launcher().map(|launcher| launcher.traffic())
+    }
+
+    /// Starts counting what each kernel's launches cost, from zero (`true`), or stops
+    /// (`false`). Only the simulator counts: it returns whether counting is on.
+    pub fn count_kernels(&self, on: bool) -> bool {
+        self.launcher()
+            .is_some_and(|launcher| launcher.count_kernels(on))
+    }
+
+    /// What each kernel's launches cost since [`count_kernels`](Self::count_kernels) started:
+    /// instructions, f64 operations, bytes per memory space, barriers. `None` unless the
+    /// simulator counts.
+    pub fn kernel_counts(&self) -> Option<BTreeMap<String, KernelCounts>> {
+        self.launcher()?.kernel_counts()
     }
 
     /// Seconds the GPU backend's driver has spent loading kernels so far: a device compiles

@@ -18,6 +18,8 @@
 use super::abi::KernelArg;
 use crate::backend::launch::LaunchConfig;
 use crate::error::BackendError;
+pub use cudamin_ptx_sim::{Counts as KernelCounts, SECTOR_BYTES};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a driver knows of one kernel of the loaded module, for choosing its launch sizes.
@@ -75,6 +77,15 @@ pub(crate) trait Driver: Send + Sync {
     }
     /// `to ← from`, on the device (equal lengths).
     fn copy(&self, from: &Buffer, to: &Buffer) -> Result<(), BackendError>;
+    /// Starts counting what each kernel's launches cost, from zero, or stops (`false`); whether
+    /// this driver counts at all. Only the simulator does.
+    fn count_kernels(&self, _on: bool) -> bool {
+        false
+    }
+    /// The counts per kernel since counting started; `None` while it is off.
+    fn kernel_counts(&self) -> Option<BTreeMap<String, KernelCounts>> {
+        None
+    }
     /// Launches `kernel` over `config` with `args`, whose list `abi` built for its signature.
     fn launch(
         &self,

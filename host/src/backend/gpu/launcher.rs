@@ -3,10 +3,11 @@
 //! it.
 
 use super::abi::{KernelArg, Launch};
-use super::driver::{Buffer, Driver};
+use super::driver::{Buffer, Driver, KernelCounts};
 use crate::backend::launch::{LaunchConfig, LaunchOverride, RawArg};
 use crate::error::BackendError;
 use gpu_kernels::raw::RawKernel;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -108,6 +109,17 @@ impl Launcher {
     /// launched, unless the driver's compute cache held it).
     pub fn module_load_seconds(&self) -> f64 {
         self.driver.module_load_seconds()
+    }
+
+    /// Starts counting each kernel's cost, from zero, or stops; whether the driver counts (the
+    /// simulator alone does).
+    pub fn count_kernels(&self, on: bool) -> bool {
+        self.driver.count_kernels(on)
+    }
+
+    /// The counts per kernel since counting started; `None` while it is off.
+    pub fn kernel_counts(&self) -> Option<BTreeMap<String, KernelCounts>> {
+        self.driver.kernel_counts()
     }
 
     /// The device, e.g. "NVIDIA A100-SXM4-40GB (sm_80, 108 SMs, 39.4 GiB)".

@@ -32,6 +32,7 @@ pub mod ptx;
 mod sim;
 mod vectors;
 
+pub use driver::{KernelCounts, SECTOR_BYTES};
 pub use evaluator::GpuEvaluator;
 pub(crate) use held::{DeviceHeld, HeldOnDevice};
 pub use launcher::{Launcher, Traffic};

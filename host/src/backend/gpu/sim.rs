@@ -10,11 +10,11 @@
 //! at the next call that waits ([`Driver::read`]) and at every call after it, as [`BackendError::Launch`] naming the kernel, block, thread and address.
 
 use super::abi::KernelArg;
-use super::driver::{Buffer, Driver, KernelLimits};
+use super::driver::{Buffer, Driver, KernelCounts, KernelLimits};
 use crate::backend::launch::LaunchConfig;
 use crate::error::BackendError;
 use cudamin_ptx_sim::{Device, Launch, Module, SimError};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -109,6 +109,15 @@ fn bytes_of(values: &[f64]) -> Vec<u8> {
 impl Driver for SimDriver {
     fn summary(&self) -> &str {
         &self.summary
+    }
+
+    fn count_kernels(&self, on: bool) -> bool {
+        self.state().device.count(on);
+        true
+    }
+
+    fn kernel_counts(&self) -> Option<BTreeMap<String, KernelCounts>> {
+        self.state().device.counts().cloned()
     }
 
     fn module_load_seconds(&self) -> f64 {
