@@ -84,13 +84,19 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
     unsafe { block_value(cost, values) };
 }
 
+/// The shared array that holds a column's reflection for the whole block: its vector, then
+/// `τ`, `β` and whether there is one (1) or not (0).
+type Reflected = SharedArray<{ FOLD_ROWS_GPU + 3 }>;
+const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
+
 /// Folds the [`FOLD_ROWS_GPU`] rows `held` (each `width` values: `J`'s row, the residual,
 /// zeros) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
 /// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
-/// the same order of operations per column. Every thread computes column `j`'s reflection
-/// from the held column; then column `k > j` (and `Qᵀr` as column `n`) is updated by
-/// thread `k − j − 1` (and every `blockDim` after), its dot product over the rows in row
-/// order. Every thread of the block calls it (it holds barriers), and it returns once every
+/// the same order of operations per column. Thread 0 computes column `j`'s reflection from the
+/// held column, into shared memory, once for the block; then column `k > j` (and `Qᵀr` as
+/// column `n`) is updated by thread `k − j − 1` (and every `blockDim` after), its dot product
+/// over the rows in row order. No thread keeps the vector of its own, which would sit in local
+/// memory. Every thread of the block calls it (it holds barriers), and it returns once every
 /// thread is done with `held`.
 ///
 /// # Safety
@@ -98,20 +104,38 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
 #[inline(always)]
 unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
     let qtr = unsafe { mine.add(packed_len(n)) };
+    let reflected: Reflected = crate::shared_array!(cudamin_fold_reflection, 35);
+    let (tau_at, beta_at, some_at) = (FOLD_ROWS_GPU, FOLD_ROWS_GPU + 1, FOLD_ROWS_GPU + 2);
     for j in 0..n {
-        let mut v = [0.0; FOLD_ROWS_GPU];
-        for (i, vi) in v.iter_mut().enumerate() {
-            *vi = held.get(i * width + j);
-        }
         let start = packed_row(j, n);
-        // SAFETY: the block's own triangle, written below only after the barrier.
-        let diagonal = unsafe { mine.add(start).read_volatile() };
-        // The same on every thread, so the branch is uniform over the block.
-        let Some(Reflection { beta, tau }) = reflection(diagonal, &mut v) else {
-            continue;
-        };
-        // Every thread has read column j and R_jj before any is written.
+        if thread_idx() == 0 {
+            // SAFETY: the block's own triangle; the other threads wait at the barrier below.
+            let diagonal = unsafe { mine.add(start).read_volatile() };
+            // SAFETY: the array holds FOLD_ROWS_GPU f64 first, touched by this thread alone
+            // until the barrier.
+            let v = unsafe { &mut *reflected.as_ptr().cast_mut().cast::<[f64; FOLD_ROWS_GPU]>() };
+            for (i, vi) in v.iter_mut().enumerate() {
+                *vi = held.get(i * width + j);
+            }
+            let found = reflection(diagonal, v);
+            let Reflection { beta, tau } = found.unwrap_or(Reflection {
+                beta: diagonal,
+                tau: 0.0,
+            });
+            reflected.set(tau_at, tau);
+            reflected.set(beta_at, beta);
+            reflected.set(some_at, if found.is_some() { 1.0 } else { 0.0 });
+        }
+        // The reflection is written, and every thread has read column j and R_jj before any
+        // is written.
         sync_threads();
+        // The same on every thread, so the branch is uniform over the block.
+        if reflected.get(some_at) == 0.0 {
+            // Every thread has read the flag before thread 0 writes the next column's.
+            sync_threads();
+            continue;
+        }
+        let (tau, beta) = (reflected.get(tau_at), reflected.get(beta_at));
         let mut column = j + 1 + thread_idx();
         while column <= n {
             // SAFETY: entry `column` of row j belongs to this thread alone until the barrier.
@@ -124,13 +148,13 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
             };
             let old = unsafe { entry.read_volatile() };
             let mut w = old;
-            for (i, &vi) in v.iter().enumerate() {
-                w += vi * held.get(i * width + column);
+            for i in 0..FOLD_ROWS_GPU {
+                w += reflected.get(i) * held.get(i * width + column);
             }
             unsafe { entry.write_volatile(old - tau * w) };
-            for (i, &vi) in v.iter().enumerate() {
+            for i in 0..FOLD_ROWS_GPU {
                 let at = i * width + column;
-                held.set(at, held.get(at) - tau * vi * w);
+                held.set(at, held.get(at) - tau * reflected.get(i) * w);
             }
             column += block_dim();
         }
