@@ -573,10 +573,20 @@ fn list_names_every_builtin() {
         "rosenbrock",
         "ext-powell",
         "lsq-expsin",
+        "fit-expsin",
         "quadratic",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
+    // Each size rule reads as one sentence: one default per count.
+    let listed = cudamin(&["list"]);
+    let text = String::from_utf8(listed.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("data points")).unwrap();
+    assert!(
+        line.contains("n >= 2 parameters (default 16); data points: --points, default 100000"),
+        "{line}"
+    );
+    assert!(text.lines().all(|l| l.matches("(default").count() <= 1), "{text}");
 }
 
 #[test]

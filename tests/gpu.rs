@@ -79,6 +79,11 @@ const SIZES: &[(&str, Size, Size)] = &[
         (Some(16), Some(1_000)),
     ),
     (
+        "fit-expsin",
+        (Some(16), Some(200_000)),
+        (Some(16), Some(1_000)),
+    ),
+    (
         "poisson-regression",
         (Some(33), Some(200_000)),
         (Some(33), Some(1_000)),

@@ -80,3 +80,31 @@ fn uniform_is_in_unit_interval() {
             .all(|u| (0.0..1.0).contains(&u))
     );
 }
+
+/// `fit-expsin` is `lsq-expsin`'s fit as residuals: on the same generated points, at the same
+/// `θ`, the two sums agree to rounding (the one reads stored sines, the other makes them by
+/// recurrence), and so do their exact gradients.
+#[test]
+fn fit_expsin_is_lsq_expsin_as_residuals() {
+    let (n, points) = (16, 3_000);
+    let theta: Vec<f64> = (0..n).map(|i| 0.5 + 0.1 * (i % 5) as f64).collect();
+    let f_and_g = |name: &str| {
+        let problem = problems::find(name).unwrap();
+        let mut instance = problem
+            .instantiate(&Backend::Cpu, Some(n), Some(points))
+            .unwrap();
+        let mut g = vec![0.0; n];
+        let sum = instance.evaluator.as_sum();
+        let f = sum
+            .value_and_gradient(&theta, cudamin::Gradient::Exact, &mut g)
+            .unwrap();
+        (f, g)
+    };
+    let (f_lsq, g_lsq) = f_and_g("lsq-expsin");
+    let (f_fit, g_fit) = f_and_g("fit-expsin");
+    assert!((f_fit - f_lsq).abs() <= 1e-12 * f_lsq, "{f_fit} vs {f_lsq}");
+    let scale = g_lsq.iter().fold(0.0_f64, |m, g| m.max(g.abs()));
+    for (a, b) in g_fit.iter().zip(&g_lsq) {
+        assert!((a - b).abs() <= 1e-10 * scale, "{g_fit:?} vs {g_lsq:?}");
+    }
+}

@@ -38,9 +38,12 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     }
     for p in &problems {
         writeln!(out, "{:<16} {}", p.name, p.title)?;
+        let points = p.default_points.map_or(String::new(), |d| {
+            format!("; data points: --points, default {d}")
+        });
         writeln!(
             out,
-            "{:<16} n: {} (default {}); x0: {}; f*: {}",
+            "{:<16} n: {} (default {}){points}; x0: {}; f*: {}",
             "", p.n_rule, p.default_n, p.x0, p.f_star
         )?;
     }

@@ -1,15 +1,16 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
-use super::problem::{LoadError, Problem, load, load_sum, repeating, zeros};
+use super::problem::{LoadError, Problem, load, load_least_squares, load_sum, repeating, zeros};
 use super::random::SplitMix64;
 use cudamin_host::TermProblem;
 use cudamin_host::plumbing::{cholesky_into, solve_lower};
-use gpu_kernels::L2Penalty;
+use gpu_kernels::terms::fit::ExpSin;
 use gpu_kernels::terms::matmul_squares::INNER;
 use gpu_kernels::terms::{
     ChainedRosenbrock, ExtPowell, ExtRosenbrock, LsqExpSin, MatmulSquares, PoissonRegression,
     Quadratic, SeedExpSum,
 };
+use gpu_kernels::{L2Penalty, SumOfSquares};
 use ndarray::ArrayView2;
 
 /// `x² + eˣ` at its minimum `x = −W(½)`: `W(½)·(W(½) + 2)`.
@@ -91,7 +92,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     .n("n a multiple of 4", 1_000)
     .x0("(3, -1, 0, 1, 3, -1, 0, 1, ...)")
     .f_star("0 at the origin (singular Hessian)"),
-    Problem::new(
+    expsin_rules(Problem::new(
         "lsq-expsin",
         "least-squares fit y ≈ θ0·exp(-θ1·t) + Σ_{k=2}^{n-1} θk·sin(k·t)",
         |backend, n, points| {
@@ -103,14 +104,20 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 None,
             )
         },
-    )
-    .n(
-        "n >= 2 parameters; --points data points (default 100000)",
-        16,
-    )
-    .points(100_000)
-    .x0("0.5 everywhere")
-    .f_star("data-dependent: about 1e-4·(points - n), the generated noise"),
+    )),
+    expsin_rules(Problem::new(
+        "fit-expsin",
+        "lsq-expsin's data as residuals of the expsin fit model, which LM also takes",
+        |backend, n, points| {
+            let (values, rows) = fit_expsin_data(n, points)?;
+            load_least_squares(
+                backend,
+                TermProblem::<SumOfSquares<ExpSin>>::with_data(n, values, rows)?,
+                vec![0.5; n],
+                None,
+            )
+        },
+    )),
     Problem::new(
         "matmul-squares",
         "Σ ((A·B)_ij)² over A (m × 16), B (16 × 32) fixed: torch's ((A @ B) ** 2).sum()",
@@ -142,10 +149,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
             )
         },
     )
-    .n(
-        "n >= 1 parameters (an intercept and n - 1 features); --points rows (default 100000)",
-        33,
-    )
+    .n("n >= 1 parameters (an intercept and n - 1 features)", 33)
     .points(100_000)
     .x0("0 everywhere")
     .f_star("data-dependent"),
@@ -185,24 +189,49 @@ pub fn lsq_expsin_theta_true(p: usize) -> Vec<f64> {
 /// values cannot be allocated.
 pub fn lsq_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadError> {
     let mut values = zeros(points.checked_mul(p.max(2)), p, points)?;
+    let (t_y, basis) = values.split_at_mut(2 * points);
+    let (t, y) = t_y.split_at_mut(points);
+    expsin_points(p, t, y, |k, j, sine| basis[(k - 2) * points + j] = sine);
+    Ok((values, points))
+}
+
+/// `fit-expsin`'s data for `p` parameters: lsq-expsin's points as the fit models take them, in
+/// three columns `t`, `y` and the weights (all 1).
+pub fn fit_expsin_data(p: usize, points: usize) -> Result<(Vec<f64>, usize), LoadError> {
+    let mut values = zeros(points.checked_mul(3), p, points)?;
+    let (t_y, weights) = values.split_at_mut(2 * points);
+    let (t, y) = t_y.split_at_mut(points);
+    expsin_points(p, t, y, |_, _, _| {});
+    weights.fill(1.0);
+    Ok((values, points))
+}
+
+/// The generated points of the expsin problems, from their seed, into `t` and `y`;
+/// `sine(k, j, sin(k·t_j))` receives each sine the model sums, for a caller that keeps them.
+fn expsin_points(p: usize, t: &mut [f64], y: &mut [f64], mut sine: impl FnMut(usize, usize, f64)) {
     // The model always reads θ0 and θ1; a p below 2 gets its t and y columns, and the term's
     // check then refuses it with its own message.
     let theta = lsq_expsin_theta_true(p.max(2));
     let mut rng = SplitMix64::new(LSQ_EXPSIN_SEED);
-    let (t_y, basis) = values.split_at_mut(2 * points);
-    let (t, y) = t_y.split_at_mut(points);
-    for j in 0..points {
-        let tj = 10.0 * rng.uniform();
-        let mut model = theta[0] * (-theta[1] * tj).exp();
-        for k in 2..p {
-            let sine = (k as f64 * tj).sin();
-            basis[(k - 2) * points + j] = sine;
-            model += theta[k] * sine;
+    for (j, (tj, yj)) in t.iter_mut().zip(y.iter_mut()).enumerate() {
+        *tj = 10.0 * rng.uniform();
+        let mut model = theta[0] * (-theta[1] * *tj).exp();
+        for (k, theta_k) in theta.iter().enumerate().skip(2) {
+            let sin_kt = (k as f64 * *tj).sin();
+            sine(k, j, sin_kt);
+            model += theta_k * sin_kt;
         }
-        t[j] = tj;
-        y[j] = model + 0.01 * rng.normal();
+        *yj = model + 0.01 * rng.normal();
     }
-    Ok((values, points))
+}
+
+/// The sizes, start and minimum of the two expsin problems.
+const fn expsin_rules(problem: Problem) -> Problem {
+    problem
+        .n("n >= 2 parameters", 16)
+        .points(100_000)
+        .x0("0.5 everywhere")
+        .f_star("data-dependent: about 1e-4·(points - n), the generated noise")
 }
 
 /// `poisson-regression`'s penalty weight `λ` on each feature's parameter.
