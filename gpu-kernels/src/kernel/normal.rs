@@ -234,8 +234,11 @@ impl<const L: usize> JacobianRow for SharedExactRow<'_, L> {
         let mut r = 0.0;
         for first in (0..self.window.width()).step_by(L) {
             let result = self.window.eval::<T>(&local, first);
-            for (entry, d) in row[first..].iter_mut().zip(result.derivatives) {
-                *entry = d;
+            // Lanes by constant index: a zip over the lanes by value kept them in local memory.
+            for lane in 0..L {
+                if let Some(entry) = row.get_mut(first + lane) {
+                    *entry = result.derivatives[lane];
+                }
             }
             r = result.value;
         }
