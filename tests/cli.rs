@@ -586,7 +586,10 @@ fn list_names_every_builtin() {
         line.contains("n >= 2 parameters (default 16); data points: --points, default 100000"),
         "{line}"
     );
-    assert!(text.lines().all(|l| l.matches("(default").count() <= 1), "{text}");
+    assert!(
+        text.lines().all(|l| l.matches("(default").count() <= 1),
+        "{text}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The dense exact kernels' per-block work: the window every thread of a block shares, and the
-//! per-warp sums a dense gradient's partials gather in. Both live in shared memory, so a thread
+//! The dense kernels' per-block work: the window every thread of an exact kernel's block
+//! shares, and the per-warp sums a dense gradient's partials gather in. Both live in shared memory, so a thread
 //! keeps no array of its own and nothing goes to local memory.
 
 use crate::device::{
@@ -45,10 +45,10 @@ pub(in crate::device) unsafe fn shared_window<'s>(x: &[f64]) -> SeedRuns<'s, EXA
 }
 
 /// Running sums of a dense gradient's `n` partials, one set per warp of the block: each
-/// evaluation's derivative is summed over the warp by shuffles, and the warp's first lane adds
-/// that to its set. The block's sets are combined once, at the end, in warp order: the same
+/// derivative (or difference) is summed over the warp by shuffles, and the warp's first lane
+/// adds that to its set. The block's sets are combined once, at the end, in warp order: the same
 /// bits on every run.
-struct WarpSums {
+pub(in crate::device) struct WarpSums {
     array: SharedArray<2048>,
     n: usize,
 }
@@ -57,7 +57,7 @@ impl WarpSums {
     /// Zeroed sums of `n ≤ EXACT_DENSE_WIDTH_MAX_GPU` partials. Every thread of the block calls
     /// it (it holds a barrier).
     #[inline(always)]
-    fn new(n: usize) -> Self {
+    pub(in crate::device) fn new(n: usize) -> Self {
         let array = crate::shared_array!(cudamin_dense_warp_sums, 2048);
         for i in (thread_idx()..block_dim().div_ceil(WARP_SIZE) * n).step_by(block_dim()) {
             array.set(i, 0.0);
@@ -69,7 +69,7 @@ impl WarpSums {
     /// Adds the warp's sum of every lane's `d` to partial `j`. Every lane of the warp calls it
     /// with the same `j`.
     #[inline(always)]
-    fn add(&self, j: usize, d: f64) {
+    pub(in crate::device) fn add(&self, j: usize, d: f64) {
         let warp = thread_idx() / WARP_SIZE;
         let lanes = (block_dim() - warp * WARP_SIZE).min(WARP_SIZE);
         let sum = warp_reduce(d, lanes, |a, b| a + b);
@@ -85,7 +85,7 @@ impl WarpSums {
     /// # Safety
     /// `mine` holds the block's `n` partials.
     #[inline(always)]
-    unsafe fn write(&self, mine: *mut f64) {
+    pub(in crate::device) unsafe fn write(&self, mine: *mut f64) {
         sync_threads();
         for j in (thread_idx()..self.n).step_by(block_dim()) {
             let mut sum = 0.0;

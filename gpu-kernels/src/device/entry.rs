@@ -19,13 +19,13 @@
 pub use nvptx::*;
 
 mod nvptx {
-    use crate::device::dense_entry::{dense_exact_partials, shared_window};
+    use crate::device::dense_entry::{WarpSums, dense_exact_partials, shared_window};
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
         block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
     };
     use crate::fd::{FdScheme, StepBox};
-    use crate::kernel::exact::banded_group_gradient_exact;
+    use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, banded_group_gradient_exact};
     use crate::kernel::loss::{Loss, RobustLoss};
     use crate::kernel::normal::{DifferenceRow, SharedExactRow};
     use crate::kernel::{
@@ -299,20 +299,45 @@ mod nvptx {
     }
 
     /// Dense gradient, first stage. The block takes tiles of `blockDim` terms, one term per
-    /// thread; each term is prepared once, then for every variable the block sums the terms'
-    /// differences and thread 0 adds that to the block's partial, tile after tile in order.
-    /// With `value`, each thread also adds up its terms' values.
+    /// thread; each term is prepared once, then each variable's difference is summed: up to
+    /// `EXACT_DENSE_WIDTH_MAX_GPU` variables over the warp into per-warp sums
+    /// ([`WarpSums`]) combined once at the end, past that over the block at every tile, thread
+    /// 0 adding each sum to the block's partial in order. With `value`, each thread also adds
+    /// up its terms' values.
     #[inline(always)]
     unsafe fn dense_partials<T: Term, S: FdScheme>(
         x: &[f64],
         data: Data<'_>,
         bounds: StepBox<'_>,
         partials: *mut f64,
+        value: Option<&mut CompensatedSum>,
+    ) {
+        let n = x.len();
+        if n <= EXACT_DENSE_WIDTH_MAX_GPU {
+            let sums = WarpSums::new(n);
+            dense_tiles::<T, S>(x, data, bounds, value, |i, d| sums.add(i, d));
+            unsafe { sums.write(partials.add(block_idx() * n)) };
+        } else {
+            let mine = unsafe { block_partials(partials, n) };
+            // SAFETY: `i < n`, and `mine` is the block's.
+            dense_tiles::<T, S>(x, data, bounds, value, |i, d| unsafe {
+                add_block_sum(mine, i, d)
+            });
+        }
+    }
+
+    /// The tiles of [`dense_partials`]: each variable's difference to `sum(i, d)`, which every
+    /// thread of the block calls with the same `i`.
+    #[inline(always)]
+    fn dense_tiles<T: Term, S: FdScheme>(
+        x: &[f64],
+        data: Data<'_>,
+        bounds: StepBox<'_>,
         mut value: Option<&mut CompensatedSum>,
+        sum: impl Fn(usize, f64),
     ) {
         let n = x.len();
         let terms = T::terms(n, data);
-        let mine = unsafe { block_partials(partials, n) };
         let tiles = terms.div_ceil(block_dim());
         let mut tile = block_idx();
         while tile < tiles {
@@ -325,7 +350,7 @@ mod nvptx {
                 let d = term
                     .as_ref()
                     .map_or(0.0, |t| t.difference::<S>(x, i, bounds));
-                unsafe { add_block_sum(mine, i, d) };
+                sum(i, d);
             }
             tile += grid_dim();
         }
