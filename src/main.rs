@@ -132,16 +132,21 @@ pub enum MethodArg {
     /// L-BFGS-B: L-BFGS within box bounds (--lower, --upper), scipy's
     /// `minimize(method='L-BFGS-B')`.
     Lbfgsb,
-    /// Levenberg–Marquardt for sums of squares, scipy's `least_squares(method='lm')`.
+    /// Levenberg–Marquardt for sums of squares, scipy's `least_squares(method='lm')`; with
+    /// bounds or a robust loss, trf (as curve_fit).
     Lm,
+    /// The trust-region-reflective method for sums of squares, with or without bounds, scipy's
+    /// `least_squares(method='trf')`.
+    Trf,
 }
 
 impl MethodArg {
-    /// The method as the output names it: `"bfgs"`, `"lbfgs"`, `"lbfgsb"` or `"lm"`.
+    /// The method as the output names it: `"bfgs"`, `"lbfgs"`, `"lbfgsb"`, `"lm"` or `"trf"`.
     pub const fn name(self) -> &'static str {
-        match self.quasi_newton() {
-            Some(method) => method.name(),
-            None => "lm",
+        match (self.quasi_newton(), self) {
+            (Some(method), _) => method.name(),
+            (None, MethodArg::Trf) => "trf",
+            (None, _) => "lm",
         }
     }
 
@@ -151,7 +156,7 @@ impl MethodArg {
             MethodArg::Bfgs => Some(Method::Bfgs),
             MethodArg::Lbfgs => Some(Method::Lbfgs),
             MethodArg::Lbfgsb => Some(Method::LbfgsB),
-            MethodArg::Lm => None,
+            MethodArg::Lm | MethodArg::Trf => None,
         }
     }
 }

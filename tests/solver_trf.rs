@@ -3,8 +3,10 @@
 //! bounded MGH runs, with scipy's numbers written in (`python tests/scipy/mgh_trf.py` prints
 //! them); and the inputs least squares refuses.
 
+use cudamin::problems::Instance;
+use cudamin::problems::fit::{FitData, find_model};
 use cudamin::{Backend, Gradient, TermObjective, problems};
-use cudamin::{Bounds, LmOptions, LmStatus, SolveError};
+use cudamin::{Bounds, LmOptions, LmStatus, LsqMethod, SolveError, XScale};
 
 /// Per run: the problem, `n`, the upper bound of `x₀` and the lower bound of `x_{n−1}` (the
 /// others unbounded), then scipy's status, nfev, njev, cost and `active_mask`.
@@ -93,6 +95,210 @@ fn bounded_mgh_runs_match_scipys_trf() {
         }
     }
     assert!(failures.is_empty(), "differ from scipy: {failures:?}");
+}
+
+/// One run of `python tests/scipy/trf_unbounded.py`: the problem or model, `n`, the `x_scale`
+/// ("1", "jac", or "array": [`fit_scale`]), then scipy's status, nfev, njev and cost.
+type UnboundedRun = (&'static str, usize, &'static str, i32, usize, usize, f64);
+
+/// `python tests/scipy/trf_unbounded.py` (numpy 2.4.6, scipy 1.17.1): the MGH runs.
+#[rustfmt::skip]
+const MGH_TRF_UNBOUNDED: &[UnboundedRun] = &[
+    ("mgh-1", 2, "1", 1, 25, 18, 0.0),
+    ("mgh-1", 2, "jac", 1, 13, 11, 0.0),
+    ("mgh-2", 2, "1", 2, 24, 19, 24.492126955944578),
+    ("mgh-2", 2, "jac", 2, 19, 11, 24.49212684182613),
+    ("mgh-3", 2, "1", 1, 43, 40, 1.4497845953523128e-27),
+    ("mgh-3", 2, "jac", 1, 19, 18, 0.0),
+    ("mgh-4", 2, "1", 1, 23, 23, 0.0),
+    ("mgh-4", 2, "jac", 1, 23, 23, 0.0),
+    ("mgh-5", 2, "1", 1, 7, 7, 2.2495201675537355e-23),
+    ("mgh-5", 2, "jac", 1, 9, 8, 3.6332017861789333e-23),
+    ("mgh-7", 3, "1", 1, 13, 11, 5.956931590447907e-29),
+    ("mgh-7", 3, "jac", 1, 13, 11, 6.226481808115955e-25),
+    ("mgh-8", 3, "1", 1, 6, 6, 0.004107438653290614),
+    ("mgh-8", 3, "jac", 1, 6, 6, 0.0041074386532906175),
+    ("mgh-9", 3, "1", 1, 3, 3, 5.6396638480938904e-09),
+    ("mgh-9", 3, "jac", 1, 3, 3, 5.6396638480938904e-09),
+    ("mgh-12", 3, "1", 1, 6, 6, 5.679307374697903e-20),
+    ("mgh-12", 3, "jac", 1, 6, 6, 5.679307374697903e-20),
+    ("mgh-13", 4, "1", 1, 13, 13, 2.85993451143435e-13),
+    ("mgh-13", 4, "jac", 1, 13, 13, 2.8599345114343795e-13),
+    ("mgh-14", 4, "1", 1, 76, 68, 3.03815957110962e-24),
+    ("mgh-14", 4, "jac", 1, 67, 63, 4.125724600046249e-26),
+    ("mgh-16", 4, "1", 2, 26, 17, 42911.10098583358),
+    ("mgh-16", 4, "jac", 2, 284, 282, 42911.1053564915),
+    ("mgh-18", 6, "1", 1, 65, 54, 1.8488927466117464e-31),
+    ("mgh-18", 6, "jac", 1, 45, 34, 2.617723980411131e-30),
+    ("mgh-20", 6, "1", 2, 8, 8, 0.0011438350267863003),
+    ("mgh-20", 6, "jac", 2, 11, 11, 0.001143835026822568),
+    ("mgh-20", 9, "1", 1, 6, 6, 6.998800690517886e-07),
+    ("mgh-20", 9, "jac", 1, 10, 10, 6.998800690497012e-07),
+    ("mgh-23", 4, "1", 1, 14, 10, 1.1249887523079264e-05),
+    ("mgh-23", 4, "jac", 1, 20, 13, 1.1249887518303264e-05),
+    ("mgh-23", 10, "1", 1, 39, 28, 3.543825733617634e-05),
+    ("mgh-23", 10, "jac", 2, 72, 63, 3.5438259088997335e-05),
+    ("mgh-24", 4, "1", 1, 33, 21, 4.688146504780983e-06),
+    ("mgh-24", 4, "jac", 2, 35, 25, 4.688146505453463e-06),
+    ("mgh-25", 10, "1", 1, 11, 11, 0.0),
+    ("mgh-25", 10, "jac", 1, 11, 11, 0.0),
+    ("mgh-26", 10, "1", 2, 27, 17, 1.3975280613200495e-05),
+    ("mgh-26", 10, "jac", 2, 29, 19, 1.3975280613740731e-05),
+    ("mgh-30", 10, "1", 1, 5, 5, 5.642614514323043e-19),
+    ("mgh-30", 10, "jac", 1, 5, 5, 5.642616158202427e-19),
+    ("mgh-31", 10, "1", 1, 7, 7, 3.6400075948918758e-31),
+    ("mgh-31", 10, "jac", 1, 7, 7, 3.6400075948918758e-31),
+    ("mgh-35", 8, "1", 2, 34, 20, 0.00175843686338704),
+    ("mgh-35", 8, "jac", 2, 40, 23, 0.0017584368657052618),
+];
+
+/// The same script's fits of the four fit models.
+#[rustfmt::skip]
+const FITS_TRF_UNBOUNDED: &[UnboundedRun] = &[
+    ("expsin", 5, "1", 2, 5, 5, 39.965205209973846),
+    ("expsin", 5, "jac", 2, 5, 5, 39.965205209973846),
+    ("expsin", 5, "array", 2, 5, 5, 39.965205209973846),
+    ("exp-decay", 4, "1", 1, 28, 20, 0.029981482254651585),
+    ("exp-decay", 4, "jac", 1, 17, 15, 0.029981482254651616),
+    ("exp-decay", 4, "array", 2, 23, 19, 0.029981482254651724),
+    ("gauss-peaks", 7, "1", 2, 23, 11, 1.365591986639209),
+    ("gauss-peaks", 7, "jac", 2, 32, 24, 1.1280712138099314),
+    ("gauss-peaks", 7, "array", 2, 77, 69, 1.0482512555872852),
+    ("poly", 4, "1", 1, 3, 3, 0.02996919025300083),
+    ("poly", 4, "jac", 1, 3, 3, 0.029969190253000863),
+];
+
+/// A cost below which a minimum counts as a zero residual.
+const ZERO_RESIDUAL_COST: f64 = 1e-18;
+
+/// The script's per-parameter `x_scale`: 1, 2, 0.5, 4, 0.25, …
+fn fit_scale(n: usize) -> Vec<f64> {
+    (0..n as i32)
+        .map(|k| 2f64.powi(if k % 2 == 1 { k } else { -k }))
+        .collect()
+}
+
+/// trf without bounds, asked for by name as scipy's users name it, with `x_scale`.
+fn trf(scale: &str, n: usize) -> LmOptions {
+    LmOptions {
+        method: Some(LsqMethod::Trf),
+        x_scale: match scale {
+            "1" => None,
+            "jac" => Some(XScale::Jac),
+            _ => Some(XScale::Fixed(fit_scale(n))),
+        },
+        ..LmOptions::default()
+    }
+}
+
+/// Whether `result` ends as scipy's run did: the same status, no bound active, the cost to
+/// 1e-10 relative, and nfev and njev within 1 (the SVDs are not LAPACK's: the last bits of a
+/// step may differ). Where the minimum is a zero residual, both costs below 1e-18: there the
+/// last steps chase rounding error, which decides the last digits and the counts (mgh-18: 67
+/// evaluations to 5.7e-20 here, 65 to 1.8e-31 in scipy).
+fn ends_as_scipys(result: &cudamin::LeastSquaresResult, run: &UnboundedRun) -> bool {
+    let &(name, n, scale, status, nfev, njev, cost) = run;
+    println!(
+        "{name} n={n} x_scale {scale}: status {} nfev {} njev {} cost {:e}; scipy: {status} {nfev} {njev} {cost:e}",
+        result.status.code(),
+        result.nfev,
+        result.njev,
+        result.cost
+    );
+    let near = |ours: usize, theirs: usize| ours.abs_diff(theirs) <= 1;
+    let same_end = if cost < ZERO_RESIDUAL_COST {
+        result.cost < ZERO_RESIDUAL_COST
+    } else {
+        (result.cost - cost).abs() <= 1e-10 * cost
+            && near(result.nfev, nfev)
+            && near(result.njev, njev)
+    };
+    same_end && result.status.code() == status && result.active_mask == Some(vec![0; n])
+}
+
+/// scipy's `least_squares(method='trf')` without bounds, with x_scale 1 and 'jac', on the 23
+/// MGH least-squares runs: the same status, cost and counts ([`ends_as_scipys`]).
+#[test]
+fn unbounded_mgh_runs_match_scipys_trf() {
+    assert_each_ends_as_scipys(MGH_TRF_UNBOUNDED, |name, n| {
+        (problems::find(name).unwrap())
+            .instantiate(&Backend::Cpu, Some(n), None)
+            .unwrap()
+    });
+}
+
+/// Solves each of `runs`, `load`ed by name and size, by trf with its scaling; fails naming
+/// every run that does not end as scipy's.
+fn assert_each_ends_as_scipys(runs: &[UnboundedRun], load: impl Fn(&str, usize) -> Instance) {
+    let mut failures = Vec::new();
+    for run @ &(name, n, scale, ..) in runs {
+        let instance = load(name, n);
+        let residuals = instance.evaluator.into_least_squares().unwrap();
+        let mut objective = TermObjective::new(residuals, Gradient::Exact);
+        let options = trf(scale, n);
+        let result = cudamin::least_squares(&mut objective, &instance.x0, &options).unwrap();
+        if !ends_as_scipys(&result, run) {
+            failures.push(format!("{name} n={n} x_scale {scale}"));
+        }
+    }
+    assert!(failures.is_empty(), "differ from scipy: {failures:?}");
+}
+
+/// The data of each fit in `FITS_TRF_UNBOUNDED` and its start (the script's `fits`): 300
+/// points `x = 10·i/299` with the noise `0.02·sin(37x + 0.3i)`, or the robust fits' data.
+fn fit_case(model: &str) -> (FitData, Vec<f64>) {
+    let (p0, y): (Vec<f64>, fn(f64) -> f64) = match model {
+        "exp-decay" => (vec![1.0, 1.0, 1.0, 0.1], |x| {
+            2.0 * (-0.3 * x).exp() + 0.03 * x
+        }),
+        "gauss-peaks" => (vec![0.0, 1.0, 3.5, 1.0, 0.5, 8.0, 1.0], |x| {
+            let bump = |a: f64, mu: f64, s: f64| a * (-(x - mu).powi(2) / (2.0 * s * s)).exp();
+            0.1 + bump(1.0, 4.0, 0.5) + bump(0.3, 6.5, 0.8) - bump(0.05, 8.5, 0.3)
+        }),
+        "poly" => (vec![1.0; 4], |x| {
+            1.0 - 0.5 * x + 0.1 * x * x - 0.005 * x * x * x
+        }),
+        _ => return (outlier_data(), vec![1.8, 0.6, 0.4, -0.2, 0.1]),
+    };
+    let x: Vec<f64> = (0..300).map(|i| 10.0 * i as f64 / 299.0).collect();
+    let y = (x.iter().enumerate())
+        .map(|(i, &x)| y(x) + 0.02 * (37.0 * x + 0.3 * i as f64).sin())
+        .collect();
+    (FitData { x, y, sigma: None }, p0)
+}
+
+/// tests/scipy/robust_fits.py's data: expsin with 5 % gross outliers.
+fn outlier_data() -> FitData {
+    let t: Vec<f64> = (0..400).map(|i| 8.0 * i as f64 / 399.0).collect();
+    let y = (t.iter().enumerate())
+        .map(|(i, &t)| {
+            let model = 2.0 * (-0.7 * t).exp() + 0.5 * (2.0 * t).sin() - 0.3 * (3.0 * t).sin()
+                + 0.2 * (4.0 * t).sin();
+            let outlier = match (i % 20 == 7, (i / 20) % 2 == 0) {
+                (false, _) => 0.0,
+                (true, true) => 2.0,
+                (true, false) => -2.0,
+            };
+            model + 0.02 * (37.0 * t + 0.3 * i as f64).sin() + outlier
+        })
+        .collect();
+    FitData {
+        x: t,
+        y,
+        sigma: None,
+    }
+}
+
+/// The four fit models without bounds, with x_scale 1, 'jac' and one scale per parameter,
+/// against scipy's trf ([`ends_as_scipys`]).
+#[test]
+fn unbounded_fits_match_scipys_trf() {
+    assert_each_ends_as_scipys(FITS_TRF_UNBOUNDED, |model, n| {
+        let (data, p0) = fit_case(model);
+        (find_model(model).unwrap())
+            .instantiate(&Backend::Cpu, Some(n), &data, Some(p0))
+            .unwrap()
+    });
 }
 
 /// Bounds users write to mean "none" (±10²⁰⁰, ±10³⁰⁰) scale the trust-region steps' matrix by
@@ -398,5 +604,55 @@ fn a_jacobian_that_breaks_down_is_a_named_error() {
             Err(SolveError::NonFiniteJacobian { nit }) if nit == at => {}
             other => panic!("{method} from {x0:?}: {other:?}"),
         }
+    }
+}
+
+/// scipy's refusals of a method that cannot take the problem, and of a bad `x_scale`, as named
+/// errors before any evaluation.
+#[test]
+fn a_method_or_scale_that_cannot_run_is_refused() {
+    let (mut objective, x0) = helical_valley();
+    let lm = |options: LmOptions| LmOptions {
+        method: Some(LsqMethod::Lm),
+        ..options
+    };
+    let cases = [
+        (
+            lm(bounded([-10.0; 3], [10.0; 3])),
+            "only works without bounds",
+        ),
+        (
+            lm(LmOptions {
+                loss: cudamin::Loss::Huber,
+                ..LmOptions::default()
+            }),
+            "linear loss",
+        ),
+        (
+            lm(LmOptions {
+                x_scale: Some(XScale::Fixed(vec![1.0; 3])),
+                ..LmOptions::default()
+            }),
+            "a fixed scale needs trf",
+        ),
+        (trf_scaled(vec![1.0; 2]), "one value per variable"),
+        (trf_scaled(vec![1.0, 0.0, 1.0]), "positive and finite"),
+        (trf_scaled(vec![1.0, f64::NAN, 1.0]), "positive and finite"),
+    ];
+    for (options, expected) in cases {
+        let error = cudamin::least_squares(&mut objective, &x0, &options).unwrap_err();
+        assert!(
+            matches!(error, SolveError::InvalidOption { .. })
+                && error.to_string().contains(expected),
+            "{error}"
+        );
+    }
+}
+
+fn trf_scaled(scale: Vec<f64>) -> LmOptions {
+    LmOptions {
+        method: Some(LsqMethod::Trf),
+        x_scale: Some(XScale::Fixed(scale)),
+        ..LmOptions::default()
     }
 }

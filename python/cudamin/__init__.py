@@ -362,38 +362,44 @@ def _binds(lower, upper, held):
 
 
 def _check_method(method, bounded, loss):
-    """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``: a robust loss runs
-    ``'trf'``, with or without bounds, as in scipy."""
+    """scipy's rules for ``method`` in ``least_squares`` and ``curve_fit``; the method that runs:
+    the one named, else ``'lm'``, or ``'trf'`` with bounds or a robust loss, as ``curve_fit``
+    picks."""
     if method is None:
-        return
+        return "trf" if bounded or loss != "linear" else "lm"
+    if method not in ("lm", "trf"):
+        raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
     if method == "lm" and bounded:
         raise ValueError("Method 'lm' only works for unconstrained problems. Use 'trf' instead.")
     if method == "lm" and loss != "linear":
         raise ValueError("method='lm' supports only 'linear' loss function.")
-    if method == "trf" and not bounded and loss == "linear":
-        raise ValueError(
-            "cudamin's 'trf' runs with bounds or a robust loss: give one, or use 'lm' without them")
-    if method not in ("lm", "trf"):
-        raise ValueError(f"unknown method {method!r}: 'lm' or 'trf' ('dogbox' is not in cudamin)")
+    return method
 
 
-def _check_x_scale(x_scale, method, n):
-    """Refuses an ``x_scale`` other than ``method``'s own scaling (scipy's default for it):
-    ``'jac'`` for ``'lm'``, 1 (one number, or one per variable of ``n``) for ``'trf'``."""
+def _x_scale(x_scale, method, n):
+    """``x_scale`` as the core takes it, for ``method`` and ``n`` variables: ``'lm'`` scales by
+    the columns of ``J`` (``'jac'``, MINPACK's) and refuses another scale; ``'trf'`` takes
+    ``'jac'``, one positive number, or one per variable, as scipy's (``None``: 1)."""
     if x_scale is None:
-        return
-    if method == "lm" and isinstance(x_scale, str) and x_scale == "jac":
-        return
-    if method == "trf" and not isinstance(x_scale, str):
-        try:
-            scale = np.asarray(x_scale, dtype=float)
-        except (TypeError, ValueError):
-            scale = None
-        if scale is not None and (scale.ndim == 0 or scale.shape == (n,)) and np.all(scale == 1.0):
-            return
-    own = "'jac'" if method == "lm" else "1"
-    raise ValueError(f"x_scale={x_scale!r} is not in cudamin: its '{method}' scales by {own}, "
-                     "scipy's default for it")
+        return {}
+    if isinstance(x_scale, str):
+        if x_scale != "jac":
+            raise ValueError(f"x_scale must be 'jac' or an array_like with positive numbers, not {x_scale!r}")
+        return {} if method == "lm" else {"x_scale_jac": True}
+    if method == "lm":
+        raise ValueError(f"x_scale={x_scale!r} needs method='trf': cudamin's 'lm' scales by 'jac', "
+                         "MINPACK's own scaling")
+    try:
+        scale = np.asarray(x_scale, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"x_scale must be 'jac' or an array_like with positive numbers, not {x_scale!r}") from None
+    if scale.ndim == 0 and n is not None:
+        scale = np.full(n, float(scale))
+    if scale.ndim != 1 or (n is not None and scale.size != n):
+        raise ValueError(f"x_scale has shape {np.shape(x_scale)}: give one number, or one per variable ({n})")
+    if not np.all(np.isfinite(scale) & (scale > 0)):
+        raise ValueError("x_scale must be 'jac' or an array_like with positive numbers")
+    return {"x_scale": np.ascontiguousarray(scale)}
 
 
 def _bounds_size(bounds):
@@ -497,12 +503,13 @@ class Solvers:
         """scipy's ``least_squares`` on sum-of-squares problem ``fun`` (cudamin's own: the
         ``mgh-*`` problems of ``cudamin.problems()``).
 
-        Without bounds the method is ``'lm'`` (MINPACK's Levenberg–Marquardt); with bounds or a
-        robust ``loss`` (``f_scale`` its scale, scipy's), ``'trf'`` (trust-region reflective), as
-        scipy takes a loss with ``'trf'`` alone. ``method='trf'`` with neither is refused.
-        ``x_scale``: each method scales the variables as scipy's does by default (``None``):
-        ``'lm'`` by the columns of ``J`` (``'jac'``, MINPACK's), ``'trf'`` by 1. Naming that
-        scaling is accepted, any other is refused.
+        ``method``: ``'lm'`` (MINPACK's Levenberg–Marquardt) or ``'trf'`` (trust-region
+        reflective, with or without bounds). Not given, ``'lm'`` without bounds, and ``'trf'``
+        with bounds or a robust ``loss`` (``f_scale`` its scale), as scipy takes a loss with
+        ``'trf'`` alone. Unlike scipy's, whose default is always ``'trf'``, the default follows
+        ``curve_fit``'s rule. ``x_scale``: ``'trf'`` takes scipy's (``'jac'``, one number, or one
+        per variable; 1 by default); ``'lm'`` scales by ``'jac'``, MINPACK's own, and refuses
+        another.
 
         The result has scipy's fields except ``fun`` and ``jac``, which are ``None``: cudamin
         reduces the residuals and ``J`` to ``J``'s triangle as it computes them and never stores
@@ -513,13 +520,13 @@ class Solvers:
         lower, upper = _box(bounds, size)
         held = _fixed(fixed, self._size(fun, size, fixed))
         bounded = _binds(lower, upper, held)
-        _check_method(method, bounded, loss)
-        _check_x_scale(x_scale, "trf" if bounded or loss != "linear" else "lm", size)
+        runs = _check_method(method, bounded, loss)
+        scale = _x_scale(x_scale, runs, size)
         result = self._catalog.least_squares(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data), jac=_jac(jac),
             lower=lower, upper=upper, fixed=held,
             **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
-            f_scale=_number("f_scale", f_scale),
+            f_scale=_number("f_scale", f_scale), method=method, **scale,
             backend=backend, callback=_observer(callback, least_squares=True),
         )
         result.setdefault("active_mask", np.zeros(result["x"].size, dtype=np.int32))
@@ -528,7 +535,7 @@ class Solvers:
     def curve_fit(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=True,
                   bounds=(-np.inf, np.inf), method=None, jac="exact", *, full_output=False,
                   nan_policy=None, loss="linear", f_scale=1.0, ftol=1e-8, xtol=1e-8, gtol=1e-8,
-                  max_nfev=None, maxfev=None, fixed=None, backend="auto", callback=None):
+                  max_nfev=None, maxfev=None, fixed=None, backend="auto", callback=None, x_scale=None):
         """scipy's ``curve_fit`` with model ``f``, a name from ``models()``.
 
         The number of parameters is ``len(p0)`` (default: the model's, starting from ones as
@@ -574,7 +581,8 @@ class Solvers:
         size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
         lower, upper = (None, None) if natural else _box(bounds, size)
         held = self._fixed_parameters(f, fixed, size)
-        _check_method(method, natural or _binds(lower, upper, held), loss)
+        runs = _check_method(method, natural or _binds(lower, upper, held), loss)
+        scale = _x_scale(x_scale, runs, size)
         if maxfev is not None:
             # leastsq reads 0 as its default.
             max_nfev = _count("maxfev", maxfev) or None
@@ -582,7 +590,7 @@ class Solvers:
             f, xdata, ydata, p0=p0, sigma=sigma, absolute_sigma=bool(absolute_sigma), lower=lower,
             upper=upper, natural_bounds=natural, jac=_jac(jac), fixed=held,
             **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
-            f_scale=_number("f_scale", f_scale),
+            f_scale=_number("f_scale", f_scale), method=method, **scale,
             full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
         )
         if not result["success"]:

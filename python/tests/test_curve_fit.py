@@ -130,6 +130,24 @@ def test_bounds_make_it_scipys_trf():
     np.testing.assert_allclose(info["fvec"], expected_info["fvec"], atol=1e-9)
 
 
+def test_trf_without_bounds_is_scipys_trf():
+    # scipy's curve_fit(method='trf') with no bounds, as ported scripts name it, and with
+    # least_squares' x_scale passed through.
+    f, x, y, _ = CASES["exp-decay"]
+    y = noisy(y)
+    p0 = [5, 0.3, 5, 6]
+    for x_scale in [None, "jac"]:
+        given = {} if x_scale is None else dict(x_scale=x_scale)
+        popt, pcov, info, _, status = cudamin.curve_fit(
+            "exp-decay", x, y, p0=p0, method="trf", full_output=True, **given)
+        expected_popt, expected_pcov, expected_info, _, expected_status = scipy_curve_fit(
+            f, x, y, p0=p0, method="trf", full_output=True, **given)
+        assert info["method"] == "trf" and status == expected_status, x_scale
+        assert info["nfev"] == expected_info["nfev"], x_scale
+        np.testing.assert_allclose(popt, expected_popt, rtol=1e-6)
+        np.testing.assert_allclose(pcov, expected_pcov, rtol=1e-5, atol=1e-14)
+
+
 def test_natural_bounds_keep_a_rate_nonnegative():
     # A rising baseline tempts an unbounded second exponential into a growing one.
     x = np.linspace(0, 5, 500)

@@ -281,22 +281,37 @@ def test_lbfgsb_maxls_is_scipys():
         cudamin.minimize("rosenbrock", X0, method="L-BFGS-B", options={"maxls": 0})
 
 
-def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
-    # scipy's defaults: 'jac' (MINPACK's column scaling) for 'lm', 1 for 'trf'.
+def test_trf_without_bounds_and_its_x_scale_are_scipys():
+    # MGH 1, as scipy's users name the method: trf with no bounds, scaled by 1, by 'jac', by an
+    # array, bounded or not; each ends as scipy's, with the same counts.
+    def residuals(x):
+        return np.array([10 * (x[1] - x[0] ** 2), 1 - x[0]])
+
+    def jacobian(x):
+        return np.array([[-20 * x[0], 10.0], [-1.0, 0.0]])
+
     x0 = np.array([-1.2, 1.0])
     bounds = ([-np.inf, -np.inf], [0.5, np.inf])
-    for kwargs, scale in [({}, "jac"), (dict(bounds=bounds), 1.0), (dict(bounds=bounds), [1.0, 1.0])]:
-        default = cudamin.least_squares("mgh-1", x0, **kwargs)
-        named = cudamin.least_squares("mgh-1", x0, x_scale=scale, **kwargs)
-        assert named.x.tolist() == default.x.tolist() and named.nfev == default.nfev
-    for kwargs, scale in [
-        ({}, 1.0),
-        (dict(bounds=bounds), "jac"),
-        (dict(bounds=bounds), [1.0, 2.0]),
-        (dict(bounds=bounds), [1.0, 1.0, 1.0]),
-        (dict(bounds=bounds), [[1.0, 1.0]]),
+    for kwargs in [{}, dict(bounds=bounds)]:
+        for scale in [None, 1.0, "jac", [1.0, 2.0], [0.5, 4.0]]:
+            given = {} if scale is None else dict(x_scale=scale)
+            ours = cudamin.least_squares("mgh-1", x0, method="trf", **given, **kwargs)
+            theirs = scipy_least_squares(residuals, x0, jac=jacobian, method="trf",
+                                         x_scale=1.0 if scale is None else scale, **kwargs)
+            case = f"{kwargs} x_scale={scale}"
+            assert ours.method == "trf", case
+            assert (ours.status, ours.nfev, ours.njev) == (theirs.status, theirs.nfev, theirs.njev), case
+            np.testing.assert_allclose(ours.cost, theirs.cost, rtol=1e-10, atol=1e-20, err_msg=case)
+    # 'lm' scales by 'jac', MINPACK's own: naming it is the default, any other needs trf.
+    assert cudamin.least_squares("mgh-1", x0, x_scale="jac").x.tolist() == cudamin.least_squares("mgh-1", x0).x.tolist()
+    for kwargs, scale, message in [
+        ({}, 1.0, "needs method='trf'"),
+        (dict(method="trf"), "abc", "must be 'jac' or an array_like"),
+        (dict(method="trf"), [1.0, 0.0], "positive numbers"),
+        (dict(method="trf"), [1.0, 1.0, 1.0], "one per variable"),
+        (dict(method="trf"), [[1.0, 1.0]], "one per variable"),
     ]:
-        with pytest.raises(ValueError, match="x_scale=.* is not in cudamin") as raised:
+        with pytest.raises(ValueError, match=message) as raised:
             cudamin.least_squares("mgh-1", x0, x_scale=scale, **kwargs)
         assert "\n" not in str(raised.value)
 
@@ -339,13 +354,12 @@ def test_x_scale_is_taken_where_it_names_the_methods_own_scaling():
         ),
         (lambda: cudamin.minimize("rosenbrock", X0, backend="tpu"), ValueError, "unknown backend"),
         (lambda: cudamin.least_squares("rosenbrock", X0), ValueError, "not a sum of squares"),
-        (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="trf"), ValueError, "with bounds or a robust loss"),
         (
-            # Bounds on a held variable only bound nothing the solve moves.
-            lambda: cudamin.least_squares("mgh-1", [0.5, 1.0], bounds=([0, -np.inf], [1, np.inf]), fixed=[0], method="trf"),
+            lambda: cudamin.least_squares("mgh-1", [0.5, 1.0], bounds=([0, -np.inf], [1, np.inf]), method="lm"),
             ValueError,
-            "with bounds or a robust loss",
+            "only works for unconstrained problems",
         ),
+        (lambda: cudamin.least_squares("mgh-1", [-1.2, 1.0], method="dogbox"), ValueError, "'lm' or 'trf'"),
         (lambda: cudamin.minimize("seed-expsum", n=10**15), MemoryError, "more memory"),
     ],
 )

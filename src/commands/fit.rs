@@ -147,7 +147,10 @@ struct Columns<'a> {
 /// model's natural bounds where the method takes bounds and none are given, and its names for
 /// its parameters (for `--fix`).
 fn fit_options(args: &FitArgs, model: &Model, p: usize) -> MethodArgs {
-    let takes_bounds = matches!(args.method, MethodArg::Lm | MethodArg::Lbfgsb);
+    let takes_bounds = matches!(
+        args.method,
+        MethodArg::Lm | MethodArg::Trf | MethodArg::Lbfgsb
+    );
     let natural = (takes_bounds && !args.options.bounds_given() && !args.no_natural_bounds)
         .then(|| model.natural_bounds(p))
         .flatten();

@@ -6,9 +6,9 @@ use super::plot::Step;
 use super::progress::Progress;
 use crate::{GradArg, LossArg, MethodArg};
 use cudamin::Bounds;
-use cudamin::LmOptions;
 use cudamin::problems::Solvable;
 use cudamin::{Factor, GradientError, Options};
+use cudamin::{LmOptions, LsqMethod, XScale};
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
@@ -76,6 +76,10 @@ pub struct MethodArgs {
     /// lm: the loss's scale C, scipy's f_scale: residuals past it count as outliers (1).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::tolerance)]
     pub f_scale: Option<f64>,
+    /// trf: how the variables are scaled, scipy's x_scale: `jac` (from the Jacobian's column
+    /// norms) or one positive number per variable, comma-separated (1 for each by default).
+    #[arg(long, value_parser = super::parse::x_scale)]
+    pub x_scale: Option<XScale>,
     /// Show progress on stderr even when it is not a terminal, or with --json.
     #[arg(long)]
     pub progress: bool,
@@ -128,25 +132,36 @@ pub struct Outcome {
 impl MethodArgs {
     /// Refuses options that the method does not take, rather than ignoring them.
     fn check(&self, method: MethodArg) -> anyhow::Result<()> {
-        use MethodArg::{Bfgs, Lbfgs, Lbfgsb, Lm};
+        use MethodArg::{Bfgs, Lbfgs, Lbfgsb, Lm, Trf};
         let quasi_newton: &[MethodArg] = &[Bfgs, Lbfgs, Lbfgsb];
-        let flags: [(&str, bool, &[MethodArg], &str); 11] = [
+        let flags: [(&str, bool, &[MethodArg], &str); 12] = [
             (
                 "--ftol",
                 self.ftol.is_some(),
-                &[Lbfgs, Lbfgsb, Lm],
-                "lbfgs, lbfgsb and lm",
+                &[Lbfgs, Lbfgsb, Lm, Trf],
+                "lbfgs, lbfgsb, lm and trf",
             ),
-            ("--xtol", self.xtol.is_some(), &[Lm], "lm"),
-            ("--max-nfev", self.max_nfev.is_some(), &[Lm], "lm"),
-            ("--loss", self.loss.is_some(), &[Lm], "lm"),
-            ("--f-scale", self.f_scale.is_some(), &[Lm], "lm"),
+            ("--xtol", self.xtol.is_some(), &[Lm, Trf], "lm and trf"),
+            (
+                "--max-nfev",
+                self.max_nfev.is_some(),
+                &[Lm, Trf],
+                "lm and trf",
+            ),
+            ("--loss", self.loss.is_some(), &[Lm, Trf], "lm and trf"),
+            (
+                "--f-scale",
+                self.f_scale.is_some(),
+                &[Lm, Trf],
+                "lm and trf",
+            ),
             (
                 "--maxiter",
                 self.maxiter.is_some(),
                 quasi_newton,
                 "bfgs, lbfgs and lbfgsb",
             ),
+            ("--x-scale", self.x_scale.is_some(), &[Trf], "trf"),
             ("--maxfun", self.maxfun.is_some(), &[Lbfgsb], "lbfgsb"),
             ("--maxls", self.maxls.is_some(), &[Lbfgsb], "lbfgsb"),
             (
@@ -158,14 +173,14 @@ impl MethodArgs {
             (
                 "--lower",
                 self.lower.is_some(),
-                &[Lbfgsb, Lm],
-                "lbfgsb and lm",
+                &[Lbfgsb, Lm, Trf],
+                "lbfgsb, lm and trf",
             ),
             (
                 "--upper",
                 self.upper.is_some(),
-                &[Lbfgsb, Lm],
-                "lbfgsb and lm",
+                &[Lbfgsb, Lm, Trf],
+                "lbfgsb, lm and trf",
             ),
         ];
         for (flag, given, methods, takes) in flags {
@@ -293,7 +308,7 @@ impl MethodArgs {
             ControlFlow::Continue(())
         };
         let outcome = match method {
-            MethodArg::Lm => {
+            MethodArg::Lm | MethodArg::Trf => {
                 let defaults = LmOptions::default();
                 let options = LmOptions {
                     ftol: self.ftol.unwrap_or(defaults.ftol),
@@ -304,11 +319,14 @@ impl MethodArgs {
                     f_scale: self.f_scale.unwrap_or(defaults.f_scale),
                     fixed: fixed.clone(),
                     bounds: self.bounds(x0.len())?,
+                    method: (method == MethodArg::Trf).then_some(LsqMethod::Trf),
+                    x_scale: self.x_scale.clone(),
                     ..defaults
                 };
                 let Some(least_squares) = objective.least_squares() else {
                     anyhow::bail!(
-                        "--method lm needs a sum of squares loaded with its residuals (fit models, terms registered with register_residuals!, most mgh-* problems); this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb"
+                        "--method {} needs a sum of squares loaded with its residuals (fit models, terms registered with register_residuals!, most mgh-* problems); this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb",
+                        method.name()
                     );
                 };
                 let r = cudamin::least_squares_with_observer(

@@ -1,6 +1,8 @@
 //! clap value parsers for the numbers on the command line. Negative numbers are read as values
 //! (`allow_negative_numbers`), so `--n -5` and `--n=-5` get the same refusal, in these words.
 
+use cudamin::XScale;
+
 /// The most timed repetitions `eval --repeat` takes: each stores one time.
 pub const REPEAT_MAX: u64 = 1_000_000;
 
@@ -92,6 +94,18 @@ pub fn numbers(text: &str) -> Result<Numbers, String> {
         })
         .collect::<Result<_, _>>()
         .map(Numbers)
+}
+
+/// `--x-scale`: `jac`, or positive finite numbers separated by commas.
+pub fn x_scale(text: &str) -> Result<XScale, String> {
+    if text.trim() == "jac" {
+        return Ok(XScale::Jac);
+    }
+    let Numbers(scale) = numbers(text).map_err(|e| format!("`jac` or {e}"))?;
+    match scale.iter().find(|s| **s <= 0.0) {
+        Some(bad) => Err(format!("each scale must be positive, got {bad}")),
+        None => Ok(XScale::Fixed(scale)),
+    }
 }
 
 /// A held variable, as `--fix 2=0.5` or `--fix b0=0.5`: which one, and the finite value it is

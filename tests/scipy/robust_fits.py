@@ -43,31 +43,36 @@ def jacobian(theta, t):
     return np.stack(columns, axis=1)
 
 
-t, y = data()
-print(f"scipy {scipy.__version__}, numpy {np.__version__}")
-for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
-    res = least_squares(
-        lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
-        loss=loss, f_scale=F_SCALE, ftol=1e-15, xtol=1e-15, gtol=1e-15)
-    print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}),'
-          f"  // status {res.status}, nfev {res.nfev}")
+def main():
+    t, y = data()
+    print(f"scipy {scipy.__version__}, numpy {np.__version__}")
+    for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
+        res = least_squares(
+            lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
+            loss=loss, f_scale=F_SCALE, ftol=1e-15, xtol=1e-15, gtol=1e-15)
+        print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}),'
+              f"  // status {res.status}, nfev {res.nfev}")
 
-# Bounded: θ1 ≤ 0.69 and θ4 ≤ 0.19, both below the robust optimum, so both end active
-# (`robust_bounded_fits_match_scipys_trf`). Every option at its default.
-LOWER = np.full(5, -np.inf)
-UPPER = np.array([np.inf, 0.69, np.inf, np.inf, 0.19])
-for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
-    res = least_squares(
-        lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
-        loss=loss, f_scale=F_SCALE, bounds=(LOWER, UPPER))
-    print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
-          f"{res.status}, {res.nfev}, {res.njev}, &{[int(a) for a in res.active_mask]}),")
+    # Bounded: θ1 ≤ 0.69 and θ4 ≤ 0.19, both below the robust optimum, so both end active
+    # (`robust_bounded_fits_match_scipys_trf`). Every option at its default.
+    LOWER = np.full(5, -np.inf)
+    UPPER = np.array([np.inf, 0.69, np.inf, np.inf, 0.19])
+    for loss in ["linear", "soft_l1", "huber", "cauchy", "arctan"]:
+        res = least_squares(
+            lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
+            loss=loss, f_scale=F_SCALE, bounds=(LOWER, UPPER))
+        print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
+              f"{res.status}, {res.nfev}, {res.njev}, &{[int(a) for a in res.active_mask]}),")
 
-# Unbounded, every option at its default: the robust losses, which cudamin runs by its trf
-# with or without a box, as scipy does (`robust_fits_at_default_tolerances_match_scipys_trf`).
-for loss in ["soft_l1", "huber", "cauchy", "arctan"]:
-    res = least_squares(
-        lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
-        loss=loss, f_scale=F_SCALE)
-    print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
-          f"{res.status}, {res.nfev}, {res.njev}),")
+    # Unbounded, every option at its default: the robust losses, which cudamin runs by its trf
+    # with or without a box, as scipy does (`robust_fits_at_default_tolerances_match_scipys_trf`).
+    for loss in ["soft_l1", "huber", "cauchy", "arctan"]:
+        res = least_squares(
+            lambda th: model(th, t) - y, P0, jac=lambda th: jacobian(th, t), method="trf",
+            loss=loss, f_scale=F_SCALE)
+        print(f'("{loss}", [{", ".join(repr(float(v)) for v in res.x)}], {float(res.cost)!r}, '
+              f"{res.status}, {res.nfev}, {res.njev}),")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 //! method runs on the free variables through a [`FixedObjective`]; the observer and the result
 //! see whole points.
 
-use super::least_squares::options::LmOptions;
+use super::least_squares::options::{LmOptions, XScale};
 use super::least_squares::result::LeastSquaresResult;
 use super::options::{Method, Options};
 use super::result::{Iterate, OptimizeResult, SolveError};
@@ -97,6 +97,10 @@ pub(super) fn least_squares(
     let free_options = LmOptions {
         fixed: None,
         bounds: options.bounds.as_ref().map(|b| b.of_free(&held)),
+        x_scale: match &options.x_scale {
+            Some(XScale::Fixed(scale)) => Some(XScale::Fixed(held.gather(scale))),
+            other => other.clone(),
+        },
         ..options.clone()
     };
     let mut free = FixedObjective::new(objective, held.clone());

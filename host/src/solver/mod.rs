@@ -40,7 +40,8 @@ pub use bounds::Bounds;
 pub use correction_pairs::CorrectionPairs;
 pub use covariance::{Covariance, covariance, covariance_of_free};
 pub use least_squares::{
-    LeastSquaresResult, LmOptions, LmStatus, least_squares, least_squares_with_observer,
+    LeastSquaresResult, LmOptions, LmStatus, LsqMethod, XScale, least_squares,
+    least_squares_with_observer,
 };
 pub use options::{Method, Options};
 pub use result::{Iterate, OptimizeResult, SolveError, Status};

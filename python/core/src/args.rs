@@ -4,7 +4,7 @@
 
 use crate::errors::Failure;
 use cudamin::Bounds;
-use cudamin::{BackendChoice, Gradient, Loss, Method};
+use cudamin::{BackendChoice, Gradient, Loss, LsqMethod, Method, XScale};
 use numpy::PyReadonlyArray1;
 
 /// A 1-D float64 array read where it lies. The Python half makes every array contiguous
@@ -68,6 +68,27 @@ pub fn loss(name: &str) -> Result<Loss, Failure> {
         let known: Vec<&str> = Loss::ALL.iter().map(|l| l.name()).collect();
         Failure::Input(format!("unknown loss `{name}`: {}", known.join(", ")))
     })
+}
+
+/// `least_squares`' method, `"lm"` or `"trf"`; `None` runs lm, or trf with bounds or a robust
+/// loss, as `curve_fit` picks.
+pub fn lsq_method(name: Option<&str>) -> Result<Option<LsqMethod>, Failure> {
+    match name {
+        None => Ok(None),
+        Some("lm") => Ok(Some(LsqMethod::Lm)),
+        Some("trf") => Ok(Some(LsqMethod::Trf)),
+        Some(other) => Err(Failure::Input(format!(
+            "unknown method `{other}`: 'lm' or 'trf' ('dogbox' is not in cudamin)"
+        ))),
+    }
+}
+
+/// trf's `x_scale`: from `J` (`'jac'`), one scale per variable, or `None` (1 for each).
+pub fn x_scale(jac: bool, scale: Option<Vec<f64>>) -> Option<XScale> {
+    match (jac, scale) {
+        (true, _) => Some(XScale::Jac),
+        (false, scale) => scale.map(XScale::Fixed),
+    }
 }
 
 /// `"auto"`, `"cpu"`, `"cuda"` or `"sim"` (the PTX simulator), as the command line's `--backend`.

@@ -11,7 +11,7 @@ use crate::observe::Observer;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
-use cudamin::{BackendChoice, Gradient, LmOptions, Options};
+use cudamin::{BackendChoice, Gradient, LmOptions, LsqMethod, Options, XScale};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -168,6 +168,7 @@ fn lm_options(
     f_scale: f64,
     fixed: Option<Vec<bool>>,
     bounds: Option<Bounds>,
+    (method, x_scale): (Option<LsqMethod>, Option<XScale>),
 ) -> Result<LmOptions, Failure> {
     let defaults = LmOptions::default();
     Ok(LmOptions {
@@ -179,6 +180,8 @@ fn lm_options(
         f_scale,
         fixed,
         bounds,
+        method,
+        x_scale,
         ..defaults
     })
 }
@@ -346,7 +349,7 @@ impl Catalog {
     /// Levenberg–Marquardt, or trust-region reflective within bounds: scipy's `least_squares`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, jac="exact", lower=None,
     upper=None, fixed=None, ftol=None, xtol=None, gtol=None, max_nfev=None, loss="linear",
-    f_scale=1.0, backend="auto", callback=None))]
+    f_scale=1.0, method=None, x_scale=None, x_scale_jac=false, backend="auto", callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn least_squares<'py>(
         &self,
@@ -366,6 +369,9 @@ impl Catalog {
         max_nfev: Option<usize>,
         loss: &str,
         f_scale: f64,
+        method: Option<&str>,
+        x_scale: Option<PyReadonlyArray1<'py, f64>>,
+        x_scale_jac: bool,
         backend: &str,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -381,12 +387,18 @@ impl Catalog {
         )?;
         let name = named.source.name();
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
+        let choice = (
+            args::lsq_method(method)?,
+            args::x_scale(x_scale_jac, args::owned("x_scale", x_scale)?),
+        );
         let mut observer = Observer::new(callback);
         let mut ran = detached(py, &mut observer, |observer| {
             let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
             let bounds = args::bounds(lower, upper, x0.len())?;
             let fixed = args::fixed(fixed, x0.len())?;
-            let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
+            let options = lm_options(
+                ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, choice,
+            )?;
             let Some(residuals) = solvable.least_squares() else {
                 return Err(Failure::Input(format!(
                     "{name} is not a sum of squares loaded with its residuals: least_squares takes those (cudamin's mgh-* problems, a module's OnData::squares), minimize every problem"
@@ -413,7 +425,8 @@ impl Catalog {
     /// its `full_output` and the covariance `pcov` (`None` where it cannot be estimated).
     #[pyo3(signature = (model, xdata, ydata, *, p0=None, sigma=None, absolute_sigma=false,
     lower=None, upper=None, natural_bounds=false, jac="exact", fixed=None, ftol=None, xtol=None,
-    gtol=None, max_nfev=None, loss="linear", f_scale=1.0, full_output=false, backend="auto",
+    gtol=None, max_nfev=None, loss="linear", f_scale=1.0, method=None, x_scale=None, x_scale_jac=false,
+    full_output=false, backend="auto",
     callback=None))]
     #[allow(clippy::too_many_arguments)] // curve_fit's signature, keyword-only
     fn curve_fit<'py>(
@@ -436,6 +449,9 @@ impl Catalog {
         max_nfev: Option<usize>,
         loss: &str,
         f_scale: f64,
+        method: Option<&str>,
+        x_scale: Option<PyReadonlyArray1<'py, f64>>,
+        x_scale_jac: bool,
         full_output: bool,
         backend: &str,
         callback: Option<Py<PyAny>>,
@@ -453,6 +469,10 @@ impl Catalog {
         };
         let p0 = args::owned("p0", p0)?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
+        let method = (
+            args::lsq_method(method)?,
+            args::x_scale(x_scale_jac, args::owned("x_scale", x_scale)?),
+        );
         // The parameter count: p0's, else the bounds' (as scipy infers it), else the model's.
         let p = [&p0, &lower, &upper]
             .into_iter()
@@ -478,7 +498,9 @@ impl Catalog {
                 p0,
                 (columns.x.len(), held),
             )?;
-            let options = lm_options(ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds)?;
+            let options = lm_options(
+                ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, method,
+            )?;
             let mut solvable = Solvable::new(instance.evaluator, gradient);
             let Some(residuals) = solvable.least_squares() else {
                 return Err(Failure::Solve(

@@ -9,7 +9,7 @@ pub(super) mod options;
 pub(super) mod result;
 mod trf;
 
-pub use options::LmOptions;
+pub use options::{LmOptions, LsqMethod, XScale};
 pub use result::{LeastSquaresResult, LmStatus};
 
 use crate::linalg::{try_zeros, vector};
@@ -74,7 +74,7 @@ pub fn least_squares_with_observer(
         let value = x0[index];
         return Err(SolveError::NonFiniteX0 { index, value });
     }
-    options.check()?;
+    options.check(n)?;
     // `fixed`'s length first: the bounds' checks read it by variable.
     let held = crate::solver::options::held(options.fixed.as_deref(), x0)?;
     if let Some(bounds) = &options.bounds {

@@ -5,6 +5,25 @@ use crate::shown::Shown;
 use crate::solver::bounds::Bounds;
 use crate::solver::result::{SolveError, invalid_option};
 
+/// Which method solves least squares: scipy's `least_squares(method=…)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LsqMethod {
+    /// MINPACK's Levenberg–Marquardt: no bounds and the linear loss only.
+    Lm,
+    /// The trust-region-reflective method, with or without bounds, under any loss.
+    Trf,
+}
+
+/// How trf scales the variables: scipy's `x_scale`. The trust region is a ball in `x / scale`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum XScale {
+    /// Each variable's scale from `J`: the inverse of its column's norm, never growing, as
+    /// scipy's `x_scale='jac'`.
+    Jac,
+    /// One positive scale per variable, as scipy's array `x_scale`.
+    Fixed(Vec<f64>),
+}
+
 /// Options, with scipy's `least_squares(method='lm')` defaults (and `method='trf'`'s, with
 /// [`bounds`](LmOptions::bounds)).
 #[derive(Clone, Debug)]
@@ -48,6 +67,14 @@ pub struct LmOptions {
     /// same tolerances, statuses and counts, from an `x0` that must lie within the box (scipy
     /// refuses one outside). `None`, or bounds that bound nothing: Levenberg–Marquardt.
     pub bounds: Option<Bounds>,
+    /// The method. `None`, as `curve_fit` picks it: Levenberg–Marquardt, or trf with a finite
+    /// bound on a free variable or a robust loss. `Some(Trf)` runs trf without either, as
+    /// scipy's `least_squares(method='trf')` does; `Some(Lm)` refuses bounds and losses, as
+    /// scipy does.
+    pub method: Option<LsqMethod>,
+    /// trf's scaling of the variables. `None`: 1 for every variable, scipy's default for trf.
+    /// Levenberg–Marquardt always scales by `J`, as MINPACK does: it refuses a fixed scale.
+    pub x_scale: Option<XScale>,
 }
 
 impl Default for LmOptions {
@@ -62,20 +89,85 @@ impl Default for LmOptions {
             f_scale: 1.0,
             fixed: None,
             bounds: None,
+            method: None,
+            x_scale: None,
         }
     }
 }
 
 impl LmOptions {
-    /// Whether the solve is trust-region reflective's: with a finite bound on a free variable,
-    /// or under a robust loss (scipy takes a loss with trf alone); else MINPACK's
-    /// Levenberg–Marquardt. Held variables' bounds play no part: the solve is the free ones'.
+    /// Whether the solve is trust-region reflective's: asked for, or with a finite bound on a
+    /// free variable, or under a robust loss (scipy takes a loss with trf alone); else
+    /// MINPACK's Levenberg–Marquardt. Held variables' bounds play no part: the solve is the
+    /// free ones'.
     pub(super) fn runs_trf(&self) -> bool {
-        let fixed = self.fixed.as_deref();
-        self.bounds.as_ref().is_some_and(|b| b.any_free(fixed)) || !self.robust_loss().is_linear()
+        match self.method {
+            Some(LsqMethod::Trf) => true,
+            Some(LsqMethod::Lm) => false,
+            None => self.bounded() || !self.robust_loss().is_linear(),
+        }
     }
 
-    pub(super) fn check(&self) -> Result<(), SolveError> {
+    /// Whether a free variable has a finite bound.
+    fn bounded(&self) -> bool {
+        let fixed = self.fixed.as_deref();
+        self.bounds.as_ref().is_some_and(|b| b.any_free(fixed))
+    }
+
+    /// The fixed scale of each variable for trf, where one was given.
+    pub(super) fn fixed_scale(&self) -> Option<&[f64]> {
+        match &self.x_scale {
+            Some(XScale::Fixed(scale)) => Some(scale),
+            _ => None,
+        }
+    }
+
+    /// scipy's refusals of a method that cannot take the problem, and of a bad `x_scale` for
+    /// `n` variables.
+    fn check_method(&self, n: usize) -> Result<(), SolveError> {
+        if self.method == Some(LsqMethod::Lm) && self.bounded() {
+            return Err(invalid_option(
+                "method",
+                "lm",
+                "only works without bounds: use trf",
+            ));
+        }
+        if self.method == Some(LsqMethod::Lm) && !self.robust_loss().is_linear() {
+            return Err(invalid_option(
+                "method",
+                "lm",
+                "supports only the linear loss: use trf",
+            ));
+        }
+        let Some(XScale::Fixed(scale)) = &self.x_scale else {
+            return Ok(());
+        };
+        if !self.runs_trf() {
+            return Err(invalid_option(
+                "x_scale",
+                "(an array)",
+                "lm scales by J, as MINPACK does; a fixed scale needs trf",
+            ));
+        }
+        if scale.len() != n {
+            return Err(invalid_option(
+                "x_scale",
+                format!("{} values for {n} variables", scale.len()),
+                "must hold one value per variable",
+            ));
+        }
+        match scale.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            Some(&bad) => Err(invalid_option(
+                "x_scale",
+                Shown(bad),
+                "must be positive and finite",
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn check(&self, n: usize) -> Result<(), SolveError> {
+        self.check_method(n)?;
         let tolerances = [
             ("ftol", self.ftol),
             ("xtol", self.xtol),

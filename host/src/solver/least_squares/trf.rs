@@ -11,7 +11,7 @@
 mod step;
 
 use super::checks::{check_start, finite_jacobian, gradient};
-use super::options::LmOptions;
+use super::options::{LmOptions, XScale};
 use super::result::{LeastSquaresResult, LmStatus};
 use crate::backend::Factor;
 use crate::linalg::vector;
@@ -43,10 +43,12 @@ pub(super) fn least_squares(
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     let mut cost = 0.5 * sum_of_squares;
     let mut g = gradient(&factor);
-    let (v, _) = bounds.coleman_li(&x, &g);
+    let mut scale = Scale::new(options, &factor);
+    let (mut v, dv) = bounds.coleman_li(&x, &g);
+    scale.rescale(&mut v, &dv);
     let mut delta = vector::norm2(
-        &(x.iter().zip(&v))
-            .map(|(x, v)| x / v.sqrt())
+        &(x.iter().zip(&v).zip(&scale.inverse))
+            .map(|((x, v), inverse)| x * inverse / v.sqrt())
             .collect::<Vec<_>>(),
     );
     if delta == 0.0 {
@@ -55,7 +57,7 @@ pub(super) fn least_squares(
     let mut alpha = 0.0;
     let mut ended = None;
     let (status, optimality) = loop {
-        let (v, dv) = bounds.coleman_li(&x, &g);
+        let (mut v, dv) = bounds.coleman_li(&x, &g);
         let optimality = scaled_gradient_norm(&g, &v);
         if optimality < options.gtol {
             ended = Some(LmStatus::Gtol);
@@ -66,7 +68,8 @@ pub(super) fn least_squares(
         if nfev >= max_nfev {
             break (LmStatus::MaxNfev, optimality);
         }
-        let model = ScaledModel::new(&factor, &g, &v, &dv, m);
+        scale.rescale(&mut v, &dv);
+        let model = ScaledModel::new(&factor, &g, (&v, &dv), &scale.scale, m);
         // How far toward a bound a step may go: nearer as the scaled gradient vanishes.
         let theta = 0.995f64.max(1.0 - optimality);
         let mut actual_reduction = -1.0;
@@ -124,6 +127,7 @@ pub(super) fn least_squares(
             nit += 1;
             finite_jacobian(&factor, nit)?;
             g = gradient(&factor);
+            scale.update(&factor);
             let iterate = Iterate {
                 nit,
                 fun: 2.0 * cost,
@@ -144,6 +148,72 @@ pub(super) fn least_squares(
         optimality,
         active_mask,
         ..LeastSquaresResult::at(x, factor, cost, m, counts, status)
+    })
+}
+
+/// The variables' scale `s` and its inverse: the trust region is a ball in `x / s`.
+struct Scale {
+    scale: Vec<f64>,
+    inverse: Vec<f64>,
+    /// Whether it follows `J` (`x_scale='jac'`).
+    from_jacobian: bool,
+}
+
+impl Scale {
+    /// `options.x_scale` at the start, whose residual pass gave `factor`.
+    fn new(options: &LmOptions, factor: &Factor) -> Scale {
+        let n = factor.qtr.len();
+        let from_jacobian = options.x_scale == Some(XScale::Jac);
+        let scale = match (&options.x_scale, options.fixed_scale()) {
+            (_, Some(scale)) => scale.to_vec(),
+            (Some(XScale::Jac), _) => {
+                // A zero column's inverse scale is 1, as scipy's `compute_jac_scale`.
+                let norms = column_norms(factor).map(|c| if c == 0.0 { 1.0 } else { c });
+                return Scale {
+                    scale: norms.clone().map(|c| 1.0 / c).collect(),
+                    inverse: norms.collect(),
+                    from_jacobian,
+                };
+            }
+            _ => vec![1.0; n],
+        };
+        let inverse = scale.iter().map(|s| 1.0 / s).collect();
+        Scale {
+            scale,
+            inverse,
+            from_jacobian,
+        }
+    }
+
+    /// Coleman and Li's `v` in the variables `x / scale`: unchanged where it is 1 (`dv = 0`).
+    fn rescale(&self, v: &mut [f64], dv: &[f64]) {
+        for ((v, dv), inverse) in v.iter_mut().zip(dv).zip(&self.inverse) {
+            if *dv != 0.0 {
+                *v *= inverse;
+            }
+        }
+    }
+
+    /// At a new point: a scale from `J` follows its column norms, never shrinking the inverse.
+    fn update(&mut self, factor: &Factor) {
+        if !self.from_jacobian {
+            return;
+        }
+        for ((inverse, scale), c) in
+            (self.inverse.iter_mut().zip(&mut self.scale)).zip(column_norms(factor))
+        {
+            *inverse = inverse.max(c);
+            *scale = 1.0 / *inverse;
+        }
+    }
+}
+
+/// `J`'s column norms, which are `R`'s: `Q` is orthogonal.
+fn column_norms(factor: &Factor) -> impl Iterator<Item = f64> + Clone + '_ {
+    let n = factor.qtr.len();
+    (0..n).map(move |j| {
+        let column = (0..=j).map(|i| factor.r[i * n + j]);
+        column.map(|v| v * v).sum::<f64>().sqrt()
     })
 }
 

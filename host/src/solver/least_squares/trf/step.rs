@@ -14,8 +14,9 @@ use crate::linalg::vector::{dot, norm2 as norm};
 use crate::solver::bounds::Bounds;
 
 /// The quadratic model of the cost in the scaled variables `p̂` (a step `p = d∘p̂`): its value
-/// is `½‖J·D·p̂‖² + ½ p̂ᵀdiag(c)p̂ + ĝᵀp̂`, where `D = diag(d)`, `d = √v` from Coleman and Li's
-/// scaling, `ĝ = d∘g` and `c = g∘dv` (the scaling's curvature, never negative).
+/// is `½‖J·D·p̂‖² + ½ p̂ᵀdiag(c)p̂ + ĝᵀp̂`, where `D = diag(d)`, `d = √v∘s` from Coleman and
+/// Li's scaling `v` and the variables' scale `s` (`x_scale`), `ĝ = d∘g` and `c = g∘dv∘s` (the
+/// scaling's curvature, never negative).
 pub(super) struct ScaledModel<'a> {
     /// `R` of `J`, `n × n` row-major.
     r: &'a [f64],
@@ -42,12 +43,21 @@ pub(super) struct Step {
 
 impl<'a> ScaledModel<'a> {
     /// The model at a point whose residual pass gave `factor` and the gradient `g`, with the
-    /// scaling `(v, dv)`; `m` residuals.
-    pub fn new(factor: &'a Factor, g: &[f64], v: &[f64], dv: &[f64], m: usize) -> Self {
+    /// scaling `(v, dv)` (`v` already in the scaled variables where `dv ≠ 0`) and the
+    /// variables' `scale`; `m` residuals.
+    pub fn new(
+        factor: &'a Factor,
+        g: &[f64],
+        (v, dv): (&[f64], &[f64]),
+        scale: &[f64],
+        m: usize,
+    ) -> Self {
         let n = g.len();
         let r = &factor.r[..];
-        let d: Vec<f64> = v.iter().map(|v| v.sqrt()).collect();
-        let c: Vec<f64> = g.iter().zip(dv).map(|(g, dv)| g * dv).collect();
+        let d: Vec<f64> = v.iter().zip(scale).map(|(v, s)| v.sqrt() * s).collect();
+        let c: Vec<f64> = (g.iter().zip(dv).zip(scale))
+            .map(|((g, dv), s)| g * dv * s)
+            .collect();
         let g_h = g.iter().zip(&d).map(|(g, d)| g * d).collect();
         let mut augmented = vec![0.0; 2 * n * n];
         for i in 0..n {
