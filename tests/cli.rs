@@ -876,8 +876,12 @@ fn running_out_of_memory_is_a_one_line_error() {
             &["solve", "ext-rosenbrock", "--n", "10000000", "--json"][..],
             "keeps every curvature pair",
         ),
-        // A and its Cholesky factor: 1.15 GB each.
-        (&["eval", "quadratic", "--n", "12000"][..], "more memory"),
+        // A and its Cholesky factor: 1.15 GB each, refused before either is made, naming
+        // the limit.
+        (
+            &["eval", "quadratic", "--n", "12000"][..],
+            "left under the address-space limit (ulimit -v)",
+        ),
     ] {
         let out = limited(1_500_000, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -889,12 +893,24 @@ fn running_out_of_memory_is_a_one_line_error() {
         );
         assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation of"));
     }
-    // Past the memory the machine has (here 8 TB for A), refused before anything is allocated,
-    // with the estimate and what is available: Linux would have granted the allocation and
-    // killed the process when it touched the pages.
+    // The first user's case: 7 GB under a 4 GB limit. Filling A took 40 s before the
+    // Cholesky factor's allocation failed; the footprint is now checked first. Refused at
+    // once: 10 s is far below the 40 s of work and far above a slow machine's start.
+    let start = std::time::Instant::now();
+    let out = limited(4_000_000, &["eval", "quadratic", "--n", "21000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("7.058 GB needed") && stderr.contains("address-space limit"),
+        "{stderr}"
+    );
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    // Past the memory the machine has (here 16 TB for A and its factor), refused before
+    // anything is allocated, with the estimate and the room left: Linux would have granted
+    // the allocation and killed the process when it touched the pages.
     let error = one_line_error(&["solve", "quadratic", "--n", "1000000"]);
     assert!(
-        error.contains("8000.008 GB in one allocation") && error.contains("GB available"),
+        error.contains("16000.088 GB needed") && error.contains("GB left under"),
         "{error}"
     );
 }

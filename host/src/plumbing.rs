@@ -15,7 +15,8 @@ pub use crate::backend::{
     Layout, NormalPass, Partials, Pass, PieceEvaluator, Share, SumEvaluator, WithResiduals,
     checked_against, cpu, gpu, mpi,
 };
-pub use crate::linalg::{available_memory, cholesky_into, inf_norm, solve_lower, try_zeros};
+pub use crate::linalg::{MemoryLimit, MemoryRoom, available_memory, memory_room};
+pub use crate::linalg::{cholesky_into, inf_norm, solve_lower, try_zeros};
 pub use crate::shown::Shown;
 
 /// The vector spaces a solver keeps its vectors in, host memory or a device, with L-BFGS-B's

@@ -104,7 +104,8 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 None,
             )
         },
-    )),
+    ))
+    .footprint(|n, points| points.checked_mul(n.max(2))),
     expsin_rules(Problem::new(
         "fit-expsin",
         "lsq-expsin's data as residuals of the expsin fit model, which LM also takes",
@@ -117,7 +118,8 @@ pub(super) static PROBLEMS: &[Problem] = &[
                 None,
             )
         },
-    )),
+    ))
+    .footprint(|_, points| points.checked_mul(3)),
     Problem::new(
         "matmul-squares",
         "Σ ((A·B)_ij)² over A (m × 16), B (16 × 32) fixed: torch's ((A @ B) ** 2).sum()",
@@ -150,6 +152,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
         },
     )
     .n("n >= 1 parameters (an intercept and n - 1 features)", 33)
+    .footprint(|n, points| points.checked_mul(n.max(1)))
     .points(100_000)
     .x0("0 everywhere")
     .f_star("data-dependent"),
@@ -168,6 +171,8 @@ pub(super) static PROBLEMS: &[Problem] = &[
         },
     )
     .n("n >= 1 (dense: the gradient costs O(n³))", 100)
+    // A and b, and the Cholesky factor of A that gives the minimum.
+    .footprint(|n, _| n.checked_mul(n.checked_mul(2)?.checked_add(1)?))
     .x0("0 everywhere")
     .f_star("-½·bᵀA⁻¹b (by Cholesky)"),
 ];

@@ -34,7 +34,7 @@ pub enum LoadError {
     /// The problem's vectors or data would not fit in memory: refused with this error, where a
     /// failed allocation would abort the process.
     #[error(
-        "n = {n}{} needs more memory than this machine can allocate ({})",
+        "n = {n}{} needs more memory than this process may take ({})",
         with_points(*.points),
         gigabytes(*.bytes)
     )]
@@ -43,7 +43,8 @@ pub enum LoadError {
         n: usize,
         /// The number of data points asked for (0 for a problem without data).
         points: usize,
-        /// What the refused allocation asked for; `None` past `usize::MAX`.
+        /// What the problem needs, or the refused allocation asked for; `None` past
+        /// `usize::MAX`.
         bytes: Option<usize>,
     },
     /// The caller's data columns differ in length.
@@ -60,15 +61,16 @@ pub enum LoadError {
     Backend(#[from] BackendError),
 }
 
-/// `TooLarge`'s estimate, in the units a user reads, with what the machine has available.
+/// `TooLarge`'s estimate, in the units a user reads, with the room the tightest memory limit
+/// leaves and which limit that is.
 fn gigabytes(bytes: Option<usize>) -> String {
-    let available = match cudamin_host::plumbing::available_memory() {
-        Some(available) => format!("; {:.3} GB available", available as f64 / 1e9),
+    let room = match cudamin_host::plumbing::memory_room() {
+        Some(room) => format!("; {room}"),
         None => String::new(),
     };
     match bytes {
-        Some(bytes) => format!("{:.3} GB in one allocation{available}", bytes as f64 / 1e9),
-        None => format!("over 2⁶⁴ bytes{available}"),
+        Some(bytes) => format!("{:.3} GB needed{room}", bytes as f64 / 1e9),
+        None => format!("over 2⁶⁴ bytes needed{room}"),
     }
 }
 
@@ -184,6 +186,10 @@ pub struct Instance {
 /// How a problem is set up: with the backend, `n` and the number of data points.
 pub type Setup = fn(&Backend, usize, usize) -> Result<Instance, LoadError>;
 
+/// The f64 values a problem's setup holds at once beside its vectors, from `n` and the number
+/// of data points: its data, and any factor it computes them with. `None`: past `usize::MAX`.
+pub type Footprint = fn(usize, usize) -> Option<usize>;
+
 /// A built-in problem. Listed with the builder, as `Problem::new(name, title, setup)` followed
 /// by its rules, for example:
 ///
@@ -210,6 +216,7 @@ pub struct Problem {
     pub x0_rule: &'static str,
     /// The known minimum, in words.
     pub f_star_rule: &'static str,
+    footprint: Footprint,
     setup: Setup,
 }
 
@@ -225,6 +232,7 @@ impl Problem {
             default_points: None,
             x0_rule: "",
             f_star_rule: "unknown",
+            footprint: |_, _| Some(0),
             setup,
         }
     }
@@ -262,6 +270,12 @@ impl Problem {
         }
     }
 
+    /// What the setup holds beside the problem's vectors (none unless said): checked against
+    /// the memory the process may take before any of it is made.
+    pub const fn footprint(self, footprint: Footprint) -> Self {
+        Problem { footprint, ..self }
+    }
+
     /// Sets the problem up with `n` variables (default [`default_n`](Problem::default_n)) and,
     /// for data problems, `points` data points.
     pub fn instantiate(
@@ -277,7 +291,7 @@ impl Problem {
             (Some(_), Some(0)) => return Err(LoadError::NoData { problem: self.name }),
             (Some(default), points) => points.unwrap_or(default),
         };
-        check_memory(n, points)?;
+        check_memory(n, points, (self.footprint)(n, points))?;
         (self.setup)(backend, n, points).map_err(|error| match error {
             LoadError::Problem(error) => LoadError::Problem(error.named(self.name)),
             other => other,
@@ -285,16 +299,16 @@ impl Problem {
     }
 }
 
-/// Refuses sizes whose vectors could not even be allocated, before anything is built: an
-/// allocation failure would abort the process. The estimate (ten n-vectors for `x0`, the
-/// gradient and the solver's work vectors) is a floor, not a promise; data arrays are checked
-/// where they are made, by [`zeros`].
-fn check_memory(n: usize, points: usize) -> Result<(), LoadError> {
+/// Refuses a size whose memory the process may not take, before any of it is made: `values`
+/// (the problem's [`Footprint`]) and ten n-vectors for `x0`, the gradient and the solver's work
+/// vectors. Filling memory for a minute and failing on the last allocation helps nobody.
+fn check_memory(n: usize, points: usize, values: Option<usize>) -> Result<(), LoadError> {
     let bytes = n
         .checked_mul(10)
+        .and_then(|vectors| vectors.checked_add(values?))
         .and_then(|values| values.checked_mul(size_of::<f64>()));
     let fits = bytes.is_some_and(|bytes| {
-        cudamin_host::plumbing::available_memory().is_none_or(|available| bytes <= available)
+        cudamin_host::plumbing::memory_room().is_none_or(|room| bytes <= room.bytes)
             && Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
     });
     if fits {

@@ -66,10 +66,11 @@ fn check_claimed_size(
     // An archive's sizes are its own claims too; the values are read as f64.
     let values = values.and_then(|v| usize::try_from(v).ok());
     if values.and_then(crate::linalg::fits_in_memory).is_none() {
-        let available = crate::linalg::available_memory().unwrap_or(0) as f64 / 1e9;
-        return Err(refused(format!(
-            "more values than the {available:.3} GB of memory available hold"
-        )));
+        let room = match crate::linalg::memory_room() {
+            Some(room) => room.to_string(),
+            None => "the memory this process may take".to_owned(),
+        };
+        return Err(refused(format!("more values than fit in the {room}")));
     }
     Ok(())
 }

@@ -2,9 +2,11 @@
 //! share: the `n`-vector kernels (`vector`) and a dense Cholesky factorization. Rayon-parallel
 //! and deterministic: results never depend on the number of threads.
 
+mod memory;
 pub(crate) mod svd;
 pub(crate) mod vector;
 
+pub use memory::{MemoryLimit, MemoryRoom, available_memory, memory_room};
 pub use vector::max_abs as inf_norm;
 
 use ndarray::ArrayView2;
@@ -78,7 +80,7 @@ pub(crate) fn cholesky_solve(l: &[f64], b: &mut [f64]) {
 }
 
 /// `len` zeros, or `None` where the allocation would fail (`vec!` would abort the process) or
-/// would not fit in the memory the machine has available ([`available_memory`]): on Linux an
+/// would not fit in the room the tightest memory limit leaves ([`memory_room`]): on Linux an
 /// allocation far past physical memory succeeds, and the process is killed when it is touched.
 pub fn try_zeros(len: usize) -> Option<Vec<f64>> {
     fits_in_memory(len)?;
@@ -115,32 +117,10 @@ fn try_filled(len: usize, fill: impl FnOnce(&mut Vec<f64>)) -> Option<Vec<f64>> 
     Some(values)
 }
 
-/// `Some` where `len` f64 fit in the memory the machine has available.
+/// `Some` where `len` f64 fit in the room the tightest memory limit leaves ([`memory_room`]).
 pub(crate) fn fits_in_memory(len: usize) -> Option<()> {
     let bytes = len.checked_mul(size_of::<f64>())?;
     (!available_memory().is_some_and(|available| bytes > available)).then_some(())
-}
-
-/// Bytes this process can still use without swapping: Linux's `MemAvailable`, lowered to what
-/// the cgroup's memory limit leaves (`memory.max − memory.current`, cgroup v2), where set.
-/// `None` where neither can be read (another OS): then only the allocator says no.
-pub fn available_memory() -> Option<usize> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
-    let available = meminfo.as_deref().and_then(|text| {
-        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-        kib.checked_mul(1024)
-    });
-    let read = |file: &str| -> Option<usize> {
-        let text = std::fs::read_to_string(format!("/sys/fs/cgroup/{file}")).ok()?;
-        text.trim().parse().ok() // "max" (no limit) does not parse
-    };
-    let cgroup =
-        read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
-    match (available, cgroup) {
-        (Some(a), Some(c)) => Some(a.min(c)),
-        (a, c) => a.or(c),
-    }
 }
 
 #[cfg(test)]
