@@ -544,7 +544,9 @@ class Solvers:
         ``'natural'`` for the model's own (decay rates and widths at least 0; cudamin's extra).
         Without bounds the method is ``'lm'``, with them ``'trf'``, as scipy's; a robust ``loss``
         (``f_scale`` as ``least_squares``') runs ``'trf'`` with or without bounds, where scipy's
-        ``curve_fit`` would have to be told ``method='trf'``. ``fixed``: the parameters held at
+        ``curve_fit`` would have to be told ``method='trf'``. ``method='trf'`` runs it without
+        either, with ``x_scale`` as ``least_squares``'. ``ftol``, ``xtol`` and ``gtol`` are
+        ``least_squares``' tolerances (1e-8 each). ``fixed``: the parameters held at
         ``p0`` (their rows and columns of ``pcov`` are zero), as indices, a mask, or the model's
         names for them where it names them (exp-decay's ``a0, b0, a1, …``, gauss-peaks' ``c, a0,
         mu0, s0, …``).

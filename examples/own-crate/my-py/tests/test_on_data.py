@@ -53,7 +53,9 @@ def test_least_squares_on_your_data_is_scipys():
 
 def test_problems_on_data_say_what_they_need(line):
     t, y = line
-    assert {p["name"]: p["data"] for p in my_kernels.problems()} == {"robust-line": True, "michaelis-menten": True}
+    # Problems you add join the list; these two are the template's.
+    needs_data = {p["name"]: p["data"] for p in my_kernels.problems()}
+    assert needs_data["robust-line"] and needs_data["michaelis-menten"]
     with pytest.raises(ValueError, match="robust-line needs x0"):
         my_kernels.minimize("robust-line", data=(t, y))
     with pytest.raises(ValueError, match=r"differ in length \(2000, 1999\)"):

@@ -231,7 +231,14 @@ pub(super) fn catching_panics<V>(
             (None, Some(text)) => text.clone(),
             (None, None) => "(a panic without a message)".to_string(),
         };
-        Err(BackendError::TermPanicked(message))
+        // The commonest such bug in a new term: more variables or columns read than the
+        // caller gave, which the term's `check` is there to refuse up front.
+        let hint = if message.starts_with("index out of bounds") {
+            " (the term read past its variables or its data row: give it a `check` that refuses an n or data it cannot take)"
+        } else {
+            ""
+        };
+        Err(BackendError::TermPanicked(format!("{message}{hint}")))
     })
 }
 
