@@ -915,6 +915,33 @@ fn running_out_of_memory_is_a_one_line_error() {
     );
 }
 
+/// `--method trf` runs scipy's trf without bounds, with `--x-scale`: mgh-8 (Bard) ends as
+/// scipy's `least_squares(method='trf')` does (tests/scipy/trf_unbounded.py: status 1, 6
+/// evaluations, cost 0.0041074386532906, `fun` twice that), with x_scale 1 and 'jac' alike.
+/// `--x-scale` is trf's alone.
+#[test]
+fn method_trf_runs_without_bounds() {
+    for scale in [&[][..], &["--x-scale", "jac"]] {
+        let args = [&["solve", "mgh-8", "--method", "trf", "--json"][..], scale].concat();
+        let v = json(&args);
+        assert_eq!(v["method"], "trf", "{scale:?}");
+        assert_eq!(
+            (v["status"].as_i64(), v["nfev"].as_u64()),
+            (Some(1), Some(6)),
+            "{scale:?}"
+        );
+        let fun = f64_of(&v, "fun");
+        assert!((fun - 2.0 * 0.004107438653290614).abs() < 1e-12, "{fun}");
+    }
+    let error = one_line_error(&["solve", "mgh-8", "--method", "lm", "--x-scale", "jac"]);
+    assert!(
+        error.contains("--x-scale applies to --method trf only"),
+        "{error}"
+    );
+    let error = one_line_error(&["solve", "mgh-8", "--method", "trf", "--x-scale", "1,-2,1"]);
+    assert!(error.contains("each scale must be positive"), "{error}");
+}
+
 mod fuzz {
     use super::cudamin;
     use proptest::prelude::*;
