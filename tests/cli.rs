@@ -246,7 +246,7 @@ fn bad_input_is_a_one_line_error() {
         ),
         (
             &["solve", "rosenbrock", "--lower", "0"],
-            "--lower applies to --method lbfgsb and lm only",
+            "--lower applies to --method lbfgsb, lm and trf only",
         ),
         (
             &["solve", "rosenbrock", "--maxcor", "5"],
@@ -314,7 +314,7 @@ fn bad_input_is_a_one_line_error() {
         ),
         (
             &["solve", "seed-expsum", "--method", "foo"],
-            "[possible values: bfgs, lbfgs, lbfgsb, lm]",
+            "[possible values: bfgs, lbfgs, lbfgsb, lm, trf]",
         ),
         (
             &["solve", "seed-expsum", "--metod", "bfgs"],

@@ -1202,7 +1202,7 @@ fn cli_fit_takes_a_robust_loss() {
         "fit", EXPSIN_CSV, "--model", "expsin", "--method", "bfgs", "--loss", "huber",
     ]);
     assert!(
-        bfgs.contains("--loss applies to --method lm only"),
+        bfgs.contains("--loss applies to --method lm and trf only"),
         "{bfgs}"
     );
     let scale = one_line_error(&["fit", EXPSIN_CSV, "--model", "expsin", "--f-scale", "0"]);
