@@ -165,7 +165,7 @@ fn bad_input_is_a_one_line_error() {
                 "--params",
                 "3",
             ],
-            "exp-decay cannot have 3 parameters: exp-decay has 2 parameters per exponential",
+            "exp-decay with 3 parameters: exp-decay has 2 parameters per exponential",
         ),
         // A tolerance past `{}`'s short form is shown as an exponent, not 300 digits.
         (

@@ -148,6 +148,23 @@ def _array(name, values, check_finite=False):
     return array
 
 
+def _predictors(xdata, points, check_finite):
+    """``xdata`` as a list of contiguous 1-D float64 columns, one per predictor, as scipy's
+    ``curve_fit`` takes it: shape ``(M,)`` for one predictor, ``(k, M)`` for ``k``; ``(M, k)``
+    is read as its transpose where only that reading matches the ``M`` points of ``ydata``."""
+    try:
+        array = np.asarray(xdata, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"xdata must be an array of numbers: {error}") from None
+    if array.ndim == 2 and array.shape[0] == points and array.shape[1] != points:
+        array = array.T
+    if array.ndim == 2:
+        return [_array(f"xdata[{i}]", row, check_finite) for i, row in enumerate(array)]
+    if array.ndim > 2:
+        raise ValueError(f"xdata must be 1-D, or 2-D as (k, M) for k predictors; it has shape {array.shape}")
+    return [_array("xdata", array, check_finite)]
+
+
 _LIMITS = ("maxiter", "maxfun", "max_nfev", "maxfev")
 
 
@@ -568,8 +585,8 @@ class Solvers:
         """
         if nan_policy not in (None, "raise"):
             raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
-        xdata = _array("xdata", xdata, check_finite)
         ydata = _array("ydata", ydata, check_finite)
+        xdata = _predictors(xdata, ydata.size, check_finite)
         if sigma is not None:
             # One number (of any shape, as scipy reads `sigma.size == 1`) is every point's.
             one = np.size(sigma) == 1

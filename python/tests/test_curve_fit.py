@@ -235,7 +235,8 @@ def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
     "kwargs, error, message",
     [
         (dict(f="no-such-model"), ValueError, "unknown model"),
-        (dict(xdata=np.ones((10, 2))), ValueError, "must be 1-D"),
+        (dict(xdata=np.ones((10, 2))), ValueError, "take one predictor"),
+        (dict(xdata=np.ones((2, 5, 2))), ValueError, "must be 1-D, or 2-D"),
         (dict(ydata=np.r_[np.nan, np.ones(9)]), ValueError, r"ydata\[0\] is nan"),
         (dict(ydata=np.r_[1.0, np.nan, np.ones(8)], check_finite=False), ValueError,
          "exp-decay data: column 1, row 1 is NaN"),

@@ -328,7 +328,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         let x: Vec<f64> = drawn.iter().map(|&i| data.x[i]).collect();
         let y: Vec<f64> = drawn.iter().map(|&i| data.y[i]).collect();
         let panels = FitPanels {
-            model: &model.predict(&result.x, &x),
+            model: &model.predict(&result.x, &[&x]),
             x: &x,
             y: &y,
         };

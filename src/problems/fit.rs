@@ -26,8 +26,10 @@ pub struct FitData {
 /// A fit's points borrowed where they lie: [`FitData`]'s columns, or a caller's arrays.
 #[derive(Clone, Copy, Debug)]
 pub struct Columns<'a> {
-    /// The independent variable, one value per point.
-    pub x: &'a [f64],
+    /// The predictors, one column each and one value per point in each: one for the built-in
+    /// models; `k` for a model of `k` predictors, as scipy's `xdata` of shape `(k, M)`. The
+    /// terms read them as the first `k` columns, then `y`, then `w = 1/σ`.
+    pub x: &'a [&'a [f64]],
     /// The observations, one per point.
     pub y: &'a [f64],
     /// One `σ > 0` per point; `None` weighs every point 1.
@@ -64,6 +66,16 @@ pub enum FitError {
         /// The value given.
         value: f64,
     },
+    /// The predictors differ in length.
+    #[error("x's predictor {index} has {len} points, predictor 0 has {points}; they must match")]
+    Predictors {
+        /// The length of the first predictor.
+        points: usize,
+        /// The 0-based index of the first that differs.
+        index: usize,
+        /// Its length.
+        len: usize,
+    },
     /// `x`, `y` and `σ` differ in length.
     #[error("x has {x} points, y {y}{}; they must match", sigma.map_or(String::new(), |s| format!(" and sigma {s}")))]
     Lengths {
@@ -82,8 +94,8 @@ pub enum FitError {
         /// The number of parameters `p`.
         params: usize,
     },
-    /// The model does not take this many parameters (its term's rule).
-    #[error("{model} cannot have {params} parameters: {reason}")]
+    /// The model does not take this many parameters, or these data (its term's `check`).
+    #[error("{model} with {params} parameters: {reason}")]
     Params {
         /// The model's name.
         model: &'static str,
@@ -118,7 +130,7 @@ pub struct Model {
     parameter_name: Option<fn(usize) -> String>,
     setup: Setup,
     launches: fn() -> Vec<Launch>,
-    predict: fn(&[f64], &[f64]) -> Vec<f64>,
+    predict: fn(&[f64], &[&[f64]]) -> Vec<f64>,
 }
 
 /// Lower bounds of 0 for the parameters `j < p` that `nonnegative(j)` picks, none for the
@@ -135,13 +147,13 @@ fn zero_below(p: usize, nonnegative: impl Fn(usize) -> bool) -> Vec<f64> {
         .collect()
 }
 
-/// `m(θ, x)` at each `x`, from residual term `T` on the CPU: its residual at `y = 0`, `w = 1`
-/// is `−m`.
-fn predict<T: Term>(theta: &[f64], x: &[f64]) -> Vec<f64> {
-    let points = x.len();
-    let mut values = x.to_vec();
-    values.resize(2 * points, 0.0);
-    values.resize(3 * points, 1.0);
+/// `m(θ, x)` at each point of the predictors `x`, from residual term `T` on the CPU: its
+/// residual at `y = 0`, `w = 1` is `−m`.
+fn predict<T: Term>(theta: &[f64], x: &[&[f64]]) -> Vec<f64> {
+    let points = x.first().map_or(0, |x| x.len());
+    let mut values = x.concat();
+    values.resize((x.len() + 1) * points, 0.0);
+    values.resize((x.len() + 2) * points, 1.0);
     let data = Data::new(&values, points);
     (0..points)
         .map(|k| -term_value::<T>(k, theta, data))
@@ -317,7 +329,7 @@ impl Model {
         (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
         let columns = Columns {
-            x: &data.x,
+            x: &[&data.x],
             y: &data.y,
             sigma: data.sigma.as_deref(),
         };
@@ -335,8 +347,15 @@ impl Model {
         (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
         let p = params.unwrap_or(self.default_params);
-        let points = data.x.len();
+        let points = data.x.first().map_or(0, |x| x.len());
         let sigma_len = data.sigma.map(<[f64]>::len);
+        if let Some((index, other)) = data.x.iter().enumerate().find(|(_, x)| x.len() != points) {
+            return Err(FitError::Predictors {
+                points,
+                index,
+                len: other.len(),
+            });
+        }
         if data.y.len() != points || sigma_len.is_some_and(|len| len != points) {
             return Err(FitError::Lengths {
                 x: points,
@@ -345,17 +364,22 @@ impl Model {
             });
         }
         check_determined(total_points, p, held)?;
+        // The predictors, y and w.
+        let columns = data.x.len() + 2;
+        let len = points.checked_mul(columns);
         let mut values =
-            cudamin_host::plumbing::try_zeros(3 * points).ok_or(LoadError::TooLarge {
+            (len.and_then(cudamin_host::plumbing::try_zeros)).ok_or(LoadError::TooLarge {
                 n: p,
                 points,
-                bytes: points.checked_mul(3 * size_of::<f64>()),
+                bytes: len.and_then(|len| len.checked_mul(size_of::<f64>())),
             })?;
         values.clear();
-        values.extend_from_slice(data.x);
+        for x in data.x {
+            values.extend_from_slice(x);
+        }
         values.extend_from_slice(data.y);
         match data.sigma {
-            None => values.resize(3 * points, 1.0),
+            None => values.resize(columns * points, 1.0),
             Some(sigma) => {
                 for (index, &value) in sigma.iter().enumerate() {
                     if !(value > 0.0 && value.is_finite()) {
@@ -389,8 +413,9 @@ impl Model {
         Ok(instance)
     }
 
-    /// The model `m(θ, x)` at the points `x`, computed on the CPU (for plots).
-    pub fn predict(&self, theta: &[f64], x: &[f64]) -> Vec<f64> {
+    /// The model `m(θ, x)` at the points of the predictors `x` (one column each), computed on
+    /// the CPU (for plots and `fvec`).
+    pub fn predict(&self, theta: &[f64], x: &[&[f64]]) -> Vec<f64> {
         (self.predict)(theta, x)
     }
 

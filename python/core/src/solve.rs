@@ -433,7 +433,7 @@ impl Catalog {
         &self,
         py: Python<'py>,
         model: &str,
-        xdata: PyReadonlyArray1<'py, f64>,
+        xdata: Vec<PyReadonlyArray1<'py, f64>>,
         ydata: PyReadonlyArray1<'py, f64>,
         p0: Option<PyReadonlyArray1<'py, f64>>,
         sigma: Option<PyReadonlyArray1<'py, f64>>,
@@ -459,8 +459,11 @@ impl Catalog {
         let model = self.model(model)?;
         let gradient = args::gradient(jac)?;
         let choice = args::backend(backend)?;
+        let predictors = (xdata.iter())
+            .map(|x| args::slice("xdata", x))
+            .collect::<Result<Vec<_>, _>>()?;
         let columns = Columns {
-            x: args::slice("xdata", &xdata)?,
+            x: &predictors,
             y: args::slice("ydata", &ydata)?,
             sigma: sigma
                 .as_ref()
@@ -496,7 +499,7 @@ impl Catalog {
                 Some(p),
                 columns,
                 p0,
-                (columns.x.len(), held),
+                (columns.y.len(), held),
             )?;
             let options = lm_options(
                 ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, method,

@@ -11,7 +11,7 @@ use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,
 };
-use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine};
+use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine, TwoPredictors};
 
 cudamin::include_ptx!("my_kernels");
 
@@ -63,6 +63,21 @@ fn rates(points: usize) -> Vec<f64> {
     s.iter()
         .copied()
         .chain(v)
+        .chain(vec![1.0; points])
+        .collect()
+}
+
+/// Two predictors `x₁`, `x₂` and `y ≈ 2 − 1.5·x₁·e^{−0.4·x₂}`, slightly perturbed, with the
+/// weights w = 1.
+fn surface(points: usize) -> Vec<f64> {
+    let x1: Vec<f64> = (0..points).map(|j| (j % 25) as f64 / 5.0).collect();
+    let x2: Vec<f64> = (0..points).map(|j| (j / 25) as f64 / 7.0).collect();
+    let y = (x1.iter().zip(&x2).enumerate())
+        .map(|(j, (a, b))| 2.0 - 1.5 * a * (-0.4 * b).exp() + 0.01 * (j as f64).sin());
+    x1.iter()
+        .chain(&x2)
+        .copied()
+        .chain(y)
         .chain(vec![1.0; points])
         .collect()
 }
@@ -196,6 +211,11 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     residuals_agree(&sim, &[1.7, 0.6], |backend| {
         let problem =
             TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, rates(points), points);
+        backend.load_least_squares(problem.unwrap()).unwrap()
+    });
+    residuals_agree(&sim, &[1.0, 1.5, 0.3], |backend| {
+        let problem =
+            TermProblem::<SumOfSquares<TwoPredictors>>::with_data(3, surface(points), points);
         backend.load_least_squares(problem.unwrap()).unwrap()
     });
     residuals_agree(&sim, &[0.5; 5], |backend| {

@@ -9,7 +9,9 @@
 pub mod brown_almost_linear;
 pub mod michaelis_menten;
 pub mod robust_line;
+pub mod two_predictors;
 
 pub use brown_almost_linear::BrownAlmostLinear;
 pub use michaelis_menten::MichaelisMenten;
 pub use robust_line::RobustLine;
+pub use two_predictors::TwoPredictors;

@@ -3,7 +3,8 @@
 //! Each is registered with [`register_residuals!`](crate::register_residuals), so its objective
 //! is `χ² = Σ_k w_k²·(y_k − m(θ, t_k))²`, and Levenberg–Marquardt reads its Jacobian rows.
 //!
-//! The data have three columns, in this order: `t`, `y`, `w`.
+//! The data have three columns, in this order: `t`, `y`, `w`. A model of `k` predictors (a
+//! term of the caller's own) reads `k` columns first, then `y` and `w`.
 
 pub mod exp_decay;
 pub mod expsin;
@@ -31,6 +32,8 @@ pub fn check_columns(data: Data<'_>) -> Result<(), &'static str> {
     if data.cols() == COLUMNS {
         Ok(())
     } else {
-        Err("fit data must have three columns: t, y, and the weights 1/σ")
+        Err(
+            "the built-in models take one predictor: their data are three columns, t, y and the weights 1/σ",
+        )
     }
 }
