@@ -70,25 +70,29 @@ pub fn loss(name: &str) -> Result<Loss, Failure> {
     })
 }
 
-/// `least_squares`' method, `"lm"` or `"trf"`; `None` runs lm, or trf with bounds or a robust
-/// loss, as `curve_fit` picks.
-pub fn lsq_method(name: Option<&str>) -> Result<Option<LsqMethod>, Failure> {
-    match name {
-        None => Ok(None),
-        Some("lm") => Ok(Some(LsqMethod::Lm)),
-        Some("trf") => Ok(Some(LsqMethod::Trf)),
-        Some(other) => Err(Failure::Input(format!(
-            "unknown method `{other}`: 'lm' or 'trf' ('dogbox' is not in cudamin)"
-        ))),
-    }
-}
-
-/// trf's `x_scale`: from `J` (`'jac'`), one scale per variable, or `None` (1 for each).
-pub fn x_scale(jac: bool, scale: Option<Vec<f64>>) -> Option<XScale> {
-    match (jac, scale) {
+/// `least_squares`' and `curve_fit`'s method and trf's `x_scale`. The method is `"lm"` or
+/// `"trf"`; `None` runs lm, or trf with bounds or a robust loss, as `curve_fit` picks. The
+/// scale is from `J` (`jac`), one per variable (`scale`), or `None` (1 for each).
+pub fn lsq_method(
+    name: Option<&str>,
+    jac: bool,
+    scale: Option<PyReadonlyArray1<'_, f64>>,
+) -> Result<(Option<LsqMethod>, Option<XScale>), Failure> {
+    let method = match name {
+        None => None,
+        Some("lm") => Some(LsqMethod::Lm),
+        Some("trf") => Some(LsqMethod::Trf),
+        Some(other) => {
+            return Err(Failure::Input(format!(
+                "unknown method `{other}`: 'lm' or 'trf' ('dogbox' is not in cudamin)"
+            )));
+        }
+    };
+    let x_scale = match (jac, owned("x_scale", scale)?) {
         (true, _) => Some(XScale::Jac),
         (false, scale) => scale.map(XScale::Fixed),
-    }
+    };
+    Ok((method, x_scale))
 }
 
 /// `"auto"`, `"cpu"`, `"cuda"` or `"sim"` (the PTX simulator), as the command line's `--backend`.

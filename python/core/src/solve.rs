@@ -387,10 +387,7 @@ impl Catalog {
         )?;
         let name = named.source.name();
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
-        let choice = (
-            args::lsq_method(method)?,
-            args::x_scale(x_scale_jac, args::owned("x_scale", x_scale)?),
-        );
+        let choice = args::lsq_method(method, x_scale_jac, x_scale)?;
         let mut observer = Observer::new(callback);
         let mut ran = detached(py, &mut observer, |observer| {
             let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
@@ -472,10 +469,7 @@ impl Catalog {
         };
         let p0 = args::owned("p0", p0)?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
-        let method = (
-            args::lsq_method(method)?,
-            args::x_scale(x_scale_jac, args::owned("x_scale", x_scale)?),
-        );
+        let method = args::lsq_method(method, x_scale_jac, x_scale)?;
         // The parameter count: p0's, else the bounds' (as scipy infers it), else the model's.
         let p = [&p0, &lower, &upper]
             .into_iter()

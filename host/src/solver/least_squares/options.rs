@@ -114,14 +114,6 @@ impl LmOptions {
         self.bounds.as_ref().is_some_and(|b| b.any_free(fixed))
     }
 
-    /// The fixed scale of each variable for trf, where one was given.
-    pub(super) fn fixed_scale(&self) -> Option<&[f64]> {
-        match &self.x_scale {
-            Some(XScale::Fixed(scale)) => Some(scale),
-            _ => None,
-        }
-    }
-
     /// scipy's refusals of a method that cannot take the problem, and of a bad `x_scale` for
     /// `n` variables.
     fn check_method(&self, n: usize) -> Result<(), SolveError> {

@@ -162,26 +162,21 @@ struct Scale {
 impl Scale {
     /// `options.x_scale` at the start, whose residual pass gave `factor`.
     fn new(options: &LmOptions, factor: &Factor) -> Scale {
-        let n = factor.qtr.len();
-        let from_jacobian = options.x_scale == Some(XScale::Jac);
-        let scale = match (&options.x_scale, options.fixed_scale()) {
-            (_, Some(scale)) => scale.to_vec(),
-            (Some(XScale::Jac), _) => {
+        let reciprocals = |v: &[f64]| v.iter().map(|v| 1.0 / v).collect::<Vec<_>>();
+        let (scale, inverse) = match &options.x_scale {
+            Some(XScale::Fixed(scale)) => (scale.clone(), reciprocals(scale)),
+            Some(XScale::Jac) => {
                 // A zero column's inverse scale is 1, as scipy's `compute_jac_scale`.
                 let norms = column_norms(factor).map(|c| if c == 0.0 { 1.0 } else { c });
-                return Scale {
-                    scale: norms.clone().map(|c| 1.0 / c).collect(),
-                    inverse: norms.collect(),
-                    from_jacobian,
-                };
+                let inverse: Vec<f64> = norms.collect();
+                (reciprocals(&inverse), inverse)
             }
-            _ => vec![1.0; n],
+            None => (vec![1.0; factor.qtr.len()], vec![1.0; factor.qtr.len()]),
         };
-        let inverse = scale.iter().map(|s| 1.0 / s).collect();
         Scale {
             scale,
             inverse,
-            from_jacobian,
+            from_jacobian: options.x_scale == Some(XScale::Jac),
         }
     }
 
@@ -209,7 +204,7 @@ impl Scale {
 }
 
 /// `J`'s column norms, which are `R`'s: `Q` is orthogonal.
-fn column_norms(factor: &Factor) -> impl Iterator<Item = f64> + Clone + '_ {
+fn column_norms(factor: &Factor) -> impl Iterator<Item = f64> + '_ {
     let n = factor.qtr.len();
     (0..n).map(move |j| {
         let column = (0..=j).map(|i| factor.r[i * n + j]);
