@@ -597,7 +597,7 @@ class Solvers:
         natural = isinstance(bounds, str)
         if natural and bounds != "natural":
             raise ValueError(f"bounds must be (lower, upper), a scipy.optimize.Bounds or 'natural', not {bounds!r}")
-        size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f)
+        size = p0.size if p0 is not None else _bounds_size(bounds) or self._default_params(f, len(xdata))
         lower, upper = (None, None) if natural else _box(bounds, size)
         held = self._fixed_parameters(f, fixed, size)
         runs = _check_method(method, natural or _binds(lower, upper, held), loss)
@@ -664,18 +664,18 @@ class Solvers:
                 return entry["default_n"]
         return None
 
-    def _default_params(self, model):
-        """The default parameter count of model ``model`` (``ValueError`` if unknown)."""
-        for entry in self._catalog.models():
-            if entry["name"] == model:
-                return entry["default_params"]
+    def _default_params(self, model, k):
+        """The default parameter count of model ``model`` on ``k`` predictors (``ValueError``
+        if unknown)."""
+        if any(entry["name"] == model for entry in self._catalog.models()):
+            return self._catalog.default_params(model, k)
         known = ", ".join(entry["name"] for entry in self._catalog.models())
         raise ValueError(f"unknown model `{model}`; this module's models are: {known}")
 
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 3
+_INTERFACE = 4
 
 
 def bind(catalog):

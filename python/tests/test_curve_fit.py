@@ -72,6 +72,18 @@ def test_expsin_on_a_million_points_from_numpy():
     assert pcov.shape == (16, 16) and np.all(np.diag(pcov) > 0)
 
 
+def test_linear_takes_k_predictors_as_scipys_xdata():
+    # Three predictors as scipy takes them, shape (k, M); p = k + 1 without p0.
+    x = RNG.uniform(-1.0, 1.0, (3, 500))
+    y = noisy(0.5 + x.T @ [2.0, -1.0, 0.25])
+    popt, pcov = cudamin.curve_fit("linear", x, y, **TIGHT)
+    expected_popt, expected_pcov = scipy_curve_fit(lambda x, *b: b[0] + b[1:] @ x, x, y, p0=np.ones(4), **TIGHT)
+    np.testing.assert_allclose(popt, expected_popt, rtol=1e-8)
+    np.testing.assert_allclose(pcov, expected_pcov, rtol=1e-6, atol=1e-6 * np.abs(expected_pcov).max())
+    # The (M, k) layout reads as its transpose.
+    np.testing.assert_allclose(cudamin.curve_fit("linear", x.T, y, **TIGHT)[0], popt, rtol=1e-12)
+
+
 def test_sigma_and_absolute_sigma_are_scipys():
     f, x, y, p0 = CASES["exp-decay"]
     sigma = 0.01 * (1 + x)
@@ -235,7 +247,7 @@ def test_a_covariance_that_cannot_be_estimated_is_inf_with_a_warning():
     "kwargs, error, message",
     [
         (dict(f="no-such-model"), ValueError, "unknown model"),
-        (dict(xdata=np.ones((10, 2))), ValueError, "take one predictor"),
+        (dict(xdata=np.ones((10, 2))), ValueError, "takes one predictor"),
         (dict(xdata=np.ones((2, 5, 2))), ValueError, "must be 1-D, or 2-D"),
         (dict(ydata=np.r_[np.nan, np.ones(9)]), ValueError, r"ydata\[0\] is nan"),
         (dict(ydata=np.r_[1.0, np.nan, np.ones(8)], check_finite=False), ValueError,

@@ -14,7 +14,7 @@ use cudamin::LaunchOverride;
 use cudamin::data::{read_column_rows, read_columns};
 use cudamin::plumbing::Share;
 use cudamin::problems::Solvable;
-use cudamin::problems::fit::{FitData, MODELS, Model, check_determined, find_model};
+use cudamin::problems::fit::{Columns, MODELS, Model, check_determined, find_model};
 use cudamin::{Covariance, SolveError, covariance, covariance_of_free};
 use cudamin::{EvalError, Factor, Loss, RobustLoss};
 use std::io::Write;
@@ -33,9 +33,10 @@ pub struct FitArgs {
     /// Number of parameters (default: the model's).
     #[arg(long, allow_negative_numbers = true, value_parser = super::parse::count)]
     pub params: Option<usize>,
-    /// The column of the independent variable.
+    /// The column of the independent variable. A model of k predictors (linear) takes k
+    /// columns: --x a --x b.
     #[arg(long, default_value = "x")]
-    pub x: String,
+    pub x: Vec<String>,
     /// The column of the data to fit.
     #[arg(long, default_value = "y")]
     pub y: String,
@@ -86,7 +87,7 @@ struct FitReport<'a> {
     model: &'a str,
     params: usize,
     points: usize,
-    columns: Columns<'a>,
+    columns: ColumnNames<'a>,
     method: &'static str,
     grad: &'static str,
     /// lm's robust loss (scipy's name) and its scale: `rss` is then `Σ C²ρ(r²/C²)`.
@@ -137,8 +138,9 @@ struct FitReport<'a> {
 }
 
 #[derive(serde::Serialize)]
-struct Columns<'a> {
-    x: &'a str,
+struct ColumnNames<'a> {
+    /// The predictors' columns, one or more.
+    x: &'a [String],
     y: &'a str,
     sigma: Option<&'a str>,
 }
@@ -170,10 +172,15 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         );
     }
     let model = find_model(&args.model)?;
-    let p = args.params.unwrap_or(model.default_params);
+    let k = args.x.len();
+    let p = args.params.unwrap_or_else(|| model.params_for(k));
     // The parameters `--fix` holds (each at most once: the options refuse one given twice).
     let held = args.options.fix.len();
-    let mut names = vec![args.x.as_str(), args.y.as_str()];
+    if args.options.plot.is_some() && k > 1 {
+        anyhow::bail!("--plot draws y against one predictor, and this fit has {k}");
+    }
+    let mut names: Vec<&str> = args.x.iter().map(String::as_str).collect();
+    names.push(&args.y);
     names.extend(args.sigma.as_deref());
     let shown = args.data.display();
     // Every rank reads its rows and loads them; then all agree that all did.
@@ -199,15 +206,18 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             let total = columns.first().map_or(0, Vec::len);
             (columns, total)
         };
-        let mut columns = columns.into_iter();
         // read_column_rows returns one column per name asked for, in order.
-        let (Some(x), Some(y)) = (columns.next(), columns.next()) else {
+        let mut columns = columns.into_iter();
+        let x: Vec<Vec<f64>> = columns.by_ref().take(k).collect();
+        let Some(y) = columns.next() else {
             anyhow::bail!("{shown}: the x and y columns were not read");
         };
-        let data = FitData {
-            x,
-            y,
-            sigma: columns.next(),
+        let sigma = columns.next();
+        let xs: Vec<&[f64]> = x.iter().map(Vec::as_slice).collect();
+        let borrowed = Columns {
+            x: &xs,
+            y: &y,
+            sigma: sigma.as_deref(),
         };
         // What is sized by p (the natural bounds, the names) is made once the data are known to
         // determine p parameters: a p past them is refused here, not allocated.
@@ -220,8 +230,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             None => options.bounded_start(p)?,
         };
         let instance = model
-            .instantiate_shard(&backend, Some(p), &data, p0, (total, held))
+            .instantiate_columns(&backend, Some(p), borrowed, p0, (total, held))
             .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        // The plot's points: y against the one predictor.
+        let data = (x.into_iter().next().unwrap_or_default(), y);
         Ok((instance, backend, backend_reason, data, total, options))
     })();
     let (instance, backend, backend_reason, data, m, options) = job.agree(loaded)?;
@@ -281,7 +293,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
         model: model.name,
         params: p,
         points: m,
-        columns: Columns {
+        columns: ColumnNames {
             x: &args.x,
             y: &args.y,
             sigma: args.sigma.as_deref(),
@@ -325,8 +337,8 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     };
     if let Some(path) = &args.options.plot {
         let drawn: Vec<usize> = super::plot::drawn(m).collect();
-        let x: Vec<f64> = drawn.iter().map(|&i| data.x[i]).collect();
-        let y: Vec<f64> = drawn.iter().map(|&i| data.y[i]).collect();
+        let x: Vec<f64> = drawn.iter().map(|&i| data.0[i]).collect();
+        let y: Vec<f64> = drawn.iter().map(|&i| data.1[i]).collect();
         let panels = FitPanels {
             model: &model.predict(&result.x, &[&x]),
             x: &x,
@@ -347,7 +359,10 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
     writeln!(
         out,
         "data           {} ({} points; x = {}, y = {}{sigma})",
-        r.data, r.points, r.columns.x, r.columns.y
+        r.data,
+        r.points,
+        r.columns.x.join(", "),
+        r.columns.y
     )?;
     writeln!(
         out,

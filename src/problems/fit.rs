@@ -8,7 +8,7 @@ use cudamin_host::plumbing::Shown;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
 use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
-use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Poly};
+use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Linear, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
 
@@ -120,8 +120,12 @@ pub struct Model {
     pub formula: &'static str,
     /// Which parameter counts are allowed, in words.
     pub params_rule: &'static str,
-    /// The parameter count `p` when none is asked for.
+    /// The parameter count `p` when none is asked for, for one predictor (see
+    /// [`params_for`](Model::params_for)).
     pub default_params: usize,
+    /// The parameter count for `k` predictors, where it follows them (linear's `k + 1`);
+    /// `None`: it is [`default_params`](Model::default_params) whatever `k` is.
+    per_predictors: Option<fn(usize) -> usize>,
     /// The parameters' natural lower bounds for `p` parameters (0 for a decay rate or a
     /// width), which `cudamin fit` applies unless told otherwise; `None`: the model has none.
     natural_lower: Option<fn(usize) -> Vec<f64>>,
@@ -202,6 +206,13 @@ pub static MODELS: &[Model] = &[
         0 => "c".to_owned(),
         j => format!("{}{}", ["a", "mu", "s"][(j - 1) % 3], (j - 1) / 3),
     }),
+    Model::of::<Linear>(
+        "linear",
+        "θ0 + Σ_{j=1}^{k} θj·x_j for k predictors (--x given k times)",
+        "p = k + 1",
+        2,
+    )
+    .params_from_predictors(|k| k + 1),
 ];
 
 /// Refuses `params` parameters, `held` of them held at their start, that `points` data points
@@ -259,6 +270,7 @@ impl Model {
             default_params,
             natural_lower: None,
             parameter_name: None,
+            per_predictors: None,
             setup: setup::<T>,
             launches: residual_launches::<T>,
             predict: predict::<T>,
@@ -284,6 +296,21 @@ impl Model {
         }
     }
 
+    /// The model whose parameter count follows its `k` predictors: `params(k)` when none is
+    /// asked for.
+    pub const fn params_from_predictors(self, params: fn(usize) -> usize) -> Model {
+        Model {
+            per_predictors: Some(params),
+            ..self
+        }
+    }
+
+    /// The parameter count `p` when none is asked for, on data of `k` predictors.
+    pub fn params_for(&self, k: usize) -> usize {
+        self.per_predictors
+            .map_or(self.default_params, |params| params(k))
+    }
+
     /// Parameter `j`'s name: the model's own, else `θj`.
     pub fn parameter_name(&self, j: usize) -> String {
         self.parameter_name
@@ -305,8 +332,8 @@ impl Model {
     }
 
     /// Sets the fit up with `params` parameters (default
-    /// [`default_params`](Model::default_params)) on `backend`, from `p0` (default all ones, as
-    /// `curve_fit`).
+    /// [`params_for`](Model::params_for) one predictor) on `backend`, from `p0` (default all
+    /// ones, as `curve_fit`).
     pub fn instantiate(
         &self,
         backend: &Backend,
@@ -346,7 +373,7 @@ impl Model {
         p0: Option<Vec<f64>>,
         (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
-        let p = params.unwrap_or(self.default_params);
+        let p = params.unwrap_or_else(|| self.params_for(data.x.len()));
         let points = data.x.first().map_or(0, |x| x.len());
         let sigma_len = data.sigma.map(<[f64]>::len);
         if let Some((index, other)) = data.x.iter().enumerate().find(|(_, x)| x.len() != points) {

@@ -228,6 +228,11 @@ impl Catalog {
         Ok(self.model(model)?.parameter_names(p))
     }
 
+    /// Model `model`'s parameter count when none is asked for, on data of `k` predictors.
+    fn default_params(&self, model: &str, k: usize) -> PyResult<usize> {
+        Ok(self.model(model)?.params_for(k))
+    }
+
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
@@ -474,7 +479,7 @@ impl Catalog {
         let p = [&p0, &lower, &upper]
             .into_iter()
             .find_map(|given| given.as_ref().map(Vec::len))
-            .unwrap_or(model.default_params);
+            .unwrap_or_else(|| model.params_for(columns.x.len()));
         let mut bounds = args::bounds(lower, upper, p)?;
         if bounds.is_none() && natural_bounds {
             bounds = model.natural_bounds(p);

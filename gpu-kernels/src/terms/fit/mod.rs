@@ -3,22 +3,24 @@
 //! Each is registered with [`register_residuals!`](crate::register_residuals), so its objective
 //! is `χ² = Σ_k w_k²·(y_k − m(θ, t_k))²`, and Levenberg–Marquardt reads its Jacobian rows.
 //!
-//! The data have three columns, in this order: `t`, `y`, `w`. A model of `k` predictors (a
-//! term of the caller's own) reads `k` columns first, then `y` and `w`.
+//! The data have three columns, in this order: `t`, `y`, `w`. A model of `k` predictors
+//! ([`Linear`], or a term of the caller's own) reads `k` columns first, then `y` and `w`.
 
 pub mod exp_decay;
 pub mod expsin;
 pub mod gauss_peaks;
+pub mod linear;
 pub mod poly;
 
 pub use exp_decay::ExpDecay;
 pub use expsin::ExpSin;
 pub use gauss_peaks::GaussPeaks;
+pub use linear::Linear;
 pub use poly::Poly;
 
 use crate::{Data, Num, Real, Row};
 
-/// The data columns every model reads.
+/// The data columns every one-predictor model reads.
 pub const COLUMNS: usize = 3;
 
 /// The residual of a point whose model value is `model`: `w·(y − model)`.
@@ -27,13 +29,11 @@ pub fn residual<R: Real>(row: &Row<'_>, model: Num<R>) -> Num<R> {
     (row.get(1) - model) * row.get(2)
 }
 
-/// Checks the data's shape for the fit models.
+/// Checks the data's shape for the one-predictor models.
 pub fn check_columns(data: Data<'_>) -> Result<(), &'static str> {
     if data.cols() == COLUMNS {
         Ok(())
     } else {
-        Err(
-            "the built-in models take one predictor: their data are three columns, t, y and the weights 1/σ",
-        )
+        Err("it takes one predictor, and its data are three columns, t, y and the weights 1/σ")
     }
 }
