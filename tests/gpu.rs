@@ -1553,6 +1553,36 @@ fn a_fold_whose_last_columns_are_zero_is_race_free() {
     }
 }
 
+/// Sines of huge arguments on the GPU are the CPU's: expsin's data from 10⁶ to 10³⁰⁰, where
+/// the argument reduction takes its Payne–Hanek path, give the same value and exact gradient.
+/// The model's sines are of `k·x`, so `θ_k`'s partial sums them alone: a wrong reduction
+/// would move it by the sum's size.
+#[test]
+fn sines_of_huge_arguments_match_the_cpu() {
+    let x: Vec<f64> = (0..300).map(|i| 1e6 * 10f64.powf(f64::from(i))).collect();
+    let y = x.iter().map(|&x| 0.3 * (2.0 * x).sin()).collect();
+    let data = FitData { x, y, sigma: None };
+    let model = MODELS.iter().find(|m| m.name == "expsin").unwrap();
+    let theta = [0.5, 1.0, 0.3, -0.2, 0.1];
+    let evaluate = |backend: &Backend| {
+        let instance = model.instantiate(backend, Some(5), &data, None).unwrap();
+        let evaluator = instance.evaluator.into_sum();
+        let mut objective = TermObjective::new(evaluator, Gradient::Exact);
+        let mut g = vec![0.0; 5];
+        let f = objective.value_and_gradient(&theta, &mut g).unwrap();
+        [&[f][..], &g].concat()
+    };
+    let (on_gpu, on_cpu) = (evaluate(&gpu()), evaluate(&Backend::Cpu));
+    let error = relative_error(&on_gpu, &on_cpu);
+    assert!(error <= 1e-12, "{on_gpu:?} vs {on_cpu:?}: {error:e} apart");
+    // e^(−x) is 0 at every point: f and the sines' partials are what remain.
+    let sines = [on_cpu[0], on_cpu[3], on_cpu[4], on_cpu[5]];
+    assert!(
+        sines.iter().all(|v| v.is_finite() && v.abs() > 1.0),
+        "{on_cpu:?}"
+    );
+}
+
 /// A box for finite differences around `x`: every third variable at its upper bound, every
 /// third at its lower bound, the rest in a gap whose upper side is shorter than a forward step
 /// and both sides than a central one.

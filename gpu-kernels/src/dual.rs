@@ -302,11 +302,13 @@ impl<const N: usize, S: DualScalar> Real for Dual<N, S> {
     }
     #[inline(always)]
     fn sin(self) -> Self {
-        self.chain(self.value.sin(), self.value.cos())
+        let (sin, cos) = self.value.sin_cos();
+        self.chain(sin, cos)
     }
     #[inline(always)]
     fn cos(self) -> Self {
-        self.chain(self.value.cos(), -self.value.sin())
+        let (sin, cos) = self.value.sin_cos();
+        self.chain(cos, -sin)
     }
     #[inline(always)]
     fn tan(self) -> Self {

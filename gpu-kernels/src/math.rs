@@ -6,6 +6,10 @@
 //! under one ulp (checked against the platform's `exp` in the tests), no branches on the common
 //! path, and the same code on the CPU and in the PTX.
 
+mod trig;
+
+pub use trig::{cos, sin, sin_cos};
+
 /// `2^(j/128)`, `j = 0..128`, each correctly rounded (computed with 60-digit decimals).
 #[rustfmt::skip]
 const EXP2_TABLE_BITS: [u64; 128] = [

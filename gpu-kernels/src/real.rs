@@ -67,6 +67,11 @@ pub trait Real:
     fn sin(self) -> Self;
     /// The cosine, in radians.
     fn cos(self) -> Self;
+    /// `(sin self, cos self)`, from one argument reduction where the type shares it.
+    #[inline(always)]
+    fn sin_cos(self) -> (Self, Self) {
+        (self.sin(), self.cos())
+    }
     /// The tangent, in radians.
     fn tan(self) -> Self;
     /// The arctangent, in `[−π/2, π/2]`.
@@ -251,11 +256,15 @@ impl Real for f64 {
     }
     #[inline(always)]
     fn sin(self) -> Self {
-        libm::sin(self)
+        crate::math::sin(self)
     }
     #[inline(always)]
     fn cos(self) -> Self {
-        libm::cos(self)
+        crate::math::cos(self)
+    }
+    #[inline(always)]
+    fn sin_cos(self) -> (Self, Self) {
+        crate::math::sin_cos(self)
     }
     #[inline(always)]
     fn tan(self) -> Self {

@@ -4,30 +4,27 @@
 use super::entry::{block_partials, block_value};
 use crate::device::{SharedArray, block_dim, block_idx, grid_dim, sync_threads, thread_idx};
 use crate::kernel::CompensatedSum;
-use crate::kernel::exact::EXACT_DENSE_WIDTH_MAX_GPU;
 use crate::kernel::loss::RobustLoss;
 use crate::kernel::normal::JacobianRow;
 use crate::kernel::triangle::{
-    FOLD_ROWS_GPU, Reflection, packed_len, packed_row, reflection, row_width, triangle_len,
+    FOLD_ROWS_GPU, HELD_VALUES_GPU, Reflection, held_rows_gpu, packed_len, packed_row, reflection,
+    row_width, triangle_len,
 };
 use crate::term::{Data, Term};
 
-/// The rows a block folds at once, each [`row_width`] values at the widest window the GPU
-/// takes: 17 KiB of shared memory.
-const HELD_VALUES: usize = FOLD_ROWS_GPU * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
-
-/// The shared array that holds them (its length is a literal in PTX).
+/// The shared array that holds a block's rows (its length is a literal in PTX): 17 KiB.
 type Held = SharedArray<2176>;
-const _: () = assert!(HELD_VALUES == 2176);
+const _: () = assert!(HELD_VALUES_GPU == 2176);
 
 /// Least-squares triangle of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`):
-/// as [`dense_partials`], one term per thread and tile after tile, each thread makes its
-/// term's residual and Jacobian row (by `rows`) and rescales them for `loss`; then the
-/// block folds the tile's rows into its triangle [`FOLD_ROWS_GPU`] at a time, in thread order,
-/// the rows held in shared memory and each reflection's later columns one per thread
-/// ([`fold_held`]). The block's packed `R` and `Qᵀr` go to `out`; the sum of the points'
-/// costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block
-/// order.
+/// tile after tile of terms, one term per thread, each thread makes its term's residual and
+/// Jacobian row (by `rows`) straight into the block's shared rows and rescales them there for
+/// `loss`; then the block folds the tile's rows into its triangle [`FOLD_ROWS_GPU`] at a time,
+/// in thread order, each reflection's later columns one per thread ([`fold_held`]). No row
+/// sits in a thread's local memory. A tile is [`held_rows_gpu`] terms, or the block's threads
+/// where there are fewer; the host launches no more threads than that, and any more would only
+/// help fold. The block's packed `R` and `Qᵀr` go to `out`; the sum of the points' costs
+/// `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block order.
 ///
 /// # Safety
 /// `out` holds `triangle_len(n) · gridDim` f64, `values` one slot per block.
@@ -45,43 +42,54 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
     let width = row_width(n);
     let mine = unsafe { block_partials(out, triangle_len(n)) };
     let held: Held = crate::shared_array!(cudamin_fold_held, 2176);
-    let mut storage = [0.0; EXACT_DENSE_WIDTH_MAX_GPU];
-    let row = &mut storage[..n];
+    let tile_rows = held_rows_gpu(n).min(block_dim());
+    let groups = tile_rows.div_ceil(FOLD_ROWS_GPU);
     let mut cost = CompensatedSum::default();
-    let tiles = terms.div_ceil(block_dim());
+    let tiles = terms.div_ceil(tile_rows);
     let mut tile = block_idx();
     while tile < tiles {
-        let k = tile * block_dim() + thread_idx();
-        let residual = if k < terms {
+        let first = tile * tile_rows;
+        // Every thread is done with the last tile's rows (fold_held ends on a barrier). Thread
+        // t makes row t of the tile: its term's, or zeros past the terms.
+        let (t, k) = (thread_idx(), first + thread_idx());
+        if t < tile_rows && k < terms {
+            // SAFETY: row t of the held rows, in bounds (tile_rows ≤ held_rows_gpu(n) rows of
+            // `width`), written by this thread alone until the barrier below.
+            let row = unsafe {
+                core::slice::from_raw_parts_mut(held.as_ptr().cast_mut().add(t * width), n)
+            };
             let r = rows.row::<T>(k, x, data, row);
             let (rescaled, point_cost) = loss.rescale(r, row);
             cost.add(point_cost);
-            rescaled
-        } else {
-            0.0
-        };
-        for group in 0..block_dim().div_ceil(FOLD_ROWS_GPU) {
+            held.set(t * width + n, rescaled);
+        } else if t < tile_rows {
+            zero_row(held, t * width, n);
+        }
+        // Rows past the tile in its last group (a block of part of a warp): zeros.
+        let mut i = tile_rows + t;
+        while i < groups * FOLD_ROWS_GPU {
+            zero_row(held, i * width, n);
+            i += block_dim();
+        }
+        sync_threads();
+        for group in 0..groups {
             // The same on every thread: the whole block leaves together.
-            if tile * block_dim() + group * FOLD_ROWS_GPU >= terms {
+            if first + group * FOLD_ROWS_GPU >= terms {
                 break;
             }
-            for i in (thread_idx()..FOLD_ROWS_GPU * width).step_by(block_dim()) {
-                held.set(i, 0.0);
-            }
-            sync_threads();
-            if thread_idx() / FOLD_ROWS_GPU == group && k < terms {
-                let at = (thread_idx() % FOLD_ROWS_GPU) * width;
-                for (j, &d) in row.iter().enumerate() {
-                    held.set(at + j, d);
-                }
-                held.set(at + n, residual);
-            }
-            sync_threads();
-            unsafe { fold_held(mine, n, held, width) };
+            unsafe { fold_held(mine, n, held, group * FOLD_ROWS_GPU * width, width) };
         }
         tile += grid_dim();
     }
     unsafe { block_value(cost, values) };
+}
+
+/// Writes zeros over the `n + 1` values of the held row at `at`: a row that folds to nothing.
+#[inline(always)]
+fn zero_row(held: Held, at: usize, n: usize) {
+    for j in 0..=n {
+        held.set(at + j, 0.0);
+    }
 }
 
 /// The shared array that holds a column's reflection for the whole block: its vector, then
@@ -89,8 +97,8 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
 type Reflected = SharedArray<{ FOLD_ROWS_GPU + 3 }>;
 const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
 
-/// Folds the [`FOLD_ROWS_GPU`] rows `held` (each `width` values: `J`'s row, the residual,
-/// zeros) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
+/// Folds the [`FOLD_ROWS_GPU`] rows of `held` from value `base` on (each `width` values: `J`'s
+/// row, the residual, then values the fold never reads) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
 /// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
 /// the same order of operations per column. Thread 0 computes column `j`'s reflection from the
 /// held column, into shared memory, once for the block; then column `k > j` (and `Qᵀr` as
@@ -102,7 +110,7 @@ const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
 /// # Safety
 /// `mine` holds the block's `triangle_len(n)` values, written by this block alone.
 #[inline(always)]
-unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
+unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: usize) {
     let qtr = unsafe { mine.add(packed_len(n)) };
     let reflected: Reflected = crate::shared_array!(cudamin_fold_reflection, 35);
     let (tau_at, beta_at, some_at) = (FOLD_ROWS_GPU, FOLD_ROWS_GPU + 1, FOLD_ROWS_GPU + 2);
@@ -115,7 +123,7 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
             // until the barrier.
             let v = unsafe { &mut *reflected.as_ptr().cast_mut().cast::<[f64; FOLD_ROWS_GPU]>() };
             for (i, vi) in v.iter_mut().enumerate() {
-                *vi = held.get(i * width + j);
+                *vi = held.get(base + i * width + j);
             }
             let found = reflection(diagonal, v);
             let Reflection { beta, tau } = found.unwrap_or(Reflection {
@@ -149,11 +157,11 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, width: usize) {
             let old = unsafe { entry.read_volatile() };
             let mut w = old;
             for i in 0..FOLD_ROWS_GPU {
-                w += reflected.get(i) * held.get(i * width + column);
+                w += reflected.get(i) * held.get(base + i * width + column);
             }
             unsafe { entry.write_volatile(old - tau * w) };
             for i in 0..FOLD_ROWS_GPU {
-                let at = i * width + column;
+                let at = base + i * width + column;
                 held.set(at, held.get(at) - tau * reflected.get(i) * w);
             }
             column += block_dim();

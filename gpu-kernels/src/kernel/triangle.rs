@@ -20,8 +20,8 @@ use super::{CompensatedLanes, SUM_LANES};
 use crate::term::{Term, Window};
 
 /// Whether the GPU's triangle pass takes residual term `T` with `n` variables: a dense window
-/// of at most 64 (each thread keeps its Jacobian row in local memory; a block's shared rows,
-/// and for exact rows its shared window of duals, are sized for 64). The CPU's takes any.
+/// of at most 64 (a block's shared rows, and for exact rows its shared window of duals, are
+/// sized for 64). The CPU's takes any.
 pub fn triangle_supported_on_gpu<T: Term>(n: usize) -> Result<(), &'static str> {
     match T::WINDOW {
         Window::Dense if n <= EXACT_DENSE_WIDTH_MAX_GPU => Ok(()),
@@ -41,6 +41,17 @@ pub const FOLD_ROWS: usize = 64;
 
 /// Rows a GPU block folds at once, held in shared memory (17 KiB at the widest window it takes).
 pub const FOLD_ROWS_GPU: usize = 32;
+
+/// The values of the shared array in which a GPU block holds its residual rows:
+/// [`FOLD_ROWS_GPU`] rows at the widest window the GPU takes.
+pub const HELD_VALUES_GPU: usize = FOLD_ROWS_GPU * row_width(EXACT_DENSE_WIDTH_MAX_GPU);
+
+/// The rows a GPU block holds at once over `n` variables: as many as its held values take, in
+/// whole groups of [`FOLD_ROWS_GPU`] (96 at 16 variables, 32 at 64). Each thread makes its row
+/// straight into them, so the triangle pass runs at most this many threads per block.
+pub const fn held_rows_gpu(n: usize) -> usize {
+    HELD_VALUES_GPU / row_width(n) / FOLD_ROWS_GPU * FOLD_ROWS_GPU
+}
 
 /// The packed upper triangle of `n × n`: `n(n + 1)/2` values.
 pub const fn packed_len(n: usize) -> usize {

@@ -217,11 +217,13 @@ impl Real for Var<'_> {
     }
     #[inline(always)]
     fn sin(self) -> Self {
-        self.unary(Real::sin(self.value), Real::cos(self.value))
+        let (sin, cos) = Real::sin_cos(self.value);
+        self.unary(sin, cos)
     }
     #[inline(always)]
     fn cos(self) -> Self {
-        self.unary(Real::cos(self.value), -Real::sin(self.value))
+        let (sin, cos) = Real::sin_cos(self.value);
+        self.unary(cos, -sin)
     }
     #[inline(always)]
     fn tan(self) -> Self {

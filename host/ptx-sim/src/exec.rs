@@ -336,6 +336,8 @@ struct Frame {
     local_restore: usize,
     /// Local-space address of this frame's depot.
     depot: u64,
+    /// The condition code's carry flag, `CC.CF`, of `add.cc` and its kin.
+    carry: bool,
 }
 
 impl Frame {
@@ -348,6 +350,7 @@ impl Frame {
             params,
             local_restore,
             depot,
+            carry: false,
         }
     }
 
@@ -772,6 +775,33 @@ fn cvt(dt: Ty, st: Ty, rnd: Rnd, a: u64) -> u64 {
                 f64r(x)
             }
         }
+    }
+}
+
+/// `a + b + carry` (or `a − b − borrow` where `sub`) on `bits`-bit integers: the result and
+/// the carry (borrow) out.
+fn add_with_carry(sub: bool, bits: u32, a: u64, b: u64, carry: bool) -> (u64, bool) {
+    let (a, b) = (u128::from(mask(a, bits)), u128::from(mask(b, bits)));
+    let c = u128::from(carry);
+    if sub {
+        let r = a.wrapping_sub(b).wrapping_sub(c);
+        (mask(r as u64, bits), a < b + c)
+    } else {
+        let r = a + b + c;
+        (mask(r as u64, bits), r >> bits != 0)
+    }
+}
+
+/// `shf.l` or `shf.r` (`left`), `.clamp` or `.wrap`: the 64 bits `high:low` shifted by `by`
+/// (at most 32 when clamped, modulo 32 when wrapped); the high word after a left shift, the
+/// low word after a right shift.
+fn shf(left: bool, clamp: bool, low: u32, high: u32, by: u32) -> u32 {
+    let n = if clamp { by.min(32) } else { by & 31 };
+    let both = (u64::from(high) << 32) | u64::from(low);
+    if left {
+        ((both << n) >> 32) as u32
+    } else {
+        (both >> n) as u32
     }
 }
 
@@ -1350,6 +1380,40 @@ impl BlockRun<'_> {
                 let ok = def!(a, b, c);
                 fr.set(d, bfe(ty, x, y, z), ok);
             }
+            &Op::Carry {
+                sub,
+                carry_in,
+                carry_out,
+                bits,
+                d,
+                a,
+                b,
+            } => {
+                let (x, y) = (v!(a), v!(b));
+                let ok = def!(a, b);
+                let flag = carry_in && fr.carry;
+                let (r, out) = add_with_carry(sub, bits, x, y, flag);
+                if carry_out {
+                    fr.carry = out;
+                }
+                fr.set(d, r, ok);
+            }
+            &Op::Shf {
+                left,
+                clamp,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let (x, y, z) = (v!(a), v!(b), v!(c));
+                let ok = def!(a, b, c);
+                fr.set(
+                    d,
+                    u64::from(shf(left, clamp, x as u32, y as u32, z as u32)),
+                    ok,
+                );
+            }
             &Op::Setp { cmp, ty, d, a, b } => {
                 let (x, y) = (v!(a), v!(b));
                 let ok = def!(a, b);
@@ -1691,6 +1755,21 @@ mod tests {
         assert_eq!(bfe(Ty::S(32), 0x0000_0f00, 8, 4), 0xffff_ffff);
         assert_eq!(bfe(Ty::U(32), 0xffff_ffff, 28, 8), 0xf);
         assert_eq!(bfe(Ty::S(32), 0x8000_0000, 28, 8), 0xffff_fff8);
+        assert_eq!(add_with_carry(false, 64, u64::MAX, 1, false), (0, true));
+        assert_eq!(add_with_carry(false, 64, 5, 6, true), (12, false));
+        assert_eq!(add_with_carry(false, 32, 0xffff_ffff, 0, true), (0, true));
+        assert_eq!(add_with_carry(true, 64, 0, 1, false), (u64::MAX, true));
+        assert_eq!(add_with_carry(true, 64, 7, 3, true), (3, false));
+        assert_eq!(add_with_carry(true, 32, 3, 3, true), (0xffff_ffff, true));
+        // Funnel shifts of high:low = 0x89abcdef:0x01234567, as the PTX ISA defines them.
+        let (low, high) = (0x0123_4567, 0x89ab_cdef);
+        assert_eq!(shf(true, false, low, high, 8), 0xabcd_ef01);
+        assert_eq!(shf(true, false, low, high, 40), 0xabcd_ef01); // wraps to 8
+        assert_eq!(shf(true, true, low, high, 40), low); // clamps to 32
+        assert_eq!(shf(true, true, low, high, 0), high);
+        assert_eq!(shf(false, false, low, high, 8), 0xef01_2345);
+        assert_eq!(shf(false, true, low, high, 32), high);
+        assert_eq!(shf(false, true, low, high, 99), high);
     }
 
     #[test]

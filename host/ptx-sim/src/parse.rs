@@ -227,6 +227,26 @@ pub(crate) enum Op {
         b: Opnd,
         c: Opnd,
     },
+    /// `add`/`sub` with the carry flag: `d = a ± b ± CF` where `carry_in`, the carry (for
+    /// `sub`, the borrow) written to `CF` where `carry_out`.
+    Carry {
+        sub: bool,
+        carry_in: bool,
+        carry_out: bool,
+        bits: u32,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+    },
+    /// `shf.{l,r}.{wrap,clamp}.b32`: a funnel shift of `b:a` (`b` the high word) by `c`.
+    Shf {
+        left: bool,
+        clamp: bool,
+        d: u32,
+        a: Opnd,
+        b: Opnd,
+        c: Opnd,
+    },
     Setp {
         cmp: Cmp,
         ty: Ty,
@@ -1304,6 +1324,27 @@ fn decode_op(
                 }
             }
         }
+        // Integer add and subtract through the carry flag: `add.cc`, `addc{.cc}` and the same
+        // for `sub` (LLVM's 128-bit arithmetic).
+        "add" | "sub" | "addc" | "subc" if has("cc") || parts[0].ends_with('c') => {
+            nops(3)?;
+            let ty = last_ty()?;
+            if !matches!(ty, Ty::U(32 | 64) | Ty::S(32 | 64)) {
+                return Err(bad("carry arithmetic takes 32- and 64-bit integers"));
+            }
+            if mods.len() != usize::from(has("cc")) + 1 {
+                return Err(bad("carry arithmetic takes .cc and a type alone"));
+            }
+            Op::Carry {
+                sub: parts[0].starts_with("sub"),
+                carry_in: parts[0].ends_with('c'),
+                carry_out: has("cc"),
+                bits: ty.bits(),
+                d: reg(cx, ops[0])?,
+                a: opnd(cx, ops[1])?,
+                b: opnd(cx, ops[2])?,
+            }
+        }
         "add" | "sub" | "mul" | "div" | "rem" | "and" | "or" | "xor" | "shl" | "shr" | "min"
         | "max" | "copysign" => {
             nops(3)?;
@@ -1424,6 +1465,30 @@ fn decode_op(
             nops(4)?;
             Op::Bfe {
                 ty: last_ty()?,
+                d: reg(cx, ops[0])?,
+                a: opnd(cx, ops[1])?,
+                b: opnd(cx, ops[2])?,
+                c: opnd(cx, ops[3])?,
+            }
+        }
+        "shf" => {
+            nops(4)?;
+            if parts.len() != 4 || parts[3] != "b32" {
+                return Err(bad("shf needs .l or .r, .wrap or .clamp, and .b32"));
+            }
+            let left = match parts[1] {
+                "l" => true,
+                "r" => false,
+                _ => return Err(bad("shf needs .l or .r")),
+            };
+            let clamp = match parts[2] {
+                "clamp" => true,
+                "wrap" => false,
+                _ => return Err(bad("shf needs .wrap or .clamp")),
+            };
+            Op::Shf {
+                left,
+                clamp,
                 d: reg(cx, ops[0])?,
                 a: opnd(cx, ops[1])?,
                 b: opnd(cx, ops[2])?,

@@ -146,13 +146,25 @@ impl Launcher {
     /// kernels loop grid-stride) nor than the work needs; or what the user's
     /// [`LaunchOverride`] says, if this kernel can run it.
     pub(super) fn config(&self, kernel: &str, work: usize) -> Result<LaunchConfig, BackendError> {
+        self.config_within(kernel, work, u32::MAX)
+    }
+
+    /// As [`config`](Launcher::config), with at most `cap` threads per block (whole warps)
+    /// unless the user's [`LaunchOverride`] says otherwise: for a kernel correct at any block
+    /// size that does its best work at `cap` or fewer.
+    pub(super) fn config_within(
+        &self,
+        kernel: &str,
+        work: usize,
+        cap: u32,
+    ) -> Result<LaunchConfig, BackendError> {
         let limits = self.driver.limits(kernel)?;
         let threads = match self.launch.threads {
             Some(threads) => {
                 self.check_threads(kernel, threads)?;
                 threads
             }
-            None => (limits.suggested_threads / 32 * 32).max(32),
+            None => (limits.suggested_threads.min(cap) / 32 * 32).max(32),
         };
         let needed = work.div_ceil(threads as usize).max(1);
         let resident = limits.resident_blocks.max(self.driver.multiprocessors()) as usize;

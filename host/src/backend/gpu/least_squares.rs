@@ -14,7 +14,7 @@ use crate::backend::with_residuals::{NormalPass, WithResiduals};
 use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::kernel::loss::RobustLoss;
-use gpu_kernels::kernel::triangle::{triangle_len, triangle_supported_on_gpu};
+use gpu_kernels::kernel::triangle::{held_rows_gpu, triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
 use std::sync::Arc;
 
@@ -41,13 +41,15 @@ struct BlockPass {
 }
 
 impl BlockPass {
+    /// The pass of `kernel` over `work` items, at most `threads` per block (see
+    /// [`Launcher::config_within`]), each block writing `len` values.
     fn plan(
         l: &Launcher,
         kernel: &'static str,
-        work: usize,
+        (work, threads): (usize, u32),
         len: usize,
     ) -> Result<BlockPass, BackendError> {
-        let config = l.config(kernel, work)?;
+        let config = l.config_within(kernel, work, threads)?;
         let blocks = config.blocks as usize;
         Ok(BlockPass {
             kernel,
@@ -91,15 +93,17 @@ pub fn load_least_squares<T: ResidualKernels>(
     let l = &*launcher;
     // As for the gradients: a scheme whose kernel refuses the launch size is refused when it
     // is asked for.
+    // A block makes its rows straight into shared memory: no more threads than rows it holds.
+    let held = u32::try_from(held_rows_gpu(n)).unwrap_or(u32::MAX);
     let triangles = supported.map(|()| {
         (T::TRIANGLES.iter())
-            .map(|kernel| BlockPass::plan(l, kernel, residuals, triangle_len(n)))
+            .map(|kernel| BlockPass::plan(l, kernel, (residuals, held), triangle_len(n)))
             .collect()
     });
     let pass = GpuResiduals {
         residuals,
         triangles,
-        cost: BlockPass::plan(l, T::COST, residuals, 0)?,
+        cost: BlockPass::plan(l, T::COST, (residuals, u32::MAX), 0)?,
     };
     Ok(WithResiduals { pass, sum })
 }
