@@ -84,6 +84,18 @@ def test_linear_takes_k_predictors_as_scipys_xdata():
     np.testing.assert_allclose(cudamin.curve_fit("linear", x.T, y, **TIGHT)[0], popt, rtol=1e-12)
 
 
+def test_the_simulator_gives_the_cpus_fit_call_after_call():
+    # The GPU's kernels on the PTX simulator; the module opens the backend once and keeps it.
+    x = np.linspace(0.0, 4.0, 500)
+    y = noisy(poly(x, 1.0, -2.0, 0.5))
+    expected, expected_pcov = cudamin.curve_fit("poly", x, y, backend="cpu", **TIGHT)
+    for _ in range(2):
+        popt, pcov, info, _, _ = cudamin.curve_fit("poly", x, y, backend="sim", full_output=True, **TIGHT)
+        assert info["backend"] == "sim"
+        np.testing.assert_allclose(popt, expected, rtol=1e-10)
+        np.testing.assert_allclose(pcov, expected_pcov, rtol=1e-8)
+
+
 def test_sigma_and_absolute_sigma_are_scipys():
     f, x, y, p0 = CASES["exp-decay"]
     sigma = 0.01 * (1 + x)

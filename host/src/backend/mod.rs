@@ -51,7 +51,8 @@ pub enum BackendChoice {
     Simulated,
 }
 
-/// A backend ready to load problems.
+/// A backend ready to load problems. A clone shares the GPU's context and loaded modules.
+#[derive(Clone)]
 pub enum Backend {
     /// The CPU executor: terms run over rayon on all cores.
     Cpu,

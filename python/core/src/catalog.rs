@@ -8,6 +8,7 @@ use cudamin::problems::{OnData, Problem};
 use cudamin::{Backend, BackendChoice, LaunchOverride};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::{Mutex, PoisonError};
 
 /// One extension module's problems and models, with the PTX their kernels are in. Python sees
 /// it as `_native.catalog`, whose methods the package `cudamin` wraps in scipy's signatures.
@@ -17,6 +18,9 @@ pub struct Catalog {
     problems: Vec<&'static Problem>,
     on_data: &'static [OnData],
     models: &'static [Model],
+    /// The backends opened so far, one per choice, with why each was chosen: kept for the
+    /// process, so a GPU's context is made and its kernels loaded once, not on every call.
+    opened: Mutex<Vec<(BackendChoice, Backend, String)>>,
 }
 
 /// A problem as a catalog holds it.
@@ -52,6 +56,7 @@ impl Catalog {
             problems: problems.into_iter().collect(),
             on_data,
             models,
+            opened: Mutex::default(),
         }
     }
 
@@ -77,13 +82,17 @@ impl Catalog {
         model.ok_or_else(|| unknown("model", name, &known()))
     }
 
-    /// The backend asked for, with this catalog's PTX, and why it was chosen.
+    /// The backend asked for, with this catalog's PTX, and why it was chosen: opened on the
+    /// first call that asks for it, shared by the calls after. A choice that failed to open
+    /// is tried again.
     pub(crate) fn backend(&self, choice: BackendChoice) -> Result<(Backend, String), Failure> {
-        Ok(Backend::select(
-            choice,
-            self.ptx,
-            LaunchOverride::default(),
-        )?)
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, backend, why)) = opened.iter().find(|(c, ..)| *c == choice) {
+            return Ok((backend.clone(), why.clone()));
+        }
+        let (backend, why) = Backend::select(choice, self.ptx, LaunchOverride::default())?;
+        opened.push((choice, backend.clone(), why.clone()));
+        Ok((backend, why))
     }
 
     /// The problems, as dicts: name, title, whether it takes the caller's `data`, and for
@@ -135,4 +144,26 @@ fn unknown(kind: &str, name: &str, known: &[&str]) -> Failure {
     Failure::Input(format!(
         "unknown {kind} `{name}`; this module's {kind}s are: {known}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend is opened on its first call and shared after; one that fails to open is not
+    /// kept, so the next call tries again.
+    #[test]
+    fn a_backend_is_opened_once_and_shared() {
+        let catalog = Catalog::new(Err("no PTX in this test"), [], &[], &[]);
+        let count = || catalog.opened.lock().unwrap().len();
+        for _ in 0..2 {
+            assert!(catalog.backend(BackendChoice::Simulated).is_err());
+            assert_eq!(count(), 0);
+        }
+        for _ in 0..3 {
+            let opened = catalog.backend(BackendChoice::Cpu);
+            assert!(matches!(opened, Ok((Backend::Cpu, why)) if why == "requested"));
+            assert_eq!(count(), 1);
+        }
+    }
 }
