@@ -44,12 +44,13 @@ class BackendError(RuntimeError):
 
 
 # After BackendError: the extension modules raise it.
-from . import _native  # noqa: E402
+from . import _batch, _native  # noqa: E402
 
 __all__ = [
     "BackendError",
     "bind",
     "curve_fit",
+    "curve_fit_batch",
     "least_squares",
     "minimize",
     "models",
@@ -637,6 +638,21 @@ class Solvers:
             return popt, pcov, infodict, _leastsq_message(ier, ftol, xtol, gtol), ier
         return popt, pcov, infodict, result["message"], result["status"]
 
+    def curve_fit_batch(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, *, ftol=1e-8,
+                        xtol=1e-8, gtol=1e-8, max_nfev=None):
+        """Fits model ``f`` to each of ``F`` data sets at once, on every CPU core, as a loop of
+        ``curve_fit`` calls would: ``ydata`` is ``(F, M)``; ``xdata`` is ``(M,)`` or ``(M, k)``
+        for every fit, or ``(F, M)`` or ``(F, M, k)``; ``p0`` is ``(p,)`` or ``(F, p)`` (default
+        ones); ``sigma`` is one number, ``(M,)`` or ``(F, M)``. Returns ``(popt, pcov, info)``:
+        ``popt`` ``(F, p)``, ``pcov`` ``(F, p, p)`` (``inf`` where it cannot be estimated), and
+        ``info``'s ``status``, ``message``, ``nfev`` and ``cost``, one per fit; a status above 0
+        is scipy's success. A fit that fails (NaN in its data) fails alone, with status -1."""
+        return _batch.curve_fit_batch(
+            self._catalog, self._default_params, f, xdata, ydata, p0, sigma, absolute_sigma,
+            ftol=_number("ftol", ftol), xtol=_number("xtol", xtol), gtol=_number("gtol", gtol),
+            max_nfev=_count("max_nfev", max_nfev),
+        )
+
     def _fixed_parameters(self, model, fixed, p):
         """``curve_fit``'s ``fixed`` for model ``model`` with ``p`` parameters: indices or a mask,
         as everywhere, and the model's names for its parameters where it names them
@@ -675,7 +691,7 @@ class Solvers:
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 4
+_INTERFACE = 5
 
 
 def bind(catalog):
@@ -703,5 +719,6 @@ _builtin = bind(_native.catalog)
 minimize = _builtin.minimize
 least_squares = _builtin.least_squares
 curve_fit = _builtin.curve_fit
+curve_fit_batch = _builtin.curve_fit_batch
 problems = _builtin.problems
 models = _builtin.models

@@ -8,7 +8,7 @@ use cudamin_host::plumbing::Shown;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
 use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
-use gpu_kernels::terms::fit::{ExpDecay, ExpSin, GaussPeaks, Linear, Poly};
+use gpu_kernels::terms::fit::{ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
 
@@ -213,6 +213,20 @@ pub static MODELS: &[Model] = &[
         2,
     )
     .params_from_predictors(|k| k + 1),
+    Model::of::<Gauss2d>(
+        "gauss-2d",
+        "a·exp(−((x − x0)² + (y − y0)²)/(2·s²)) + b on predictors x, y (Gpufit's order)",
+        "p = 5",
+        5,
+    )
+    // The width: the model reads s², so a negative one is its positive twin.
+    .natural_lower(|p| zero_below(p, |j| j == 3))
+    .named(|j| {
+        let names = ["a", "x0", "y0", "s", "b"];
+        names
+            .get(j)
+            .map_or_else(|| format!("θ{j}"), |name| (*name).to_owned())
+    }),
 ];
 
 /// Refuses `params` parameters, `held` of them held at their start, that `points` data points

@@ -5,6 +5,7 @@
 
 mod builtin;
 pub mod fit;
+pub mod fit_batch;
 mod mgh;
 mod on_data;
 mod problem;

@@ -117,9 +117,17 @@ fn try_filled(len: usize, fill: impl FnOnce(&mut Vec<f64>)) -> Option<Vec<f64>> 
     Some(values)
 }
 
-/// `Some` where `len` f64 fit in the room the tightest memory limit leaves ([`memory_room`]).
+/// Requests below this many bytes are not checked: reading the limits (files under /proc and
+/// the cgroup's) costs more than making such a vector, and a batch of small fits makes many.
+const UNCHECKED_BYTES: usize = 1 << 24;
+
+/// `Some` where `len` f64 fit in the room the tightest memory limit leaves ([`memory_room`]);
+/// always for fewer than [`UNCHECKED_BYTES`].
 pub(crate) fn fits_in_memory(len: usize) -> Option<()> {
     let bytes = len.checked_mul(size_of::<f64>())?;
+    if bytes < UNCHECKED_BYTES {
+        return Some(());
+    }
     (!available_memory().is_some_and(|available| bytes > available)).then_some(())
 }
 

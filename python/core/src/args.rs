@@ -4,7 +4,7 @@
 
 use crate::errors::Failure;
 use cudamin::Bounds;
-use cudamin::{BackendChoice, Gradient, Loss, LsqMethod, Method, XScale};
+use cudamin::{BackendChoice, Gradient, LmOptions, Loss, LsqMethod, Method, XScale};
 use numpy::PyReadonlyArray1;
 
 /// A 1-D float64 array read where it lies. The Python half makes every array contiguous
@@ -156,4 +156,34 @@ pub fn fixed(indices: Option<Vec<usize>>, n: usize) -> Result<Option<Vec<bool>>,
         }
     }
     Ok(Some(mask))
+}
+
+/// The Levenberg–Marquardt options from the Python half's keywords (scipy's defaults for
+/// those not given).
+#[allow(clippy::too_many_arguments)]
+pub fn lm_options(
+    ftol: Option<f64>,
+    xtol: Option<f64>,
+    gtol: Option<f64>,
+    max_nfev: Option<usize>,
+    loss: &str,
+    f_scale: f64,
+    fixed: Option<Vec<bool>>,
+    bounds: Option<Bounds>,
+    (method, x_scale): (Option<LsqMethod>, Option<XScale>),
+) -> Result<LmOptions, Failure> {
+    let defaults = LmOptions::default();
+    Ok(LmOptions {
+        ftol: ftol.unwrap_or(defaults.ftol),
+        xtol: xtol.unwrap_or(defaults.xtol),
+        gtol: gtol.unwrap_or(defaults.gtol),
+        max_nfev,
+        loss: self::loss(loss)?,
+        f_scale,
+        fixed,
+        bounds,
+        method,
+        x_scale,
+        ..defaults
+    })
 }

@@ -11,7 +11,7 @@ use crate::observe::Observer;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
-use cudamin::{BackendChoice, Gradient, LmOptions, LsqMethod, Options, XScale};
+use cudamin::{BackendChoice, Gradient, Options};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -154,36 +154,6 @@ fn common<'py, R>(py: Python<'py>, ran: &Ran<R>, x: Vec<f64>) -> PyResult<Bound<
         out.set_item("active_mask", array(py, mask))?;
     }
     Ok(out)
-}
-
-/// The Levenberg–Marquardt options from the Python half's keywords (scipy's defaults for
-/// those not given).
-#[allow(clippy::too_many_arguments)]
-fn lm_options(
-    ftol: Option<f64>,
-    xtol: Option<f64>,
-    gtol: Option<f64>,
-    max_nfev: Option<usize>,
-    loss: &str,
-    f_scale: f64,
-    fixed: Option<Vec<bool>>,
-    bounds: Option<Bounds>,
-    (method, x_scale): (Option<LsqMethod>, Option<XScale>),
-) -> Result<LmOptions, Failure> {
-    let defaults = LmOptions::default();
-    Ok(LmOptions {
-        ftol: ftol.unwrap_or(defaults.ftol),
-        xtol: xtol.unwrap_or(defaults.xtol),
-        gtol: gtol.unwrap_or(defaults.gtol),
-        max_nfev,
-        loss: args::loss(loss)?,
-        f_scale,
-        fixed,
-        bounds,
-        method,
-        x_scale,
-        ..defaults
-    })
 }
 
 /// The fields of scipy's `least_squares` result that cudamin has (never `fun` or `jac`: the
@@ -398,7 +368,7 @@ impl Catalog {
             let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
             let bounds = args::bounds(lower, upper, x0.len())?;
             let fixed = args::fixed(fixed, x0.len())?;
-            let options = lm_options(
+            let options = args::lm_options(
                 ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, choice,
             )?;
             let Some(residuals) = solvable.least_squares() else {
@@ -421,6 +391,49 @@ impl Catalog {
         let out = common(py, &ran, x)?;
         least_squares_fields(&out, &ran.result)?;
         Ok(out)
+    }
+
+    /// Fits model `model` to each of `F` data sets of `points` rows at once, on the CPU's
+    /// cores: `ydata` is `F·points`, each column of `xdata` `points` (shared) or `F·points`,
+    /// `p0` `params` values (for all) or `F·params`. Flat arrays: `popt`, `pcov`, `status`,
+    /// `nfev`, `cost`, and a `message` per fit.
+    #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
+    absolute_sigma=false, ftol=None, xtol=None, gtol=None, max_nfev=None))]
+    #[allow(clippy::too_many_arguments)] // curve_fit's keywords
+    fn curve_fit_batch<'py>(
+        &self,
+        py: Python<'py>,
+        model: &str,
+        xdata: Vec<PyReadonlyArray1<'py, f64>>,
+        ydata: PyReadonlyArray1<'py, f64>,
+        points: usize,
+        p0: PyReadonlyArray1<'py, f64>,
+        params: usize,
+        sigma: Option<PyReadonlyArray1<'py, f64>>,
+        absolute_sigma: bool,
+        ftol: Option<f64>,
+        xtol: Option<f64>,
+        gtol: Option<f64>,
+        max_nfev: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let limits = crate::batch::Limits {
+            ftol,
+            xtol,
+            gtol,
+            max_nfev,
+        };
+        let data = (xdata, ydata, sigma);
+        let starts = (p0, params);
+        crate::batch::curve_fit_batch(
+            self,
+            py,
+            model,
+            data,
+            points,
+            starts,
+            absolute_sigma,
+            limits,
+        )
     }
 
     /// Fits model `model` to `ydata` at `xdata`: scipy's `curve_fit`, with the fields of
@@ -500,7 +513,7 @@ impl Catalog {
                 p0,
                 (columns.y.len(), held),
             )?;
-            let options = lm_options(
+            let options = args::lm_options(
                 ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, method,
             )?;
             let mut solvable = Solvable::new(instance.evaluator, gradient);

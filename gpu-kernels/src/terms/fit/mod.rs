@@ -4,16 +4,19 @@
 //! is `χ² = Σ_k w_k²·(y_k − m(θ, t_k))²`, and Levenberg–Marquardt reads its Jacobian rows.
 //!
 //! The data have three columns, in this order: `t`, `y`, `w`. A model of `k` predictors
-//! ([`Linear`], or a term of the caller's own) reads `k` columns first, then `y` and `w`.
+//! ([`Linear`], [`Gauss2d`], or a term of the caller's own) reads `k` columns first, then `y`
+//! and `w`.
 
 pub mod exp_decay;
 pub mod expsin;
+pub mod gauss_2d;
 pub mod gauss_peaks;
 pub mod linear;
 pub mod poly;
 
 pub use exp_decay::ExpDecay;
 pub use expsin::ExpSin;
+pub use gauss_2d::Gauss2d;
 pub use gauss_peaks::GaussPeaks;
 pub use linear::Linear;
 pub use poly::Poly;

@@ -269,8 +269,8 @@ impl<T: Term> CpuScheme<T> for Exact {
         sum.value()
     }
 
-    /// Rows of at most four variables on `Dual<4>`, wider ones on `Dual<DENSE_LANES>`, or in
-    /// reverse mode where [`reverse_mode`] says.
+    /// Rows of at most four variables on `Dual<4>`, of at most eight on `Dual<8>`, wider ones
+    /// on `Dual<DENSE_LANES>`, or in reverse mode where [`reverse_mode`] says.
     fn rows_chunk(
         terms: Range<usize>,
         x: &[f64],
@@ -286,6 +286,10 @@ impl<T: Term> CpuScheme<T> for Exact {
             })
         } else if width <= 4 {
             let mut window = [Dual::<4>::constant(0.0); 4];
+            let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
+            chunk_partial::<T, _>(terms, x, data, rows, vector, into)
+        } else if width <= 8 {
+            let mut window = [Dual::<8>::constant(0.0); 8];
             let rows = &mut ExactRow::new::<T>(&mut window[..width], x);
             chunk_partial::<T, _>(terms, x, data, rows, vector, into)
         } else {

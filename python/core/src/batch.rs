@@ -1,0 +1,69 @@
+//! `curve_fit_batch` for Python: one of the catalog's models fitted to each of `F` data sets at
+//! once on the CPU's cores, the results returned as flat arrays that the Python half shapes.
+
+use crate::Catalog;
+use crate::args;
+use crate::errors::Failure;
+use cudamin::problems::fit_batch::{Batch, fit_batch};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The tolerances and the evaluation limit of a batch's fits.
+pub(crate) struct Limits {
+    pub ftol: Option<f64>,
+    pub xtol: Option<f64>,
+    pub gtol: Option<f64>,
+    pub max_nfev: Option<usize>,
+}
+
+/// Fits `model` with `p0`'s parameter count (`p` for all fits, or `F·p`, given `F`) to each
+/// `points`-row slice of `ydata` at `xdata` (columns of `points` values, shared, or `F·points`).
+#[allow(clippy::too_many_arguments)] // the Python call's keywords
+pub(crate) fn curve_fit_batch<'py>(
+    catalog: &Catalog,
+    py: Python<'py>,
+    model: &str,
+    (xdata, ydata, sigma): (
+        Vec<PyReadonlyArray1<'py, f64>>,
+        PyReadonlyArray1<'py, f64>,
+        Option<PyReadonlyArray1<'py, f64>>,
+    ),
+    points: usize,
+    (p0, params): (PyReadonlyArray1<'py, f64>, usize),
+    absolute_sigma: bool,
+    limits: Limits,
+) -> PyResult<Bound<'py, PyDict>> {
+    let model = catalog.model(model)?;
+    let x = (xdata.iter())
+        .map(|x| args::slice("xdata", x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let batch = Batch {
+        x: &x,
+        y: args::slice("ydata", &ydata)?,
+        sigma: sigma
+            .as_ref()
+            .map(|s| args::slice("sigma", s))
+            .transpose()?,
+        points,
+        p0: args::slice("p0", &p0)?,
+    };
+    let Limits {
+        ftol,
+        xtol,
+        gtol,
+        max_nfev,
+    } = limits;
+    let plain = (None, None);
+    let options = args::lm_options(ftol, xtol, gtol, max_nfev, "linear", 1.0, None, None, plain)?;
+    let fitted = py.detach(|| fit_batch(model, params, batch, &options, absolute_sigma));
+    let result = fitted.map_err(Failure::from)?;
+    let out = PyDict::new(py);
+    out.set_item("popt", PyArray1::from_vec(py, result.popt))?;
+    out.set_item("pcov", PyArray1::from_vec(py, result.pcov))?;
+    out.set_item("status", PyArray1::from_vec(py, result.status))?;
+    out.set_item("message", result.message)?;
+    out.set_item("nfev", PyArray1::from_vec(py, result.nfev))?;
+    out.set_item("cost", PyArray1::from_vec(py, result.cost))?;
+    Ok(out)
+}

@@ -1,0 +1,51 @@
+"""``curve_fit_batch``: one model fitted to each of ``F`` data sets at once, as a loop of
+``curve_fit`` calls would, on every CPU core. The arrays are shaped here; the fits run in Rust
+(python/core's ``curve_fit_batch``)."""
+
+import numpy as np
+
+
+def _columns(xdata, fits, points):
+    """``xdata`` as contiguous float64 columns, one per predictor, each ``points`` values (shared by
+    every fit) or ``fits·points`` (fit by fit): from ``(M,)`` or ``(M, k)`` shared, ``(F, M)`` or
+    ``(F, M, k)`` per fit."""
+    x = np.asarray(xdata, dtype=np.float64)
+    if x.ndim == 1 and x.shape[0] == points:
+        return [np.ascontiguousarray(x)]
+    if x.ndim == 2 and x.shape == (fits, points):
+        return [np.ascontiguousarray(x).reshape(-1)]
+    if x.ndim == 2 and x.shape[0] == points:
+        return [np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])]
+    if x.ndim == 3 and x.shape[:2] == (fits, points):
+        return [np.ascontiguousarray(x[:, :, j]).reshape(-1) for j in range(x.shape[2])]
+    raise ValueError(
+        f"xdata must be (M,) or (M, k) for every fit, or (F, M) or (F, M, k), with ydata's F = {fits} fits "
+        f"of M = {points} points; it has shape {x.shape}"
+    )
+
+
+def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
+                    ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None):
+    """See ``cudamin.curve_fit_batch``."""
+    ydata = np.ascontiguousarray(ydata, dtype=np.float64)
+    if ydata.ndim != 2:
+        raise ValueError(f"ydata must be (F, M), one row of M points per fit; it has shape {ydata.shape}")
+    fits, points = ydata.shape
+    columns = _columns(xdata, fits, points)
+    if p0 is None:
+        p0 = np.ones(default_params(f, len(columns)))
+    p0 = np.ascontiguousarray(p0, dtype=np.float64)
+    if p0.ndim not in (1, 2) or (p0.ndim == 2 and p0.shape[0] != fits):
+        raise ValueError(f"p0 must be (p,) for every fit or (F, p) with F = {fits}; it has shape {p0.shape}")
+    params = p0.shape[-1]
+    if sigma is not None:
+        sigma = np.ascontiguousarray(np.broadcast_to(np.asarray(sigma, dtype=np.float64), ydata.shape))
+        sigma = sigma.reshape(-1)
+    result = catalog.curve_fit_batch(
+        f, columns, ydata.reshape(-1), points, p0.reshape(-1), params, sigma=sigma,
+        absolute_sigma=bool(absolute_sigma), ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev,
+    )
+    popt = result["popt"].reshape(fits, params)
+    pcov = result["pcov"].reshape(fits, params, params)
+    info = {key: result[key] for key in ("status", "message", "nfev", "cost")}
+    return popt, pcov, info

@@ -1,0 +1,87 @@
+"""cudamin.curve_fit_batch against a loop of scipy.optimize.curve_fit calls on the same arrays,
+in the same process: symmetric 2-D Gaussian spots on 5 × 5 pixels with Poisson noise, Gpufit's
+benchmark case."""
+
+import numpy as np
+import pytest
+from scipy.optimize import curve_fit
+
+import cudamin
+
+TIGHT = dict(ftol=1e-12, xtol=1e-12, gtol=1e-12)
+RNG = np.random.default_rng(41)
+GRID = np.column_stack([np.tile(np.arange(5.0), 5), np.repeat(np.arange(5.0), 5)])  # (M, 2)
+
+
+def gauss_2d(x, a, x0, y0, s, b):
+    return a * np.exp(-((x[0] - x0) ** 2 + (x[1] - y0) ** 2) / (2 * s * s)) + b
+
+
+def gauss_2d_jacobian(x, a, x0, y0, s, b):
+    dx, dy = x[0] - x0, x[1] - y0
+    e = np.exp(-(dx * dx + dy * dy) / (2 * s * s))
+    return np.column_stack([e, a * e * dx / s**2, a * e * dy / s**2, a * e * (dx * dx + dy * dy) / s**3, np.ones_like(e)])
+
+
+def spots(fits):
+    truth = np.column_stack([
+        RNG.uniform(200, 500, fits), RNG.uniform(1.5, 2.5, fits), RNG.uniform(1.5, 2.5, fits),
+        RNG.uniform(0.8, 1.2, fits), RNG.uniform(5, 15, fits),
+    ])
+    y = RNG.poisson([gauss_2d(GRID.T, *t) for t in truth]).astype(float)
+    return truth, y, truth * RNG.uniform(0.9, 1.1, truth.shape)
+
+
+def test_every_fit_is_scipys():
+    _, y, p0 = spots(200)
+    popt, pcov, info = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, **TIGHT)
+    assert popt.shape == (200, 5) and pcov.shape == (200, 5, 5)
+    assert np.all(info["status"] > 0), info["message"]
+    for f in range(200):
+        expected, expected_pcov = curve_fit(gauss_2d, GRID.T, y[f], p0=p0[f], jac=gauss_2d_jacobian, **TIGHT)
+        np.testing.assert_allclose(popt[f], expected, rtol=1e-6)
+        scale = np.sqrt(np.outer(np.diag(expected_pcov), np.diag(expected_pcov)))
+        np.testing.assert_allclose(pcov[f], expected_pcov, rtol=0, atol=1e-4 * scale.max())
+        assert np.all(np.abs(pcov[f] - expected_pcov) <= 1e-4 * scale)
+
+
+def test_per_fit_points_and_one_start_for_all():
+    truth, y, _ = spots(20)
+    # The same grid given per fit, (F, M, 2), and one start for every fit.
+    per_fit = np.broadcast_to(GRID, (20, 25, 2))
+    start = np.array([300.0, 2.0, 2.0, 1.0, 10.0])
+    shared = cudamin.curve_fit_batch("gauss-2d", GRID, y, start)
+    each = cudamin.curve_fit_batch("gauss-2d", per_fit, y, np.tile(start, (20, 1)))
+    np.testing.assert_array_equal(shared[0], each[0])
+    # Poisson noise on 25 pixels: the centre to a quarter pixel, the amplitude to 15 %.
+    np.testing.assert_allclose(shared[0][:, 1:3], truth[:, 1:3], atol=0.25)
+    np.testing.assert_allclose(shared[0][:, 0], truth[:, 0], rtol=0.15)
+
+
+def test_a_bad_fit_fails_alone():
+    _, y, p0 = spots(5)
+    y[2, 3] = np.nan
+    popt, pcov, info = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0)
+    assert info["status"][2] == -1 and "NaN" in info["message"][2]
+    assert np.all(np.isnan(popt[2])) and np.all(np.isinf(pcov[2]))
+    good = [0, 1, 3, 4]
+    assert np.all(info["status"][good] > 0)
+    alone = cudamin.curve_fit_batch("gauss-2d", GRID, y[good], p0[good])
+    np.testing.assert_array_equal(alone[0], popt[good])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(ydata=np.ones(25)), "ydata must be \\(F, M\\)"),
+        (dict(xdata=np.ones((24, 2))), "xdata must be"),
+        (dict(p0=np.ones((3, 5))), "p0 must be"),
+        (dict(p0=np.ones(4)), "gauss-2d with 4 parameters: it takes p = 5"),
+        (dict(f="no-such-model"), "unknown model"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(kwargs, message):
+    _, y, p0 = spots(4)
+    call = dict(f="gauss-2d", xdata=GRID, ydata=y, p0=p0) | kwargs
+    with pytest.raises(ValueError, match=message):
+        cudamin.curve_fit_batch(**call)

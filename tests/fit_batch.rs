@@ -1,0 +1,99 @@
+//! Many small fits at once (`fit_batch`): each fit's answer is the one it gets alone, known
+//! parameters come back from noiseless spots, and a bad fit fails alone.
+
+use cudamin::LmOptions;
+use cudamin::problems::fit::{FitError, find_model};
+use cudamin::problems::fit_batch::{Batch, BatchResult, fit_batch};
+
+/// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
+fn grid() -> (Vec<f64>, Vec<f64>) {
+    (0..25)
+        .map(|i| (f64::from(i % 5), f64::from(i / 5)))
+        .unzip()
+}
+
+/// `a·exp(−((x − x0)² + (y − y0)²)/(2s²)) + b` at the grid, for `θ = (a, x0, y0, s, b)`.
+fn spot(theta: &[f64], (x, y): &(Vec<f64>, Vec<f64>)) -> Vec<f64> {
+    let [a, x0, y0, s, b] = theta.try_into().unwrap();
+    (x.iter().zip(y))
+        .map(|(x, y)| a * (-((x - x0).powi(2) + (y - y0).powi(2)) / (2.0 * s * s)).exp() + b)
+        .collect()
+}
+
+/// Spot `f`'s parameters: each differs from the others.
+fn truth(f: usize) -> [f64; 5] {
+    let t = f as f64;
+    [
+        300.0 + 7.0 * t,
+        1.8 + 0.013 * t,
+        2.3 - 0.011 * t,
+        0.9 + 0.004 * t,
+        10.0 + 0.1 * t,
+    ]
+}
+
+fn run(y: &[f64], p0: &[f64], grid: &(Vec<f64>, Vec<f64>)) -> Result<BatchResult, FitError> {
+    let model = find_model("gauss-2d").unwrap();
+    let x = [&grid.0[..], &grid.1[..]];
+    let batch = Batch {
+        x: &x,
+        y,
+        sigma: None,
+        points: 25,
+        p0,
+    };
+    fit_batch(model, 5, batch, &LmOptions::default(), false)
+}
+
+/// Noiseless spots give their parameters back, each from its own start, and a batch gives
+/// each fit what it gets alone, to the bit.
+#[test]
+fn each_fit_of_a_batch_is_the_fit_alone() {
+    let grid = grid();
+    let fits = 40;
+    let y: Vec<f64> = (0..fits).flat_map(|f| spot(&truth(f), &grid)).collect();
+    let p0: Vec<f64> = (0..fits)
+        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.05 * ((f % 3) as f64 - 1.0))))
+        .collect();
+    let all = run(&y, &p0, &grid).unwrap();
+    for f in 0..fits {
+        assert!(all.status[f] > 0, "fit {f}: {}", all.message[f]);
+        for (j, want) in truth(f).iter().enumerate() {
+            let got = all.popt[f * 5 + j];
+            assert!(
+                (got - want).abs() <= 1e-8 * want.abs(),
+                "fit {f}: θ{j} {got} vs {want}"
+            );
+        }
+        let alone = run(&y[f * 25..(f + 1) * 25], &p0[f * 5..(f + 1) * 5], &grid).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&alone.popt),
+            bits(&all.popt[f * 5..(f + 1) * 5]),
+            "fit {f}"
+        );
+        assert_eq!(alone.nfev[0], all.nfev[f]);
+    }
+}
+
+/// A fit whose data hold a NaN fails alone, with status −1 and the reason; the others are
+/// untouched. Shapes that do not fit together are refused before any fit.
+#[test]
+fn a_bad_fit_fails_alone_and_bad_shapes_are_refused() {
+    let grid = grid();
+    let mut y: Vec<f64> = (0..3).flat_map(|f| spot(&truth(f), &grid)).collect();
+    y[25 + 7] = f64::NAN;
+    let p0 = truth(0);
+    let r = run(&y, &p0, &grid).unwrap();
+    assert_eq!(r.status[1], -1);
+    assert!(r.message[1].contains("NaN"), "{}", r.message[1]);
+    assert!(r.popt[5..10].iter().all(|v| v.is_nan()));
+    assert!(r.status[0] > 0 && r.status[2] > 0, "{:?}", r.message);
+    let error = run(&y[..30], &p0, &grid).unwrap_err();
+    assert!(matches!(error, FitError::Lengths { .. }), "{error}");
+    let error = run(&y, &p0[..4], &grid).unwrap_err();
+    assert!(
+        matches!(error, FitError::StartLength { got: 4, params: 5 }),
+        "{error}"
+    );
+}
