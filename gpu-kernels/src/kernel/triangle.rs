@@ -81,10 +81,11 @@ pub const fn fold_scratch_len(n: usize) -> usize {
     (FOLD_ROWS + 1) * row_width(n)
 }
 
-/// Folds the rows held in `scratch` into the triangle `r` (packed, `n = qtr.len()`) and `qtr`:
-/// the first [`FOLD_ROWS`] rows of [`row_width`]`(n)` values are `J`'s rows, each followed by
-/// its residual and zeros (rows not in use are all zero); the rest is work space. Afterwards
-/// `r` and `qtr` are those of the stacked rows `[R; rows]`, and the rows hold scratch.
+/// Folds the `held` rows in `scratch` into the triangle `r` (packed, `n = qtr.len()`) and
+/// `qtr`: the first `held ≤` [`FOLD_ROWS`] rows of [`row_width`]`(n)` values are `J`'s rows,
+/// each followed by its residual and zeros; the rest is work space. Afterwards `r` and `qtr`
+/// are those of the stacked rows `[R; rows]`, and the rows hold scratch. A chunk's last,
+/// partly filled fold (all of a small fit's rows) then works on its rows alone.
 ///
 /// Column `j`'s reflection `H = I − τ·v·vᵀ` maps `(R_jj, rows' column j)` to `(β, 0)`, with
 /// `v = (1, column/(R_jj − β))`, `β = −sign(R_jj)·‖(R_jj, column)‖` and `τ = (β − R_jj)/β`
@@ -95,10 +96,11 @@ pub const fn fold_scratch_len(n: usize) -> usize {
 /// columns from the group holding column `j + 1`: the few columns before it in that group are
 /// done columns, never read again, and computing them too keeps the loops free of remainders.
 #[inline(always)]
-pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64]) {
+pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64], held: usize) {
     let n = qtr.len();
     let width = row_width(n);
     let (rows, w) = scratch.split_at_mut(FOLD_ROWS * width);
+    let rows = &mut rows[..held.min(FOLD_ROWS) * width];
     let mut v = [0.0; FOLD_ROWS];
     for j in 0..n {
         for (vi, row) in v.iter_mut().zip(rows.chunks_exact(width)) {
@@ -296,14 +298,13 @@ pub fn fold_triangle(
     let width = row_width(n);
     for first in (0..n).step_by(FOLD_ROWS) {
         scratch.fill(0.0);
-        for (row, i) in scratch
-            .chunks_exact_mut(width)
-            .zip(first..(first + FOLD_ROWS).min(n))
-        {
+        let rows = first..(first + FOLD_ROWS).min(n);
+        let held = rows.len();
+        for (row, i) in scratch.chunks_exact_mut(width).zip(rows) {
             row[i..n].copy_from_slice(&other[packed_row(i, n)..packed_row(i, n) + n - i]);
             row[n] = other_qtr[i];
         }
-        fold_rows(r, qtr, scratch);
+        fold_rows(r, qtr, scratch, held);
     }
 }
 
@@ -340,7 +341,7 @@ impl<'a> TriangleRows<'a> {
     }
 
     fn fold(&mut self) {
-        fold_rows(self.r, self.qtr, self.scratch);
+        fold_rows(self.r, self.qtr, self.scratch, self.held);
         self.scratch.fill(0.0);
         self.held = 0;
     }
