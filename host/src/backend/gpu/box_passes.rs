@@ -264,8 +264,16 @@ impl BoxSpace for DeviceVectors {
         let alpha = minimum(&reach(f64::NAN)?[0]);
         let first = if alpha < 1.0 {
             let first = minimum(&reach(alpha)?[1]);
-            // The variable that gave the least fraction has it.
-            debug_assert!(first < n as f64, "no variable reaches {alpha}");
+            // The variable that gave the least fraction has it; if none does (NaN in the
+            // step), an index cast from ∞ would cut at a wrong place: refuse instead.
+            let found = first < n as f64; // false for ∞ and NaN
+            if !found {
+                return Err(BackendError::Kernel {
+                    kernel: REACH_PARTIALS.to_owned(),
+                    reason: format!("found no variable reaching the fraction {alpha} of the step"),
+                }
+                .into());
+            }
             first as usize
         } else {
             n
