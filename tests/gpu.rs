@@ -1719,7 +1719,7 @@ fn normal_equations_agree_with_the_cpu() {
     let data = fit_data(sized(100_000, 1_000));
     let mut pairs: Vec<(String, Instance, Instance)> = Vec::new();
     for model in MODELS {
-        let on = |b: &Backend| model.instantiate(b, None, &data, None).unwrap();
+        let on = |b: &Backend| common::fit_instance(model, b, &data);
         pairs.push((format!("{} fit", model.name), on(&gpu), on(&Backend::Cpu)));
     }
     for problem in problems::all().filter(|p| p.name.starts_with("mgh-")) {
@@ -1779,7 +1779,7 @@ fn every_shipped_entry_executes_on_the_simulator() {
     }
     let data = fit_data(300);
     for model in MODELS {
-        let mut instance = model.instantiate(&sim, None, &data, None).unwrap();
+        let mut instance = common::fit_instance(model, &sim, &data);
         run_every_pass(model.name, &mut instance);
     }
     // A solver's vectors on the device: every vector operation, against the host's.

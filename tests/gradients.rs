@@ -261,7 +261,7 @@ proptest! {
         let y = x.iter().map(|x| 1.0 + x.sin()).collect();
         let data = FitData { x, y, sigma: None };
         for model in MODELS {
-            let mut instance = model.instantiate(&Backend::Cpu, None, &data, None).unwrap();
+            let mut instance = common::fit_instance(model, &Backend::Cpu, &data);
             let theta: Vec<f64> = (0..model.default_params)
                 .map(|i| 1.0 + shift * (1.0 + ((seed as usize + i) % 7) as f64 / 7.0))
                 .collect();
