@@ -1,9 +1,10 @@
 //! Many small fits at once (`fit_batch`): each fit's answer is the one it gets alone, known
 //! parameters come back from noiseless spots, and a bad fit fails alone.
 
-use cudamin::LmOptions;
+use cudamin::plumbing::gpu::simulated_entries;
 use cudamin::problems::fit::{FitError, find_model};
-use cudamin::problems::fit_batch::{Batch, BatchResult, fit_batch};
+use cudamin::problems::fit_batch::{Batch, BatchResult, fit_batch, fit_batch_on};
+use cudamin::{BackendChoice, LmOptions};
 
 /// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
 fn grid() -> (Vec<f64>, Vec<f64>) {
@@ -96,4 +97,59 @@ fn a_bad_fit_fails_alone_and_bad_shapes_are_refused() {
         matches!(error, FitError::StartLength { got: 4, params: 5 }),
         "{error}"
     );
+}
+
+/// The batch kernel on the simulator (the PTX a GPU runs, one fit per thread) gives the CPU's
+/// answers: 200 noisy spots, each from its own start.
+#[test]
+fn the_simulator_gives_the_cpus_answers() {
+    let grid = grid();
+    let fits = 200;
+    // A deterministic ±3 % ripple on each pixel stands in for the noise.
+    let y: Vec<f64> = (0..fits)
+        .flat_map(|f| spot(&truth(f), &grid))
+        .enumerate()
+        .map(|(i, v)| v * (1.0 + 0.03 * ((i as f64) * 0.7).sin()))
+        .collect();
+    let p0: Vec<f64> = (0..fits)
+        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.04 * ((f % 5) as f64 - 2.0) / 2.0)))
+        .collect();
+    let cpu = run(&y, &p0, &grid).unwrap();
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let model = find_model("gauss-2d").unwrap();
+    let x = [&grid.0[..], &grid.1[..]];
+    let batch = Batch {
+        x: &x,
+        y: &y,
+        sigma: None,
+        points: 25,
+        p0: &p0,
+    };
+    let on_sim = fit_batch_on(&sim, model, 5, batch, &LmOptions::default(), false).unwrap();
+    assert!(simulated_entries().contains("fit_gauss_2d_batch"));
+    let same = (0..fits * 5)
+        .filter(|&i| cpu.popt[i] == on_sim.popt[i])
+        .count();
+    eprintln!(
+        "simulator: {same} of {} parameters equal to the bit",
+        fits * 5
+    );
+    for f in 0..fits {
+        assert!(cpu.status[f] > 0, "fit {f}: {}", cpu.message[f]);
+        assert_eq!(cpu.status[f], on_sim.status[f], "fit {f}");
+        let close = |a: &[f64], b: &[f64], tol: f64| {
+            let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            a.iter().zip(b).all(|(a, b)| (a - b).abs() <= tol * scale)
+        };
+        let range = f * 5..(f + 1) * 5;
+        assert!(
+            close(&cpu.popt[range.clone()], &on_sim.popt[range], 1e-9),
+            "fit {f}"
+        );
+        let range = f * 25..(f + 1) * 25;
+        assert!(
+            close(&cpu.pcov[range.clone()], &on_sim.pcov[range], 1e-7),
+            "fit {f}"
+        );
+    }
 }

@@ -18,7 +18,8 @@ use cudamin::plumbing::gpu::{DeviceVector, DeviceVectors};
 use cudamin::plumbing::gpu::{ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
-use cudamin::problems::fit::{FitData, MODELS};
+use cudamin::problems::fit::{FitData, MODELS, Model};
+use cudamin::problems::fit_batch::{Batch, fit_batch_on};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
@@ -1781,6 +1782,7 @@ fn every_shipped_entry_executes_on_the_simulator() {
     for model in MODELS {
         let mut instance = common::fit_instance(model, &sim, &data);
         run_every_pass(model.name, &mut instance);
+        run_batch(model, &sim, &data, &instance.x0);
     }
     // A solver's vectors on the device: every vector operation, against the host's.
     let problem = problems::find("seed-expsum").unwrap();
@@ -1859,6 +1861,42 @@ fn every_shipped_entry_executes_on_the_simulator() {
         shipped.len()
     ));
     assert!(missed.is_empty(), "never executed: {missed:?}");
+}
+
+/// Two small fits of `model` at once on `backend`'s batch kernel, of 40 points each, from
+/// `x0` (at most eight parameters: four for a model that takes more by default): on one
+/// predictor, `data`'s, or where the model takes two, a spot on a grid. Each must end by one
+/// of MINPACK's rules (status ≥ 0), not fail.
+fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
+    let points = 40;
+    let p = if x0.len() <= 8 { x0.len() } else { 4 };
+    let one = [&data.x[..2 * points]];
+    let (u, v): (Vec<f64>, Vec<f64>) = (0..2 * points)
+        .map(|i| (((i % 7) as f64), ((i / 7 % 6) as f64)))
+        .unzip();
+    let spot: Vec<f64> = (u.iter().zip(&v))
+        .map(|(a, b)| 3.0 * (-((a - 3.0).powi(2) + (b - 2.5).powi(2)) / 4.0).exp() + 0.5)
+        .collect();
+    let two = [&u[..], &v[..]];
+    let fit = |x: &[&[f64]], y: &[f64]| {
+        let batch = Batch {
+            x,
+            y,
+            sigma: None,
+            points,
+            p0: &x0[..p],
+        };
+        fit_batch_on(backend, model, p, batch, &LmOptions::default(), false)
+    };
+    let result = fit(&one, &data.y[..2 * points])
+        .or_else(|_| fit(&two, &spot))
+        .unwrap_or_else(|e| panic!("{} batch: {e}", model.name));
+    assert!(
+        result.status.iter().all(|&s| s >= 0),
+        "{} batch: {:?}",
+        model.name,
+        result.message
+    );
 }
 
 /// The value, every gradient scheme plain and fused, and where the instance has residuals

@@ -111,7 +111,8 @@ fn launches_derived_from_the_entry_names_explain_every_term_kernel() {
 
 /// ptxas assembles each entry's module, as the cust driver loads them (the entry, the
 /// functions it calls, the module's variables; see [`ptx::modules`]), for every architecture,
-/// with no spills: so each module is self-contained, and together they are every entry.
+/// with no spills but a bounded few in the batch kernels: so each module is self-contained, and
+/// together they are every entry.
 #[test]
 fn ptxas_assembles_every_arch_without_spills() {
     let Some(ptxas_path) = ptxas_or_skip() else {
@@ -161,10 +162,15 @@ fn ptxas_assembles_every_arch_without_spills() {
         report += &ptxas::table(arch, &kernels);
         assert_eq!(kernels.len(), names.len(), "{arch}: an entry is missing");
         for (name, k) in &kernels {
-            assert_eq!(
-                (k.spill_stores, k.spill_loads),
-                (0, 0),
-                "{arch}: `{name}` spills registers"
+            // A batch kernel runs a whole fit's Levenberg–Marquardt loop per thread, its
+            // MINPACK memory on the stack by design; at 255 registers it spills a little more.
+            // Bounded here so that it cannot grow unseen; every other entry spills nothing.
+            let allowed = if name.ends_with("_batch") { 256 } else { 0 };
+            assert!(
+                k.spill_stores <= allowed && k.spill_loads <= allowed,
+                "{arch}: `{name}` spills registers ({} B stored, {} B loaded)",
+                k.spill_stores,
+                k.spill_loads
             );
         }
     }

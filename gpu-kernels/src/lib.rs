@@ -66,6 +66,7 @@ pub mod fd;
 pub mod kernel;
 pub mod lanes;
 mod least_squares;
+pub mod lm;
 mod math;
 mod penalty;
 pub mod prelude;

@@ -8,7 +8,8 @@ use cudamin_host::plumbing::Shown;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
 use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
-use gpu_kernels::terms::fit::{ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Poly};
+use gpu_kernels::raw::RawKernel;
+use gpu_kernels::terms::fit::{self, ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Poly};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
 
@@ -133,6 +134,11 @@ pub struct Model {
     /// `None`: they are known by index alone.
     parameter_name: Option<fn(usize) -> String>,
     setup: Setup,
+    /// The term's own refusal of `p` parameters on a data table.
+    check: fn(usize, Data<'_>) -> Result<(), &'static str>,
+    /// The grid kernel that runs many small fits of the model at once, one per thread
+    /// (`gpu_kernels::lm::batch`), where it has one.
+    batch: Option<&'static RawKernel>,
     launches: fn() -> Vec<Launch>,
     predict: fn(&[f64], &[&[f64]]) -> Vec<f64>,
 }
@@ -176,6 +182,12 @@ fn setup<T: ResidualKernels + 'static>(
     load_least_squares(backend, problem, vec![1.0; p], None)
 }
 
+/// Whether term `T` takes `p` parameters on `data`: its window's rule, then its own.
+fn check<T: Term>(p: usize, data: Data<'_>) -> Result<(), &'static str> {
+    T::WINDOW.check(p)?;
+    T::check(p, data)
+}
+
 /// Every built-in model, in `cudamin fit --help` order.
 pub static MODELS: &[Model] = &[
     Model::of::<ExpSin>(
@@ -183,8 +195,10 @@ pub static MODELS: &[Model] = &[
         "θ0·exp(−θ1·x) + Σ_{k=2}^{p−1} θk·sin(k·x)",
         "p >= 2",
         16,
-    ),
-    Model::of::<Poly>("poly", "Σ_{k<p} θk·x^k (degree p − 1)", "p >= 1", 3),
+    )
+    .batched(&fit::expsin::FIT_EXPSIN_BATCH),
+    Model::of::<Poly>("poly", "Σ_{k<p} θk·x^k (degree p − 1)", "p >= 1", 3)
+        .batched(&fit::poly::FIT_POLY_BATCH),
     Model::of::<ExpDecay>(
         "exp-decay",
         "Σ_i a_i·exp(−b_i·x), θ = (a0, b0, a1, b1, ...)",
@@ -193,7 +207,8 @@ pub static MODELS: &[Model] = &[
     )
     // Decay rates: a negative one is a growing exponential, which overflows.
     .natural_lower(|p| zero_below(p, |j| j % 2 == 1))
-    .named(|j| format!("{}{}", ["a", "b"][j % 2], j / 2)),
+    .named(|j| format!("{}{}", ["a", "b"][j % 2], j / 2))
+    .batched(&fit::exp_decay::FIT_EXP_DECAY_BATCH),
     Model::of::<GaussPeaks>(
         "gauss-peaks",
         "c + Σ_i a_i·exp(−(x − mu_i)²/(2·s_i²)), θ = (c, a0, mu0, s0, a1, ...)",
@@ -205,14 +220,16 @@ pub static MODELS: &[Model] = &[
     .named(|j| match j {
         0 => "c".to_owned(),
         j => format!("{}{}", ["a", "mu", "s"][(j - 1) % 3], (j - 1) / 3),
-    }),
+    })
+    .batched(&fit::gauss_peaks::FIT_GAUSS_PEAKS_BATCH),
     Model::of::<Linear>(
         "linear",
         "θ0 + Σ_{j=1}^{k} θj·x_j for k predictors (--x given k times)",
         "p = k + 1",
         2,
     )
-    .params_from_predictors(|k| k + 1),
+    .params_from_predictors(|k| k + 1)
+    .batched(&fit::linear::FIT_LINEAR_BATCH),
     Model::of::<Gauss2d>(
         "gauss-2d",
         "a·exp(−((x − x0)² + (y − y0)²)/(2·s²)) + b on predictors x, y (Gpufit's order)",
@@ -226,7 +243,8 @@ pub static MODELS: &[Model] = &[
         names
             .get(j)
             .map_or_else(|| format!("θ{j}"), |name| (*name).to_owned())
-    }),
+    })
+    .batched(&fit::gauss_2d::FIT_GAUSS_2D_BATCH),
 ];
 
 /// Refuses `params` parameters, `held` of them held at their start, that `points` data points
@@ -286,8 +304,19 @@ impl Model {
             parameter_name: None,
             per_predictors: None,
             setup: setup::<T>,
+            check: check::<T>,
+            batch: None,
             launches: residual_launches::<T>,
             predict: predict::<T>,
+        }
+    }
+
+    /// The model whose small fits run many at once on `kernel`, one per thread, on either
+    /// backend: `gpu_kernels::batch_kernel!` registers it.
+    pub const fn batched(self, kernel: &'static RawKernel) -> Model {
+        Model {
+            batch: Some(kernel),
+            ..self
         }
     }
 
@@ -375,6 +404,22 @@ impl Model {
             sigma: data.sigma.as_deref(),
         };
         self.instantiate_columns(backend, params, columns, p0, (total_points, held))
+    }
+
+    /// The model's batch kernel ([`batched`](Model::batched)), after its term's check of `p`
+    /// parameters on `data`, one fit's table in the fit layout (the predictors, `y`, `w`): the
+    /// error is the model's refusal, which every fit of a batch shares.
+    pub fn batch_kernel(
+        &self,
+        p: usize,
+        data: Data<'_>,
+    ) -> Result<Option<&'static RawKernel>, FitError> {
+        (self.check)(p, data).map_err(|reason| FitError::Params {
+            model: self.name,
+            params: p,
+            reason: Cow::Borrowed(reason),
+        })?;
+        Ok(self.batch)
     }
 
     /// As [`instantiate_shard`](Model::instantiate_shard), from borrowed columns (a caller's

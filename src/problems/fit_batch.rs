@@ -2,8 +2,15 @@
 //! its own start, as a loop of `curve_fit` calls would, on every CPU core, one fit per task.
 //! A fit that fails (NaN in its data, a singular Jacobian) fails alone, with its own status.
 
-use super::fit::{Columns, FitError, Model};
-use cudamin_host::{Backend, Gradient, LmOptions, TermObjective, least_squares};
+use super::fit::{Columns, FitError, Model, check_determined};
+use super::problem::LoadError;
+use cudamin_host::{
+    Backend, Factor, Gradient, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
+    TermObjective, covariance, least_squares,
+};
+use gpu_kernels::Data;
+use gpu_kernels::lm::batch::{Failure, PARAMS_MAX, REPORT, out_stride};
+use gpu_kernels::raw::RawKernel;
 use rayon::prelude::*;
 
 /// The data of `F` fits of `M` points each.
@@ -61,6 +68,21 @@ pub fn fit_batch(
     options: &LmOptions,
     absolute_sigma: bool,
 ) -> Result<BatchResult, FitError> {
+    fit_batch_on(&Backend::Cpu, model, p, batch, options, absolute_sigma)
+}
+
+/// [`fit_batch`] on `backend`. A plain Levenberg–Marquardt fit (no bound, no held parameter,
+/// the linear loss) of at most eight parameters runs whole on one thread of the model's batch
+/// kernel, every fit at once: on a GPU, one fit per GPU thread; on the CPU, the same code over
+/// rayon. Any other runs as `least_squares` runs it, on the CPU, one fit per task.
+pub fn fit_batch_on(
+    backend: &Backend,
+    model: &Model,
+    p: usize,
+    batch: Batch<'_>,
+    options: &LmOptions,
+    absolute_sigma: bool,
+) -> Result<BatchResult, FitError> {
     let m = batch.points;
     if m == 0 || batch.y.len() % m != 0 {
         return Err(FitError::Lengths {
@@ -93,27 +115,20 @@ pub fn fit_batch(
             params: p,
         });
     }
-    // A parameter count the model does not take is the caller's error, not one fit's.
-    let outcomes = (0..fits)
-        .into_par_iter()
-        .map(|f| {
-            let rows = f * m..(f + 1) * m;
-            let x: Vec<&[f64]> = (batch.x.iter())
-                .map(|x| if x.len() == m { x } else { &x[rows.clone()] })
-                .collect();
-            let columns = Columns {
-                x: &x,
-                y: &batch.y[rows.clone()],
-                sigma: batch.sigma.map(|s| &s[rows.clone()]),
-            };
-            let p0 = if one_start {
-                batch.p0
-            } else {
-                &batch.p0[f * p..(f + 1) * p]
-            };
-            fit_one(model, p, columns, p0, options, absolute_sigma)
-        })
-        .collect::<Result<Vec<Outcome>, FitError>>()?;
+    let plain = p <= PARAMS_MAX && options.plain_lm(p).unwrap_or(false);
+    let view = FitView {
+        batch,
+        fits,
+        p,
+        one_start,
+    };
+    let outcomes = match plain {
+        true => match batched(backend, model, &view, options, absolute_sigma)? {
+            Some(outcomes) => outcomes,
+            None => one_by_one(model, &view, options, absolute_sigma)?,
+        },
+        false => one_by_one(model, &view, options, absolute_sigma)?,
+    };
     let mut result = BatchResult::default();
     for outcome in outcomes {
         result.popt.extend(outcome.popt);
@@ -126,6 +141,209 @@ pub fn fit_batch(
     Ok(result)
 }
 
+/// A fit that could not run, for `reason`.
+fn failed(p: usize, reason: String) -> Outcome {
+    Outcome {
+        popt: vec![f64::NAN; p],
+        pcov: vec![f64::INFINITY; p * p],
+        status: -1,
+        message: reason,
+        nfev: 0,
+        cost: f64::NAN,
+    }
+}
+
+/// A batch with its shape worked out: `fits` fits of `p` parameters.
+struct FitView<'a> {
+    batch: Batch<'a>,
+    fits: usize,
+    p: usize,
+    one_start: bool,
+}
+
+impl FitView<'_> {
+    /// Fit `f`'s columns.
+    fn columns<'c>(&'c self, f: usize, x: &'c mut Vec<&'c [f64]>) -> Columns<'c> {
+        let m = self.batch.points;
+        let rows = f * m..(f + 1) * m;
+        x.extend((self.batch.x.iter()).map(|x| if x.len() == m { *x } else { &x[rows.clone()] }));
+        Columns {
+            x,
+            y: &self.batch.y[rows.clone()],
+            sigma: self.batch.sigma.map(|s| &s[rows]),
+        }
+    }
+
+    /// Fit `f`'s start.
+    fn start(&self, f: usize) -> &[f64] {
+        match self.one_start {
+            true => self.batch.p0,
+            false => &self.batch.p0[f * self.p..(f + 1) * self.p],
+        }
+    }
+}
+
+/// Every fit as `least_squares` runs it, one per task. A parameter count the model does not
+/// take is the caller's error, not one fit's.
+fn one_by_one(
+    model: &Model,
+    view: &FitView<'_>,
+    options: &LmOptions,
+    absolute_sigma: bool,
+) -> Result<Vec<Outcome>, FitError> {
+    (0..view.fits)
+        .into_par_iter()
+        .map(|f| {
+            let mut x = Vec::new();
+            let columns = view.columns(f, &mut x);
+            fit_one(
+                model,
+                view.p,
+                columns,
+                view.start(f),
+                options,
+                absolute_sigma,
+            )
+        })
+        .collect()
+}
+
+/// Every fit at once on the model's batch kernel, on `backend`; `None` where the model has
+/// none. A fit whose data or start cannot run fails alone, before the launch.
+fn batched(
+    backend: &Backend,
+    model: &Model,
+    view: &FitView<'_>,
+    options: &LmOptions,
+    absolute_sigma: bool,
+) -> Result<Option<Vec<Outcome>>, FitError> {
+    let (p, m, fits) = (view.p, view.batch.points, view.fits);
+    let cols = view.batch.x.len() + 2;
+    let table = cols * m;
+    let mut data = vec![0.0; fits * table];
+    // Each fit's table in the fit layout (the predictors, y, w = 1/σ), and what stops it.
+    let refusals: Vec<Option<String>> = (data.par_chunks_mut(table).enumerate())
+        .map(|(f, own)| {
+            let mut x = Vec::new();
+            let columns = view.columns(f, &mut x);
+            pack(own, columns, view.start(f))
+        })
+        .collect();
+    let Some(kernel) = model.batch_kernel(p, Data::new(&data[..table], m))? else {
+        return Ok(None);
+    };
+    let starts: Vec<f64> = (0..fits).flat_map(|f| view.start(f).to_vec()).collect();
+    let stride = out_stride(p);
+    let mut out = vec![0.0; fits * stride];
+    launch(backend, kernel, &data, &starts, &mut out, m, options, p)?;
+    let outcomes = (out.par_chunks(stride).zip(refusals))
+        .map(|(own, refusal)| match refusal {
+            Some(reason) => failed(p, reason),
+            None => outcome(own, p, m, absolute_sigma),
+        })
+        .collect();
+    Ok(Some(outcomes))
+}
+
+/// Packs one fit's columns into `own` in the fit layout; the reason it cannot run, if any.
+fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64]) -> Option<String> {
+    let (p, points) = (start.len(), columns.y.len());
+    let mut chunks = own.chunks_exact_mut(points);
+    // The predictors first in the zip: it stops at their end without taking a chunk.
+    for (x, to) in columns.x.iter().zip(chunks.by_ref()) {
+        to.copy_from_slice(x);
+    }
+    chunks.next()?.copy_from_slice(columns.y);
+    let weights = chunks.next()?;
+    match columns.sigma {
+        None => weights.fill(1.0),
+        Some(sigma) => {
+            for (index, (w, &value)) in weights.iter_mut().zip(sigma).enumerate() {
+                if !(value > 0.0 && value.is_finite()) {
+                    return Some(FitError::Sigma { index, value }.to_string());
+                }
+                *w = 1.0 / value;
+            }
+        }
+    }
+    if let Err(error) = check_determined(points, p, 0) {
+        return Some(error.to_string());
+    }
+    let bad = start.iter().enumerate().find(|(_, v)| !v.is_finite());
+    bad.map(|(index, &value)| SolveError::NonFiniteX0 { index, value }.to_string())
+}
+
+/// Launches `kernel` over every fit: one thread each, on the GPU blocks of 64 (the loop's
+/// memory is per thread), on the CPU as rayon splits them.
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    backend: &Backend,
+    kernel: &RawKernel,
+    data: &[f64],
+    starts: &[f64],
+    out: &mut [f64],
+    points: usize,
+    options: &LmOptions,
+    p: usize,
+) -> Result<(), FitError> {
+    let fits = starts.len() / p;
+    let threads = 64;
+    let config = LaunchConfig {
+        blocks: u32::try_from(fits.div_ceil(threads as usize)).unwrap_or(u32::MAX),
+        threads,
+    };
+    let max_nfev = options.max_nfev.unwrap_or(p.saturating_mul(100));
+    let mut args = [
+        RawArg::In(data),
+        RawArg::In(starts),
+        RawArg::Out(out),
+        RawArg::U64(points as u64),
+        RawArg::U64(p as u64),
+        RawArg::F64(options.ftol),
+        RawArg::F64(options.xtol),
+        RawArg::F64(options.gtol),
+        RawArg::F64(options.factor),
+        RawArg::U64(max_nfev as u64),
+    ];
+    (backend.launch_raw(kernel, config, &mut args)).map_err(LoadError::from)?;
+    Ok(())
+}
+
+/// One fit's outcome from what its thread wrote ([`out_stride`] values).
+fn outcome(own: &[f64], p: usize, points: usize, absolute_sigma: bool) -> Outcome {
+    let (x, rest) = own.split_at(p);
+    let (report, r) = rest.split_at(REPORT);
+    let code = report[0] as i32;
+    let Some(&status) = LmStatus::ALL.iter().find(|s| s.code() == code) else {
+        let failure = Failure::of_code(code).unwrap_or(Failure::Shape);
+        return failed(p, failure_message(failure));
+    };
+    let sum_of_squares = report[4];
+    let mut factor = Factor::new(p);
+    factor.r.copy_from_slice(r);
+    Outcome {
+        popt: x.to_vec(),
+        pcov: covariance(&factor, sum_of_squares, points, absolute_sigma)
+            .map_or_else(|| vec![f64::INFINITY; p * p], |c| c.matrix),
+        status: status.code(),
+        message: status.message().to_owned(),
+        nfev: report[1] as usize,
+        cost: 0.5 * sum_of_squares,
+    }
+}
+
+/// What a small fit's failure says, in `least_squares`' words.
+fn failure_message(failure: Failure) -> String {
+    match failure {
+        Failure::Shape => format!("more than {PARAMS_MAX} parameters, or more than its points"),
+        Failure::NonFiniteResiduals => SolveError::NonFiniteResiduals.to_string(),
+        Failure::UnderflowingResiduals => {
+            "the residuals' squares underflow at the start: rescale the data".to_owned()
+        }
+        Failure::NonFiniteJacobian { nit } => SolveError::NonFiniteJacobian { nit }.to_string(),
+    }
+}
+
 /// One fit of the batch, on this thread: its failure is its outcome, never the batch's, but
 /// for a parameter count the model refuses ([`FitError::Params`]), which every fit shares.
 fn fit_one(
@@ -136,14 +354,7 @@ fn fit_one(
     options: &LmOptions,
     absolute_sigma: bool,
 ) -> Result<Outcome, FitError> {
-    let failed = |message: String| Outcome {
-        popt: vec![f64::NAN; p],
-        pcov: vec![f64::INFINITY; p * p],
-        status: -1,
-        message,
-        nfev: 0,
-        cost: f64::NAN,
-    };
+    let failed = |message: String| failed(p, message);
     let held = options
         .fixed
         .as_ref()

@@ -2,8 +2,9 @@
 //!
 //! For sums of squares, [`least_squares`] is Levenberg–Marquardt with MINPACK's semantics
 //! (`scipy.optimize.least_squares(method='lm')`), on the triangle `R` of the residuals'
-//! Jacobian (`minpack`); with bounds, `least_squares` runs scipy's trust-region-reflective
-//! method (`trf`) on the same triangle; [`covariance`] is `curve_fit`'s `pcov` from it.
+//! Jacobian: the loop is `gpu_kernels::lm`, which a GPU thread also runs for each fit of a
+//! batch. With bounds, `least_squares` runs scipy's trust-region-reflective method (`trf`) on
+//! the same triangle; [`covariance`] is `curve_fit`'s `pcov` from it.
 //!
 //! BFGS and L-BFGS share one driver (`quasi_newton`): scipy's loop, stopping rules and status codes, with
 //! a strong Wolfe line search (`line_search`: Moré–Thuente, then a bracketing/zoom fallback).
@@ -28,7 +29,6 @@ pub mod lbfgsb;
 mod least_squares;
 mod line_search;
 mod memory;
-mod minpack;
 mod options;
 mod quasi_newton;
 mod result;

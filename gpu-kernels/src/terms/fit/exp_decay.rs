@@ -34,3 +34,4 @@ impl Term for ExpDecay {
 }
 
 crate::register_residuals!(ExpDecay, fit_exp_decay);
+crate::batch_kernel!(FIT_EXP_DECAY_BATCH = fit_exp_decay_batch(ExpDecay));

@@ -56,3 +56,4 @@ impl Term for ExpSin {
 }
 
 crate::register_residuals!(ExpSin, fit_expsin);
+crate::batch_kernel!(FIT_EXPSIN_BATCH = fit_expsin_batch(ExpSin));

@@ -33,3 +33,4 @@ impl Term for Gauss2d {
 }
 
 crate::register_residuals!(Gauss2d, fit_gauss_2d);
+crate::batch_kernel!(FIT_GAUSS_2D_BATCH = fit_gauss_2d_batch(Gauss2d));

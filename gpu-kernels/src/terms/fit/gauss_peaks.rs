@@ -38,3 +38,4 @@ impl Term for GaussPeaks {
 }
 
 crate::register_residuals!(GaussPeaks, fit_gauss_peaks);
+crate::batch_kernel!(FIT_GAUSS_PEAKS_BATCH = fit_gauss_peaks_batch(GaussPeaks));

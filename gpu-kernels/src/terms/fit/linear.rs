@@ -36,3 +36,4 @@ impl Term for Linear {
 }
 
 crate::register_residuals!(Linear, fit_linear);
+crate::batch_kernel!(FIT_LINEAR_BATCH = fit_linear_batch(Linear));

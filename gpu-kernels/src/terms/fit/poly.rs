@@ -31,3 +31,4 @@ impl Term for Poly {
 }
 
 crate::register_residuals!(Poly, fit_poly);
+crate::batch_kernel!(FIT_POLY_BATCH = fit_poly_batch(Poly));

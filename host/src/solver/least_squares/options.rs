@@ -108,6 +108,16 @@ impl LmOptions {
         }
     }
 
+    /// Checks these options for `n` variables as a solve would, and says whether the solve
+    /// is MINPACK's Levenberg–Marquardt over every variable: no variable held, no bound, a
+    /// linear loss. Such a solve needs only `ftol`, `xtol`, `gtol`, `factor` and `max_nfev`, so
+    /// a small fit of a batch can run it whole on one thread.
+    pub fn plain_lm(&self, n: usize) -> Result<bool, SolveError> {
+        self.check(n)?;
+        let held = self.fixed.as_ref().is_some_and(|f| f.iter().any(|&h| h));
+        Ok(!held && !self.runs_trf() && self.bounds.is_none())
+    }
+
     /// Whether a free variable has a finite bound.
     fn bounded(&self) -> bool {
         let fixed = self.fixed.as_deref();

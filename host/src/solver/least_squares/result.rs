@@ -5,53 +5,7 @@ use crate::backend::Factor;
 use crate::linalg::vector;
 use crate::solver::covariance::{Covariance, covariance, covariance_of_free};
 
-/// How a Levenberg–Marquardt solve ended: scipy's `least_squares` status codes and messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LmStatus {
-    /// 0: `max_nfev` evaluations were made.
-    MaxNfev,
-    /// 1: the `gtol` test passed.
-    Gtol,
-    /// 2: the `ftol` test passed.
-    Ftol,
-    /// 3: the `xtol` test passed.
-    Xtol,
-    /// 4: the `ftol` and `xtol` tests both passed.
-    FtolXtol,
-    /// −2: the observer asked to stop (scipy: the callback raised `StopIteration`).
-    Stopped,
-}
-
-impl LmStatus {
-    /// scipy's `status`.
-    pub const fn code(self) -> i32 {
-        match self {
-            LmStatus::MaxNfev => 0,
-            LmStatus::Gtol => 1,
-            LmStatus::Ftol => 2,
-            LmStatus::Xtol => 3,
-            LmStatus::FtolXtol => 4,
-            LmStatus::Stopped => -2,
-        }
-    }
-
-    /// scipy's `message`.
-    pub const fn message(self) -> &'static str {
-        match self {
-            LmStatus::MaxNfev => "The maximum number of function evaluations is exceeded.",
-            LmStatus::Gtol => "`gtol` termination condition is satisfied.",
-            LmStatus::Ftol => "`ftol` termination condition is satisfied.",
-            LmStatus::Xtol => "`xtol` termination condition is satisfied.",
-            LmStatus::FtolXtol => "Both `ftol` and `xtol` termination conditions are satisfied.",
-            LmStatus::Stopped => "The algorithm was terminated by the callback.",
-        }
-    }
-
-    /// scipy: `status > 0`.
-    pub const fn success(self) -> bool {
-        self.code() > 0
-    }
-}
+pub use gpu_kernels::lm::LmStatus;
 
 /// The result of a least-squares solve, in scipy's `least_squares` vocabulary, with the
 /// triangle of `J` at the solution (from which a fit's covariance follows).

@@ -5,7 +5,8 @@
 //! iteration (`lmpar`) and the damped least-squares solve by Givens rotations (`qrsolv`).
 //! Written from the algorithms' descriptions in Moré (1978) and the MINPACK documentation.
 //!
-//! Matrices are `n × n`, row-major: `a[i * n + j]` is row `i`, column `j`.
+//! Matrices are `n × n`, row-major: `a[i * n + j]` is row `i`, column `j`. No step allocates:
+//! the caller lends the memory, so a GPU thread runs them as the host does.
 
 // The loops index rows and columns of one matrix and its vectors at once, as the algorithms
 // are written; iterators over one of them would hide which entry meets which.
@@ -15,40 +16,56 @@
 const DWARF: f64 = f64::MIN_POSITIVE;
 
 /// `‖v‖₂`, scaled by the largest entry so that no square overflows or underflows to zero.
-pub(super) fn norm2(v: impl Iterator<Item = f64> + Clone) -> f64 {
+pub fn norm2(v: impl Iterator<Item = f64> + Clone) -> f64 {
     let largest = v.clone().fold(0.0f64, |m, x| m.max(x.abs()));
     if largest == 0.0 || !largest.is_finite() {
         return largest;
     }
-    largest * v.map(|x| (x / largest) * (x / largest)).sum::<f64>().sqrt()
+    largest * libm::sqrt(v.map(|x| (x / largest) * (x / largest)).sum::<f64>())
 }
 
 /// `‖D·v‖`.
-pub(super) fn scaled_norm(diag: &[f64], v: &[f64]) -> f64 {
+pub fn scaled_norm(diag: &[f64], v: &[f64]) -> f64 {
     norm2(diag.iter().zip(v).map(|(d, v)| d * v))
+}
+
+/// The values of the memory [`PivotedQr::new`] borrows for `n` variables.
+pub const fn qr_len(n: usize) -> usize {
+    n * n + 6 * n
 }
 
 /// The column-pivoted QR of a residual pass's `R`: `R·P = Q₂·S`, where `S` (the upper
 /// triangle of `s`) is MINPACK's `R` of `J`, `P` moves column `ipvt[j]` to place `j`, and
-/// `qtf = Q₂ᵀ·(Qᵀr)`. The strict lower triangle of `s` is scratch for [`qrsolv`].
-pub(super) struct PivotedQr {
-    pub s: Vec<f64>,
-    pub ipvt: Vec<usize>,
-    pub qtf: Vec<f64>,
+/// `qtf = Q₂ᵀ·(Qᵀr)`. The strict lower triangle of `s` is scratch for `qrsolv`.
+pub struct PivotedQr<'a> {
+    s: &'a mut [f64],
+    ipvt: &'a mut [usize],
+    qtf: &'a mut [f64],
+    /// Five vectors of `n` for the steps' work.
+    work: &'a mut [f64],
 }
 
-impl PivotedQr {
-    /// Factors `r` (`n × n`), carrying `qtr` along. Householder reflections with the column
-    /// of largest remaining norm first (the first such column on a tie), norms downdated and
-    /// recomputed when cancellation has taken most of their digits, as `qrfac` does.
-    pub fn new(r: &[f64], qtr: &[f64]) -> Self {
+impl<'a> PivotedQr<'a> {
+    /// Factors `r` (`n × n`), carrying `qtr` along, in `memory` ([`qr_len`]`(n)` values) and
+    /// `ipvt` (`n`). Householder reflections with the column of largest remaining norm first
+    /// (the first such column on a tie), norms downdated and recomputed when cancellation has
+    /// taken most of their digits, as `qrfac` does.
+    #[inline(never)]
+    pub fn new(r: &[f64], qtr: &[f64], memory: &'a mut [f64], ipvt: &'a mut [usize]) -> Self {
         let n = qtr.len();
-        let mut a = r.to_vec();
-        let mut qtf = qtr.to_vec();
+        let (a, rest) = memory[..qr_len(n)].split_at_mut(n * n);
+        let (qtf, work) = rest.split_at_mut(n);
+        let ipvt = &mut ipvt[..n];
+        a.copy_from_slice(&r[..n * n]);
+        qtf.copy_from_slice(qtr);
         let column_norm = |a: &[f64], j: usize, from: usize| norm2((from..n).map(|i| a[i * n + j]));
-        let mut rdiag: Vec<f64> = (0..n).map(|j| column_norm(&a, j, 0)).collect();
-        let mut wa = rdiag.clone();
-        let mut ipvt: Vec<usize> = (0..n).collect();
+        let (rdiag, rest) = work.split_at_mut(n);
+        let wa = &mut rest[..n];
+        for j in 0..n {
+            rdiag[j] = column_norm(a, j, 0);
+            wa[j] = rdiag[j];
+            ipvt[j] = j;
+        }
         for j in 0..n {
             let kmax = (j + 1..n).fold(j, |best, k| if rdiag[k] > rdiag[best] { k } else { best });
             if kmax != j {
@@ -59,7 +76,7 @@ impl PivotedQr {
                 wa[kmax] = wa[j];
                 ipvt.swap(j, kmax);
             }
-            let mut ajnorm = column_norm(&a, j, j);
+            let mut ajnorm = column_norm(a, j, j);
             if ajnorm != 0.0 {
                 if a[j * n + j] < 0.0 {
                     ajnorm = -ajnorm;
@@ -76,9 +93,10 @@ impl PivotedQr {
                     }
                     if rdiag[k] != 0.0 {
                         let ratio = a[j * n + k] / rdiag[k];
-                        rdiag[k] *= (1.0 - ratio * ratio).max(0.0).sqrt();
-                        if 0.05 * (rdiag[k] / wa[k]).powi(2) <= f64::EPSILON {
-                            rdiag[k] = column_norm(&a, k, j + 1);
+                        rdiag[k] *= libm::sqrt((1.0 - ratio * ratio).max(0.0));
+                        let kept = rdiag[k] / wa[k];
+                        if 0.05 * (kept * kept) <= f64::EPSILON {
+                            rdiag[k] = column_norm(a, k, j + 1);
                             wa[k] = rdiag[k];
                         }
                     }
@@ -95,20 +113,26 @@ impl PivotedQr {
         for j in 0..n {
             a[j * n + j] = rdiag[j];
         }
-        PivotedQr { s: a, ipvt, qtf }
+        PivotedQr {
+            s: a,
+            ipvt,
+            qtf,
+            work,
+        }
     }
 
     /// `S·(Pᵀ·p)`'s norm: `‖J·p‖`, with `J·p = Q·Q₂·S·Pᵀp`.
-    pub fn jacobian_times_norm(&self, p: &[f64]) -> f64 {
+    pub fn jacobian_times_norm(&mut self, p: &[f64]) -> f64 {
         let n = p.len();
-        let mut product = vec![0.0; n];
+        let product = &mut self.work[..n];
+        product.fill(0.0);
         for j in 0..n {
             let pj = p[self.ipvt[j]];
             for (i, out) in product.iter_mut().enumerate().take(j + 1) {
                 *out += self.s[i * n + j] * pj;
             }
         }
-        norm2(product.into_iter())
+        norm2(product.iter().copied())
     }
 
     /// MINPACK's gradient test: the largest `|cos|` of the angle between `r` and a column of
@@ -152,24 +176,30 @@ impl PivotedQr {
     }
 
     /// [`lmpar`](Self::lmpar) with MINPACK's sign: writes `−p`.
+    #[inline(never)]
     fn damping(&mut self, diag: &[f64], delta: f64, par: f64, step: &mut [f64]) -> f64 {
         let n = diag.len();
-        let ipvt = self.ipvt.clone();
+        let (s, ipvt, qtf) = (&mut *self.s, &*self.ipvt, &*self.qtf);
+        let (wa1, rest) = self.work.split_at_mut(n);
+        let (wa2, rest) = rest.split_at_mut(n);
+        let (sdiag, rest) = rest.split_at_mut(n);
         // The Gauss–Newton direction; for a singular S, a least-squares one.
-        let mut wa1 = self.qtf.clone();
-        let nsing = (0..n).find(|&j| self.s[j * n + j] == 0.0).unwrap_or(n);
+        wa1.copy_from_slice(qtf);
+        let nsing = (0..n).find(|&j| s[j * n + j] == 0.0).unwrap_or(n);
         wa1[nsing..].fill(0.0);
         for j in (0..nsing).rev() {
-            wa1[j] /= self.s[j * n + j];
+            wa1[j] /= s[j * n + j];
             let temp = wa1[j];
             for i in 0..j {
-                wa1[i] -= self.s[i * n + j] * temp;
+                wa1[i] -= s[i * n + j] * temp;
             }
         }
         for j in 0..n {
             step[ipvt[j]] = wa1[j];
         }
-        let mut wa2: Vec<f64> = diag.iter().zip(&*step).map(|(d, x)| d * x).collect();
+        for j in 0..n {
+            wa2[j] = diag[j] * step[j];
+        }
         let mut dxnorm = norm2(wa2.iter().copied());
         let mut fp = dxnorm - delta;
         if fp <= 0.1 * delta {
@@ -183,15 +213,15 @@ impl PivotedQr {
                 wa1[j] = diag[l] * (wa2[l] / dxnorm);
             }
             for j in 0..n {
-                let sum: f64 = (0..j).map(|i| self.s[i * n + j] * wa1[i]).sum();
-                wa1[j] = (wa1[j] - sum) / self.s[j * n + j];
+                let sum: f64 = (0..j).map(|i| s[i * n + j] * wa1[i]).sum();
+                wa1[j] = (wa1[j] - sum) / s[j * n + j];
             }
             let temp = norm2(wa1.iter().copied());
             parl = fp / delta / temp / temp;
         }
         // The upper bound paru from the scaled gradient.
         for j in 0..n {
-            let sum: f64 = (0..=j).map(|i| self.s[i * n + j] * self.qtf[i]).sum();
+            let sum: f64 = (0..=j).map(|i| s[i * n + j] * qtf[i]).sum();
             wa1[j] = sum / diag[ipvt[j]];
         }
         let gnorm = norm2(wa1.iter().copied());
@@ -203,16 +233,16 @@ impl PivotedQr {
         if par == 0.0 {
             par = gnorm / dxnorm;
         }
-        let mut sdiag = vec![0.0; n];
+        sdiag.fill(0.0);
         for iteration in 1..=10 {
             if par == 0.0 {
                 par = DWARF.max(0.001 * paru);
             }
-            let root = par.sqrt();
+            let root = libm::sqrt(par);
             for (w, d) in wa1.iter_mut().zip(diag) {
                 *w = root * d;
             }
-            self.qrsolv(&wa1, step, &mut sdiag);
+            qrsolv(s, ipvt, qtf, wa1, step, sdiag, rest);
             for ((w, d), x) in wa2.iter_mut().zip(diag).zip(&*step) {
                 *w = d * x;
             }
@@ -234,7 +264,7 @@ impl PivotedQr {
                 wa1[j] /= sdiag[j];
                 let temp = wa1[j];
                 for i in j + 1..n {
-                    wa1[i] -= self.s[i * n + j] * temp;
+                    wa1[i] -= s[i * n + j] * temp;
                 }
             }
             let temp = norm2(wa1.iter().copied());
@@ -248,65 +278,81 @@ impl PivotedQr {
         }
         par
     }
+}
 
-    /// MINPACK's `qrsolv`: the least-squares solution `x` of `[J; D̂]·x ≈ [r; 0]` (`D̂ =
-    /// dhat`, diagonal) from `S`, `P` and `qtf`: Givens rotations eliminate `P ᵀD̂P` against
-    /// `S`, leaving the lower-triangular `T` with `TᵀT = SᵀS + PᵀD̂²P` in `s`'s strict lower
-    /// triangle and `sdiag`; `S`'s upper triangle and diagonal are kept. A singular `T` gets a
-    /// least-squares solution. As MINPACK, solves with `+qtf`: `x` is minus the step.
-    fn qrsolv(&mut self, dhat: &[f64], x: &mut [f64], sdiag: &mut [f64]) {
-        let n = dhat.len();
-        let s = &mut self.s;
-        let mut diagonal = vec![0.0; n];
-        let mut wa = self.qtf.clone();
-        for j in 0..n {
-            for i in j + 1..n {
-                s[i * n + j] = s[j * n + i];
-            }
-            diagonal[j] = s[j * n + j];
+/// MINPACK's `qrsolv`: the least-squares solution `x` of `[J; D̂]·x ≈ [r; 0]` (`D̂ = dhat`,
+/// diagonal) from `S`, `P` and `qtf`: Givens rotations eliminate `PᵀD̂P` against `S`, leaving
+/// the lower-triangular `T` with `TᵀT = SᵀS + PᵀD̂²P` in `s`'s strict lower triangle and
+/// `sdiag`; `S`'s upper triangle and diagonal are kept. A singular `T` gets a least-squares
+/// solution. As MINPACK, solves with `+qtf`: `x` is minus the step. `work` holds two vectors.
+#[inline(never)]
+fn qrsolv(
+    s: &mut [f64],
+    ipvt: &[usize],
+    qtf: &[f64],
+    dhat: &[f64],
+    x: &mut [f64],
+    sdiag: &mut [f64],
+    work: &mut [f64],
+) {
+    let n = dhat.len();
+    let (diagonal, rest) = work.split_at_mut(n);
+    let wa = &mut rest[..n];
+    wa.copy_from_slice(qtf);
+    for j in 0..n {
+        for i in j + 1..n {
+            s[i * n + j] = s[j * n + i];
         }
-        for j in 0..n {
-            let l = self.ipvt[j];
-            if dhat[l] != 0.0 {
-                sdiag[j..].fill(0.0);
-                sdiag[j] = dhat[l];
-                let mut qtbpj = 0.0;
-                for k in j..n {
-                    if sdiag[k] == 0.0 {
-                        continue;
-                    }
-                    let skk = s[k * n + k];
-                    let (sin, cos) = if skk.abs() < sdiag[k].abs() {
-                        let cotan = skk / sdiag[k];
-                        let sin = 0.5 / (0.25 + 0.25 * cotan * cotan).sqrt();
-                        (sin, sin * cotan)
-                    } else {
-                        let tan = sdiag[k] / skk;
-                        let cos = 0.5 / (0.25 + 0.25 * tan * tan).sqrt();
-                        (cos * tan, cos)
-                    };
-                    s[k * n + k] = cos * skk + sin * sdiag[k];
-                    let temp = cos * wa[k] + sin * qtbpj;
-                    qtbpj = -sin * wa[k] + cos * qtbpj;
-                    wa[k] = temp;
-                    for i in k + 1..n {
-                        let temp = cos * s[i * n + k] + sin * sdiag[i];
-                        sdiag[i] = -sin * s[i * n + k] + cos * sdiag[i];
-                        s[i * n + k] = temp;
-                    }
+        diagonal[j] = s[j * n + j];
+    }
+    for j in 0..n {
+        let l = ipvt[j];
+        if dhat[l] != 0.0 {
+            sdiag[j..].fill(0.0);
+            sdiag[j] = dhat[l];
+            let mut qtbpj = 0.0;
+            for k in j..n {
+                if sdiag[k] == 0.0 {
+                    continue;
+                }
+                let skk = s[k * n + k];
+                let (sin, cos) = givens(skk, sdiag[k]);
+                s[k * n + k] = cos * skk + sin * sdiag[k];
+                let temp = cos * wa[k] + sin * qtbpj;
+                qtbpj = -sin * wa[k] + cos * qtbpj;
+                wa[k] = temp;
+                for i in k + 1..n {
+                    let temp = cos * s[i * n + k] + sin * sdiag[i];
+                    sdiag[i] = -sin * s[i * n + k] + cos * sdiag[i];
+                    s[i * n + k] = temp;
                 }
             }
-            sdiag[j] = s[j * n + j];
-            s[j * n + j] = diagonal[j];
         }
-        let nsing = (0..n).find(|&j| sdiag[j] == 0.0).unwrap_or(n);
-        wa[nsing..].fill(0.0);
-        for j in (0..nsing).rev() {
-            let sum: f64 = (j + 1..nsing).map(|i| s[i * n + j] * wa[i]).sum();
-            wa[j] = (wa[j] - sum) / sdiag[j];
-        }
-        for j in 0..n {
-            x[self.ipvt[j]] = wa[j];
-        }
+        sdiag[j] = s[j * n + j];
+        s[j * n + j] = diagonal[j];
+    }
+    let nsing = (0..n).find(|&j| sdiag[j] == 0.0).unwrap_or(n);
+    wa[nsing..].fill(0.0);
+    for j in (0..nsing).rev() {
+        let sum: f64 = (j + 1..nsing).map(|i| s[i * n + j] * wa[i]).sum();
+        wa[j] = (wa[j] - sum) / sdiag[j];
+    }
+    for j in 0..n {
+        x[ipvt[j]] = wa[j];
+    }
+}
+
+/// The rotation `(sin, cos)` that maps `(a, b)` to `(ρ, 0)`, as MINPACK forms it: from the
+/// smaller of `a/b` and `b/a`, so that no square overflows.
+#[inline(always)]
+pub fn givens(a: f64, b: f64) -> (f64, f64) {
+    if a.abs() < b.abs() {
+        let cotan = a / b;
+        let sin = 0.5 / libm::sqrt(0.25 + 0.25 * cotan * cotan);
+        (sin, sin * cotan)
+    } else {
+        let tan = b / a;
+        let cos = 0.5 / libm::sqrt(0.25 + 0.25 * tan * tan);
+        (cos * tan, cos)
     }
 }

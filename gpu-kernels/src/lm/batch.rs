@@ -1,0 +1,283 @@
+//! One small fit, whole: MINPACK's loop ([`solve`]) over the residual rows of one data set,
+//! each row exact (on [`Dual`]s) and folded into `R` by Givens rotations as it is made. It
+//! borrows no memory but its stack, a few hundred values at the most parameters it takes, so
+//! a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
+
+use super::minpack::givens;
+use super::{End, FactorAt, Passes, Settings, solve, work_len};
+use crate::Dual;
+use crate::kernel::normal::{ExactRow, JacobianRow};
+use crate::raw::{Out, Thread};
+use crate::term::{Data, Term, Vars};
+use core::marker::PhantomData;
+
+/// The most parameters a fit of a batch has: its triangle and the loop's memory are arrays of
+/// this size on the stack.
+pub const PARAMS_MAX: usize = 8;
+
+/// Why a fit could not run, or stopped before its end: each a status below 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Its parameters are more than [`PARAMS_MAX`] or more than its points.
+    Shape,
+    /// `Σ r²` at the start is not finite: NaN or ∞ in its data or its start.
+    NonFiniteResiduals,
+    /// `Σ r²` at the start underflowed while some residual is not 0.
+    UnderflowingResiduals,
+    /// The Jacobian at the point after `nit` steps is not finite.
+    NonFiniteJacobian {
+        /// Accepted steps before it.
+        nit: usize,
+    },
+}
+
+impl Failure {
+    /// The status a batch reports for it.
+    pub const fn code(self) -> i32 {
+        match self {
+            Failure::Shape => -1,
+            Failure::NonFiniteResiduals => -3,
+            Failure::UnderflowingResiduals => -4,
+            Failure::NonFiniteJacobian { .. } => -5,
+        }
+    }
+
+    /// The failure of status `code`, where it is one.
+    pub const fn of_code(code: i32) -> Option<Failure> {
+        match code {
+            -1 => Some(Failure::Shape),
+            -3 => Some(Failure::NonFiniteResiduals),
+            -4 => Some(Failure::UnderflowingResiduals),
+            -5 => Some(Failure::NonFiniteJacobian { nit: 0 }),
+            _ => None,
+        }
+    }
+}
+
+/// Fits residual term `T` (a dense window) to `data` from `x` (its `n ≤` [`PARAMS_MAX`]
+/// parameters, overwritten by the end point), by MINPACK's Levenberg–Marquardt with exact
+/// rows; `r` (`n × n`, row-major) receives `R` of `J = Q·R` at the end point, from which
+/// `curve_fit`'s covariance follows. Every term of `data` is one residual.
+pub fn fit<T: Term>(
+    x: &mut [f64],
+    data: Data<'_>,
+    settings: &Settings,
+    r: &mut [f64],
+) -> Result<End, Failure> {
+    let n = x.len();
+    if n == 0 || n > PARAMS_MAX || T::terms(n, data) < n {
+        return Err(Failure::Shape);
+    }
+    // Rows on four lanes, in two evaluations past four parameters: eight lanes held more
+    // values than a GPU thread's registers. The bits are the same either way.
+    let mut passes = Rows::<T, 4> {
+        data,
+        r: [0.0; PARAMS_MAX * PARAMS_MAX],
+        qtr: [0.0; PARAMS_MAX],
+        n,
+        term: PhantomData,
+    };
+    let mut memory = [0.0; work_len(PARAMS_MAX)];
+    let mut ipvt = [0; PARAMS_MAX];
+    let end = solve(&mut passes, x, settings, &mut memory, &mut ipvt[..n])?;
+    r[..n * n].copy_from_slice(&passes.r[..n * n]);
+    Ok(end)
+}
+
+/// What a batch kernel writes per fit after its end point's `n` parameters: the status
+/// ([`LmStatus::code`](super::LmStatus::code) or [`Failure::code`]), `nfev`, `njev`, `nit` and `Σ r²`;
+/// then `R` at the end point, `n × n`.
+pub const REPORT: usize = 5;
+
+/// The values a batch kernel writes per fit of `n` parameters.
+pub const fn out_stride(n: usize) -> usize {
+    n + REPORT + n * n
+}
+
+/// A batch kernel's work for the fits this thread takes (a grid-stride loop, one fit at a
+/// time), fits of `points` points and `n` parameters: fit `f` reads its table from `data` (`cols · points` values, column after column,
+/// the fits' tables one after another) and its start from `starts[f·n ..]`, and writes
+/// [`out_stride`]`(n)` values to `out` from `f · out_stride(n)`. A fit's failure is its own
+/// status; no fit reads another's data.
+#[inline(always)]
+pub fn fit_thread<T: Term>(
+    thread: Thread,
+    data: &[f64],
+    starts: &[f64],
+    out: Out<'_>,
+    (points, n): (usize, usize),
+    settings: &Settings,
+) {
+    if n == 0 || n > PARAMS_MAX {
+        return;
+    }
+    let fits = (starts.len() / n).min(out.len() / out_stride(n));
+    let table = if fits * points == 0 {
+        0
+    } else {
+        data.len() / fits
+    };
+    let stride = out_stride(n);
+    for f in thread.grid_stride(fits) {
+        let mut x = [0.0; PARAMS_MAX];
+        x[..n].copy_from_slice(&starts[f * n..(f + 1) * n]);
+        let mut r = [0.0; PARAMS_MAX * PARAMS_MAX];
+        let own = Data::new(&data[f * table..(f + 1) * table], points);
+        let first = f * stride;
+        let report = match fit::<T>(&mut x[..n], own, settings, &mut r) {
+            Ok(end) => [
+                end.stop.code() as f64,
+                end.nfev as f64,
+                end.njev as f64,
+                end.nit as f64,
+                end.sum_of_squares,
+            ],
+            Err(failure) => [failure.code() as f64, 0.0, 0.0, 0.0, f64::NAN],
+        };
+        for (i, &v) in x[..n].iter().chain(&report).chain(&r[..n * n]).enumerate() {
+            out.set(first + i, v);
+        }
+    }
+}
+
+/// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
+/// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
+/// arguments `(data: In, starts: In, out: Out, points: U64, params: U64, ftol: F64, xtol: F64, gtol: F64,
+/// factor: F64, max_nfev: U64)`, on the GPU or on the CPU.
+#[macro_export]
+macro_rules! batch_kernel {
+    ($name:ident = $function:ident($term:ty)) => {
+        #[doc = concat!("Many small fits of `", stringify!($term), "` at once, one per thread.")]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $function(
+            thread: $crate::raw::Thread,
+            data: &[f64],
+            starts: &[f64],
+            out: $crate::raw::Out<'_>,
+            points: u64,
+            params: u64,
+            ftol: f64,
+            xtol: f64,
+            gtol: f64,
+            factor: f64,
+            max_nfev: u64,
+        ) {
+            let settings = $crate::lm::Settings {
+                ftol,
+                xtol,
+                gtol,
+                factor,
+                max_nfev: max_nfev as usize,
+            };
+            $crate::lm::batch::fit_thread::<$term>(
+                thread,
+                data,
+                starts,
+                out,
+                (points as usize, params as usize),
+                &settings,
+            );
+        }
+        $crate::grid_kernel!(
+            $name = $function(
+                data: In,
+                starts: In,
+                out: Out,
+                points: U64,
+                params: U64,
+                ftol: F64,
+                xtol: F64,
+                gtol: F64,
+                factor: F64,
+                max_nfev: U64
+            )
+        );
+    };
+}
+
+/// One data set's residual passes: its triangle on the stack.
+struct Rows<'d, T, const L: usize> {
+    data: Data<'d>,
+    /// `R`, `n × n`, row-major, in the first `n²` values.
+    r: [f64; PARAMS_MAX * PARAMS_MAX],
+    qtr: [f64; PARAMS_MAX],
+    n: usize,
+    term: PhantomData<T>,
+}
+
+impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
+    type Error = Failure;
+
+    // Not inlined, here and below: a GPU thread's registers are allocated per function, and
+    // the whole fit in one ran out of them.
+    #[inline(never)]
+    fn factor(&mut self, x: &[f64], at: FactorAt) -> Result<f64, Failure> {
+        let n = self.n;
+        let (r, qtr) = (&mut self.r[..n * n], &mut self.qtr[..n]);
+        r.fill(0.0);
+        qtr.fill(0.0);
+        let mut window = [Dual::<L>::constant(0.0); PARAMS_MAX];
+        let mut rows = ExactRow::new::<T>(&mut window[..n], x);
+        let mut row = [0.0; PARAMS_MAX];
+        let mut sum = 0.0;
+        for k in 0..T::terms(n, self.data) {
+            let residual = rows.row::<T>(k, x, self.data, &mut row[..n]);
+            sum += residual * residual;
+            fold_row(r, qtr, &mut row[..n], residual);
+        }
+        let finite = r.iter().chain(&*qtr).all(|v| v.is_finite());
+        match at {
+            FactorAt::Start if !sum.is_finite() => return Err(Failure::NonFiniteResiduals),
+            FactorAt::Start
+                if finite
+                    && sum < f64::MIN_POSITIVE / f64::EPSILON
+                    && qtr.iter().any(|&v| v != 0.0) =>
+            {
+                return Err(Failure::UnderflowingResiduals);
+            }
+            FactorAt::Start if !finite => return Err(Failure::NonFiniteJacobian { nit: 0 }),
+            FactorAt::Iteration(nit) if !finite => return Err(Failure::NonFiniteJacobian { nit }),
+            _ => {}
+        }
+        Ok(sum)
+    }
+
+    fn triangle(&self) -> (&[f64], &[f64]) {
+        (&self.r[..self.n * self.n], &self.qtr[..self.n])
+    }
+
+    #[inline(never)]
+    fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, Failure> {
+        let mut sum = 0.0;
+        for k in 0..T::terms(self.n, self.data) {
+            let local = T::prepare(k, self.n, self.data);
+            let residual = T::eval(Vars::new(x), &local).0;
+            sum += residual * residual;
+        }
+        Ok(sum)
+    }
+}
+
+/// Folds one residual row `(row, residual)` into `R` (`n × n`, row-major, upper) and `Qᵀr`:
+/// afterwards they are those of the stacked rows `[R; row]`. One Givens rotation per column,
+/// MINPACK's (`rwupdt`); `row` is left as scratch.
+#[inline(always)]
+pub fn fold_row(r: &mut [f64], qtr: &mut [f64], row: &mut [f64], residual: f64) {
+    let n = qtr.len();
+    let mut residual = residual;
+    for j in 0..n {
+        if row[j] == 0.0 {
+            continue;
+        }
+        let (sin, cos) = givens(r[j * n + j], row[j]);
+        r[j * n + j] = cos * r[j * n + j] + sin * row[j];
+        for k in j + 1..n {
+            let kept = cos * r[j * n + k] + sin * row[k];
+            row[k] = -sin * r[j * n + k] + cos * row[k];
+            r[j * n + k] = kept;
+        }
+        let kept = cos * qtr[j] + sin * residual;
+        residual = -sin * qtr[j] + cos * residual;
+        qtr[j] = kept;
+    }
+}
