@@ -74,7 +74,7 @@ fn every_launch_matches_its_entry_and_every_entry_is_launched() {
     }
     assert_eq!(
         abi::raw_launches().len(),
-        cudamin::kernels::raw::KERNELS.len()
+        cudamin::kernels::terms::RAW_KERNELS.len()
     );
 }
 

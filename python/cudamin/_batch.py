@@ -25,7 +25,7 @@ def _columns(xdata, fits, points):
 
 
 def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
-                    ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None):
+                    ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu"):
     """See ``cudamin.curve_fit_batch``."""
     ydata = np.ascontiguousarray(ydata, dtype=np.float64)
     if ydata.ndim != 2:
@@ -44,6 +44,7 @@ def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=Non
     result = catalog.curve_fit_batch(
         f, columns, ydata.reshape(-1), points, p0.reshape(-1), params, sigma=sigma,
         absolute_sigma=bool(absolute_sigma), ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev,
+        backend=backend,
     )
     popt = result["popt"].reshape(fits, params)
     pcov = result["pcov"].reshape(fits, params, params)

@@ -45,6 +45,17 @@ def test_every_fit_is_scipys():
         assert np.all(np.abs(pcov[f] - expected_pcov) <= 1e-4 * scale)
 
 
+def test_the_simulator_runs_the_gpu_kernel_with_the_cpus_answers():
+    _, y, p0 = spots(50)
+    on_cpu = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, **TIGHT)
+    on_sim = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, backend="sim", **TIGHT)
+    np.testing.assert_array_equal(on_cpu[2]["status"], on_sim[2]["status"])
+    np.testing.assert_allclose(on_sim[0], on_cpu[0], rtol=1e-10)
+    np.testing.assert_allclose(on_sim[1], on_cpu[1], rtol=1e-8, atol=1e-12)
+    with pytest.raises(ValueError, match="unknown backend"):
+        cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, backend="tpu")
+
+
 def test_per_fit_points_and_one_start_for_all():
     truth, y, _ = spots(20)
     # The same grid given per fit, (F, M, 2), and one start for every fit.

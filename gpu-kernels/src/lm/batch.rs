@@ -1,15 +1,21 @@
 //! One small fit, whole: MINPACK's loop ([`solve`]) over the residual rows of one data set,
-//! each row exact (on [`Dual`]s) and folded into `R` by Givens rotations as it is made. It
+//! each row exact (on [`Dual`]s), folded into `R` by Householder reflections [`BLOCK`] rows at
+//! a time. `J` is never squared: the normal equations by Cholesky
+//! were faster, but squaring `J`'s condition number moved some fits off scipy's answers. It
 //! borrows no memory but its stack, a few hundred values at the most parameters it takes, so
 //! a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
 
-use super::minpack::givens;
 use super::{End, FactorAt, Passes, Settings, solve, work_len};
 use crate::Dual;
 use crate::kernel::normal::{ExactRow, JacobianRow};
+use crate::kernel::triangle::{Reflection, reflection};
 use crate::raw::{Out, Thread};
 use crate::term::{Data, Term, Vars};
 use core::marker::PhantomData;
+
+/// The rows a fit folds at once into its triangle: a reflection waits on a square root and two
+/// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
+pub const BLOCK: usize = 32;
 
 /// The most parameters a fit of a batch has: its triangle and the loop's memory are arrays of
 /// this size on the stack.
@@ -205,6 +211,74 @@ struct Rows<'d, T, const L: usize> {
     term: PhantomData<T>,
 }
 
+impl<T: Term, const L: usize> Rows<'_, T, L> {
+    /// `R` and `Qᵀr` by folding the rows [`BLOCK`] at a time (Householder, the triangle pass's
+    /// fold); `Σ r²`.
+    fn fold_factor(&mut self, x: &[f64]) -> f64 {
+        let n = self.n;
+        let width = n + 1;
+        let (r, qtr) = (&mut self.r[..n * n], &mut self.qtr[..n]);
+        r.fill(0.0);
+        qtr.fill(0.0);
+        let mut window = [Dual::<L>::constant(0.0); PARAMS_MAX];
+        let mut rows = ExactRow::new::<T>(&mut window[..n], x);
+        let mut block = [0.0; BLOCK * (PARAMS_MAX + 1)];
+        let (mut held, mut sum) = (0, 0.0);
+        for k in 0..T::terms(n, self.data) {
+            let row = &mut block[held * width..(held + 1) * width];
+            let residual = rows.row::<T>(k, x, self.data, &mut row[..n]);
+            row[n] = residual;
+            sum += residual * residual;
+            held += 1;
+            if held == BLOCK {
+                fold_block(r, qtr, &mut block, held);
+                held = 0;
+            }
+        }
+        if held > 0 {
+            fold_block(r, qtr, &mut block, held);
+        }
+        sum
+    }
+}
+
+/// Folds the first `held` rows of `rows` (each `J`'s row, then its residual: `n + 1` values)
+/// into `R` (`n × n`, row-major, upper) and `Qᵀr`: afterwards they are those of the stacked
+/// rows `[R; rows]`, and the rows hold scratch. One Householder reflection per column, the
+/// triangle pass's ([`reflection`]); plain loops, which a GPU thread keeps out of registers.
+#[inline(always)]
+fn fold_block(r: &mut [f64], qtr: &mut [f64], rows: &mut [f64], held: usize) {
+    let n = qtr.len();
+    let width = n + 1;
+    let mut v = [0.0; BLOCK];
+    for j in 0..n {
+        for (i, vi) in v.iter_mut().enumerate().take(held) {
+            *vi = rows[i * width + j];
+        }
+        let Some(Reflection { beta, tau }) = reflection(r[j * n + j], &mut v) else {
+            continue;
+        };
+        r[j * n + j] = beta;
+        // Column k of the stacked rows: R's entry (j, k) above the rows' column k; k = n is
+        // the residuals', with Qᵀr's entry j above.
+        for k in j + 1..=n {
+            let top = if k < n { r[j * n + k] } else { qtr[j] };
+            let mut w = top;
+            for (i, vi) in v.iter().enumerate().take(held) {
+                w += vi * rows[i * width + k];
+            }
+            if k < n {
+                r[j * n + k] = top - tau * w;
+            } else {
+                qtr[j] = top - tau * w;
+            }
+            for (i, vi) in v.iter().enumerate().take(held) {
+                rows[i * width + k] -= (tau * vi) * w;
+            }
+        }
+    }
+}
+
 impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
     type Error = Failure;
 
@@ -213,19 +287,9 @@ impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
     #[inline(never)]
     fn factor(&mut self, x: &[f64], at: FactorAt) -> Result<f64, Failure> {
         let n = self.n;
-        let (r, qtr) = (&mut self.r[..n * n], &mut self.qtr[..n]);
-        r.fill(0.0);
-        qtr.fill(0.0);
-        let mut window = [Dual::<L>::constant(0.0); PARAMS_MAX];
-        let mut rows = ExactRow::new::<T>(&mut window[..n], x);
-        let mut row = [0.0; PARAMS_MAX];
-        let mut sum = 0.0;
-        for k in 0..T::terms(n, self.data) {
-            let residual = rows.row::<T>(k, x, self.data, &mut row[..n]);
-            sum += residual * residual;
-            fold_row(r, qtr, &mut row[..n], residual);
-        }
-        let finite = r.iter().chain(&*qtr).all(|v| v.is_finite());
+        let sum = self.fold_factor(x);
+        let (r, qtr) = (&self.r[..n * n], &self.qtr[..n]);
+        let finite = r.iter().chain(qtr).all(|v| v.is_finite());
         match at {
             FactorAt::Start if !sum.is_finite() => return Err(Failure::NonFiniteResiduals),
             FactorAt::Start
@@ -255,29 +319,5 @@ impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
             sum += residual * residual;
         }
         Ok(sum)
-    }
-}
-
-/// Folds one residual row `(row, residual)` into `R` (`n × n`, row-major, upper) and `Qᵀr`:
-/// afterwards they are those of the stacked rows `[R; row]`. One Givens rotation per column,
-/// MINPACK's (`rwupdt`); `row` is left as scratch.
-#[inline(always)]
-pub fn fold_row(r: &mut [f64], qtr: &mut [f64], row: &mut [f64], residual: f64) {
-    let n = qtr.len();
-    let mut residual = residual;
-    for j in 0..n {
-        if row[j] == 0.0 {
-            continue;
-        }
-        let (sin, cos) = givens(r[j * n + j], row[j]);
-        r[j * n + j] = cos * r[j * n + j] + sin * row[j];
-        for k in j + 1..n {
-            let kept = cos * r[j * n + k] + sin * row[k];
-            row[k] = -sin * r[j * n + k] + cos * row[k];
-            r[j * n + k] = kept;
-        }
-        let kept = cos * qtr[j] + sin * residual;
-        residual = -sin * qtr[j] + cos * residual;
-        qtr[j] = kept;
     }
 }

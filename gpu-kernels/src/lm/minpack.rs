@@ -345,7 +345,7 @@ fn qrsolv(
 /// The rotation `(sin, cos)` that maps `(a, b)` to `(ρ, 0)`, as MINPACK forms it: from the
 /// smaller of `a/b` and `b/a`, so that no square overflows.
 #[inline(always)]
-pub fn givens(a: f64, b: f64) -> (f64, f64) {
+fn givens(a: f64, b: f64) -> (f64, f64) {
     if a.abs() < b.abs() {
         let cotan = a / b;
         let sin = 0.5 / libm::sqrt(0.25 + 0.25 * cotan * cotan);

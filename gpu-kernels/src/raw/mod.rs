@@ -196,17 +196,3 @@ macro_rules! __raw_cpu_pattern {
         $crate::raw::CpuArg::U64($arg)
     };
 }
-
-/// Every raw kernel in this crate, for the host's launch-signature test: the examples and the
-/// built-in fit models' batch kernels.
-#[cfg(feature = "builtin")]
-pub static KERNELS: &[&RawKernel] = &[
-    &examples::SQUARE_PLUS_TWO_X_PLUS_ONE,
-    &examples::DOT_SHARED,
-    &crate::terms::fit::exp_decay::FIT_EXP_DECAY_BATCH,
-    &crate::terms::fit::expsin::FIT_EXPSIN_BATCH,
-    &crate::terms::fit::gauss_2d::FIT_GAUSS_2D_BATCH,
-    &crate::terms::fit::gauss_peaks::FIT_GAUSS_PEAKS_BATCH,
-    &crate::terms::fit::linear::FIT_LINEAR_BATCH,
-    &crate::terms::fit::poly::FIT_POLY_BATCH,
-];

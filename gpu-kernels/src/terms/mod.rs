@@ -19,3 +19,16 @@ pub use poisson_regression::PoissonRegression;
 pub use quadratic::Quadratic;
 pub use rosenbrock::{ChainedRosenbrock, ExtRosenbrock};
 pub use seed_expsum::SeedExpSum;
+
+/// Every raw kernel in this crate, for the host's launch-signature test: the examples and the
+/// built-in fit models' batch kernels.
+pub static RAW_KERNELS: &[&crate::raw::RawKernel] = &[
+    &crate::raw::examples::SQUARE_PLUS_TWO_X_PLUS_ONE,
+    &crate::raw::examples::DOT_SHARED,
+    &fit::exp_decay::FIT_EXP_DECAY_BATCH,
+    &fit::expsin::FIT_EXPSIN_BATCH,
+    &fit::gauss_2d::FIT_GAUSS_2D_BATCH,
+    &fit::gauss_peaks::FIT_GAUSS_PEAKS_BATCH,
+    &fit::linear::FIT_LINEAR_BATCH,
+    &fit::poly::FIT_POLY_BATCH,
+];

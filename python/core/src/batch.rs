@@ -1,10 +1,12 @@
 //! `curve_fit_batch` for Python: one of the catalog's models fitted to each of `F` data sets at
-//! once on the CPU's cores, the results returned as flat arrays that the Python half shapes.
+//! once, on the CPU's cores or one fit per GPU thread, the results returned as flat arrays that
+//! the Python half shapes.
 
 use crate::Catalog;
 use crate::args;
 use crate::errors::Failure;
-use cudamin::problems::fit_batch::{Batch, fit_batch};
+use cudamin::BackendChoice;
+use cudamin::problems::fit_batch::{Batch, fit_batch_on};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -15,6 +17,8 @@ pub(crate) struct Limits {
     pub xtol: Option<f64>,
     pub gtol: Option<f64>,
     pub max_nfev: Option<usize>,
+    /// Where the fits run.
+    pub backend: BackendChoice,
 }
 
 /// Fits `model` with `p0`'s parameter count (`p` for all fits, or `F·p`, given `F`) to each
@@ -53,10 +57,13 @@ pub(crate) fn curve_fit_batch<'py>(
         xtol,
         gtol,
         max_nfev,
+        backend,
     } = limits;
+    let (backend, _) = catalog.backend(backend)?;
     let plain = (None, None);
     let options = args::lm_options(ftol, xtol, gtol, max_nfev, "linear", 1.0, None, None, plain)?;
-    let fitted = py.detach(|| fit_batch(model, params, batch, &options, absolute_sigma));
+    let fitted =
+        py.detach(|| fit_batch_on(&backend, model, params, batch, &options, absolute_sigma));
     let result = fitted.map_err(Failure::from)?;
     let out = PyDict::new(py);
     out.set_item("popt", PyArray1::from_vec(py, result.popt))?;

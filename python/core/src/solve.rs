@@ -398,7 +398,7 @@ impl Catalog {
     /// `p0` `params` values (for all) or `F·params`. Flat arrays: `popt`, `pcov`, `status`,
     /// `nfev`, `cost`, and a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
-    absolute_sigma=false, ftol=None, xtol=None, gtol=None, max_nfev=None))]
+    absolute_sigma=false, ftol=None, xtol=None, gtol=None, max_nfev=None, backend="cpu"))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -415,12 +415,14 @@ impl Catalog {
         xtol: Option<f64>,
         gtol: Option<f64>,
         max_nfev: Option<usize>,
+        backend: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let limits = crate::batch::Limits {
             ftol,
             xtol,
             gtol,
             max_nfev,
+            backend: args::backend(backend)?,
         };
         let data = (xdata, ydata, sigma);
         let starts = (p0, params);

@@ -282,7 +282,7 @@ impl Launch {
 /// A launch of every raw kernel in `gpu-kernels`, with placeholder arguments of the kinds its
 /// registration declares. The PTX signature test checks each against its `.entry`.
 pub fn raw_launches() -> Vec<Launch> {
-    gpu_kernels::raw::KERNELS
+    gpu_kernels::terms::RAW_KERNELS
         .iter()
         .filter_map(|kernel| {
             let args = kernel
