@@ -638,8 +638,9 @@ class Solvers:
             return popt, pcov, infodict, _leastsq_message(ier, ftol, xtol, gtol), ier
         return popt, pcov, infodict, result["message"], result["status"]
 
-    def curve_fit_batch(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, *, ftol=1e-8,
-                        xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu"):
+    def curve_fit_batch(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, *,
+                        bounds=(-np.inf, np.inf), fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8,
+                        max_nfev=None, backend="cpu"):
         """Fits model ``f`` to each of ``F`` data sets at once, on every CPU core, as a loop of
         ``curve_fit`` calls would: ``ydata`` is ``(F, M)``; ``xdata`` is ``(M,)`` or ``(M, k)``
         for every fit, or ``(F, M)`` or ``(F, M, k)``; ``p0`` is ``(p,)`` or ``(F, p)`` (default
@@ -647,10 +648,13 @@ class Solvers:
         ``popt`` ``(F, p)``, ``pcov`` ``(F, p, p)`` (``inf`` where it cannot be estimated), and
         ``info``'s ``status``, ``message``, ``nfev`` and ``cost``, one per fit; a status above 0
         is scipy's success. A fit that fails (NaN in its data) fails alone, with status -1.
-        ``backend='cuda'`` or ``'sim'`` runs a plain fit of at most 8 parameters one per GPU
-        thread (the PTX simulator runs the same kernel on the CPU)."""
+        ``bounds`` and ``fixed`` (indices, a mask or names) are ``curve_fit``'s, the same for
+        every fit; a bounded fit runs trf, as scipy's does. ``backend='cuda'`` or ``'sim'`` runs a
+        plain fit of at most 8 parameters one per GPU thread (the PTX simulator runs the same
+        kernel on the CPU); any other runs on the CPU."""
         return _batch.curve_fit_batch(
             self._catalog, self._default_params, f, xdata, ydata, p0, sigma, absolute_sigma,
+            box=lambda p: _box(bounds, p), fixed=lambda p: self._fixed_parameters(f, fixed, p),
             ftol=_number("ftol", ftol), xtol=_number("xtol", xtol), gtol=_number("gtol", gtol),
             max_nfev=_count("max_nfev", max_nfev), backend=backend,
         )

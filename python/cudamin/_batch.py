@@ -25,7 +25,7 @@ def _columns(xdata, fits, points):
 
 
 def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
-                    ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu"):
+                    box=None, fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu"):
     """See ``cudamin.curve_fit_batch``."""
     ydata = np.ascontiguousarray(ydata, dtype=np.float64)
     if ydata.ndim != 2:
@@ -41,8 +41,11 @@ def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=Non
     if sigma is not None:
         sigma = np.ascontiguousarray(np.broadcast_to(np.asarray(sigma, dtype=np.float64), ydata.shape))
         sigma = sigma.reshape(-1)
+    lower, upper = box(params) if box else (None, None)
+    held = fixed(params) if fixed else None
     result = catalog.curve_fit_batch(
         f, columns, ydata.reshape(-1), points, p0.reshape(-1), params, sigma=sigma,
+        lower=lower, upper=upper, fixed=held,
         absolute_sigma=bool(absolute_sigma), ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev,
         backend=backend,
     )

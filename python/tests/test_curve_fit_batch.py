@@ -56,6 +56,28 @@ def test_the_simulator_runs_the_gpu_kernel_with_the_cpus_answers():
         cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, backend="tpu")
 
 
+def test_bounds_and_fixed_parameters_are_scipys():
+    _, y, p0 = spots(30)
+    # A width cap that binds for some spots: trf, as scipy runs a bounded curve_fit.
+    lower, upper = [0, 0, 0, 0.5, -np.inf], [np.inf, 5, 5, 1.0, np.inf]
+    p0[:, 3] = 0.9
+    popt, pcov, info = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, bounds=(lower, upper), **TIGHT)
+    assert np.all(info["status"] > 0), info["message"]
+    assert np.all(popt[:, 3] <= 1.0) and np.any(popt[:, 3] > 1.0 - 1e-6)
+    for f in range(30):
+        expected, expected_pcov = curve_fit(gauss_2d, GRID.T, y[f], p0=p0[f], jac=gauss_2d_jacobian,
+                                            bounds=(lower, upper), **TIGHT)
+        np.testing.assert_allclose(popt[f], expected, rtol=1e-6, atol=1e-9)
+    # The offset held at its start, by name: scipy fits the other four.
+    held, _, info = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, fixed=["b"], **TIGHT)
+    assert np.all(info["status"] > 0), info["message"]
+    np.testing.assert_array_equal(held[:, 4], p0[:, 4])
+    for f in range(30):
+        four = lambda x, a, x0, y0, s, b=p0[f, 4]: gauss_2d(x, a, x0, y0, s, b)  # noqa: E731
+        expected, _ = curve_fit(four, GRID.T, y[f], p0=p0[f, :4], **TIGHT)
+        np.testing.assert_allclose(held[f, :4], expected, rtol=1e-6)
+
+
 def test_per_fit_points_and_one_start_for_all():
     truth, y, _ = spots(20)
     # The same grid given per fit, (F, M, 2), and one start for every fit.

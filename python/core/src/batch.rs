@@ -5,18 +5,22 @@
 use crate::Catalog;
 use crate::args;
 use crate::errors::Failure;
-use cudamin::BackendChoice;
 use cudamin::problems::fit_batch::{Batch, fit_batch_on};
+use cudamin::{BackendChoice, Bounds};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The tolerances and the evaluation limit of a batch's fits.
+/// What every fit of a batch shares: tolerances, the evaluation limit, a box, held parameters.
 pub(crate) struct Limits {
     pub ftol: Option<f64>,
     pub xtol: Option<f64>,
     pub gtol: Option<f64>,
     pub max_nfev: Option<usize>,
+    /// The box every fit keeps to.
+    pub bounds: Option<Bounds>,
+    /// The parameters every fit holds at its start.
+    pub fixed: Option<Vec<bool>>,
     /// Where the fits run.
     pub backend: BackendChoice,
 }
@@ -57,11 +61,15 @@ pub(crate) fn curve_fit_batch<'py>(
         xtol,
         gtol,
         max_nfev,
+        bounds,
+        fixed,
         backend,
     } = limits;
     let (backend, _) = catalog.backend(backend)?;
     let plain = (None, None);
-    let options = args::lm_options(ftol, xtol, gtol, max_nfev, "linear", 1.0, None, None, plain)?;
+    let options = args::lm_options(
+        ftol, xtol, gtol, max_nfev, "linear", 1.0, fixed, bounds, plain,
+    )?;
     let fitted =
         py.detach(|| fit_batch_on(&backend, model, params, batch, &options, absolute_sigma));
     let result = fitted.map_err(Failure::from)?;

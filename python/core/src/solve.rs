@@ -398,7 +398,8 @@ impl Catalog {
     /// `p0` `params` values (for all) or `F·params`. Flat arrays: `popt`, `pcov`, `status`,
     /// `nfev`, `cost`, and a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
-    absolute_sigma=false, ftol=None, xtol=None, gtol=None, max_nfev=None, backend="cpu"))]
+    absolute_sigma=false, lower=None, upper=None, fixed=None, ftol=None, xtol=None, gtol=None,
+    max_nfev=None, backend="cpu"))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -411,17 +412,23 @@ impl Catalog {
         params: usize,
         sigma: Option<PyReadonlyArray1<'py, f64>>,
         absolute_sigma: bool,
+        lower: Option<PyReadonlyArray1<'py, f64>>,
+        upper: Option<PyReadonlyArray1<'py, f64>>,
+        fixed: Option<Vec<usize>>,
         ftol: Option<f64>,
         xtol: Option<f64>,
         gtol: Option<f64>,
         max_nfev: Option<usize>,
         backend: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let limits = crate::batch::Limits {
             ftol,
             xtol,
             gtol,
             max_nfev,
+            bounds: args::bounds(lower, upper, params)?,
+            fixed: args::fixed(fixed, params)?,
             backend: args::backend(backend)?,
         };
         let data = (xdata, ydata, sigma);
