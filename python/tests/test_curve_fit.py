@@ -34,6 +34,10 @@ def expsin(x, *theta):
     return theta[0] * np.exp(-theta[1] * x) + sum(t * np.sin(k * x) for k, t in enumerate(theta) if k >= 2)
 
 
+def lorentzian(x, a, x0, g, b):
+    return a * g * g / ((x - x0) ** 2 + g * g) + b
+
+
 RNG = np.random.default_rng(29)
 X = np.linspace(0.0, 4.0, 2000)
 CASES = {
@@ -41,6 +45,7 @@ CASES = {
     "gauss-peaks": (gauss_peaks, X, gauss_peaks(X, 0.1, 1.0, 1.5, 0.3, 0.6, 2.6, 0.4), [0, 1, 1.4, 0.2, 0.5, 2.7, 0.5]),
     "poly": (poly, X, poly(X, 1.0, -2.0, 0.5, 0.1), np.ones(4)),
     "expsin": (expsin, X, expsin(X, 2.0, 0.5, 0.3, -0.2, 0.1), np.full(5, 0.5)),
+    "lorentzian": (lorentzian, X, lorentzian(X, 2.0, 1.7, 0.3, 0.2), [1.5, 1.5, 0.5, 0.0]),
 }
 
 

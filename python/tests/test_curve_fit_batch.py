@@ -78,6 +78,23 @@ def test_bounds_and_fixed_parameters_are_scipys():
         np.testing.assert_allclose(held[f, :4], expected, rtol=1e-6)
 
 
+def test_lines_of_one_predictor_are_scipys_on_both_paths():
+    # Lorentzian lines and 1-D Gaussians (gauss-peaks, p = 4) on 40 points, each its own line.
+    x = np.linspace(-2.0, 2.0, 40)
+    lorentzian = lambda x, a, x0, g, b: a * g * g / ((x - x0) ** 2 + g * g) + b  # noqa: E731
+    gauss_1d = lambda x, c, a, mu, s: c + a * np.exp(-((x - mu) ** 2) / (2 * s * s))  # noqa: E731
+    for name, f, truth in (("lorentzian", lorentzian, [3.0, 0.2, 0.4, 0.5]), ("gauss-peaks", gauss_1d, [0.5, 3.0, 0.2, 0.4])):
+        truth = np.array(truth) * RNG.uniform(0.9, 1.1, (40, 4))
+        y = np.array([f(x, *t) for t in truth]) + 0.05 * RNG.standard_normal((40, 40))
+        p0 = truth * RNG.uniform(0.95, 1.05, truth.shape)
+        for backend in ("cpu", "sim"):
+            popt, _, info = cudamin.curve_fit_batch(name, x, y, p0, backend=backend, **TIGHT)
+            assert np.all(info["status"] > 0), (name, backend, info["message"])
+            for k in range(40):
+                expected, _ = curve_fit(f, x, y[k], p0=p0[k], **TIGHT)
+                np.testing.assert_allclose(popt[k], expected, rtol=1e-6, atol=1e-9, err_msg=f"{name} {backend} {k}")
+
+
 def test_per_fit_points_and_one_start_for_all():
     truth, y, _ = spots(20)
     # The same grid given per fit, (F, M, 2), and one start for every fit.

@@ -9,7 +9,9 @@ use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
 use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::raw::RawKernel;
-use gpu_kernels::terms::fit::{self, ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Poly};
+use gpu_kernels::terms::fit::{
+    self, ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Lorentzian, Poly,
+};
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
 
@@ -182,6 +184,13 @@ fn setup<T: ResidualKernels + 'static>(
     load_least_squares(backend, problem, vec![1.0; p], None)
 }
 
+/// Parameter `j`'s name from a model's list of them; `θj` past its end.
+fn listed(names: &[&str], j: usize) -> String {
+    names
+        .get(j)
+        .map_or_else(|| format!("θ{j}"), |name| (*name).to_owned())
+}
+
 /// Whether term `T` takes `p` parameters on `data`: its window's rule, then its own.
 fn check<T: Term>(p: usize, data: Data<'_>) -> Result<(), &'static str> {
     T::WINDOW.check(p)?;
@@ -238,13 +247,18 @@ pub static MODELS: &[Model] = &[
     )
     // The width: the model reads s², so a negative one is its positive twin.
     .natural_lower(|p| zero_below(p, |j| j == 3))
-    .named(|j| {
-        let names = ["a", "x0", "y0", "s", "b"];
-        names
-            .get(j)
-            .map_or_else(|| format!("θ{j}"), |name| (*name).to_owned())
-    })
+    .named(|j| listed(&["a", "x0", "y0", "s", "b"], j))
     .batched(&fit::gauss_2d::FIT_GAUSS_2D_BATCH),
+    Model::of::<Lorentzian>(
+        "lorentzian",
+        "a·g²/((x − x0)² + g²) + b, g the half width at half maximum",
+        "p = 4",
+        4,
+    )
+    // The half width: the model reads g², so a negative one is its positive twin.
+    .natural_lower(|p| zero_below(p, |j| j == 2))
+    .named(|j| listed(&["a", "x0", "g", "b"], j))
+    .batched(&fit::lorentzian::FIT_LORENTZIAN_BATCH),
 ];
 
 /// Refuses `params` parameters, `held` of them held at their start, that `points` data points

@@ -30,5 +30,6 @@ pub static RAW_KERNELS: &[&crate::raw::RawKernel] = &[
     &fit::gauss_2d::FIT_GAUSS_2D_BATCH,
     &fit::gauss_peaks::FIT_GAUSS_PEAKS_BATCH,
     &fit::linear::FIT_LINEAR_BATCH,
+    &fit::lorentzian::FIT_LORENTZIAN_BATCH,
     &fit::poly::FIT_POLY_BATCH,
 ];

@@ -12,6 +12,7 @@ pub mod expsin;
 pub mod gauss_2d;
 pub mod gauss_peaks;
 pub mod linear;
+pub mod lorentzian;
 pub mod poly;
 
 pub use exp_decay::ExpDecay;
@@ -19,6 +20,7 @@ pub use expsin::ExpSin;
 pub use gauss_2d::Gauss2d;
 pub use gauss_peaks::GaussPeaks;
 pub use linear::Linear;
+pub use lorentzian::Lorentzian;
 pub use poly::Poly;
 
 use crate::{Data, Num, Real, Row};
