@@ -95,6 +95,25 @@ def test_lines_of_one_predictor_are_scipys_on_both_paths():
                 np.testing.assert_allclose(popt[k], expected, rtol=1e-6, atol=1e-9, err_msg=f"{name} {backend} {k}")
 
 
+def test_elliptic_spots_are_scipys_on_both_paths():
+    grid = np.column_stack([np.tile(np.arange(7.0), 7), np.repeat(np.arange(7.0), 7)])
+    f = lambda x, a, x0, y0, sx, sy, b: a * np.exp(-((x[0] - x0) ** 2) / (2 * sx * sx) - (x[1] - y0) ** 2 / (2 * sy * sy)) + b  # noqa: E731
+    truth = np.column_stack([
+        RNG.uniform(200, 500, 30), RNG.uniform(2.5, 3.5, 30), RNG.uniform(2.5, 3.5, 30),
+        RNG.uniform(0.8, 1.1, 30), RNG.uniform(1.2, 1.6, 30), RNG.uniform(5, 15, 30),
+    ])
+    y = RNG.poisson([f(grid.T, *t) for t in truth]).astype(float)
+    p0 = truth * RNG.uniform(0.95, 1.05, truth.shape)
+    for backend in ("cpu", "sim"):
+        popt, pcov, info = cudamin.curve_fit_batch("gauss-2d-elliptic", grid, y, p0, backend=backend, **TIGHT)
+        assert np.all(info["status"] > 0), (backend, info["message"])
+        for k in range(30):
+            expected, expected_pcov = curve_fit(f, grid.T, y[k], p0=p0[k], **TIGHT)
+            np.testing.assert_allclose(popt[k], expected, rtol=1e-6, err_msg=f"{backend} {k}")
+            scale = np.sqrt(np.outer(np.diag(expected_pcov), np.diag(expected_pcov)))
+            assert np.all(np.abs(pcov[k] - expected_pcov) <= 1e-4 * scale)
+
+
 def test_per_fit_points_and_one_start_for_all():
     truth, y, _ = spots(20)
     # The same grid given per fit, (F, M, 2), and one start for every fit.

@@ -10,7 +10,7 @@ use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::raw::RawKernel;
 use gpu_kernels::terms::fit::{
-    self, ExpDecay, ExpSin, Gauss2d, GaussPeaks, Linear, Lorentzian, Poly,
+    self, ExpDecay, ExpSin, Gauss2d, Gauss2dElliptic, GaussPeaks, Linear, Lorentzian, Poly,
 };
 use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
@@ -249,6 +249,16 @@ pub static MODELS: &[Model] = &[
     .natural_lower(|p| zero_below(p, |j| j == 3))
     .named(|j| listed(&["a", "x0", "y0", "s", "b"], j))
     .batched(&fit::gauss_2d::FIT_GAUSS_2D_BATCH),
+    Model::of::<Gauss2dElliptic>(
+        "gauss-2d-elliptic",
+        "a·exp(−(x − x0)²/(2·sx²) − (y − y0)²/(2·sy²)) + b on predictors x, y (Gpufit's order)",
+        "p = 6",
+        6,
+    )
+    // The widths: the model reads their squares.
+    .natural_lower(|p| zero_below(p, |j| j == 3 || j == 4))
+    .named(|j| listed(&["a", "x0", "y0", "sx", "sy", "b"], j))
+    .batched(&fit::gauss_2d::FIT_GAUSS_2D_ELLIPTIC_BATCH),
     Model::of::<Lorentzian>(
         "lorentzian",
         "a·g²/((x − x0)² + g²) + b, g the half width at half maximum",

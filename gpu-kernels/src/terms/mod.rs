@@ -28,6 +28,7 @@ pub static RAW_KERNELS: &[&crate::raw::RawKernel] = &[
     &fit::exp_decay::FIT_EXP_DECAY_BATCH,
     &fit::expsin::FIT_EXPSIN_BATCH,
     &fit::gauss_2d::FIT_GAUSS_2D_BATCH,
+    &fit::gauss_2d::FIT_GAUSS_2D_ELLIPTIC_BATCH,
     &fit::gauss_peaks::FIT_GAUSS_PEAKS_BATCH,
     &fit::linear::FIT_LINEAR_BATCH,
     &fit::lorentzian::FIT_LORENTZIAN_BATCH,

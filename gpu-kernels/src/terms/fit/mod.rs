@@ -17,7 +17,7 @@ pub mod poly;
 
 pub use exp_decay::ExpDecay;
 pub use expsin::ExpSin;
-pub use gauss_2d::Gauss2d;
+pub use gauss_2d::{Gauss2d, Gauss2dElliptic};
 pub use gauss_peaks::GaussPeaks;
 pub use linear::Linear;
 pub use lorentzian::Lorentzian;
