@@ -122,12 +122,13 @@ pub fn fit_batch_on(
         p,
         one_start,
     };
-    let outcomes = match plain {
-        true => match batched(backend, model, &view, options, absolute_sigma)? {
-            Some(outcomes) => outcomes,
-            None => one_by_one(model, &view, options, absolute_sigma)?,
-        },
-        false => one_by_one(model, &view, options, absolute_sigma)?,
+    let on_kernel = match plain {
+        true => batched(backend, model, &view, options, absolute_sigma)?,
+        false => None,
+    };
+    let outcomes = match on_kernel {
+        Some(outcomes) => outcomes,
+        None => one_by_one(model, &view, options, absolute_sigma)?,
     };
     let mut result = BatchResult::default();
     for outcome in outcomes {

@@ -1,9 +1,8 @@
 //! One small fit, whole: MINPACK's loop ([`solve`]) over the residual rows of one data set,
 //! each row exact (on [`Dual`]s), folded into `R` by Householder reflections [`BLOCK`] rows at
-//! a time. `J` is never squared: the normal equations by Cholesky
-//! were faster, but squaring `J`'s condition number moved some fits off scipy's answers. It
-//! borrows no memory but its stack, a few hundred values at the most parameters it takes, so
-//! a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
+//! a time. `J` is never squared: the normal equations by Cholesky were faster, but squaring
+//! `J`'s condition number moved some fits off scipy's answers. It borrows no memory but its
+//! stack, so a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
 
 use super::{End, FactorAt, Passes, Settings, solve, work_len};
 use crate::Dual;
@@ -91,8 +90,8 @@ pub fn fit<T: Term>(
 }
 
 /// What a batch kernel writes per fit after its end point's `n` parameters: the status
-/// ([`LmStatus::code`](super::LmStatus::code) or [`Failure::code`]), `nfev`, `njev`, `nit` and `Σ r²`;
-/// then `R` at the end point, `n × n`.
+/// ([`LmStatus::code`](super::LmStatus::code) or [`Failure::code`]), `nfev`, `njev`, `nit`
+/// and `Σ r²`; then `R` at the end point, `n × n`.
 pub const REPORT: usize = 5;
 
 /// The values a batch kernel writes per fit of `n` parameters.
@@ -101,10 +100,10 @@ pub const fn out_stride(n: usize) -> usize {
 }
 
 /// A batch kernel's work for the fits this thread takes (a grid-stride loop, one fit at a
-/// time), fits of `points` points and `n` parameters: fit `f` reads its table from `data` (`cols · points` values, column after column,
-/// the fits' tables one after another) and its start from `starts[f·n ..]`, and writes
-/// [`out_stride`]`(n)` values to `out` from `f · out_stride(n)`. A fit's failure is its own
-/// status; no fit reads another's data.
+/// time), fits of `points` points and `n` parameters. Fit `f` reads its table from `data`
+/// (`cols · points` values, column after column, the fits' tables one after another) and its
+/// start from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
+/// `f · out_stride(n)`. A fit's failure is its own status; no fit reads another's data.
 #[inline(always)]
 pub fn fit_thread<T: Term>(
     thread: Thread,
@@ -148,8 +147,8 @@ pub fn fit_thread<T: Term>(
 
 /// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
 /// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
-/// arguments `(data: In, starts: In, out: Out, points: U64, params: U64, ftol: F64, xtol: F64, gtol: F64,
-/// factor: F64, max_nfev: U64)`, on the GPU or on the CPU.
+/// arguments `(data: In, starts: In, out: Out, points: U64, params: U64, ftol: F64,
+/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64)`, on the GPU or on the CPU.
 #[macro_export]
 macro_rules! batch_kernel {
     ($name:ident = $function:ident($term:ty)) => {
