@@ -39,6 +39,7 @@
     target_arch = "nvptx64",
     feature(
         abi_ptx,
+        core_float_math,
         stdarch_nvptx,
         asm_experimental_arch,
         allow_internal_unstable,

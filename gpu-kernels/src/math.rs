@@ -10,6 +10,22 @@ mod trig;
 
 pub use trig::{cos, sin, sin_cos};
 
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+/// `√x`, correctly rounded, by the target's own instruction: `sqrt.rn.f64` in the PTX, and on
+/// the CPU the one the build's features choose (AVX's `vsqrtsd` where it has AVX). libm's is a
+/// software loop in the PTX, and on x86 an SSE instruction in inline assembly, which stalls
+/// beside AVX-512 code. Every square root in the kernels is this one; the bits are libm's.
+#[inline(always)]
+pub fn sqrt(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    let root = core::f64::math::sqrt(x);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let root = f64::sqrt(x);
+    root
+}
+
 /// `2^(j/128)`, `j = 0..128`, each correctly rounded (computed with 60-digit decimals).
 #[rustfmt::skip]
 const EXP2_TABLE_BITS: [u64; 128] = [

@@ -292,7 +292,7 @@ impl Real for f64 {
     }
     #[inline(always)]
     fn sqrt(self) -> Self {
-        libm::sqrt(self)
+        crate::math::sqrt(self)
     }
     #[inline(always)]
     fn cbrt(self) -> Self {

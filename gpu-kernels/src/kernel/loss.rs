@@ -78,12 +78,12 @@ impl Loss {
             Loss::Linear => (z, 1.0, 0.0),
             Loss::SoftL1 => {
                 let t = 1.0 + z;
-                let root = libm::sqrt(t);
+                let root = crate::math::sqrt(t);
                 (2.0 * (root - 1.0), 1.0 / root, -0.5 / (t * root))
             }
             Loss::Huber if z <= 1.0 => (z, 1.0, 0.0),
             Loss::Huber => {
-                let root = libm::sqrt(z);
+                let root = crate::math::sqrt(z);
                 (2.0 * root - 1.0, 1.0 / root, -0.5 / (z * root))
             }
             Loss::Cauchy => {
@@ -139,7 +139,7 @@ impl RobustLoss {
         let c2 = self.f_scale * self.f_scale;
         let z = r * r / c2;
         let (rho, d1, d2) = self.loss.rho(z);
-        let scale = libm::sqrt((d1 + 2.0 * d2 * z).max(f64::EPSILON));
+        let scale = crate::math::sqrt((d1 + 2.0 * d2 * z).max(f64::EPSILON));
         for entry in row.iter_mut() {
             *entry *= scale;
         }

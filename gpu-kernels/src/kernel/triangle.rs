@@ -273,7 +273,7 @@ fn sum_of_squares<const M: usize>(v: &[f64; M]) -> f64 {
 fn norm_of<const M: usize>(diagonal: f64, below: f64, v: &[f64; M]) -> f64 {
     let squares = diagonal * diagonal + below;
     if squares.is_finite() && squares > f64::MIN_POSITIVE / f64::EPSILON {
-        return libm::sqrt(squares);
+        return crate::math::sqrt(squares);
     }
     let scale = v.iter().fold(diagonal.abs(), |m, x| m.max(x.abs()));
     if scale == 0.0 || !scale.is_finite() {
@@ -281,7 +281,7 @@ fn norm_of<const M: usize>(diagonal: f64, below: f64, v: &[f64; M]) -> f64 {
     }
     let inverse = 1.0 / scale;
     let scaled: f64 = v.iter().map(|x| (x * inverse) * (x * inverse)).sum();
-    scale * libm::sqrt((diagonal * inverse) * (diagonal * inverse) + scaled)
+    scale * crate::math::sqrt((diagonal * inverse) * (diagonal * inverse) + scaled)
 }
 
 /// Folds triangle `other` (packed, with its `other_qtr`) into `r` and `qtr`, `FOLD_ROWS` rows

@@ -15,13 +15,19 @@
 /// MINPACK's lower bound on a positive number.
 const DWARF: f64 = f64::MIN_POSITIVE;
 
-/// `‖v‖₂`, scaled by the largest entry so that no square overflows or underflows to zero.
+/// `‖v‖₂`: the root of the squares' sum, as MINPACK's `enorm` sums entries of middling size;
+/// scaled by the largest entry where a square would overflow or the sum lose its digits to
+/// underflow.
 pub fn norm2(v: impl Iterator<Item = f64> + Clone) -> f64 {
+    let squares: f64 = v.clone().map(|x| x * x).sum();
+    if squares.is_finite() && squares > DWARF / f64::EPSILON {
+        return crate::math::sqrt(squares);
+    }
     let largest = v.clone().fold(0.0f64, |m, x| m.max(x.abs()));
     if largest == 0.0 || !largest.is_finite() {
         return largest;
     }
-    largest * libm::sqrt(v.map(|x| (x / largest) * (x / largest)).sum::<f64>())
+    largest * crate::math::sqrt(v.map(|x| (x / largest) * (x / largest)).sum::<f64>())
 }
 
 /// `‖D·v‖`.
@@ -93,7 +99,7 @@ impl<'a> PivotedQr<'a> {
                     }
                     if rdiag[k] != 0.0 {
                         let ratio = a[j * n + k] / rdiag[k];
-                        rdiag[k] *= libm::sqrt((1.0 - ratio * ratio).max(0.0));
+                        rdiag[k] *= crate::math::sqrt((1.0 - ratio * ratio).max(0.0));
                         let kept = rdiag[k] / wa[k];
                         if 0.05 * (kept * kept) <= f64::EPSILON {
                             rdiag[k] = column_norm(a, k, j + 1);
@@ -238,7 +244,7 @@ impl<'a> PivotedQr<'a> {
             if par == 0.0 {
                 par = DWARF.max(0.001 * paru);
             }
-            let root = libm::sqrt(par);
+            let root = crate::math::sqrt(par);
             for (w, d) in wa1.iter_mut().zip(diag) {
                 *w = root * d;
             }
@@ -348,11 +354,11 @@ fn qrsolv(
 fn givens(a: f64, b: f64) -> (f64, f64) {
     if a.abs() < b.abs() {
         let cotan = a / b;
-        let sin = 0.5 / libm::sqrt(0.25 + 0.25 * cotan * cotan);
+        let sin = 0.5 / crate::math::sqrt(0.25 + 0.25 * cotan * cotan);
         (sin, sin * cotan)
     } else {
         let tan = b / a;
-        let cos = 0.5 / libm::sqrt(0.25 + 0.25 * tan * tan);
+        let cos = 0.5 / crate::math::sqrt(0.25 + 0.25 * tan * tan);
         (cos * tan, cos)
     }
 }

@@ -175,7 +175,7 @@ pub fn solve<P: Passes>(
     let (diag, rest) = rest.split_at_mut(n);
     let (step, rest) = rest.split_at_mut(n);
     let (trial, column_norms) = rest.split_at_mut(n);
-    let mut fnorm = libm::sqrt(passes.factor(x, FactorAt::Start)?);
+    let mut fnorm = crate::math::sqrt(passes.factor(x, FactorAt::Start)?);
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
     let (mut delta, mut xnorm, mut par) = (0.0, 0.0, 0.0);
     // Whether the passes' factor is that of `x` (not yet, after a step accepted at the end).
@@ -213,7 +213,7 @@ pub fn solve<P: Passes>(
             if nit == 0 {
                 delta = delta.min(pnorm);
             }
-            let fnorm1 = libm::sqrt(passes.sum_of_squares(trial)?);
+            let fnorm1 = crate::math::sqrt(passes.sum_of_squares(trial)?);
             nfev += 1;
             // A NaN `fnorm1` fails the comparison: the step is rejected as a bad one.
             let actred = if 0.1 * fnorm1 < fnorm {
@@ -223,7 +223,7 @@ pub fn solve<P: Passes>(
                 -1.0
             };
             let temp1 = qr.jacobian_times_norm(step) / fnorm;
-            let temp2 = libm::sqrt(par) * pnorm / fnorm;
+            let temp2 = crate::math::sqrt(par) * pnorm / fnorm;
             let prered = temp1 * temp1 + temp2 * temp2 / 0.5;
             let dirder = -(temp1 * temp1 + temp2 * temp2);
             let ratio = if prered != 0.0 { actred / prered } else { 0.0 };
