@@ -16,6 +16,12 @@ use core::marker::PhantomData;
 /// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
 pub const BLOCK: usize = 32;
 
+/// The values a thread works on side by side: the derivative lanes of a row's evaluation, and
+/// the running sums of a dot product. A GPU thread takes four, a row in two evaluations past
+/// four parameters: eight held more values than its registers. A CPU core takes eight, one
+/// vector register. The rows' bits are the same either way.
+const LANES: usize = if cfg!(target_arch = "nvptx64") { 4 } else { 8 };
+
 /// The most parameters a fit of a batch has: its triangle and the loop's memory are arrays of
 /// this size on the stack.
 pub const PARAMS_MAX: usize = 8;
@@ -73,9 +79,7 @@ pub fn fit<T: Term>(
     if n == 0 || n > PARAMS_MAX || T::terms(n, data) < n {
         return Err(Failure::Shape);
     }
-    // Rows on four lanes, in two evaluations past four parameters: eight lanes held more
-    // values than a GPU thread's registers. The bits are the same either way.
-    let mut passes = Rows::<T, 4> {
+    let mut passes = Rows::<T, LANES> {
         data,
         r: [0.0; PARAMS_MAX * PARAMS_MAX],
         qtr: [0.0; PARAMS_MAX],
@@ -212,70 +216,108 @@ struct Rows<'d, T, const L: usize> {
 
 impl<T: Term, const L: usize> Rows<'_, T, L> {
     /// `R` and `Qᵀr` by folding the rows [`BLOCK`] at a time (Householder, the triangle pass's
-    /// fold); `Σ r²`.
+    /// reflections); `Σ r²`.
     fn fold_factor(&mut self, x: &[f64]) -> f64 {
-        let n = self.n;
-        let width = n + 1;
-        let (r, qtr) = (&mut self.r[..n * n], &mut self.qtr[..n]);
+        let Rows {
+            data, r, qtr, n, ..
+        } = self;
+        let (n, data) = (*n, *data);
+        let (r, qtr) = (&mut r[..n * n], &mut qtr[..n]);
+        // The rows not yet folded, column by column: `J`'s column `j` at `j·BLOCK`, then the
+        // residuals. A column is contiguous, so that a reflection sweeps it in vector steps.
+        // Here rather than in `Rows`: a GPU thread's stack frame was then 20% larger.
+        let mut block = [0.0; BLOCK * (PARAMS_MAX + 1)];
+        let columns = &mut block[..(n + 1) * BLOCK];
         r.fill(0.0);
         qtr.fill(0.0);
         let mut window = [Dual::<L>::constant(0.0); PARAMS_MAX];
         let mut rows = ExactRow::new::<T>(&mut window[..n], x);
-        let mut block = [0.0; BLOCK * (PARAMS_MAX + 1)];
+        let mut row = [0.0; PARAMS_MAX + 1];
         let (mut held, mut sum) = (0, 0.0);
-        for k in 0..T::terms(n, self.data) {
-            let row = &mut block[held * width..(held + 1) * width];
-            let residual = rows.row::<T>(k, x, self.data, &mut row[..n]);
+        for k in 0..T::terms(n, data) {
+            // A row of all `L` lanes where one evaluation takes every parameter: its copy is
+            // then of a constant length, not a call to `memcpy` per row.
+            let residual = match n <= L {
+                true => rows.row::<T>(k, x, data, &mut row[..L]),
+                false => rows.row::<T>(k, x, data, &mut row[..n]),
+            };
             row[n] = residual;
             sum += residual * residual;
+            for (column, &value) in columns.chunks_exact_mut(BLOCK).zip(&row) {
+                column[held] = value;
+            }
             held += 1;
             if held == BLOCK {
-                fold_block(r, qtr, &mut block, held);
+                fold_block(r, qtr, columns, held);
                 held = 0;
             }
         }
         if held > 0 {
-            fold_block(r, qtr, &mut block, held);
+            // Rows of zeros change nothing, and keep every sweep BLOCK long.
+            for column in columns.chunks_exact_mut(BLOCK) {
+                column[held..].fill(0.0);
+            }
+            fold_block(r, qtr, columns, held);
         }
         sum
     }
 }
 
-/// Folds the first `held` rows of `rows` (each `J`'s row, then its residual: `n + 1` values)
-/// into `R` (`n × n`, row-major, upper) and `Qᵀr`: afterwards they are those of the stacked
-/// rows `[R; rows]`, and the rows hold scratch. One Householder reflection per column, the
-/// triangle pass's ([`reflection`]); plain loops, which a GPU thread keeps out of registers.
+/// Folds the rows of `columns` (`J`'s `n` columns of [`BLOCK`] rows, then the residuals'; the
+/// first `held` rows data, the rest zeros) into `R` (`n × n`, row-major, upper) and `Qᵀr`:
+/// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One Householder reflection per column, the
+/// triangle pass's ([`reflection`]).
 #[inline(always)]
-fn fold_block(r: &mut [f64], qtr: &mut [f64], rows: &mut [f64], held: usize) {
+fn fold_block(r: &mut [f64], qtr: &mut [f64], columns: &mut [f64], held: usize) {
     let n = qtr.len();
-    let width = n + 1;
-    let mut v = [0.0; BLOCK];
+    // The rows a sweep runs over: all of them on the CPU, whose compiler then makes each
+    // sweep vector steps; on the GPU the held ones (to whole lanes; the rest are zeros), where
+    // sweeps of constant length unrolled into a larger stack frame.
+    let rows = if cfg!(target_arch = "nvptx64") {
+        held.next_multiple_of(LANES)
+    } else {
+        BLOCK
+    };
     for j in 0..n {
-        for (i, vi) in v.iter_mut().enumerate().take(held) {
-            *vi = rows[i * width + j];
-        }
-        let Some(Reflection { beta, tau }) = reflection(r[j * n + j], &mut v) else {
+        let (column, rest) = columns[j * BLOCK..].split_at_mut(BLOCK);
+        let Ok(v) = <&mut [f64; BLOCK]>::try_from(column) else {
+            return;
+        };
+        let Some(Reflection { beta, tau }) = reflection(r[j * n + j], v) else {
             continue;
         };
         r[j * n + j] = beta;
         // Column k of the stacked rows: R's entry (j, k) above the rows' column k; k = n is
         // the residuals', with Qᵀr's entry j above.
-        for k in j + 1..=n {
+        for (k, column) in (j + 1..).zip(rest.chunks_exact_mut(BLOCK)) {
+            let Ok(column) = <&mut [f64; BLOCK]>::try_from(column) else {
+                return;
+            };
             let top = if k < n { r[j * n + k] } else { qtr[j] };
-            let mut w = top;
-            for (i, vi) in v.iter().enumerate().take(held) {
-                w += vi * rows[i * width + k];
-            }
+            let w = top + dot(&v[..rows], &column[..rows]);
             if k < n {
                 r[j * n + k] = top - tau * w;
             } else {
                 qtr[j] = top - tau * w;
             }
-            for (i, vi) in v.iter().enumerate().take(held) {
-                rows[i * width + k] -= (tau * vi) * w;
+            for (entry, vi) in column[..rows].iter_mut().zip(&v[..rows]) {
+                *entry -= (tau * vi) * w;
             }
         }
     }
+}
+
+/// `Σ v_i·c_i` over a block's rows, in [`LANES`] running sums: one chain of additions waited
+/// on itself at every row.
+#[inline(always)]
+fn dot(v: &[f64], column: &[f64]) -> f64 {
+    let mut lanes = [0.0; LANES];
+    for (v, c) in v.chunks_exact(LANES).zip(column.chunks_exact(LANES)) {
+        for lane in 0..LANES {
+            lanes[lane] += v[lane] * c[lane];
+        }
+    }
+    lanes.iter().sum()
 }
 
 impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
