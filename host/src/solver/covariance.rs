@@ -104,53 +104,85 @@ pub fn covariance(
     if r.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let decomposition = svd(r, n, n);
-    let largest = decomposition.values.iter().fold(0.0f64, |m, &s| m.max(s));
-    let tolerance = f64::EPSILON * residuals.max(n) as f64 * largest;
-    let kept: Vec<bool> = decomposition
-        .values
-        .iter()
-        .map(|&s| s > tolerance)
-        .collect();
-    let rank = kept.iter().filter(|&&k| k).count();
-    let v = &decomposition.v;
-    let mut matrix = vec![0.0; n * n];
-    let mut not_identifiable = Vec::new();
-    if rank == n {
-        // R⁻¹ by columns (back substitution), then R⁻¹R⁻ᵀ: what scipy's `leastsq` computes.
-        let mut inverse = vec![0.0; n * n];
-        for j in 0..n {
-            for i in (0..=j).rev() {
-                let identity = if i == j { 1.0 } else { 0.0 };
-                let sum: f64 = (i + 1..=j).map(|k| r[i * n + k] * inverse[k * n + j]).sum();
-                inverse[i * n + j] = (identity - sum) / r[i * n + i];
-            }
-        }
-        for a in 0..n {
-            for b in 0..n {
-                let row_a = &inverse[a * n..(a + 1) * n];
-                let row_b = &inverse[b * n..(b + 1) * n];
-                matrix[a * n + b] =
-                    scale * row_a.iter().zip(row_b).map(|(x, y)| x * y).sum::<f64>();
-            }
-        }
-    } else {
-        for (j, (&s, &keep)) in decomposition.values.iter().zip(&kept).enumerate() {
-            if keep {
-                for a in 0..n {
-                    for b in 0..n {
-                        matrix[a * n + b] += scale * v[a * n + j] * v[b * n + j] / (s * s);
-                    }
-                }
-            }
-        }
-        not_identifiable = (0..n)
-            .filter(|&a| (0..n).any(|j| !kept[j] && v[a * n + j].abs() > f64::EPSILON.sqrt()))
-            .collect();
-    }
+    let inverse = triangle_inverse(r, n);
+    let cut = |largest: f64| f64::EPSILON * residuals.max(n) as f64 * largest;
+    // σ_min ≥ 1/‖R⁻¹‖_F and σ_max ≤ ‖R‖_F: past this test every singular value is above
+    // the cut, and the SVD is not needed to say so.
+    let clearly_full = 1.0 / frobenius(&inverse) > cut(frobenius(r));
+    let (rank, matrix, not_identifiable) = match clearly_full {
+        true => (n, inverse_product(&inverse, n, scale), Vec::new()),
+        false => by_singular_values(r, n, &inverse, scale, cut),
+    };
     matrix.iter().all(|v| v.is_finite()).then_some(Covariance {
         matrix,
         rank,
         not_identifiable,
     })
+}
+
+/// `R⁻¹` by columns (back substitution); non-finite where `R` is singular.
+fn triangle_inverse(r: &[f64], n: usize) -> Vec<f64> {
+    let mut inverse = vec![0.0; n * n];
+    for j in 0..n {
+        for i in (0..=j).rev() {
+            let identity = if i == j { 1.0 } else { 0.0 };
+            let sum: f64 = (i + 1..=j).map(|k| r[i * n + k] * inverse[k * n + j]).sum();
+            inverse[i * n + j] = (identity - sum) / r[i * n + i];
+        }
+    }
+    inverse
+}
+
+/// `‖m‖_F`; NaN or ∞ where an entry is.
+fn frobenius(m: &[f64]) -> f64 {
+    m.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+/// `scale · R⁻¹R⁻ᵀ`: what scipy's `leastsq` computes.
+fn inverse_product(inverse: &[f64], n: usize, scale: f64) -> Vec<f64> {
+    let mut matrix = vec![0.0; n * n];
+    for a in 0..n {
+        for b in 0..n {
+            let row_a = &inverse[a * n..(a + 1) * n];
+            let row_b = &inverse[b * n..(b + 1) * n];
+            matrix[a * n + b] = scale * row_a.iter().zip(row_b).map(|(x, y)| x * y).sum::<f64>();
+        }
+    }
+    matrix
+}
+
+/// The rank, the covariance and the parameters not identifiable from `R`'s singular values,
+/// those at or below `cut(σ_max)` dropped, as `curve_fit` drops them.
+fn by_singular_values(
+    r: &[f64],
+    n: usize,
+    inverse: &[f64],
+    scale: f64,
+    cut: impl Fn(f64) -> f64,
+) -> (usize, Vec<f64>, Vec<usize>) {
+    let decomposition = svd(r, n, n);
+    let largest = decomposition.values.iter().fold(0.0f64, |m, &s| m.max(s));
+    let tolerance = cut(largest);
+    let kept: Vec<bool> = (decomposition.values.iter())
+        .map(|&s| s > tolerance)
+        .collect();
+    let rank = kept.iter().filter(|&&k| k).count();
+    if rank == n {
+        return (n, inverse_product(inverse, n, scale), Vec::new());
+    }
+    let v = &decomposition.v;
+    let mut matrix = vec![0.0; n * n];
+    for (j, (&s, &keep)) in decomposition.values.iter().zip(&kept).enumerate() {
+        if keep {
+            for a in 0..n {
+                for b in 0..n {
+                    matrix[a * n + b] += scale * v[a * n + j] * v[b * n + j] / (s * s);
+                }
+            }
+        }
+    }
+    let not_identifiable = (0..n)
+        .filter(|&a| (0..n).any(|j| !kept[j] && v[a * n + j].abs() > f64::EPSILON.sqrt()))
+        .collect();
+    (rank, matrix, not_identifiable)
 }
