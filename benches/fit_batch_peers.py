@@ -8,8 +8,10 @@ same arrays in the same process.
 
 scipy runs with the analytic Jacobian (MINPACK's lmder), its best case. Both start each fit
 from the same p0 at the same tolerances, tools alternating within each repetition; the table
-gives the median wall time and fits per second. The last line compares the answers: the
-largest relative difference of popt, and of pcov over its diagonal's scale.
+gives the median wall time and fits per second. cudamin also runs the fits in float32
+(`dtype=np.float32`; its tolerances are raised to float32's epsilon). The last lines compare
+the answers: the largest relative difference of popt, and of pcov over its diagonal's scale;
+for float32, the largest difference from float64's in standard errors.
 """
 
 import argparse
@@ -54,27 +56,36 @@ def main():
     def batch():
         return cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, **tight)
 
+    def single():
+        return cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, dtype=np.float32, **tight)
+
     def loop():
         return [curve_fit(gauss_2d, GRID.T, y[f], p0=p0[f], jac=jacobian, **tight) for f in range(fits)]
 
-    times = {"cudamin.curve_fit_batch": [], "scipy curve_fit loop": []}
+    tools = (("cudamin.curve_fit_batch", batch), ("cudamin float32", single), ("scipy curve_fit loop", loop))
+    times = {name: [] for name, _ in tools}
+    outs = {}
     for _ in range(args.repeats):
-        for name, run in (("cudamin.curve_fit_batch", batch), ("scipy curve_fit loop", loop)):
+        for name, run in tools:
             start = time.perf_counter()
-            out = run()
+            outs[name] = run()
             times[name].append(time.perf_counter() - start)
-            if name.startswith("cudamin"):
-                popt, pcov, info = out
-            else:
-                ref = out
+    popt, pcov, info = outs["cudamin.curve_fit_batch"]
+    ref = outs["scipy curve_fit loop"]
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; {fits} fits of 25 points, p = 5")
     print("| tool | median s | fits/s | times |")
     print("|---|---|---|---|")
     for name, runs in times.items():
         median = statistics.median(runs)
         print(f"| {name} | {median:.4f} | {fits / median:,.0f} | {', '.join(f'{t:.4f}' for t in runs)} |")
-    ratio = statistics.median(times["scipy curve_fit loop"]) / statistics.median(times["cudamin.curve_fit_batch"])
+    loop_time = statistics.median(times["scipy curve_fit loop"])
+    ratio = loop_time / statistics.median(times["cudamin.curve_fit_batch"])
     print(f"cudamin / scipy loop: {ratio:.1f}x faster; successes {np.sum(info['status'] > 0)} of {fits}")
+    s_popt, _, s_info = outs["cudamin float32"]
+    errors = np.sqrt(np.einsum("fii->fi", pcov))
+    print(f"cudamin float32 / scipy loop: {loop_time / statistics.median(times['cudamin float32']):.1f}x; "
+          f"successes {np.sum(s_info['status'] > 0)} of {fits}; within "
+          f"{np.max(np.abs(s_popt - popt) / errors):.2e} standard errors of float64")
     rp = np.array([r[0] for r in ref])
     rc = np.array([r[1] for r in ref])
     scale = np.sqrt(np.einsum("fii,fjj->fij", np.abs(rc), np.abs(rc)))

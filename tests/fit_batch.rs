@@ -3,8 +3,8 @@
 
 use cudamin::plumbing::gpu::simulated_entries;
 use cudamin::problems::fit::{FitError, find_model};
-use cudamin::problems::fit_batch::{Batch, BatchResult, fit_batch, fit_batch_on};
-use cudamin::{BackendChoice, LmOptions};
+use cudamin::problems::fit_batch::{Batch, BatchResult, Precision, fit_batch_on};
+use cudamin::{Backend, BackendChoice, LmOptions};
 
 /// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
 fn grid() -> (Vec<f64>, Vec<f64>) {
@@ -34,6 +34,17 @@ fn truth(f: usize) -> [f64; 5] {
 }
 
 fn run(y: &[f64], p0: &[f64], grid: &(Vec<f64>, Vec<f64>)) -> Result<BatchResult, FitError> {
+    run_on(&Backend::Cpu, Precision::F64, y, p0, grid)
+}
+
+/// [`run`] on `backend`, in `precision`.
+fn run_on(
+    backend: &Backend,
+    precision: Precision,
+    y: &[f64],
+    p0: &[f64],
+    grid: &(Vec<f64>, Vec<f64>),
+) -> Result<BatchResult, FitError> {
     let model = find_model("gauss-2d").unwrap();
     let x = [&grid.0[..], &grid.1[..]];
     let batch = Batch {
@@ -42,8 +53,23 @@ fn run(y: &[f64], p0: &[f64], grid: &(Vec<f64>, Vec<f64>)) -> Result<BatchResult
         sigma: None,
         points: 25,
         p0,
+        precision,
     };
-    fit_batch(model, 5, batch, &LmOptions::default(), false)
+    fit_batch_on(backend, model, 5, batch, &LmOptions::default(), false)
+}
+
+/// 200 spots with a deterministic ±3 % ripple on each pixel in place of noise, and their
+/// starts, each 0–4 % off its truth: `(y, p0)`.
+fn rippled_spots(grid: &(Vec<f64>, Vec<f64>), fits: usize) -> (Vec<f64>, Vec<f64>) {
+    let y = (0..fits)
+        .flat_map(|f| spot(&truth(f), grid))
+        .enumerate()
+        .map(|(i, v)| v * (1.0 + 0.03 * ((i as f64) * 0.7).sin()))
+        .collect();
+    let p0 = (0..fits)
+        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.04 * ((f % 5) as f64 - 2.0) / 2.0)))
+        .collect();
+    (y, p0)
 }
 
 /// Noiseless spots give their parameters back, each from its own start, and a batch gives
@@ -105,27 +131,10 @@ fn a_bad_fit_fails_alone_and_bad_shapes_are_refused() {
 fn the_simulator_gives_the_cpus_answers() {
     let grid = grid();
     let fits = 200;
-    // A deterministic ±3 % ripple on each pixel stands in for the noise.
-    let y: Vec<f64> = (0..fits)
-        .flat_map(|f| spot(&truth(f), &grid))
-        .enumerate()
-        .map(|(i, v)| v * (1.0 + 0.03 * ((i as f64) * 0.7).sin()))
-        .collect();
-    let p0: Vec<f64> = (0..fits)
-        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.04 * ((f % 5) as f64 - 2.0) / 2.0)))
-        .collect();
+    let (y, p0) = rippled_spots(&grid, fits);
     let cpu = run(&y, &p0, &grid).unwrap();
     let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
-    let model = find_model("gauss-2d").unwrap();
-    let x = [&grid.0[..], &grid.1[..]];
-    let batch = Batch {
-        x: &x,
-        y: &y,
-        sigma: None,
-        points: 25,
-        p0: &p0,
-    };
-    let on_sim = fit_batch_on(&sim, model, 5, batch, &LmOptions::default(), false).unwrap();
+    let on_sim = run_on(&sim, Precision::F64, &y, &p0, &grid).unwrap();
     assert!(simulated_entries().contains("fit_gauss_2d_batch"));
     let same = (0..fits * 5)
         .filter(|&i| cpu.popt[i] == on_sim.popt[i])
@@ -152,4 +161,59 @@ fn the_simulator_gives_the_cpus_answers() {
             "fit {f}"
         );
     }
+}
+
+/// In single precision every fit gives its double-precision answer to well within its standard
+/// error, and the simulator (the PTX a GPU runs, in `f32`) gives the CPU's bits. A fit the
+/// batch kernel cannot take is refused in single precision, never run in double unasked.
+#[test]
+fn single_precision_gives_the_double_answers() {
+    let grid = grid();
+    let fits = 200;
+    let (y, p0) = rippled_spots(&grid, fits);
+    let double = run(&y, &p0, &grid).unwrap();
+    let cpu = run_on(&Backend::Cpu, Precision::F32, &y, &p0, &grid).unwrap();
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let on_sim = run_on(&sim, Precision::F32, &y, &p0, &grid).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&cpu.popt), bits(&on_sim.popt));
+    assert_eq!(bits(&cpu.pcov), bits(&on_sim.pcov));
+    assert_eq!(cpu.status, on_sim.status);
+    assert_eq!(cpu.nfev, on_sim.nfev);
+    let (mut relative, mut in_errors, mut pcov_off) = (0.0f64, 0.0f64, 0.0f64);
+    for f in 0..fits {
+        assert!(cpu.status[f] > 0, "fit {f}: {}", cpu.message[f]);
+        let pcov = &double.pcov[f * 25..(f + 1) * 25];
+        for j in 0..5 {
+            let (got, want) = (cpu.popt[f * 5 + j], double.popt[f * 5 + j]);
+            relative = relative.max((got - want).abs() / want.abs());
+            in_errors = in_errors.max((got - want).abs() / pcov[j * 6].sqrt());
+        }
+        // The covariance over its diagonal's scale, as the f64 tests compare it.
+        let scale = (0..5).map(|i| pcov[i * 6].abs()).fold(0.0, f64::max);
+        for (got, want) in cpu.pcov[f * 25..(f + 1) * 25].iter().zip(pcov) {
+            pcov_off = pcov_off.max((got - want).abs() / scale);
+        }
+    }
+    eprintln!(
+        "single precision: popt within {relative:.2e} relative, {in_errors:.2e} standard \
+         errors; pcov within {pcov_off:.2e}"
+    );
+    assert!(relative <= 2e-3 && in_errors <= 1e-2 && pcov_off <= 1e-2);
+    let held = LmOptions {
+        fixed: Some(vec![false, false, false, true, false]),
+        ..LmOptions::default()
+    };
+    let model = find_model("gauss-2d").unwrap();
+    let x = [&grid.0[..], &grid.1[..]];
+    let batch = Batch {
+        x: &x,
+        y: &y,
+        sigma: None,
+        points: 25,
+        p0: &p0,
+        precision: Precision::F32,
+    };
+    let error = fit_batch_on(&Backend::Cpu, model, 5, batch, &held, false).unwrap_err();
+    assert!(matches!(error, FitError::SinglePrecision { .. }), "{error}");
 }

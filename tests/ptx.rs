@@ -163,10 +163,11 @@ fn ptxas_assembles_every_arch_without_spills() {
         assert_eq!(kernels.len(), names.len(), "{arch}: an entry is missing");
         for (name, k) in &kernels {
             // A batch kernel runs a whole fit's Levenberg–Marquardt loop per thread, its
-            // MINPACK memory on the stack by design; at 255 registers it spills a little more,
-            // next to a stack frame twenty times as large (BENCHMARKS.md lists both). Bounded
-            // here so that it cannot grow unseen; every other entry spills nothing.
-            let allowed = if name.ends_with("_batch") { 320 } else { 0 };
+            // MINPACK memory on the stack by design, and holds the loop twice, in f64 and in
+            // f32, each a function; at 255 registers they spill 640–810 B together, next to a
+            // stack frame seven times as large (BENCHMARKS.md lists both). Bounded here so that
+            // it cannot grow unseen; every other entry spills nothing.
+            let allowed = if name.ends_with("_batch") { 832 } else { 0 };
             assert!(
                 k.spill_stores <= allowed && k.spill_loads <= allowed,
                 "{arch}: `{name}` spills registers ({} B stored, {} B loaded)",

@@ -26,6 +26,16 @@ pub fn sqrt(x: f64) -> f64 {
     root
 }
 
+/// `√x` in single precision, correctly rounded, by the target's instruction as [`sqrt`].
+#[inline(always)]
+pub fn sqrt_f32(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    let root = core::f32::math::sqrt(x);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let root = f32::sqrt(x);
+    root
+}
+
 /// `2^(j/128)`, `j = 0..128`, each correctly rounded (computed with 60-digit decimals).
 #[rustfmt::skip]
 const EXP2_TABLE_BITS: [u64; 128] = [

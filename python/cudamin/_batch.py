@@ -24,9 +24,22 @@ def _columns(xdata, fits, points):
     )
 
 
+def _precision(dtype):
+    """``dtype`` as numpy's float64 or float32; ``ValueError`` for any other."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = None
+    if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, not {dtype!r}")
+    return dtype
+
+
 def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
-                    box=None, fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu"):
+                    box=None, fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu",
+                    dtype=np.float64):
     """See ``cudamin.curve_fit_batch``."""
+    dtype = _precision(dtype)
     ydata = np.ascontiguousarray(ydata, dtype=np.float64)
     if ydata.ndim != 2:
         raise ValueError(f"ydata must be (F, M), one row of M points per fit; it has shape {ydata.shape}")
@@ -47,9 +60,10 @@ def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=Non
         f, columns, ydata.reshape(-1), points, p0.reshape(-1), params, sigma=sigma,
         lower=lower, upper=upper, fixed=held,
         absolute_sigma=bool(absolute_sigma), ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev,
-        backend=backend,
+        backend=backend, single=dtype == np.float32,
     )
-    popt = result["popt"].reshape(fits, params)
-    pcov = result["pcov"].reshape(fits, params, params)
+    popt = result["popt"].reshape(fits, params).astype(dtype, copy=False)
+    pcov = result["pcov"].reshape(fits, params, params).astype(dtype, copy=False)
     info = {key: result[key] for key in ("status", "message", "nfev", "cost")}
+    info["cost"] = info["cost"].astype(dtype, copy=False)
     return popt, pcov, info

@@ -107,6 +107,15 @@ pub enum FitError {
         /// The model's rule, in words.
         reason: Cow<'static, str>,
     },
+    /// Single precision asked of fits that run only in `f64`.
+    #[error(
+        "{model}: single-precision fits run on the model's batch kernel, one fit per thread: at most {} parameters, no bounds, no held parameters, the linear loss; fit these in float64",
+        gpu_kernels::lm::batch::PARAMS_MAX
+    )]
+    SinglePrecision {
+        /// The model's name.
+        model: &'static str,
+    },
     /// Setting the model up failed (memory, the data, the backend).
     #[error(transparent)]
     Load(#[from] LoadError),

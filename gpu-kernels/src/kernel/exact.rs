@@ -11,7 +11,7 @@
 //! per-variable contributions the backends reduce.
 
 use super::terms_meeting;
-use crate::dual::Dual;
+use crate::dual::{Dual, DualScalar};
 use crate::lanes::{Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
@@ -43,10 +43,10 @@ pub fn exact_supported<T: Term>(n: usize, gpu: bool) -> Result<(), &'static str>
 /// A window of duals seeded along variables `first .. first + L` (those that exist): each of
 /// them carries derivative 1 in its own lane, every other variable is a constant.
 #[inline(always)]
-fn seed<const L: usize>(window: &mut [Dual<L>], first: usize, on: bool) {
+fn seed<const L: usize, S: DualScalar>(window: &mut [Dual<L, S>], first: usize, on: bool) {
     let lanes = L.min(window.len() - first);
     for lane in 0..lanes {
-        window[first + lane].derivatives[lane] = if on { 1.0 } else { 0.0 };
+        window[first + lane].derivatives[lane] = S::from_f64(if on { 1.0 } else { 0.0 });
     }
 }
 
@@ -54,26 +54,26 @@ fn seed<const L: usize>(window: &mut [Dual<L>], first: usize, on: bool) {
 /// partial derivatives in those variables (lanes past the window's end are 0). `window`
 /// holds the window's values as constants, and is left so.
 #[inline(always)]
-pub fn eval_seeded<T: Term, const L: usize>(
+pub fn eval_seeded<T: Term, const L: usize, S: DualScalar>(
     local: &T::Local<'_>,
-    window: &mut [Dual<L>],
+    window: &mut [Dual<L, S>],
     first: usize,
-) -> Dual<L> {
+) -> Dual<L, S> {
     Seeded::new(window, first).eval::<T>(local)
 }
 
 /// A window of duals seeded along variables `first .. first + L` for as long as this is held,
 /// and constants again when it is dropped: many terms evaluated at one seeding (the CPU's
 /// dense gradient) pay for seeding once.
-pub struct Seeded<'w, const L: usize> {
-    window: &'w mut [Dual<L>],
+pub struct Seeded<'w, const L: usize, S: DualScalar = f64> {
+    window: &'w mut [Dual<L, S>],
     first: usize,
 }
 
-impl<'w, const L: usize> Seeded<'w, L> {
+impl<'w, const L: usize, S: DualScalar> Seeded<'w, L, S> {
     /// Seeds `window` (holding constants) along `first .. first + L`.
     #[inline(always)]
-    pub fn new(window: &'w mut [Dual<L>], first: usize) -> Self {
+    pub fn new(window: &'w mut [Dual<L, S>], first: usize) -> Self {
         seed(window, first, true);
         Seeded { window, first }
     }
@@ -81,12 +81,12 @@ impl<'w, const L: usize> Seeded<'w, L> {
     /// `φ` on the seeded window: its value and its partial derivatives in the seeded
     /// variables.
     #[inline(always)]
-    pub fn eval<T: Term>(&self, local: &T::Local<'_>) -> Dual<L> {
+    pub fn eval<T: Term>(&self, local: &T::Local<'_>) -> Dual<L, S> {
         T::eval(Vars::seeded(self.window, self.first), local).0
     }
 }
 
-impl<const L: usize> Drop for Seeded<'_, L> {
+impl<const L: usize, S: DualScalar> Drop for Seeded<'_, L, S> {
     #[inline(always)]
     fn drop(&mut self) {
         seed(self.window, self.first, false);
@@ -144,9 +144,9 @@ impl<'s, const L: usize> SeedRuns<'s, L> {
 
 /// `values` as constant duals, into `window` (same length).
 #[inline(always)]
-pub fn fill_constants<const L: usize>(window: &mut [Dual<L>], values: &[f64]) {
+pub fn fill_constants<const L: usize, S: DualScalar>(window: &mut [Dual<L, S>], values: &[S]) {
     for (w, &v) in window.iter_mut().zip(values) {
-        *w = Dual::constant(v);
+        *w = Dual::constant_of(v);
     }
 }
 
@@ -196,7 +196,7 @@ fn banded_exact_in<T: Term, const W: usize, const L: usize>(
         fill_constants(window, &x[first..first + width]);
         let mut owned = 0.0;
         for lo in (0..width).step_by(L) {
-            let result = eval_seeded::<T, L>(&local, window, lo);
+            let result = eval_seeded::<T, L, _>(&local, window, lo);
             let lanes = L.min(width - lo);
             g[lo..lo + lanes].copy_from_slice(&result.derivatives[..lanes]);
             if lo == 0 {
@@ -217,7 +217,7 @@ fn banded_exact_in<T: Term, const W: usize, const L: usize>(
         let (seeded_lo, seeded_hi) = (first.max(offset), end.min(offset + width));
         let mut lo = seeded_lo;
         while lo < seeded_hi {
-            let result = eval_seeded::<T, L>(&local, window, lo - offset);
+            let result = eval_seeded::<T, L, _>(&local, window, lo - offset);
             for i in lo..seeded_hi.min(lo + L) {
                 g[i - first] += result.derivatives[i - lo];
             }

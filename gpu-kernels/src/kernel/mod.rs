@@ -48,7 +48,7 @@ pub const STEP_END_ROWS: usize = 5;
 
 /// The window of term `k`.
 #[inline(always)]
-pub fn window<T: Term>(x: &[f64], k: usize) -> &[f64] {
+pub fn window<T: Term, V>(x: &[V], k: usize) -> &[V] {
     let n = x.len();
     let (_, width) = T::WINDOW.stride_width(n);
     let offset = T::WINDOW.offset(k, n);
@@ -59,7 +59,7 @@ pub fn window<T: Term>(x: &[f64], k: usize) -> &[f64] {
 #[inline(always)]
 pub fn term_value<T: Term>(k: usize, x: &[f64], data: Data<'_>) -> f64 {
     let local = T::prepare(k, x.len(), data);
-    T::eval(Vars::new(window::<T>(x, k)), &local).0
+    T::eval(Vars::new(window::<T, _>(x, k)), &local).0
 }
 
 /// `Σ φ_k(x)` over `terms` in the running sum `S`: the partial sum of a value that one GPU

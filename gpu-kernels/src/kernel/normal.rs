@@ -10,7 +10,7 @@
 
 use super::exact::{SeedRuns, eval_seeded, fill_constants};
 use super::{CompensatedLanes, CompensatedSum, SUM_LANES, window};
-use crate::dual::Dual;
+use crate::dual::{Dual, DualScalar};
 use crate::fd::{FdScheme, StepBox};
 use crate::term::{Data, Term, Window};
 use core::marker::PhantomData;
@@ -163,29 +163,30 @@ impl NormalSum for NormalLanes<'_> {
     }
 }
 
-/// How a Jacobian row is made: exactly, or by finite differences of the residual.
-pub trait JacobianRow {
+/// How a Jacobian row is made, in numbers `F`: exactly, or by finite differences of the
+/// residual.
+pub trait JacobianRow<F = f64> {
     /// Residual term `k`'s value at `x`, and its gradient over the term's window into `row`
     /// (the window's width).
-    fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64;
+    fn row<T: Term>(&mut self, k: usize, x: &[F], data: Data<'_>, row: &mut [F]) -> F;
 }
 
 /// Exact rows: the residual on [`Dual`]s, `L` variables seeded per evaluation, in a window of
 /// duals the caller provides (the term's width).
-pub struct ExactRow<'w, const L: usize> {
+pub struct ExactRow<'w, const L: usize, S = f64> {
     /// Scratch for the term's window as duals, one per window variable.
-    window: &'w mut [Dual<L>],
+    window: &'w mut [Dual<L, S>],
     /// Whether `window` already holds every term's window as constants: a dense window is all
     /// of `x`, the same for every term, so it is written once rather than at each term (for a
     /// fit of 10 parameters on 16 lanes, 1.4 KB of stores per point).
     shared: bool,
 }
 
-impl<'w, const L: usize> ExactRow<'w, L> {
+impl<'w, const L: usize, S: DualScalar> ExactRow<'w, L, S> {
     /// Rows of term `T` at `x` (every call of [`row`](JacobianRow::row) passes this `x`), in
     /// `window`, the term's width.
     #[inline(always)]
-    pub fn new<T: Term>(window: &'w mut [Dual<L>], x: &[f64]) -> Self {
+    pub fn new<T: Term>(window: &'w mut [Dual<L, S>], x: &[S]) -> Self {
         let shared = matches!(T::WINDOW, Window::Dense);
         if shared {
             fill_constants(window, x);
@@ -194,16 +195,16 @@ impl<'w, const L: usize> ExactRow<'w, L> {
     }
 }
 
-impl<const L: usize> JacobianRow for ExactRow<'_, L> {
+impl<const L: usize, S: DualScalar> JacobianRow<S> for ExactRow<'_, L, S> {
     #[inline(always)]
-    fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
+    fn row<T: Term>(&mut self, k: usize, x: &[S], data: Data<'_>, row: &mut [S]) -> S {
         let local = T::prepare(k, x.len(), data);
         if !self.shared {
-            fill_constants(self.window, window::<T>(x, k));
+            fill_constants(self.window, window::<T, S>(x, k));
         }
-        let mut r = 0.0;
+        let mut r = S::from_f64(0.0);
         for first in (0..row.len()).step_by(L) {
-            let result = eval_seeded::<T, L>(&local, self.window, first);
+            let result = eval_seeded::<T, L, S>(&local, self.window, first);
             for (entry, d) in row[first..].iter_mut().zip(result.derivatives) {
                 *entry = d;
             }
@@ -268,7 +269,7 @@ impl<S: FdScheme> JacobianRow for DifferenceRow<'_, S> {
     #[inline(always)]
     fn row<T: Term>(&mut self, k: usize, x: &[f64], data: Data<'_>, row: &mut [f64]) -> f64 {
         let local = T::prepare(k, x.len(), data);
-        let win = window::<T>(x, k);
+        let win = window::<T, _>(x, k);
         let offset = T::WINDOW.offset(k, x.len());
         let base = S::base::<T>(win, &local);
         for (j, entry) in row.iter_mut().enumerate() {

@@ -17,6 +17,7 @@ use super::exact::EXACT_DENSE_WIDTH_MAX_GPU;
 use super::loss::RobustLoss;
 use super::normal::NormalSum;
 use super::{CompensatedLanes, SUM_LANES};
+use crate::float::Float;
 use crate::term::{Term, Window};
 
 /// Whether the GPU's triangle pass takes residual term `T` with `n` variables: a dense window
@@ -129,11 +130,11 @@ pub fn fold_rows(r: &mut [f64], qtr: &mut [f64], scratch: &mut [f64], held: usiz
 /// A Householder reflection `H = I − τ·v·vᵀ` that maps `(R_jj, column)` to `(β, 0)` (see
 /// [`fold_rows`]).
 #[derive(Clone, Copy)]
-pub struct Reflection {
+pub struct Reflection<F = f64> {
     /// The new diagonal entry.
-    pub beta: f64,
+    pub beta: F,
     /// `τ`.
-    pub tau: f64,
+    pub tau: F,
 }
 
 /// Column `j`'s reflection, from its diagonal entry `R_jj` and the held rows' column `v`, which
@@ -141,15 +142,15 @@ pub struct Reflection {
 /// column has nothing below the diagonal to annihilate. Shared by the CPU's fold and the GPU's
 /// (`M` rows each, [`FOLD_ROWS`] and [`FOLD_ROWS_GPU`]), so that both reflect alike.
 #[inline(always)]
-pub fn reflection<const M: usize>(diagonal: f64, v: &mut [f64; M]) -> Option<Reflection> {
+pub fn reflection<F: Float, const M: usize>(diagonal: F, v: &mut [F; M]) -> Option<Reflection<F>> {
     let below = sum_of_squares(v);
-    if below == 0.0 {
+    if below == F::ZERO {
         return None;
     }
     let norm = norm_of(diagonal, below, v);
-    let beta = if diagonal >= 0.0 { -norm } else { norm };
+    let beta = if diagonal >= F::ZERO { -norm } else { norm };
     let tau = (beta - diagonal) / beta;
-    let inverse_divisor = 1.0 / (diagonal - beta);
+    let inverse_divisor = F::ONE / (diagonal - beta);
     for x in v.iter_mut() {
         *x *= inverse_divisor;
     }
@@ -257,10 +258,10 @@ fn subtract_columns<const Q: usize>(
 /// `Σ v_i²`, in four running sums (a chain of additions per column was most of a fold's
 /// time, `perf`).
 #[inline(always)]
-fn sum_of_squares<const M: usize>(v: &[f64; M]) -> f64 {
-    let mut lanes = [0.0; 4];
+fn sum_of_squares<F: Float, const M: usize>(v: &[F; M]) -> F {
+    let mut lanes = [F::ZERO; 4];
     for chunk in v.chunks_exact(4) {
-        for (lane, x) in lanes.iter_mut().zip(chunk) {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
             *lane += x * x;
         }
     }
@@ -270,18 +271,18 @@ fn sum_of_squares<const M: usize>(v: &[f64; M]) -> f64 {
 /// `‖(diagonal, v)‖`, given `below = Σ v_i²`: directly where the squares neither overflow nor
 /// lose their digits to underflow, else of the values scaled by the largest.
 #[inline(always)]
-fn norm_of<const M: usize>(diagonal: f64, below: f64, v: &[f64; M]) -> f64 {
+fn norm_of<F: Float, const M: usize>(diagonal: F, below: F, v: &[F; M]) -> F {
     let squares = diagonal * diagonal + below;
-    if squares.is_finite() && squares > f64::MIN_POSITIVE / f64::EPSILON {
-        return crate::math::sqrt(squares);
+    if squares.is_finite() && squares > F::MIN_POSITIVE / F::EPSILON {
+        return squares.sqrt();
     }
-    let scale = v.iter().fold(diagonal.abs(), |m, x| m.max(x.abs()));
-    if scale == 0.0 || !scale.is_finite() {
+    let scale = v.iter().fold(diagonal.abs(), |m, &x| m.max(x.abs()));
+    if scale == F::ZERO || !scale.is_finite() {
         return scale;
     }
-    let inverse = 1.0 / scale;
-    let scaled: f64 = v.iter().map(|x| (x * inverse) * (x * inverse)).sum();
-    scale * crate::math::sqrt((diagonal * inverse) * (diagonal * inverse) + scaled)
+    let inverse = F::ONE / scale;
+    let scaled: F = v.iter().map(|&x| (x * inverse) * (x * inverse)).sum();
+    scale * ((diagonal * inverse) * (diagonal * inverse) + scaled).sqrt()
 }
 
 /// Folds triangle `other` (packed, with its `other_qtr`) into `r` and `qtr`, `FOLD_ROWS` rows

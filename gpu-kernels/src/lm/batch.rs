@@ -3,12 +3,16 @@
 //! a time. `J` is never squared: the normal equations by Cholesky were faster, but squaring
 //! `J`'s condition number moved some fits off scipy's answers. It borrows no memory but its
 //! stack, so a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
+//! A fit runs in `f64` or, asked, in single precision ([`Single`]): the rows, the fold and the
+//! loop alike, the data and the report read and written as `f64`.
 
 use super::{End, FactorAt, Passes, Settings, solve, work_len};
 use crate::Dual;
+use crate::float::Float;
 use crate::kernel::normal::{ExactRow, JacobianRow};
 use crate::kernel::triangle::{Reflection, reflection};
 use crate::raw::{Out, Thread};
+use crate::single::Single;
 use crate::term::{Data, Term, Vars};
 use core::marker::PhantomData;
 
@@ -16,11 +20,16 @@ use core::marker::PhantomData;
 /// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
 pub const BLOCK: usize = 32;
 
-/// The values a thread works on side by side: the derivative lanes of a row's evaluation, and
-/// the running sums of a dot product. A GPU thread takes four, a row in two evaluations past
-/// four parameters: eight held more values than its registers. A CPU core takes eight, one
-/// vector register. The rows' bits are the same either way.
-const LANES: usize = if cfg!(target_arch = "nvptx64") { 4 } else { 8 };
+/// The values a thread works on side by side in `f64`: the derivative lanes of a row's
+/// evaluation, and the running sums of a dot product. A GPU thread takes four, a row in two
+/// evaluations past four parameters: eight held more values than its registers. A CPU core
+/// takes eight, one vector register. The rows' bits are the same either way; the sums' differ
+/// in their last digits.
+pub const LANES: usize = if cfg!(target_arch = "nvptx64") { 4 } else { 8 };
+
+/// The same in single precision: eight on both, the registers of four doubles, so that the GPU
+/// sums as the CPU does and gives its bits.
+pub const SINGLE_LANES: usize = 8;
 
 /// The most parameters a fit of a batch has: its triangle and the loop's memory are arrays of
 /// this size on the stack.
@@ -68,25 +77,26 @@ impl Failure {
 /// Fits residual term `T` (a dense window) to `data` from `x` (its `n ≤` [`PARAMS_MAX`]
 /// parameters, overwritten by the end point), by MINPACK's Levenberg–Marquardt with exact
 /// rows; `r` (`n × n`, row-major) receives `R` of `J = Q·R` at the end point, from which
-/// `curve_fit`'s covariance follows. Every term of `data` is one residual.
-pub fn fit<T: Term>(
-    x: &mut [f64],
+/// `curve_fit`'s covariance follows. Every term of `data` is one residual. It computes in `F`,
+/// `L` values side by side ([`LANES`] for `f64`, [`SINGLE_LANES`] for [`Single`]).
+pub fn fit<T: Term, F: Float, const L: usize>(
+    x: &mut [F],
     data: Data<'_>,
     settings: &Settings,
-    r: &mut [f64],
-) -> Result<End, Failure> {
+    r: &mut [F],
+) -> Result<End<F>, Failure> {
     let n = x.len();
     if n == 0 || n > PARAMS_MAX || T::terms(n, data) < n {
         return Err(Failure::Shape);
     }
-    let mut passes = Rows::<T, LANES> {
+    let mut passes = Rows::<T, F, L> {
         data,
-        r: [0.0; PARAMS_MAX * PARAMS_MAX],
-        qtr: [0.0; PARAMS_MAX],
+        r: [F::ZERO; PARAMS_MAX * PARAMS_MAX],
+        qtr: [F::ZERO; PARAMS_MAX],
         n,
         term: PhantomData,
     };
-    let mut memory = [0.0; work_len(PARAMS_MAX)];
+    let mut memory = [F::ZERO; work_len(PARAMS_MAX)];
     let mut ipvt = [0; PARAMS_MAX];
     let end = solve(&mut passes, x, settings, &mut memory, &mut ipvt[..n])?;
     r[..n * n].copy_from_slice(&passes.r[..n * n]);
@@ -107,7 +117,8 @@ pub const fn out_stride(n: usize) -> usize {
 /// time), fits of `points` points and `n` parameters. Fit `f` reads its table from `data`
 /// (`cols · points` values, column after column, the fits' tables one after another) and its
 /// start from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
-/// `f · out_stride(n)`. A fit's failure is its own status; no fit reads another's data.
+/// `f · out_stride(n)`, in single precision where `single` says so. A fit's failure is its own
+/// status; no fit reads another's data.
 #[inline(always)]
 pub fn fit_thread<T: Term>(
     thread: Thread,
@@ -116,6 +127,7 @@ pub fn fit_thread<T: Term>(
     out: Out<'_>,
     (points, n): (usize, usize),
     settings: &Settings,
+    single: bool,
 ) {
     if n == 0 || n > PARAMS_MAX {
         return;
@@ -128,31 +140,55 @@ pub fn fit_thread<T: Term>(
     };
     let stride = out_stride(n);
     for f in thread.grid_stride(fits) {
-        let mut x = [0.0; PARAMS_MAX];
-        x[..n].copy_from_slice(&starts[f * n..(f + 1) * n]);
-        let mut r = [0.0; PARAMS_MAX * PARAMS_MAX];
         let own = Data::new(&data[f * table..(f + 1) * table], points);
-        let first = f * stride;
-        let report = match fit::<T>(&mut x[..n], own, settings, &mut r) {
-            Ok(end) => [
-                end.stop.code() as f64,
-                end.nfev as f64,
-                end.njev as f64,
-                end.nit as f64,
-                end.sum_of_squares,
-            ],
-            Err(failure) => [failure.code() as f64, 0.0, 0.0, 0.0, f64::NAN],
-        };
-        for (i, &v) in x[..n].iter().chain(&report).chain(&r[..n * n]).enumerate() {
-            out.set(first + i, v);
+        let start = &starts[f * n..(f + 1) * n];
+        let at = (out, f * stride);
+        match single {
+            true => fit_into::<T, Single, SINGLE_LANES>(start, own, settings, at),
+            false => fit_into::<T, f64, LANES>(start, own, settings, at),
         }
+    }
+}
+
+/// One fit of a batch in numbers `F`, from `start`, its report written to `out` from `first`.
+/// Not inlined: with both precisions' loops in the kernel's own body, it spilled a quarter more.
+#[inline(never)]
+fn fit_into<T: Term, F: Float, const L: usize>(
+    start: &[f64],
+    data: Data<'_>,
+    settings: &Settings,
+    (out, first): (Out<'_>, usize),
+) {
+    let n = start.len();
+    let mut x = [F::ZERO; PARAMS_MAX];
+    for (x, &s) in x.iter_mut().zip(start) {
+        *x = F::from_f64(s);
+    }
+    let mut r = [F::ZERO; PARAMS_MAX * PARAMS_MAX];
+    let report = match fit::<T, F, L>(&mut x[..n], data, settings, &mut r) {
+        Ok(end) => [
+            end.stop.code() as f64,
+            end.nfev as f64,
+            end.njev as f64,
+            end.nit as f64,
+            end.sum_of_squares.value(),
+        ],
+        Err(failure) => [failure.code() as f64, 0.0, 0.0, 0.0, f64::NAN],
+    };
+    let values = x[..n].iter().map(|v| v.value());
+    let values = values
+        .chain(report)
+        .chain(r[..n * n].iter().map(|v| v.value()));
+    for (i, v) in values.enumerate() {
+        out.set(first + i, v);
     }
 }
 
 /// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
 /// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
 /// arguments `(data: In, starts: In, out: Out, points: U64, params: U64, ftol: F64,
-/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64)`, on the GPU or on the CPU.
+/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU;
+/// `single` other than 0 runs the fits in single precision.
 #[macro_export]
 macro_rules! batch_kernel {
     ($name:ident = $function:ident($term:ty)) => {
@@ -170,6 +206,7 @@ macro_rules! batch_kernel {
             gtol: f64,
             factor: f64,
             max_nfev: u64,
+            single: u64,
         ) {
             let settings = $crate::lm::Settings {
                 ftol,
@@ -185,6 +222,7 @@ macro_rules! batch_kernel {
                 out,
                 (points as usize, params as usize),
                 &settings,
+                single != 0,
             );
         }
         $crate::grid_kernel!(
@@ -198,26 +236,27 @@ macro_rules! batch_kernel {
                 xtol: F64,
                 gtol: F64,
                 factor: F64,
-                max_nfev: U64
+                max_nfev: U64,
+                single: U64
             )
         );
     };
 }
 
-/// One data set's residual passes: its triangle on the stack.
-struct Rows<'d, T, const L: usize> {
+/// One data set's residual passes in numbers `F`: its triangle on the stack.
+struct Rows<'d, T, F, const L: usize> {
     data: Data<'d>,
     /// `R`, `n × n`, row-major, in the first `n²` values.
-    r: [f64; PARAMS_MAX * PARAMS_MAX],
-    qtr: [f64; PARAMS_MAX],
+    r: [F; PARAMS_MAX * PARAMS_MAX],
+    qtr: [F; PARAMS_MAX],
     n: usize,
     term: PhantomData<T>,
 }
 
-impl<T: Term, const L: usize> Rows<'_, T, L> {
+impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
     /// `R` and `Qᵀr` by folding the rows [`BLOCK`] at a time (Householder, the triangle pass's
     /// reflections); `Σ r²`.
-    fn fold_factor(&mut self, x: &[f64]) -> f64 {
+    fn fold_factor(&mut self, x: &[F]) -> F {
         let Rows {
             data, r, qtr, n, ..
         } = self;
@@ -226,14 +265,14 @@ impl<T: Term, const L: usize> Rows<'_, T, L> {
         // The rows not yet folded, column by column: `J`'s column `j` at `j·BLOCK`, then the
         // residuals. A column is contiguous, so that a reflection sweeps it in vector steps.
         // Here rather than in `Rows`: a GPU thread's stack frame was then 20% larger.
-        let mut block = [0.0; BLOCK * (PARAMS_MAX + 1)];
+        let mut block = [F::ZERO; BLOCK * (PARAMS_MAX + 1)];
         let columns = &mut block[..(n + 1) * BLOCK];
-        r.fill(0.0);
-        qtr.fill(0.0);
-        let mut window = [Dual::<L>::constant(0.0); PARAMS_MAX];
+        r.fill(F::ZERO);
+        qtr.fill(F::ZERO);
+        let mut window = [Dual::<L, F>::constant_of(F::ZERO); PARAMS_MAX];
         let mut rows = ExactRow::new::<T>(&mut window[..n], x);
-        let mut row = [0.0; PARAMS_MAX + 1];
-        let (mut held, mut sum) = (0, 0.0);
+        let mut row = [F::ZERO; PARAMS_MAX + 1];
+        let (mut held, mut sum) = (0, F::ZERO);
         for k in 0..T::terms(n, data) {
             // A row of all `L` lanes where one evaluation takes every parameter: its copy is
             // then of a constant length, not a call to `memcpy` per row.
@@ -248,16 +287,16 @@ impl<T: Term, const L: usize> Rows<'_, T, L> {
             }
             held += 1;
             if held == BLOCK {
-                fold_block(r, qtr, columns, held);
+                fold_block::<F, L>(r, qtr, columns, held);
                 held = 0;
             }
         }
         if held > 0 {
             // Rows of zeros change nothing, and keep every sweep BLOCK long.
             for column in columns.chunks_exact_mut(BLOCK) {
-                column[held..].fill(0.0);
+                column[held..].fill(F::ZERO);
             }
-            fold_block(r, qtr, columns, held);
+            fold_block::<F, L>(r, qtr, columns, held);
         }
         sum
     }
@@ -268,19 +307,24 @@ impl<T: Term, const L: usize> Rows<'_, T, L> {
 /// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One Householder reflection per column, the
 /// triangle pass's ([`reflection`]).
 #[inline(always)]
-fn fold_block(r: &mut [f64], qtr: &mut [f64], columns: &mut [f64], held: usize) {
+fn fold_block<F: Float, const L: usize>(
+    r: &mut [F],
+    qtr: &mut [F],
+    columns: &mut [F],
+    held: usize,
+) {
     let n = qtr.len();
     // The rows a sweep runs over: all of them on the CPU, whose compiler then makes each
     // sweep vector steps; on the GPU the held ones (to whole lanes; the rest are zeros), where
     // sweeps of constant length unrolled into a larger stack frame.
     let rows = if cfg!(target_arch = "nvptx64") {
-        held.next_multiple_of(LANES)
+        held.next_multiple_of(L)
     } else {
         BLOCK
     };
     for j in 0..n {
         let (column, rest) = columns[j * BLOCK..].split_at_mut(BLOCK);
-        let Ok(v) = <&mut [f64; BLOCK]>::try_from(column) else {
+        let Ok(v) = <&mut [F; BLOCK]>::try_from(column) else {
             return;
         };
         let Some(Reflection { beta, tau }) = reflection(r[j * n + j], v) else {
@@ -290,43 +334,43 @@ fn fold_block(r: &mut [f64], qtr: &mut [f64], columns: &mut [f64], held: usize) 
         // Column k of the stacked rows: R's entry (j, k) above the rows' column k; k = n is
         // the residuals', with Qᵀr's entry j above.
         for (k, column) in (j + 1..).zip(rest.chunks_exact_mut(BLOCK)) {
-            let Ok(column) = <&mut [f64; BLOCK]>::try_from(column) else {
+            let Ok(column) = <&mut [F; BLOCK]>::try_from(column) else {
                 return;
             };
             let top = if k < n { r[j * n + k] } else { qtr[j] };
-            let w = top + dot(&v[..rows], &column[..rows]);
+            let w = top + dot::<F, L>(&v[..rows], &column[..rows]);
             if k < n {
                 r[j * n + k] = top - tau * w;
             } else {
                 qtr[j] = top - tau * w;
             }
-            for (entry, vi) in column[..rows].iter_mut().zip(&v[..rows]) {
+            for (entry, &vi) in column[..rows].iter_mut().zip(&v[..rows]) {
                 *entry -= (tau * vi) * w;
             }
         }
     }
 }
 
-/// `Σ v_i·c_i` over a block's rows, in [`LANES`] running sums: one chain of additions waited
+/// `Σ v_i·c_i` over a block's rows, in `L` running sums: one chain of additions waited
 /// on itself at every row.
 #[inline(always)]
-fn dot(v: &[f64], column: &[f64]) -> f64 {
-    let mut lanes = [0.0; LANES];
-    for (v, c) in v.chunks_exact(LANES).zip(column.chunks_exact(LANES)) {
-        for lane in 0..LANES {
+fn dot<F: Float, const L: usize>(v: &[F], column: &[F]) -> F {
+    let mut lanes = [F::ZERO; L];
+    for (v, c) in v.chunks_exact(L).zip(column.chunks_exact(L)) {
+        for lane in 0..L {
             lanes[lane] += v[lane] * c[lane];
         }
     }
-    lanes.iter().sum()
+    lanes.iter().copied().sum()
 }
 
-impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
+impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
     type Error = Failure;
 
     // Not inlined, here and below: a GPU thread's registers are allocated per function, and
     // the whole fit in one ran out of them.
     #[inline(never)]
-    fn factor(&mut self, x: &[f64], at: FactorAt) -> Result<f64, Failure> {
+    fn factor(&mut self, x: &[F], at: FactorAt) -> Result<F, Failure> {
         let n = self.n;
         let sum = self.fold_factor(x);
         let (r, qtr) = (&self.r[..n * n], &self.qtr[..n]);
@@ -335,8 +379,8 @@ impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
             FactorAt::Start if !sum.is_finite() => return Err(Failure::NonFiniteResiduals),
             FactorAt::Start
                 if finite
-                    && sum < f64::MIN_POSITIVE / f64::EPSILON
-                    && qtr.iter().any(|&v| v != 0.0) =>
+                    && sum < F::MIN_POSITIVE / F::EPSILON
+                    && qtr.iter().any(|&v| v != F::ZERO) =>
             {
                 return Err(Failure::UnderflowingResiduals);
             }
@@ -347,13 +391,13 @@ impl<T: Term, const L: usize> Passes for Rows<'_, T, L> {
         Ok(sum)
     }
 
-    fn triangle(&self) -> (&[f64], &[f64]) {
+    fn triangle(&self) -> (&[F], &[F]) {
         (&self.r[..self.n * self.n], &self.qtr[..self.n])
     }
 
     #[inline(never)]
-    fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, Failure> {
-        let mut sum = 0.0;
+    fn sum_of_squares(&mut self, x: &[F]) -> Result<F, Failure> {
+        let mut sum = F::ZERO;
         for k in 0..T::terms(self.n, self.data) {
             let local = T::prepare(k, self.n, self.data);
             let residual = T::eval(Vars::new(x), &local).0;

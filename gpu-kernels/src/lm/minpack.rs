@@ -6,33 +6,33 @@
 //! Written from the algorithms' descriptions in Moré (1978) and the MINPACK documentation.
 //!
 //! Matrices are `n × n`, row-major: `a[i * n + j]` is row `i`, column `j`. No step allocates:
-//! the caller lends the memory, so a GPU thread runs them as the host does.
+//! the caller lends the memory, so a GPU thread runs them as the host does. Every step is
+//! generic over its precision ([`Float`]); MINPACK's constants follow from the type's limits.
 
 // The loops index rows and columns of one matrix and its vectors at once, as the algorithms
 // are written; iterators over one of them would hide which entry meets which.
 #![allow(clippy::needless_range_loop)]
 
-/// MINPACK's lower bound on a positive number.
-const DWARF: f64 = f64::MIN_POSITIVE;
+use crate::float::Float;
 
 /// `‖v‖₂`: the root of the squares' sum, as MINPACK's `enorm` sums entries of middling size;
 /// scaled by the largest entry where a square would overflow or the sum lose its digits to
 /// underflow.
-pub fn norm2(v: impl Iterator<Item = f64> + Clone) -> f64 {
-    let squares: f64 = v.clone().map(|x| x * x).sum();
-    if squares.is_finite() && squares > DWARF / f64::EPSILON {
-        return crate::math::sqrt(squares);
+pub fn norm2<F: Float>(v: impl Iterator<Item = F> + Clone) -> F {
+    let squares: F = v.clone().map(|x| x * x).sum();
+    if squares.is_finite() && squares > F::MIN_POSITIVE / F::EPSILON {
+        return squares.sqrt();
     }
-    let largest = v.clone().fold(0.0f64, |m, x| m.max(x.abs()));
-    if largest == 0.0 || !largest.is_finite() {
+    let largest = v.clone().fold(F::ZERO, |m, x| m.max(x.abs()));
+    if largest == F::ZERO || !largest.is_finite() {
         return largest;
     }
-    largest * crate::math::sqrt(v.map(|x| (x / largest) * (x / largest)).sum::<f64>())
+    largest * v.map(|x| (x / largest) * (x / largest)).sum::<F>().sqrt()
 }
 
 /// `‖D·v‖`.
-pub fn scaled_norm(diag: &[f64], v: &[f64]) -> f64 {
-    norm2(diag.iter().zip(v).map(|(d, v)| d * v))
+pub fn scaled_norm<F: Float>(diag: &[F], v: &[F]) -> F {
+    norm2(diag.iter().zip(v).map(|(&d, &v)| d * v))
 }
 
 /// The values of the memory [`PivotedQr::new`] borrows for `n` variables.
@@ -43,28 +43,28 @@ pub const fn qr_len(n: usize) -> usize {
 /// The column-pivoted QR of a residual pass's `R`: `R·P = Q₂·S`, where `S` (the upper
 /// triangle of `s`) is MINPACK's `R` of `J`, `P` moves column `ipvt[j]` to place `j`, and
 /// `qtf = Q₂ᵀ·(Qᵀr)`. The strict lower triangle of `s` is scratch for `qrsolv`.
-pub struct PivotedQr<'a> {
-    s: &'a mut [f64],
+pub struct PivotedQr<'a, F = f64> {
+    s: &'a mut [F],
     ipvt: &'a mut [usize],
-    qtf: &'a mut [f64],
+    qtf: &'a mut [F],
     /// Five vectors of `n` for the steps' work.
-    work: &'a mut [f64],
+    work: &'a mut [F],
 }
 
-impl<'a> PivotedQr<'a> {
+impl<'a, F: Float> PivotedQr<'a, F> {
     /// Factors `r` (`n × n`), carrying `qtr` along, in `memory` ([`qr_len`]`(n)` values) and
     /// `ipvt` (`n`). Householder reflections with the column of largest remaining norm first
     /// (the first such column on a tie), norms downdated and recomputed when cancellation has
     /// taken most of their digits, as `qrfac` does.
     #[inline(never)]
-    pub fn new(r: &[f64], qtr: &[f64], memory: &'a mut [f64], ipvt: &'a mut [usize]) -> Self {
+    pub fn new(r: &[F], qtr: &[F], memory: &'a mut [F], ipvt: &'a mut [usize]) -> Self {
         let n = qtr.len();
         let (a, rest) = memory[..qr_len(n)].split_at_mut(n * n);
         let (qtf, work) = rest.split_at_mut(n);
         let ipvt = &mut ipvt[..n];
         a.copy_from_slice(&r[..n * n]);
         qtf.copy_from_slice(qtr);
-        let column_norm = |a: &[f64], j: usize, from: usize| norm2((from..n).map(|i| a[i * n + j]));
+        let column_norm = |a: &[F], j: usize, from: usize| norm2((from..n).map(|i| a[i * n + j]));
         let (rdiag, rest) = work.split_at_mut(n);
         let wa = &mut rest[..n];
         for j in 0..n {
@@ -83,32 +83,32 @@ impl<'a> PivotedQr<'a> {
                 ipvt.swap(j, kmax);
             }
             let mut ajnorm = column_norm(a, j, j);
-            if ajnorm != 0.0 {
-                if a[j * n + j] < 0.0 {
+            if ajnorm != F::ZERO {
+                if a[j * n + j] < F::ZERO {
                     ajnorm = -ajnorm;
                 }
                 for i in j..n {
                     a[i * n + j] /= ajnorm;
                 }
-                a[j * n + j] += 1.0;
+                a[j * n + j] += F::ONE;
                 for k in j + 1..n {
-                    let sum: f64 = (j..n).map(|i| a[i * n + j] * a[i * n + k]).sum();
+                    let sum: F = (j..n).map(|i| a[i * n + j] * a[i * n + k]).sum();
                     let temp = sum / a[j * n + j];
                     for i in j..n {
                         a[i * n + k] -= temp * a[i * n + j];
                     }
-                    if rdiag[k] != 0.0 {
+                    if rdiag[k] != F::ZERO {
                         let ratio = a[j * n + k] / rdiag[k];
-                        rdiag[k] *= crate::math::sqrt((1.0 - ratio * ratio).max(0.0));
+                        rdiag[k] *= (F::ONE - ratio * ratio).max(F::ZERO).sqrt();
                         let kept = rdiag[k] / wa[k];
-                        if 0.05 * (kept * kept) <= f64::EPSILON {
+                        if (kept * kept) * 0.05 <= F::EPSILON {
                             rdiag[k] = column_norm(a, k, j + 1);
                             wa[k] = rdiag[k];
                         }
                     }
                 }
                 // qtf ← (I − v·vᵀ/v_j)·qtf, v the reflection's vector in column j.
-                let sum: f64 = (j..n).map(|i| a[i * n + j] * qtf[i]).sum();
+                let sum: F = (j..n).map(|i| a[i * n + j] * qtf[i]).sum();
                 let temp = -sum / a[j * n + j];
                 for i in j..n {
                     qtf[i] += a[i * n + j] * temp;
@@ -128,10 +128,10 @@ impl<'a> PivotedQr<'a> {
     }
 
     /// `S·(Pᵀ·p)`'s norm: `‖J·p‖`, with `J·p = Q·Q₂·S·Pᵀp`.
-    pub fn jacobian_times_norm(&mut self, p: &[f64]) -> f64 {
+    pub fn jacobian_times_norm(&mut self, p: &[F]) -> F {
         let n = p.len();
         let product = &mut self.work[..n];
-        product.fill(0.0);
+        product.fill(F::ZERO);
         for j in 0..n {
             let pj = p[self.ipvt[j]];
             for (i, out) in product.iter_mut().enumerate().take(j + 1) {
@@ -144,21 +144,21 @@ impl<'a> PivotedQr<'a> {
     /// MINPACK's gradient test: the largest `|cos|` of the angle between `r` and a column of
     /// `J`, `|(Jᵀr)_l| / (‖J_l‖·‖r‖)`, over the nonzero columns (`column_norms`, by original
     /// index); 0 when `fnorm = 0`.
-    pub fn gradient_cosine(&self, column_norms: &[f64], fnorm: f64) -> f64 {
+    pub fn gradient_cosine(&self, column_norms: &[F], fnorm: F) -> F {
         let n = self.qtf.len();
-        if fnorm == 0.0 {
-            return 0.0;
+        if fnorm == F::ZERO {
+            return F::ZERO;
         }
-        let mut gnorm: f64 = 0.0;
+        let mut gnorm = F::ZERO;
         for j in 0..n {
             let l = self.ipvt[j];
-            if column_norms[l] != 0.0 {
-                let sum: f64 = (0..=j)
+            if column_norms[l] != F::ZERO {
+                let sum: F = (0..=j)
                     .map(|i| self.s[i * n + j] * (self.qtf[i] / fnorm))
                     .sum();
                 let cosine = (sum / column_norms[l]).abs();
                 if cosine.is_nan() {
-                    return f64::NAN;
+                    return F::NAN;
                 }
                 gnorm = gnorm.max(cosine);
             }
@@ -172,7 +172,7 @@ impl<'a> PivotedQr<'a> {
     /// on `φ(λ) = ‖D·p(λ)‖ − Δ` from the previous `par`, at most 10 steps. A rank-deficient `S`
     /// gets its least-squares Gauss–Newton step (the trailing components zero). Writes `p`
     /// into `step` and returns `λ`.
-    pub fn lmpar(&mut self, diag: &[f64], delta: f64, par: f64, step: &mut [f64]) -> f64 {
+    pub fn lmpar(&mut self, diag: &[F], delta: F, par: F, step: &mut [F]) -> F {
         let par = self.damping(diag, delta, par, step);
         // MINPACK solves with `+qtf`, for `−p`.
         for p in step.iter_mut() {
@@ -183,7 +183,7 @@ impl<'a> PivotedQr<'a> {
 
     /// [`lmpar`](Self::lmpar) with MINPACK's sign: writes `−p`.
     #[inline(never)]
-    fn damping(&mut self, diag: &[f64], delta: f64, par: f64, step: &mut [f64]) -> f64 {
+    fn damping(&mut self, diag: &[F], delta: F, par: F, step: &mut [F]) -> F {
         let n = diag.len();
         let (s, ipvt, qtf) = (&mut *self.s, &*self.ipvt, &*self.qtf);
         let (wa1, rest) = self.work.split_at_mut(n);
@@ -191,8 +191,8 @@ impl<'a> PivotedQr<'a> {
         let (sdiag, rest) = rest.split_at_mut(n);
         // The Gauss–Newton direction; for a singular S, a least-squares one.
         wa1.copy_from_slice(qtf);
-        let nsing = (0..n).find(|&j| s[j * n + j] == 0.0).unwrap_or(n);
-        wa1[nsing..].fill(0.0);
+        let nsing = (0..n).find(|&j| s[j * n + j] == F::ZERO).unwrap_or(n);
+        wa1[nsing..].fill(F::ZERO);
         for j in (0..nsing).rev() {
             wa1[j] /= s[j * n + j];
             let temp = wa1[j];
@@ -208,18 +208,18 @@ impl<'a> PivotedQr<'a> {
         }
         let mut dxnorm = norm2(wa2.iter().copied());
         let mut fp = dxnorm - delta;
-        if fp <= 0.1 * delta {
-            return 0.0;
+        if fp <= delta * 0.1 {
+            return F::ZERO;
         }
         // The lower bound parl from the Newton step, when S has full rank.
-        let mut parl = 0.0;
+        let mut parl = F::ZERO;
         if nsing == n {
             for j in 0..n {
                 let l = ipvt[j];
                 wa1[j] = diag[l] * (wa2[l] / dxnorm);
             }
             for j in 0..n {
-                let sum: f64 = (0..j).map(|i| s[i * n + j] * wa1[i]).sum();
+                let sum: F = (0..j).map(|i| s[i * n + j] * wa1[i]).sum();
                 wa1[j] = (wa1[j] - sum) / s[j * n + j];
             }
             let temp = norm2(wa1.iter().copied());
@@ -227,36 +227,36 @@ impl<'a> PivotedQr<'a> {
         }
         // The upper bound paru from the scaled gradient.
         for j in 0..n {
-            let sum: f64 = (0..=j).map(|i| s[i * n + j] * qtf[i]).sum();
+            let sum: F = (0..=j).map(|i| s[i * n + j] * qtf[i]).sum();
             wa1[j] = sum / diag[ipvt[j]];
         }
         let gnorm = norm2(wa1.iter().copied());
         let mut paru = gnorm / delta;
-        if paru == 0.0 {
-            paru = DWARF / delta.min(0.1);
+        if paru == F::ZERO {
+            paru = F::MIN_POSITIVE / delta.min(F::from_f64(0.1));
         }
         let mut par = par.max(parl).min(paru);
-        if par == 0.0 {
+        if par == F::ZERO {
             par = gnorm / dxnorm;
         }
-        sdiag.fill(0.0);
+        sdiag.fill(F::ZERO);
         for iteration in 1..=10 {
-            if par == 0.0 {
-                par = DWARF.max(0.001 * paru);
+            if par == F::ZERO {
+                par = F::MIN_POSITIVE.max(paru * 0.001);
             }
-            let root = crate::math::sqrt(par);
-            for (w, d) in wa1.iter_mut().zip(diag) {
+            let root = par.sqrt();
+            for (w, &d) in wa1.iter_mut().zip(diag) {
                 *w = root * d;
             }
             qrsolv(s, ipvt, qtf, wa1, step, sdiag, rest);
-            for ((w, d), x) in wa2.iter_mut().zip(diag).zip(&*step) {
+            for ((w, &d), &x) in wa2.iter_mut().zip(diag).zip(&*step) {
                 *w = d * x;
             }
             dxnorm = norm2(wa2.iter().copied());
             let previous = fp;
             fp = dxnorm - delta;
-            if fp.abs() <= 0.1 * delta
-                || (parl == 0.0 && fp <= previous && previous < 0.0)
+            if fp.abs() <= delta * 0.1
+                || (parl == F::ZERO && fp <= previous && previous < F::ZERO)
                 || iteration == 10
             {
                 break;
@@ -275,9 +275,9 @@ impl<'a> PivotedQr<'a> {
             }
             let temp = norm2(wa1.iter().copied());
             let parc = fp / delta / temp / temp;
-            if fp > 0.0 {
+            if fp > F::ZERO {
                 parl = parl.max(par);
-            } else if fp < 0.0 {
+            } else if fp < F::ZERO {
                 paru = paru.min(par);
             }
             par = parl.max(par + parc);
@@ -292,14 +292,14 @@ impl<'a> PivotedQr<'a> {
 /// `sdiag`; `S`'s upper triangle and diagonal are kept. A singular `T` gets a least-squares
 /// solution. As MINPACK, solves with `+qtf`: `x` is minus the step. `work` holds two vectors.
 #[inline(never)]
-fn qrsolv(
-    s: &mut [f64],
+fn qrsolv<F: Float>(
+    s: &mut [F],
     ipvt: &[usize],
-    qtf: &[f64],
-    dhat: &[f64],
-    x: &mut [f64],
-    sdiag: &mut [f64],
-    work: &mut [f64],
+    qtf: &[F],
+    dhat: &[F],
+    x: &mut [F],
+    sdiag: &mut [F],
+    work: &mut [F],
 ) {
     let n = dhat.len();
     let (diagonal, rest) = work.split_at_mut(n);
@@ -313,12 +313,12 @@ fn qrsolv(
     }
     for j in 0..n {
         let l = ipvt[j];
-        if dhat[l] != 0.0 {
-            sdiag[j..].fill(0.0);
+        if dhat[l] != F::ZERO {
+            sdiag[j..].fill(F::ZERO);
             sdiag[j] = dhat[l];
-            let mut qtbpj = 0.0;
+            let mut qtbpj = F::ZERO;
             for k in j..n {
-                if sdiag[k] == 0.0 {
+                if sdiag[k] == F::ZERO {
                     continue;
                 }
                 let skk = s[k * n + k];
@@ -337,10 +337,10 @@ fn qrsolv(
         sdiag[j] = s[j * n + j];
         s[j * n + j] = diagonal[j];
     }
-    let nsing = (0..n).find(|&j| sdiag[j] == 0.0).unwrap_or(n);
-    wa[nsing..].fill(0.0);
+    let nsing = (0..n).find(|&j| sdiag[j] == F::ZERO).unwrap_or(n);
+    wa[nsing..].fill(F::ZERO);
     for j in (0..nsing).rev() {
-        let sum: f64 = (j + 1..nsing).map(|i| s[i * n + j] * wa[i]).sum();
+        let sum: F = (j + 1..nsing).map(|i| s[i * n + j] * wa[i]).sum();
         wa[j] = (wa[j] - sum) / sdiag[j];
     }
     for j in 0..n {
@@ -351,14 +351,16 @@ fn qrsolv(
 /// The rotation `(sin, cos)` that maps `(a, b)` to `(ρ, 0)`, as MINPACK forms it: from the
 /// smaller of `a/b` and `b/a`, so that no square overflows.
 #[inline(always)]
-fn givens(a: f64, b: f64) -> (f64, f64) {
+fn givens<F: Float>(a: F, b: F) -> (F, F) {
+    // `½ / √(¼ + ¼·t²)`, the products in MINPACK's order.
+    let half_over = |t: F| F::from_f64(0.5) / (t * 0.25 * t + 0.25).sqrt();
     if a.abs() < b.abs() {
         let cotan = a / b;
-        let sin = 0.5 / crate::math::sqrt(0.25 + 0.25 * cotan * cotan);
+        let sin = half_over(cotan);
         (sin, sin * cotan)
     } else {
         let tan = b / a;
-        let cos = 0.5 / crate::math::sqrt(0.25 + 0.25 * tan * tan);
+        let cos = half_over(tan);
         (cos * tan, cos)
     }
 }

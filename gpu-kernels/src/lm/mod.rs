@@ -13,11 +13,13 @@
 //!
 //! The loop allocates nothing and knows nothing of where the residuals live: the host runs it
 //! over a data fit's passes on either backend, and one GPU thread or one CPU task runs it over
-//! each small fit of a batch ([`batch`]).
+//! each small fit of a batch ([`batch`]). It runs in the passes' precision ([`Float`]): `f64`,
+//! or [`Single`](crate::Single) for a batch in single precision.
 
 pub mod batch;
 pub mod minpack;
 
+use crate::float::Float;
 use core::ops::ControlFlow;
 use minpack::{PivotedQr, norm2, qr_len, scaled_norm};
 
@@ -33,27 +35,27 @@ pub enum FactorAt {
     End,
 }
 
-/// The residual passes the loop runs: whoever implements them holds the factor.
-pub trait Passes {
+/// The residual passes the loop runs, in numbers `F`: whoever implements them holds the factor.
+pub trait Passes<F = f64> {
     /// What a pass may fail with.
     type Error;
     /// Folds the residual rows at `x` into the factor ([`triangle`](Passes::triangle)) and
     /// returns `Σ r²`. A pass may refuse the factor it made (not finite, say) by an error.
-    fn factor(&mut self, x: &[f64], at: FactorAt) -> Result<f64, Self::Error>;
+    fn factor(&mut self, x: &[F], at: FactorAt) -> Result<F, Self::Error>;
     /// `(R, Qᵀr)` of the last [`factor`](Passes::factor): `R` is `n × n`, row-major, upper.
-    fn triangle(&self) -> (&[f64], &[f64]);
+    fn triangle(&self) -> (&[F], &[F]);
     /// `Σ r²` at `x`, residuals alone.
-    fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, Self::Error>;
+    fn sum_of_squares(&mut self, x: &[F]) -> Result<F, Self::Error>;
     /// After each accepted iteration's factor, the point reached: `Break` ends the solve with
     /// [`LmStatus::Stopped`].
-    fn iterate(&mut self, _progress: Progress<'_>) -> Result<ControlFlow<()>, Self::Error> {
+    fn iterate(&mut self, _progress: Progress<'_, F>) -> Result<ControlFlow<()>, Self::Error> {
         Ok(ControlFlow::Continue(()))
     }
 }
 
 /// Where an iteration left the solve.
 #[derive(Clone, Copy, Debug)]
-pub struct Progress<'a> {
+pub struct Progress<'a, F = f64> {
     /// Accepted steps.
     pub nit: usize,
     /// Residual passes, `nfev`, and factor passes, `njev`.
@@ -61,12 +63,13 @@ pub struct Progress<'a> {
     /// Factor passes.
     pub njev: usize,
     /// `Σ r²`.
-    pub sum_of_squares: f64,
+    pub sum_of_squares: F,
     /// The point.
-    pub x: &'a [f64],
+    pub x: &'a [F],
 }
 
-/// The loop's settings, scipy's names.
+/// The loop's settings, scipy's names. A tolerance below the precision's epsilon is raised to
+/// it (the host refuses one below `f64`'s, as scipy does for `lm`).
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     /// The relative reduction of `Σ r²` below which the solve ends.
@@ -142,11 +145,11 @@ impl LmStatus {
 
 /// How a solve ended: at the `x` it wrote back, where the passes hold the factor.
 #[derive(Clone, Copy, Debug)]
-pub struct End {
+pub struct End<F = f64> {
     /// Why.
     pub stop: LmStatus,
     /// `Σ r²` at `x`.
-    pub sum_of_squares: f64,
+    pub sum_of_squares: F,
     /// Residual passes.
     pub nfev: usize,
     /// Factor passes.
@@ -163,21 +166,24 @@ pub const fn work_len(n: usize) -> usize {
 /// MINPACK's Levenberg–Marquardt from `x` (`n` values, overwritten by the end point), over
 /// `passes`, in `memory` ([`work_len`]`(n)` values) and `ipvt` (`n`). The caller has checked
 /// that there are at least `n` residuals.
-pub fn solve<P: Passes>(
+pub fn solve<F: Float, P: Passes<F>>(
     passes: &mut P,
-    x: &mut [f64],
+    x: &mut [F],
     settings: &Settings,
-    memory: &mut [f64],
+    memory: &mut [F],
     ipvt: &mut [usize],
-) -> Result<End, P::Error> {
+) -> Result<End<F>, P::Error> {
+    let num = F::from_f64;
+    let [ftol, xtol, gtol] =
+        [settings.ftol, settings.xtol, settings.gtol].map(|t| num(t).max(F::EPSILON));
     let n = x.len();
     let (qr_memory, rest) = memory[..work_len(n)].split_at_mut(qr_len(n));
     let (diag, rest) = rest.split_at_mut(n);
     let (step, rest) = rest.split_at_mut(n);
     let (trial, column_norms) = rest.split_at_mut(n);
-    let mut fnorm = crate::math::sqrt(passes.factor(x, FactorAt::Start)?);
+    let mut fnorm = passes.factor(x, FactorAt::Start)?.sqrt();
     let (mut nfev, mut njev, mut nit) = (1, 1, 0);
-    let (mut delta, mut xnorm, mut par) = (0.0, 0.0, 0.0);
+    let (mut delta, mut xnorm, mut par) = (F::ZERO, F::ZERO, F::ZERO);
     // Whether the passes' factor is that of `x` (not yet, after a step accepted at the end).
     let mut factor_at_x = true;
     let stop = 'outer: loop {
@@ -189,16 +195,16 @@ pub fn solve<P: Passes>(
         let mut qr = PivotedQr::new(r, qtr, qr_memory, ipvt);
         if nit == 0 {
             for (d, &c) in diag.iter_mut().zip(&*column_norms) {
-                *d = if c == 0.0 { 1.0 } else { c };
+                *d = if c == F::ZERO { F::ONE } else { c };
             }
             xnorm = scaled_norm(diag, x);
-            delta = if xnorm == 0.0 {
-                settings.factor
+            delta = if xnorm == F::ZERO {
+                num(settings.factor)
             } else {
-                settings.factor * xnorm
+                xnorm * settings.factor
             };
         }
-        if qr.gradient_cosine(column_norms, fnorm) <= settings.gtol {
+        if qr.gradient_cosine(column_norms, fnorm) <= gtol {
             break LmStatus::Gtol;
         }
         for (d, &c) in diag.iter_mut().zip(&*column_norms) {
@@ -207,42 +213,46 @@ pub fn solve<P: Passes>(
         loop {
             par = qr.lmpar(diag, delta, par, step);
             let pnorm = scaled_norm(diag, step);
-            for ((t, x), p) in trial.iter_mut().zip(&*x).zip(&*step) {
+            for ((t, &x), &p) in trial.iter_mut().zip(&*x).zip(&*step) {
                 *t = x + p;
             }
             if nit == 0 {
                 delta = delta.min(pnorm);
             }
-            let fnorm1 = crate::math::sqrt(passes.sum_of_squares(trial)?);
+            let fnorm1 = passes.sum_of_squares(trial)?.sqrt();
             nfev += 1;
             // A NaN `fnorm1` fails the comparison: the step is rejected as a bad one.
-            let actred = if 0.1 * fnorm1 < fnorm {
+            let actred = if fnorm1 * 0.1 < fnorm {
                 let kept = fnorm1 / fnorm;
-                1.0 - kept * kept
+                F::ONE - kept * kept
             } else {
-                -1.0
+                -F::ONE
             };
             let temp1 = qr.jacobian_times_norm(step) / fnorm;
-            let temp2 = crate::math::sqrt(par) * pnorm / fnorm;
+            let temp2 = par.sqrt() * pnorm / fnorm;
             let prered = temp1 * temp1 + temp2 * temp2 / 0.5;
             let dirder = -(temp1 * temp1 + temp2 * temp2);
-            let ratio = if prered != 0.0 { actred / prered } else { 0.0 };
-            if ratio <= 0.25 {
-                let mut temp = if actred >= 0.0 {
-                    0.5
+            let ratio = if prered != F::ZERO {
+                actred / prered
+            } else {
+                F::ZERO
+            };
+            if ratio <= num(0.25) {
+                let mut temp = if actred >= F::ZERO {
+                    num(0.5)
                 } else {
-                    0.5 * dirder / (dirder + 0.5 * actred)
+                    dirder * 0.5 / (dirder + actred * 0.5)
                 };
-                if 0.1 * fnorm1 >= fnorm || temp.is_nan() || temp < 0.1 {
-                    temp = 0.1;
+                if fnorm1 * 0.1 >= fnorm || temp.is_nan() || temp < num(0.1) {
+                    temp = num(0.1);
                 }
                 delta = temp * delta.min(pnorm / 0.1);
                 par /= temp;
-            } else if par == 0.0 || ratio >= 0.75 {
+            } else if par == F::ZERO || ratio >= num(0.75) {
                 delta = pnorm / 0.5;
-                par *= 0.5;
+                par *= num(0.5);
             }
-            let accepted = ratio >= 1e-4;
+            let accepted = ratio >= num(1e-4);
             if accepted {
                 x.copy_from_slice(trial);
                 xnorm = scaled_norm(diag, x);
@@ -250,8 +260,8 @@ pub fn solve<P: Passes>(
                 nit += 1;
                 factor_at_x = false;
             }
-            let ftol_met = actred.abs() <= settings.ftol && prered <= settings.ftol && ratio <= 2.0;
-            let xtol_met = delta <= settings.xtol * xnorm;
+            let ftol_met = actred.abs() <= ftol && prered <= ftol && ratio <= num(2.0);
+            let xtol_met = delta <= xtol * xnorm;
             match (ftol_met, xtol_met) {
                 (true, true) => break 'outer LmStatus::FtolXtol,
                 (true, false) => break 'outer LmStatus::Ftol,

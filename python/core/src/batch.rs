@@ -5,7 +5,7 @@
 use crate::Catalog;
 use crate::args;
 use crate::errors::Failure;
-use cudamin::problems::fit_batch::{Batch, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, Precision, fit_batch_on};
 use cudamin::{BackendChoice, Bounds};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -23,6 +23,8 @@ pub(crate) struct Limits {
     pub fixed: Option<Vec<bool>>,
     /// Where the fits run.
     pub backend: BackendChoice,
+    /// Whether they compute in single precision.
+    pub single: bool,
 }
 
 /// Fits `model` with `p0`'s parameter count (`p` for all fits, or `F·p`, given `F`) to each
@@ -55,6 +57,10 @@ pub(crate) fn curve_fit_batch<'py>(
             .transpose()?,
         points,
         p0: args::slice("p0", &p0)?,
+        precision: match limits.single {
+            true => Precision::F32,
+            false => Precision::F64,
+        },
     };
     let Limits {
         ftol,
@@ -64,6 +70,7 @@ pub(crate) fn curve_fit_batch<'py>(
         bounds,
         fixed,
         backend,
+        single: _,
     } = limits;
     let (backend, _) = catalog.backend(backend)?;
     let plain = (None, None);

@@ -48,7 +48,7 @@ use pyo3::prelude::*;
 /// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
 /// `minimize` takes `maxls` (L-BFGS-B's line-search limit), and `parameter_names` lists a
 /// model's names for its parameters.
-pub const INTERFACE: u32 = 5;
+pub const INTERFACE: u32 = 6;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
 pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {

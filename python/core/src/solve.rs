@@ -395,11 +395,11 @@ impl Catalog {
 
     /// Fits model `model` to each of `F` data sets of `points` rows at once, on the CPU's
     /// cores: `ydata` is `F·points`, each column of `xdata` `points` (shared) or `F·points`,
-    /// `p0` `params` values (for all) or `F·params`. Flat arrays: `popt`, `pcov`, `status`,
-    /// `nfev`, `cost`, and a `message` per fit.
+    /// `p0` `params` values (for all) or `F·params`; `single` computes in `f32`. Flat arrays:
+    /// `popt`, `pcov`, `status`, `nfev`, `cost`, and a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
     absolute_sigma=false, lower=None, upper=None, fixed=None, ftol=None, xtol=None, gtol=None,
-    max_nfev=None, backend="cpu"))]
+    max_nfev=None, backend="cpu", single=false))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -420,6 +420,7 @@ impl Catalog {
         gtol: Option<f64>,
         max_nfev: Option<usize>,
         backend: &str,
+        single: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let limits = crate::batch::Limits {
@@ -430,6 +431,7 @@ impl Catalog {
             bounds: args::bounds(lower, upper, params)?,
             fixed: args::fixed(fixed, params)?,
             backend: args::backend(backend)?,
+            single,
         };
         let data = (xdata, ydata, sigma);
         let starts = (p0, params);
