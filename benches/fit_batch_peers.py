@@ -9,7 +9,8 @@ same arrays in the same process.
 scipy runs with the analytic Jacobian (MINPACK's lmder), its best case. Both start each fit
 from the same p0 at the same tolerances, tools alternating within each repetition; the table
 gives the median wall time and fits per second. cudamin also runs the fits in float32
-(`dtype=np.float32`; its tolerances are raised to float32's epsilon). The last lines compare
+(`dtype=np.float32`; its tolerances are raised to float32's epsilon), and by Poisson maximum
+likelihood (`estimator='poisson'`, Gpufit's MLE; scipy has no such fit). The last lines compare
 the answers: the largest relative difference of popt, and of pcov over its diagonal's scale;
 for float32, the largest difference from float64's in standard errors.
 """
@@ -59,10 +60,16 @@ def main():
     def single():
         return cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, dtype=np.float32, **tight)
 
+    def poisson():
+        return cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, estimator="poisson", **tight)
+
     def loop():
         return [curve_fit(gauss_2d, GRID.T, y[f], p0=p0[f], jac=jacobian, **tight) for f in range(fits)]
 
-    tools = (("cudamin.curve_fit_batch", batch), ("cudamin float32", single), ("scipy curve_fit loop", loop))
+    tools = (
+        ("cudamin.curve_fit_batch", batch), ("cudamin float32", single), ("cudamin poisson", poisson),
+        ("scipy curve_fit loop", loop),
+    )
     times = {name: [] for name, _ in tools}
     outs = {}
     for _ in range(args.repeats):
@@ -86,6 +93,7 @@ def main():
     print(f"cudamin float32 / scipy loop: {loop_time / statistics.median(times['cudamin float32']):.1f}x; "
           f"successes {np.sum(s_info['status'] > 0)} of {fits}; within "
           f"{np.max(np.abs(s_popt - popt) / errors):.2e} standard errors of float64")
+    print(f"cudamin poisson: successes {np.sum(outs['cudamin poisson'][2]['status'] > 0)} of {fits}")
     rp = np.array([r[0] for r in ref])
     rc = np.array([r[1] for r in ref])
     scale = np.sqrt(np.einsum("fii,fjj->fij", np.abs(rc), np.abs(rc)))

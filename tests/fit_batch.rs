@@ -3,7 +3,7 @@
 
 use cudamin::plumbing::gpu::simulated_entries;
 use cudamin::problems::fit::{FitError, find_model};
-use cudamin::problems::fit_batch::{Batch, BatchResult, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, BatchResult, Estimator, Precision, fit_batch_on};
 use cudamin::{Backend, BackendChoice, LmOptions};
 
 /// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
@@ -45,6 +45,28 @@ fn run_on(
     p0: &[f64],
     grid: &(Vec<f64>, Vec<f64>),
 ) -> Result<BatchResult, FitError> {
+    run_as(backend, (precision, Estimator::LeastSquares), y, p0, grid)
+}
+
+/// [`run`] on `backend` by `estimator`.
+fn run_by(
+    backend: &Backend,
+    estimator: Estimator,
+    y: &[f64],
+    p0: &[f64],
+    grid: &(Vec<f64>, Vec<f64>),
+) -> Result<BatchResult, FitError> {
+    run_as(backend, (Precision::F64, estimator), y, p0, grid)
+}
+
+/// [`run`] on `backend`, in `precision`, by `estimator`.
+fn run_as(
+    backend: &Backend,
+    (precision, estimator): (Precision, Estimator),
+    y: &[f64],
+    p0: &[f64],
+    grid: &(Vec<f64>, Vec<f64>),
+) -> Result<BatchResult, FitError> {
     let model = find_model("gauss-2d").unwrap();
     let x = [&grid.0[..], &grid.1[..]];
     let batch = Batch {
@@ -54,6 +76,7 @@ fn run_on(
         points: 25,
         p0,
         precision,
+        estimator,
     };
     fit_batch_on(backend, model, 5, batch, &LmOptions::default(), false)
 }
@@ -72,16 +95,22 @@ fn rippled_spots(grid: &(Vec<f64>, Vec<f64>), fits: usize) -> (Vec<f64>, Vec<f64
     (y, p0)
 }
 
+/// Noiseless spots and their starts, each 0–5 % off its truth: `(y, p0)`.
+fn noiseless_spots(grid: &(Vec<f64>, Vec<f64>), fits: usize) -> (Vec<f64>, Vec<f64>) {
+    let y = (0..fits).flat_map(|f| spot(&truth(f), grid)).collect();
+    let p0 = (0..fits)
+        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.05 * ((f % 3) as f64 - 1.0))))
+        .collect();
+    (y, p0)
+}
+
 /// Noiseless spots give their parameters back, each from its own start, and a batch gives
 /// each fit what it gets alone, to the bit.
 #[test]
 fn each_fit_of_a_batch_is_the_fit_alone() {
     let grid = grid();
     let fits = 40;
-    let y: Vec<f64> = (0..fits).flat_map(|f| spot(&truth(f), &grid)).collect();
-    let p0: Vec<f64> = (0..fits)
-        .flat_map(|f| truth(f).map(|v| v * (1.0 + 0.05 * ((f % 3) as f64 - 1.0))))
-        .collect();
+    let (y, p0) = noiseless_spots(&grid, fits);
     let all = run(&y, &p0, &grid).unwrap();
     for f in 0..fits {
         assert!(all.status[f] > 0, "fit {f}: {}", all.message[f]);
@@ -213,7 +242,105 @@ fn single_precision_gives_the_double_answers() {
         points: 25,
         p0: &p0,
         precision: Precision::F32,
+        estimator: Estimator::LeastSquares,
     };
     let error = fit_batch_on(&Backend::Cpu, model, 5, batch, &held, false).unwrap_err();
     assert!(matches!(error, FitError::SinglePrecision { .. }), "{error}");
+}
+
+/// `∂m/∂θ` of the spot at pixel `(x, y)`.
+fn spot_gradient(theta: &[f64], x: f64, y: f64) -> [f64; 5] {
+    let [a, x0, y0, s, _] = theta.try_into().unwrap();
+    let (dx, dy) = (x - x0, y - y0);
+    let e = (-(dx * dx + dy * dy) / (2.0 * s * s)).exp();
+    let r2 = dx * dx + dy * dy;
+    [
+        e,
+        a * e * dx / (s * s),
+        a * e * dy / (s * s),
+        a * e * r2 / (s * s * s),
+        1.0,
+    ]
+}
+
+/// Poisson maximum likelihood: noiseless spots give their parameters back (the deviance is 0
+/// there); on rippled spots each answer zeroes the likelihood's gradient `Σ (1 − y/m)·∂m/∂θ`,
+/// and the simulator gives the CPU's answers. A negative count fails its fit alone; `σ`, a
+/// held parameter and a model without a Poisson kernel are refused.
+#[test]
+fn poisson_fits_find_the_likelihoods_maximum() {
+    let grid = grid();
+    let fits = 40;
+    let (y, p0) = noiseless_spots(&grid, fits);
+    let exact = run_by(&Backend::Cpu, Estimator::Poisson, &y, &p0, &grid).unwrap();
+    for f in 0..fits {
+        assert!(exact.status[f] > 0, "fit {f}: {}", exact.message[f]);
+        for (j, want) in truth(f).iter().enumerate() {
+            let got = exact.popt[f * 5 + j];
+            assert!(
+                (got - want).abs() <= 1e-8 * want.abs(),
+                "fit {f}: θ{j} {got} vs {want}"
+            );
+        }
+    }
+    let fits = 200;
+    let (y, p0) = rippled_spots(&grid, fits);
+    let cpu = run_by(&Backend::Cpu, Estimator::Poisson, &y, &p0, &grid).unwrap();
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let on_sim = run_by(&sim, Estimator::Poisson, &y, &p0, &grid).unwrap();
+    assert!(simulated_entries().contains("fit_gauss_2d_poisson_batch"));
+    let mut worst = 0.0f64;
+    for f in 0..fits {
+        assert!(cpu.status[f] > 0, "fit {f}: {}", cpu.message[f]);
+        assert_eq!(cpu.status[f], on_sim.status[f], "fit {f}");
+        let theta = &cpu.popt[f * 5..(f + 1) * 5];
+        let model = spot(theta, &grid);
+        let (mut gradient, mut scale) = ([0.0; 5], [0.0; 5]);
+        for (i, (m, y)) in model.iter().zip(&y[f * 25..(f + 1) * 25]).enumerate() {
+            let dm = spot_gradient(theta, grid.0[i], grid.1[i]);
+            for j in 0..5 {
+                gradient[j] += (1.0 - y / m) * dm[j];
+                scale[j] += (y / m * dm[j]).abs();
+            }
+        }
+        for j in 0..5 {
+            worst = worst.max(gradient[j].abs() / scale[j]);
+            let (a, b) = (theta[j], on_sim.popt[f * 5 + j]);
+            assert!((a - b).abs() <= 1e-9 * a.abs(), "fit {f}: θ{j} {a} vs {b}");
+        }
+    }
+    eprintln!("poisson: the likelihood's gradient within {worst:.2e} of its terms' scale");
+    // At the default tolerances (1e-8): a step's relative gain below ftol ends the fit.
+    assert!(worst <= 1e-7, "gradient {worst:.2e}");
+    let mut negative = y.clone();
+    negative[25 + 3] = -1.0;
+    let r = run_by(&Backend::Cpu, Estimator::Poisson, &negative, &p0, &grid).unwrap();
+    assert_eq!(r.status[1], -1);
+    assert!(r.message[1].contains("counts"), "{}", r.message[1]);
+    assert!(r.status[0] > 0 && r.status[2] > 0);
+    let refused = |model: &str, p: usize, sigma: Option<&[f64]>, options: &LmOptions| {
+        let x = [&grid.0[..], &grid.1[..]];
+        let batch = Batch {
+            x: &x,
+            y: &y,
+            sigma,
+            points: 25,
+            p0: &p0[..p],
+            precision: Precision::F64,
+            estimator: Estimator::Poisson,
+        };
+        let model = find_model(model).unwrap();
+        let error = fit_batch_on(&Backend::Cpu, model, p, batch, options, false).unwrap_err();
+        assert!(matches!(error, FitError::Poisson { .. }), "{error}");
+        error.to_string()
+    };
+    let plain = LmOptions::default();
+    let sigma = vec![1.0; y.len()];
+    assert!(refused("gauss-2d", 5, Some(&sigma), &plain).contains("sigma"));
+    let held = LmOptions {
+        fixed: Some(vec![false, false, false, true, false]),
+        ..LmOptions::default()
+    };
+    assert!(refused("gauss-2d", 5, None, &held).contains("held"));
+    assert!(refused("linear", 3, None, &plain).contains("not offered"));
 }

@@ -19,7 +19,7 @@ use cudamin::plumbing::gpu::{ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS, Model};
-use cudamin::problems::fit_batch::{Batch, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, Estimator, Precision, fit_batch_on};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
@@ -1866,7 +1866,8 @@ fn every_shipped_entry_executes_on_the_simulator() {
 /// Two small fits of `model` at once on `backend`'s batch kernel, of 40 points each, from
 /// `x0` (at most eight parameters: four for a model that takes more by default): on one
 /// predictor, `data`'s, or where the model takes two, a spot on a grid. Each must end by one
-/// of MINPACK's rules (status ≥ 0), not fail.
+/// of MINPACK's rules (status ≥ 0), not fail. Where the model has a Poisson kernel, it runs
+/// too, on the data's magnitudes.
 fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
     let points = 40;
     let p = if x0.len() <= 8 { x0.len() } else { 4 };
@@ -1878,7 +1879,7 @@ fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
         .map(|(a, b)| 3.0 * (-((a - 3.0).powi(2) + (b - 2.5).powi(2)) / 4.0).exp() + 0.5)
         .collect();
     let two = [&u[..], &v[..]];
-    let fit = |x: &[&[f64]], y: &[f64]| {
+    let fit_by = |estimator: Estimator, x: &[&[f64]], y: &[f64]| {
         let batch = Batch {
             x,
             y,
@@ -1886,9 +1887,17 @@ fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
             points,
             p0: &x0[..p],
             precision: Precision::F64,
+            estimator,
         };
         fit_batch_on(backend, model, p, batch, &LmOptions::default(), false)
     };
+    let fit = |x: &[&[f64]], y: &[f64]| fit_by(Estimator::LeastSquares, x, y);
+    if model.takes_poisson() {
+        let counts: Vec<f64> = data.y[..2 * points].iter().map(|y| y.abs()).collect();
+        (fit_by(Estimator::Poisson, &one, &counts))
+            .or_else(|_| fit_by(Estimator::Poisson, &two, &spot))
+            .unwrap_or_else(|e| panic!("{} poisson batch: {e}", model.name));
+    }
     let result = fit(&one, &data.y[..2 * points])
         .or_else(|_| fit(&two, &spot))
         .unwrap_or_else(|e| panic!("{} batch: {e}", model.name));

@@ -37,9 +37,11 @@ def _precision(dtype):
 
 def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False,
                     box=None, fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=None, backend="cpu",
-                    dtype=np.float64):
+                    dtype=np.float64, estimator="lsq"):
     """See ``cudamin.curve_fit_batch``."""
     dtype = _precision(dtype)
+    if estimator not in ("lsq", "poisson"):
+        raise ValueError(f"estimator must be 'lsq' or 'poisson', not {estimator!r}")
     ydata = np.ascontiguousarray(ydata, dtype=np.float64)
     if ydata.ndim != 2:
         raise ValueError(f"ydata must be (F, M), one row of M points per fit; it has shape {ydata.shape}")
@@ -60,7 +62,7 @@ def curve_fit_batch(catalog, default_params, f, xdata, ydata, p0=None, sigma=Non
         f, columns, ydata.reshape(-1), points, p0.reshape(-1), params, sigma=sigma,
         lower=lower, upper=upper, fixed=held,
         absolute_sigma=bool(absolute_sigma), ftol=ftol, xtol=xtol, gtol=gtol, max_nfev=max_nfev,
-        backend=backend, single=dtype == np.float32,
+        backend=backend, single=dtype == np.float32, poisson=estimator == "poisson",
     )
     popt = result["popt"].reshape(fits, params).astype(dtype, copy=False)
     pcov = result["pcov"].reshape(fits, params, params).astype(dtype, copy=False)

@@ -4,7 +4,7 @@ benchmark case."""
 
 import numpy as np
 import pytest
-from scipy.optimize import curve_fit
+from scipy.optimize import curve_fit, minimize
 
 import cudamin
 
@@ -182,3 +182,44 @@ def test_float32_fits_are_the_float64_ones_within_their_errors():
         cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, dtype=np.float32, bounds=(0, np.inf))
     with pytest.raises(ValueError, match="dtype must be float64 or float32"):
         cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, dtype=np.int32)
+
+
+def test_poisson_fits_are_the_likelihoods_maximum():
+    """estimator='poisson', Gpufit's MLE: each fit is the maximum of the Poisson likelihood that
+    scipy's minimize finds from the same start, and pcov is the inverse of the Fisher information
+    its deviance residuals' JᵀJ estimates there, unscaled."""
+    fits = 100
+    _, y, p0 = spots(fits)
+    popt, pcov, info = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, estimator="poisson", **TIGHT)
+    assert np.all(info["status"] > 0), info["message"]
+    on_sim = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, estimator="poisson", backend="sim", **TIGHT)
+    np.testing.assert_allclose(on_sim[0], popt, rtol=1e-10)
+    for f in range(fits):
+        counts = y[f]
+
+        def nll(theta):
+            m = gauss_2d(GRID.T, *theta)
+            return np.sum(m - counts * np.log(m))
+
+        def gradient(theta):
+            m = gauss_2d(GRID.T, *theta)
+            return gauss_2d_jacobian(GRID.T, *theta).T @ (1 - counts / m)
+
+        reference = minimize(nll, p0[f], jac=gradient, method="BFGS", options=dict(gtol=1e-9))
+        # scipy's BFGS stops within about 1e-7 of the maximum: relative, or in standard errors
+        # for an offset near 0.
+        errors = np.sqrt(np.diag(pcov[f]))
+        assert np.all(np.abs(popt[f] - reference.x) <= 1e-6 * np.abs(reference.x) + 1e-5 * errors)
+        terms = np.abs(gauss_2d_jacobian(GRID.T, *popt[f])).T @ (counts / gauss_2d(GRID.T, *popt[f]))
+        assert np.all(np.abs(gradient(popt[f])) <= 5e-8 * terms)
+        m = gauss_2d(GRID.T, *popt[f])
+        d = np.sign(counts - m) * np.sqrt(2 * (m - counts - counts * np.log(np.where(counts > 0, m / np.maximum(counts, 1e-300), 1))))
+        jd = gauss_2d_jacobian(GRID.T, *popt[f]) * ((1 - counts / m) / d)[:, None]
+        fisher_inverse = np.linalg.inv(jd.T @ jd)
+        scale = np.sqrt(np.outer(np.diag(fisher_inverse), np.diag(fisher_inverse)))
+        assert np.all(np.abs(pcov[f] - fisher_inverse) <= 1e-4 * scale)
+        np.testing.assert_allclose(info["cost"][f], 0.5 * np.sum(d * d), rtol=1e-9)
+    with pytest.raises(ValueError, match="poisson fits take no sigma"):
+        cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, sigma=2.0, estimator="poisson")
+    with pytest.raises(ValueError, match="estimator must be 'lsq' or 'poisson'"):
+        cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, estimator="mle")

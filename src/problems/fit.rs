@@ -116,6 +116,14 @@ pub enum FitError {
         /// The model's name.
         model: &'static str,
     },
+    /// A Poisson fit asked of data or a model that cannot take one.
+    #[error("{model}: poisson fits {reason}")]
+    Poisson {
+        /// The model's name.
+        model: &'static str,
+        /// Why not, in words.
+        reason: &'static str,
+    },
     /// Setting the model up failed (memory, the data, the backend).
     #[error(transparent)]
     Load(#[from] LoadError),
@@ -150,6 +158,8 @@ pub struct Model {
     /// The grid kernel that runs many small fits of the model at once, one per thread
     /// (`gpu_kernels::lm::batch`), where it has one.
     batch: Option<&'static RawKernel>,
+    /// The same for Poisson maximum-likelihood fits (`gpu_kernels::PoissonDeviance`).
+    poisson_batch: Option<&'static RawKernel>,
     launches: fn() -> Vec<Launch>,
     predict: fn(&[f64], &[&[f64]]) -> Vec<f64>,
 }
@@ -226,7 +236,8 @@ pub static MODELS: &[Model] = &[
     // Decay rates: a negative one is a growing exponential, which overflows.
     .natural_lower(|p| zero_below(p, |j| j % 2 == 1))
     .named(|j| format!("{}{}", ["a", "b"][j % 2], j / 2))
-    .batched(&fit::exp_decay::FIT_EXP_DECAY_BATCH),
+    .batched(&fit::exp_decay::FIT_EXP_DECAY_BATCH)
+    .batched_poisson(&fit::exp_decay::FIT_EXP_DECAY_POISSON_BATCH),
     Model::of::<GaussPeaks>(
         "gauss-peaks",
         "c + Σ_i a_i·exp(−(x − mu_i)²/(2·s_i²)), θ = (c, a0, mu0, s0, a1, ...)",
@@ -257,7 +268,8 @@ pub static MODELS: &[Model] = &[
     // The width: the model reads s², so a negative one is its positive twin.
     .natural_lower(|p| zero_below(p, |j| j == 3))
     .named(|j| listed(&["a", "x0", "y0", "s", "b"], j))
-    .batched(&fit::gauss_2d::FIT_GAUSS_2D_BATCH),
+    .batched(&fit::gauss_2d::FIT_GAUSS_2D_BATCH)
+    .batched_poisson(&fit::gauss_2d::FIT_GAUSS_2D_POISSON_BATCH),
     Model::of::<Gauss2dElliptic>(
         "gauss-2d-elliptic",
         "a·exp(−(x − x0)²/(2·sx²) − (y − y0)²/(2·sy²)) + b on predictors x, y (Gpufit's order)",
@@ -267,7 +279,8 @@ pub static MODELS: &[Model] = &[
     // The widths: the model reads their squares.
     .natural_lower(|p| zero_below(p, |j| j == 3 || j == 4))
     .named(|j| listed(&["a", "x0", "y0", "sx", "sy", "b"], j))
-    .batched(&fit::gauss_2d::FIT_GAUSS_2D_ELLIPTIC_BATCH),
+    .batched(&fit::gauss_2d::FIT_GAUSS_2D_ELLIPTIC_BATCH)
+    .batched_poisson(&fit::gauss_2d::FIT_GAUSS_2D_ELLIPTIC_POISSON_BATCH),
     Model::of::<Lorentzian>(
         "lorentzian",
         "a·g²/((x − x0)² + g²) + b, g the half width at half maximum",
@@ -277,7 +290,8 @@ pub static MODELS: &[Model] = &[
     // The half width: the model reads g², so a negative one is its positive twin.
     .natural_lower(|p| zero_below(p, |j| j == 2))
     .named(|j| listed(&["a", "x0", "g", "b"], j))
-    .batched(&fit::lorentzian::FIT_LORENTZIAN_BATCH),
+    .batched(&fit::lorentzian::FIT_LORENTZIAN_BATCH)
+    .batched_poisson(&fit::lorentzian::FIT_LORENTZIAN_POISSON_BATCH),
 ];
 
 /// Refuses `params` parameters, `held` of them held at their start, that `points` data points
@@ -339,6 +353,7 @@ impl Model {
             setup: setup::<T>,
             check: check::<T>,
             batch: None,
+            poisson_batch: None,
             launches: residual_launches::<T>,
             predict: predict::<T>,
         }
@@ -351,6 +366,21 @@ impl Model {
             batch: Some(kernel),
             ..self
         }
+    }
+
+    /// The model whose small Poisson fits run many at once on `kernel` (see
+    /// [`batched`](Model::batched)).
+    pub const fn batched_poisson(self, kernel: &'static RawKernel) -> Model {
+        Model {
+            poisson_batch: Some(kernel),
+            ..self
+        }
+    }
+
+    /// Whether the model's small fits take Poisson maximum likelihood (it has a Poisson batch
+    /// kernel).
+    pub fn takes_poisson(&self) -> bool {
+        self.poisson_batch.is_some()
     }
 
     /// The model with natural lower bounds: `lower(p)` gives one per parameter (`-inf` for
@@ -439,20 +469,26 @@ impl Model {
         self.instantiate_columns(backend, params, columns, p0, (total_points, held))
     }
 
-    /// The model's batch kernel ([`batched`](Model::batched)), after its term's check of `p`
-    /// parameters on `data`, one fit's table in the fit layout (the predictors, `y`, `w`): the
-    /// error is the model's refusal, which every fit of a batch shares.
+    /// The model's batch kernel ([`batched`](Model::batched)), or with `poisson` its Poisson
+    /// one, after its term's check of `p` parameters on `data`, one fit's table in the fit layout
+    /// (the predictors, `y`, `w`): the error is the model's refusal, which every fit of a batch
+    /// shares.
     pub fn batch_kernel(
         &self,
         p: usize,
         data: Data<'_>,
+        poisson: bool,
     ) -> Result<Option<&'static RawKernel>, FitError> {
         (self.check)(p, data).map_err(|reason| FitError::Params {
             model: self.name,
             params: p,
             reason: Cow::Borrowed(reason),
         })?;
-        Ok(self.batch)
+        Ok(if poisson {
+            self.poisson_batch
+        } else {
+            self.batch
+        })
     }
 
     /// As [`instantiate_shard`](Model::instantiate_shard), from borrowed columns (a caller's

@@ -1,7 +1,8 @@
 //! Many small fits at once: one model fitted to each of `F` data sets of `M` points, each from
 //! its own start, as a loop of `curve_fit` calls would, on every CPU core, one fit per task.
 //! A fit that fails (NaN in its data, a singular Jacobian) fails alone, with its own status.
-//! The fits run in `f64`, or in single precision where the batch asks ([`Precision`]).
+//! The fits run in `f64`, or in single precision where the batch asks ([`Precision`]); by
+//! least squares, or for counts by Poisson maximum likelihood ([`Estimator`]).
 
 use super::fit::{Columns, FitError, Model, check_determined};
 use super::problem::LoadError;
@@ -30,6 +31,23 @@ pub struct Batch<'a> {
     pub p0: &'a [f64],
     /// The precision the fits compute in.
     pub precision: Precision,
+    /// What the fits minimize.
+    pub estimator: Estimator,
+}
+
+/// What each fit of a batch minimizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Estimator {
+    /// Weighted least squares, `Σ ((y − m)/σ)²`: `curve_fit`'s.
+    #[default]
+    LeastSquares,
+    /// Poisson maximum likelihood for counts `y ≥ 0` (Gpufit's MLE): the deviance
+    /// `2·Σ (m − y − y·ln(m/y))`, by Levenberg–Marquardt over its residuals
+    /// ([`gpu_kernels::PoissonDeviance`]). No `σ`: a count's variance is its mean, and `pcov` is
+    /// the inverse of the Fisher information `JᵀJ` estimates, never rescaled. The models with a
+    /// Poisson batch kernel take it (gauss-2d, gauss-2d-elliptic, exp-decay, lorentzian), with no
+    /// bounds and no held parameters.
+    Poisson,
 }
 
 /// The precision a batch's fits compute in: the data and the results are `f64` either way.
@@ -134,6 +152,19 @@ pub fn fit_batch_on(
         });
     }
     let plain = p <= PARAMS_MAX && options.plain_lm(p).unwrap_or(false);
+    let poisson = batch.estimator == Estimator::Poisson;
+    let refuse = |reason| FitError::Poisson {
+        model: model.name,
+        reason,
+    };
+    if poisson && batch.sigma.is_some() {
+        return Err(refuse("take no sigma: a count's variance is its mean"));
+    }
+    if poisson && !plain {
+        return Err(refuse(
+            "run on the model's batch kernel: at most 8 parameters, no bounds, no held parameters, the linear loss",
+        ));
+    }
     let view = FitView {
         batch,
         fits,
@@ -146,6 +177,7 @@ pub fn fit_batch_on(
     };
     let outcomes = match (on_kernel, batch.precision) {
         (Some(outcomes), _) => outcomes,
+        (None, _) if poisson => return Err(refuse("are not offered for this model")),
         (None, Precision::F64) => one_by_one(model, &view, options, absolute_sigma)?,
         (None, Precision::F32) => return Err(FitError::SinglePrecision { model: model.name }),
     };
@@ -241,17 +273,26 @@ fn batched(
     let cols = view.batch.x.len() + 2;
     let table = cols * m;
     let mut data = vec![0.0; fits * table];
+    let poisson = view.batch.estimator == Estimator::Poisson;
     // Each fit's table in the fit layout (the predictors, y, w = 1/σ), and what stops it.
     let refusals: Vec<Option<String>> = (data.par_chunks_mut(table).enumerate())
         .map(|(f, own)| {
             let mut x = Vec::new();
             let columns = view.columns(f, &mut x);
-            pack(own, columns, view.start(f))
+            let negative = (columns.y.iter().enumerate()).find(|(_, y)| poisson && **y < 0.0);
+            match negative {
+                Some((index, y)) => {
+                    Some(format!("a poisson fit takes counts: y at {index} is {y}"))
+                }
+                None => pack(own, columns, view.start(f)),
+            }
         })
         .collect();
-    let Some(kernel) = model.batch_kernel(p, Data::new(&data[..table], m))? else {
+    let Some(kernel) = model.batch_kernel(p, Data::new(&data[..table], m), poisson)? else {
         return Ok(None);
     };
+    // A count's variance is its mean: the Fisher information's inverse is the covariance.
+    let absolute_sigma = absolute_sigma || poisson;
     let starts: Vec<f64> = (0..fits).flat_map(|f| view.start(f).to_vec()).collect();
     let stride = out_stride(p);
     let mut out = vec![0.0; fits * stride];

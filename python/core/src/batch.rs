@@ -5,7 +5,7 @@
 use crate::Catalog;
 use crate::args;
 use crate::errors::Failure;
-use cudamin::problems::fit_batch::{Batch, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, Estimator, Precision, fit_batch_on};
 use cudamin::{BackendChoice, Bounds};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -25,6 +25,8 @@ pub(crate) struct Limits {
     pub backend: BackendChoice,
     /// Whether they compute in single precision.
     pub single: bool,
+    /// Whether they are Poisson maximum-likelihood fits.
+    pub poisson: bool,
 }
 
 /// Fits `model` with `p0`'s parameter count (`p` for all fits, or `F·p`, given `F`) to each
@@ -61,6 +63,10 @@ pub(crate) fn curve_fit_batch<'py>(
             true => Precision::F32,
             false => Precision::F64,
         },
+        estimator: match limits.poisson {
+            true => Estimator::Poisson,
+            false => Estimator::LeastSquares,
+        },
     };
     let Limits {
         ftol,
@@ -71,6 +77,7 @@ pub(crate) fn curve_fit_batch<'py>(
         fixed,
         backend,
         single: _,
+        poisson: _,
     } = limits;
     let (backend, _) = catalog.backend(backend)?;
     let plain = (None, None);

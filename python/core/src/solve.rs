@@ -395,11 +395,12 @@ impl Catalog {
 
     /// Fits model `model` to each of `F` data sets of `points` rows at once, on the CPU's
     /// cores: `ydata` is `F·points`, each column of `xdata` `points` (shared) or `F·points`,
-    /// `p0` `params` values (for all) or `F·params`; `single` computes in `f32`. Flat arrays:
-    /// `popt`, `pcov`, `status`, `nfev`, `cost`, and a `message` per fit.
+    /// `p0` `params` values (for all) or `F·params`; `single` computes in `f32`, `poisson` fits
+    /// counts by maximum likelihood. Flat arrays: `popt`, `pcov`, `status`, `nfev`, `cost`, and
+    /// a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
     absolute_sigma=false, lower=None, upper=None, fixed=None, ftol=None, xtol=None, gtol=None,
-    max_nfev=None, backend="cpu", single=false))]
+    max_nfev=None, backend="cpu", single=false, poisson=false))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -421,6 +422,7 @@ impl Catalog {
         max_nfev: Option<usize>,
         backend: &str,
         single: bool,
+        poisson: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let limits = crate::batch::Limits {
@@ -432,6 +434,7 @@ impl Catalog {
             fixed: args::fixed(fixed, params)?,
             backend: args::backend(backend)?,
             single,
+            poisson,
         };
         let data = (xdata, ydata, sigma);
         let starts = (p0, params);

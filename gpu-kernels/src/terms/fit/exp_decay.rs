@@ -35,3 +35,6 @@ impl Term for ExpDecay {
 
 crate::register_residuals!(ExpDecay, fit_exp_decay);
 crate::batch_kernel!(FIT_EXP_DECAY_BATCH = fit_exp_decay_batch(ExpDecay));
+crate::batch_kernel!(
+    FIT_EXP_DECAY_POISSON_BATCH = fit_exp_decay_poisson_batch(crate::PoissonDeviance<ExpDecay>)
+);

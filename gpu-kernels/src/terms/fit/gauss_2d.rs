@@ -33,6 +33,9 @@ impl Term for Gauss2d {
 
 crate::register_residuals!(Gauss2d, fit_gauss_2d);
 crate::batch_kernel!(FIT_GAUSS_2D_BATCH = fit_gauss_2d_batch(Gauss2d));
+crate::batch_kernel!(
+    FIT_GAUSS_2D_POISSON_BATCH = fit_gauss_2d_poisson_batch(crate::PoissonDeviance<Gauss2d>)
+);
 
 /// The `gauss-2d-elliptic` model's residual term: a 2-D Gaussian spot with a width along each
 /// axis (see the module doc).
@@ -62,6 +65,10 @@ impl Term for Gauss2dElliptic {
 
 crate::register_residuals!(Gauss2dElliptic, fit_gauss_2d_elliptic);
 crate::batch_kernel!(FIT_GAUSS_2D_ELLIPTIC_BATCH = fit_gauss_2d_elliptic_batch(Gauss2dElliptic));
+crate::batch_kernel!(
+    FIT_GAUSS_2D_ELLIPTIC_POISSON_BATCH =
+        fit_gauss_2d_elliptic_poisson_batch(crate::PoissonDeviance<Gauss2dElliptic>)
+);
 
 /// A spot's weighted residual `w·(y − a·exp(−zx²/2 − zy²/2) − b)` at `row`, with
 /// `zx = (x − x₀)/θ[sx]` and `zy = (y − y₀)/θ[sy]`: `a`, `x₀`, `y₀` are `θ[0..3]`, and

@@ -33,3 +33,6 @@ impl Term for Lorentzian {
 
 crate::register_residuals!(Lorentzian, fit_lorentzian);
 crate::batch_kernel!(FIT_LORENTZIAN_BATCH = fit_lorentzian_batch(Lorentzian));
+crate::batch_kernel!(
+    FIT_LORENTZIAN_POISSON_BATCH = fit_lorentzian_poisson_batch(crate::PoissonDeviance<Lorentzian>)
+);
