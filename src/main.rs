@@ -11,6 +11,7 @@ mod commands;
 
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
+use cudamin::problems::fit_batch::{Estimator, Precision};
 use cudamin::{BackendChoice, Gradient, Loss, Method};
 use std::ffi::OsString;
 use std::io::Write;
@@ -121,6 +122,64 @@ table_arg! {
     LossArg(Loss)
 }
 
+/// What each fit of `cudamin fit --batch` minimizes (`--estimator`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum EstimatorArg {
+    /// Weighted least squares, as curve_fit.
+    #[default]
+    Lsq,
+    /// Poisson maximum likelihood for counts (Gpufit's MLE).
+    Poisson,
+}
+
+impl EstimatorArg {
+    /// The estimator as the output names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EstimatorArg::Lsq => "lsq",
+            EstimatorArg::Poisson => "poisson",
+        }
+    }
+}
+
+impl From<EstimatorArg> for Estimator {
+    fn from(arg: EstimatorArg) -> Estimator {
+        match arg {
+            EstimatorArg::Lsq => Estimator::LeastSquares,
+            EstimatorArg::Poisson => Estimator::Poisson,
+        }
+    }
+}
+
+/// The precision `cudamin fit --batch` computes in (`--dtype`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DtypeArg {
+    /// Double precision.
+    #[default]
+    F64,
+    /// Single precision, Gpufit's default.
+    F32,
+}
+
+impl DtypeArg {
+    /// The precision as the output names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DtypeArg::F64 => "f64",
+            DtypeArg::F32 => "f32",
+        }
+    }
+}
+
+impl From<DtypeArg> for Precision {
+    fn from(arg: DtypeArg) -> Precision {
+        match arg {
+            DtypeArg::F64 => Precision::F64,
+            DtypeArg::F32 => Precision::F32,
+        }
+    }
+}
+
 /// The solver (`--method`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum MethodArg {
@@ -183,7 +242,10 @@ fn main() -> ExitCode {
     let job = commands::job::Job::join();
     let outcome = job.check_ranks_agree().and_then(|()| match cli.command {
         Command::Solve(args) => commands::solve::run(&args, &job),
-        Command::Fit(args) => commands::fit::run(&args, &job),
+        Command::Fit(args) => match &args.batch {
+            Some(column) => commands::fit_batch::run(&args, column, &job),
+            None => commands::fit::run(&args, &job),
+        },
         Command::Eval(_) if job.ranks() > 1 => Err(anyhow::anyhow!(
             "eval times one process's evaluations; run it without mpirun"
         )),

@@ -8,7 +8,7 @@ use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use super::solve::{active_summary, fixed_indices};
-use crate::{BackendArg, MethodArg};
+use crate::{BackendArg, DtypeArg, EstimatorArg, MethodArg};
 use anyhow::Context;
 use cudamin::LaunchOverride;
 use cudamin::data::{read_column_rows, read_columns};
@@ -68,6 +68,17 @@ pub struct FitArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Fit the model to each group of rows that share a value of this column, many small fits
+    /// at once (curve_fit_batch); one CSV line per fit. Every group has the same number of
+    /// rows; the fits start from --p0 (default ones), with no natural bounds.
+    #[arg(long)]
+    pub batch: Option<String>,
+    /// With --batch: lsq (default) or poisson, maximum likelihood for counts.
+    #[arg(long, value_enum, requires = "batch")]
+    pub estimator: Option<EstimatorArg>,
+    /// With --batch: f64 (default) or f32, single precision.
+    #[arg(long, value_enum, requires = "batch")]
+    pub dtype: Option<DtypeArg>,
 }
 
 fn models_help() -> String {

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 /// A start with the `--fix` values in, and which variables they hold.
-type HeldStart<'x> = (Cow<'x, [f64]>, Option<Vec<bool>>);
+pub type HeldStart<'x> = (Cow<'x, [f64]>, Option<Vec<bool>>);
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct MethodArgs {
@@ -237,7 +237,7 @@ impl MethodArgs {
 
     /// `x0` with the `--fix` values in, and which variables they hold (`None` without `--fix`).
     /// Borrowed without `--fix`: copying a large `x0` would fault in fresh pages for nothing.
-    fn held_start<'x>(&self, x0: &'x [f64]) -> anyhow::Result<HeldStart<'x>> {
+    pub fn held_start<'x>(&self, x0: &'x [f64]) -> anyhow::Result<HeldStart<'x>> {
         if self.fix.is_empty() {
             return Ok((Cow::Borrowed(x0), None));
         }
@@ -285,6 +285,30 @@ impl MethodArgs {
         }
     }
 
+    /// Levenberg–Marquardt's options from the flags (trf's with `--method trf`), for `n`
+    /// variables of which `fixed` holds some.
+    pub fn lm_options(
+        &self,
+        method: MethodArg,
+        fixed: Option<Vec<bool>>,
+        n: usize,
+    ) -> anyhow::Result<LmOptions> {
+        let defaults = LmOptions::default();
+        Ok(LmOptions {
+            ftol: self.ftol.unwrap_or(defaults.ftol),
+            xtol: self.xtol.unwrap_or(defaults.xtol),
+            gtol: self.gtol.unwrap_or(defaults.gtol),
+            max_nfev: self.max_nfev,
+            loss: self.loss.map_or(defaults.loss, |arg| arg.0),
+            f_scale: self.f_scale.unwrap_or(defaults.f_scale),
+            fixed,
+            bounds: self.bounds(n)?,
+            method: (method == MethodArg::Trf).then_some(LsqMethod::Trf),
+            x_scale: self.x_scale.clone(),
+            ..defaults
+        })
+    }
+
     /// Runs `method` on `objective` from `x0`, with progress as asked.
     pub fn run(
         &self,
@@ -309,20 +333,7 @@ impl MethodArgs {
         };
         let outcome = match method {
             MethodArg::Lm | MethodArg::Trf => {
-                let defaults = LmOptions::default();
-                let options = LmOptions {
-                    ftol: self.ftol.unwrap_or(defaults.ftol),
-                    xtol: self.xtol.unwrap_or(defaults.xtol),
-                    gtol: self.gtol.unwrap_or(defaults.gtol),
-                    max_nfev: self.max_nfev,
-                    loss: self.loss.map_or(defaults.loss, |arg| arg.0),
-                    f_scale: self.f_scale.unwrap_or(defaults.f_scale),
-                    fixed: fixed.clone(),
-                    bounds: self.bounds(x0.len())?,
-                    method: (method == MethodArg::Trf).then_some(LsqMethod::Trf),
-                    x_scale: self.x_scale.clone(),
-                    ..defaults
-                };
+                let options = self.lm_options(method, fixed.clone(), x0.len())?;
                 let Some(least_squares) = objective.least_squares() else {
                     anyhow::bail!(
                         "--method {} needs a sum of squares loaded with its residuals (fit models, terms registered with register_residuals!, most mgh-* problems); this objective is a scalar term: use --method bfgs, lbfgs or lbfgsb",

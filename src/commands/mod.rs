@@ -3,6 +3,7 @@
 mod cost;
 pub mod eval;
 pub mod fit;
+pub mod fit_batch;
 pub mod info;
 pub mod job;
 pub mod list;
