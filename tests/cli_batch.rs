@@ -1,6 +1,7 @@
 //! `cudamin fit DATA --batch COLUMN`: one fit per group of rows, the groups in the order of
-//! their first rows; known spots come back from noiseless counts, on the CPU and the simulator,
-//! by least squares and Poisson likelihood, in f64 and f32; bad groupings are one-line errors.
+//! their first rows and of any sizes; known spots come back from noiseless counts, on the CPU
+//! and the simulator, by least squares and Poisson likelihood, in f64 and f32; what cannot run
+//! is a one-line error.
 
 mod common;
 
@@ -62,10 +63,11 @@ fn each_group_is_fitted_alone() {
     for (extra, tolerance) in runs {
         let v = json(&[&["fit", data][..], &SPOT, &start, extra, &["--json"]].concat());
         assert_eq!(v["fits"].as_u64(), Some(3), "{v}");
-        assert_eq!(v["points"].as_u64(), Some(25), "{v}");
+        assert_eq!(v["rows"].as_u64(), Some(75), "{v}");
         assert_eq!(v["successes"].as_u64(), Some(3), "{extra:?}: {v}");
         for (line, id) in v["results"].as_array().unwrap().iter().zip([7, 3, 5]) {
             assert_eq!(line["id"].as_f64(), Some(f64::from(id)), "{v}");
+            assert_eq!(line["points"].as_u64(), Some(25), "{v}");
             for (j, want) in truth(id).iter().enumerate() {
                 let got = line["x"][j].as_f64().unwrap();
                 assert!(
@@ -85,30 +87,53 @@ fn each_group_is_fitted_alone() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "id,status,nfev,cost,a,x0,y0,s,b,a_stderr,x0_stderr,y0_stderr,s_stderr,b_stderr"
+        "id,points,status,nfev,cost,a,x0,y0,s,b,a_stderr,x0_stderr,y0_stderr,s_stderr,b_stderr"
     );
     assert_eq!(lines.len(), 4, "{text}");
     let second: Vec<f64> = lines[2].split(',').map(|v| v.parse().unwrap()).collect();
-    assert_eq!(second[0], 3.0);
+    assert_eq!(second[..2], [3.0, 25.0]);
     assert!(
-        (second[4] - truth(3)[0]).abs() <= 1e-8 * truth(3)[0],
+        (second[5] - truth(3)[0]).abs() <= 1e-8 * truth(3)[0],
         "{text}"
     );
     let summary = String::from_utf8(out.stderr).unwrap();
     assert!(summary.contains("3 succeeded"), "{summary}");
 }
 
-/// Groups of different sizes, a method other than Levenberg–Marquardt, and a Poisson fit of
-/// weighted data are one-line errors; `--estimator` needs `--batch`.
+/// Groups of different sizes fit alone, each with its own points: spot 3 with 27 rows.
 #[test]
-fn bad_batches_are_one_line_errors() {
+fn groups_may_differ_in_size() {
     let csv = spots_csv("uneven.csv", 2);
     let data = csv.to_str().unwrap();
-    let error = one_line_error(&[&["fit", data][..], &SPOT].concat());
-    assert!(
-        error.contains("--batch needs groups of one size"),
-        "{error}"
+    let v = json(
+        &[
+            &["fit", data][..],
+            &SPOT,
+            &["--p0", "320,2,2,1,9", "--json"],
+        ]
+        .concat(),
     );
+    let results = v["results"].as_array().unwrap();
+    let points: Vec<u64> = results
+        .iter()
+        .map(|r| r["points"].as_u64().unwrap())
+        .collect();
+    assert_eq!(points, [25, 27, 25], "{v}");
+    for (line, id) in results.iter().zip([7, 3, 5]) {
+        for (j, want) in truth(id).iter().enumerate() {
+            let got = line["x"][j].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-8 * want.abs(),
+                "spot {id}: θ{j} {got}"
+            );
+        }
+    }
+}
+
+/// A method other than Levenberg–Marquardt and a Poisson fit of weighted data are one-line
+/// errors; `--estimator` needs `--batch`.
+#[test]
+fn bad_batches_are_one_line_errors() {
     let csv = spots_csv("even.csv", 0);
     let data = csv.to_str().unwrap();
     let error = one_line_error(&[&["fit", data][..], &SPOT, &["--method", "bfgs"]].concat());

@@ -3,7 +3,9 @@
 
 use cudamin::plumbing::gpu::simulated_entries;
 use cudamin::problems::fit::{FitError, find_model};
-use cudamin::problems::fit_batch::{Batch, BatchResult, Estimator, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{
+    Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
+};
 use cudamin::{Backend, BackendChoice, LmOptions};
 
 /// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
@@ -73,7 +75,7 @@ fn run_as(
         x: &x,
         y,
         sigma: None,
-        points: 25,
+        points: Points::Each(25),
         p0,
         precision,
         estimator,
@@ -239,7 +241,7 @@ fn single_precision_gives_the_double_answers() {
         x: &x,
         y: &y,
         sigma: None,
-        points: 25,
+        points: Points::Each(25),
         p0: &p0,
         precision: Precision::F32,
         estimator: Estimator::LeastSquares,
@@ -324,7 +326,7 @@ fn poisson_fits_find_the_likelihoods_maximum() {
             x: &x,
             y: &y,
             sigma,
-            points: 25,
+            points: Points::Each(25),
             p0: &p0[..p],
             precision: Precision::F64,
             estimator: Estimator::Poisson,
@@ -343,4 +345,83 @@ fn poisson_fits_find_the_likelihoods_maximum() {
     };
     assert!(refused("gauss-2d", 5, None, &held).contains("held"));
     assert!(refused("linear", 3, None, &plain).contains("not offered"));
+}
+
+/// A `side × side` pixel grid.
+fn square(side: u32) -> (Vec<f64>, Vec<f64>) {
+    (0..side * side)
+        .map(|i| (f64::from(i % side), f64::from(i / side)))
+        .unzip()
+}
+
+/// Ragged fits, spots on grids of 5 × 5, 4 × 4 and 6 × 6 pixels in one batch: each gives what
+/// it gives alone, to the bit on the CPU and to 1e-9 on the simulator. Offsets that do not
+/// rise from 0 to the points are refused.
+#[test]
+fn ragged_fits_are_each_the_fit_alone() {
+    let sides = [5, 4, 6];
+    let grids: Vec<_> = sides.iter().map(|&side| square(side)).collect();
+    let (mut x, mut y, mut offsets) = ((Vec::new(), Vec::new()), Vec::new(), vec![0]);
+    for (f, grid) in grids.iter().enumerate() {
+        let rippled = spot(&truth(f), grid).into_iter().enumerate();
+        y.extend(rippled.map(|(i, v)| v * (1.0 + 0.03 * (i as f64 * 0.7).sin())));
+        x.0.extend(&grid.0);
+        x.1.extend(&grid.1);
+        offsets.push(y.len());
+    }
+    let p0: Vec<f64> = (0..3).flat_map(|f| truth(f).map(|v| v * 1.03)).collect();
+    let model = find_model("gauss-2d").unwrap();
+    let columns = [&x.0[..], &x.1[..]];
+    let ragged = |backend: &Backend, offsets: &[usize]| {
+        let batch = Batch {
+            x: &columns,
+            y: &y,
+            sigma: None,
+            points: Points::Ragged(offsets),
+            p0: &p0,
+            precision: Precision::F64,
+            estimator: Estimator::LeastSquares,
+        };
+        fit_batch_on(backend, model, 5, batch, &LmOptions::default(), false)
+    };
+    let all = ragged(&Backend::Cpu, &offsets).unwrap();
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let on_sim = ragged(&sim, &offsets).unwrap();
+    for (f, grid) in grids.iter().enumerate() {
+        let alone = Batch {
+            x: &[&grid.0[..], &grid.1[..]],
+            y: &y[offsets[f]..offsets[f + 1]],
+            sigma: None,
+            points: Points::Each(grid.0.len()),
+            p0: &p0[f * 5..(f + 1) * 5],
+            precision: Precision::F64,
+            estimator: Estimator::LeastSquares,
+        };
+        let alone = fit_batch_on(&Backend::Cpu, model, 5, alone, &LmOptions::default(), false);
+        let alone = alone.unwrap();
+        assert!(all.status[f] > 0, "fit {f}: {}", all.message[f]);
+        let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&alone.popt),
+            bits(&all.popt[f * 5..(f + 1) * 5]),
+            "fit {f}"
+        );
+        assert_eq!(
+            bits(&alone.pcov),
+            bits(&all.pcov[f * 25..(f + 1) * 25]),
+            "fit {f}"
+        );
+        for j in f * 5..(f + 1) * 5 {
+            let (a, b) = (all.popt[j], on_sim.popt[j]);
+            assert!((a - b).abs() <= 1e-9 * a.abs(), "fit {f}: {a} vs {b}");
+        }
+    }
+    for bad in [
+        vec![0, 25, 16, 77],
+        vec![1, 25, 41, 77],
+        vec![0, 25, 41, 76],
+    ] {
+        let error = ragged(&Backend::Cpu, &bad).unwrap_err();
+        assert!(matches!(error, FitError::Offsets { points: 77 }), "{error}");
+    }
 }

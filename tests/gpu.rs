@@ -19,7 +19,7 @@ use cudamin::plumbing::gpu::{ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS, Model};
-use cudamin::problems::fit_batch::{Batch, Estimator, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, Estimator, Points, Precision, fit_batch_on};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
@@ -1884,7 +1884,7 @@ fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
             x,
             y,
             sigma: None,
-            points,
+            points: Points::Each(points),
             p0: &x0[..p],
             precision: Precision::F64,
             estimator,

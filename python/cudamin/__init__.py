@@ -640,7 +640,7 @@ class Solvers:
 
     def curve_fit_batch(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, *,
                         bounds=(-np.inf, np.inf), fixed=None, ftol=1e-8, xtol=1e-8, gtol=1e-8,
-                        max_nfev=None, backend="cpu", dtype=np.float64, estimator="lsq"):
+                        max_nfev=None, backend="cpu", dtype=np.float64, estimator="lsq", offsets=None):
         """Fits model ``f`` to each of ``F`` data sets at once, on every CPU core, as a loop of
         ``curve_fit`` calls would: ``ydata`` is ``(F, M)``; ``xdata`` is ``(M,)`` or ``(M, k)``
         for every fit, or ``(F, M)`` or ``(F, M, k)``; ``p0`` is ``(p,)`` or ``(F, p)`` (default
@@ -657,13 +657,15 @@ class Solvers:
         raised to it. Only plain fits take it. ``estimator='poisson'`` fits counts by Poisson
         maximum likelihood, Gpufit's MLE: no ``sigma``, ``pcov`` the inverse Fisher
         information, ``cost`` half the deviance; gauss-2d, gauss-2d-elliptic, exp-decay and
-        lorentzian take it, as plain fits."""
+        lorentzian take it, as plain fits. ``offsets`` (``F + 1`` integers rising from 0 to
+        ``N``) makes the fits ragged: ``ydata`` is ``(N,)``, every fit's points in turn, fit ``f``
+        has ``offsets[f]:offsets[f + 1]``, and ``xdata`` is ``(N,)`` or ``(N, k)``."""
         return _batch.curve_fit_batch(
             self._catalog, self._default_params, f, xdata, ydata, p0, sigma, absolute_sigma,
             box=lambda p: _box(bounds, p), fixed=lambda p: self._fixed_parameters(f, fixed, p),
             ftol=_number("ftol", ftol), xtol=_number("xtol", xtol), gtol=_number("gtol", gtol),
             max_nfev=_count("max_nfev", max_nfev), backend=backend, dtype=dtype,
-            estimator=estimator,
+            estimator=estimator, offsets=offsets,
         )
 
     def _fixed_parameters(self, model, fixed, p):

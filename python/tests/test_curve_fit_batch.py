@@ -223,3 +223,24 @@ def test_poisson_fits_are_the_likelihoods_maximum():
         cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, sigma=2.0, estimator="poisson")
     with pytest.raises(ValueError, match="estimator must be 'lsq' or 'poisson'"):
         cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, estimator="mle")
+
+
+def test_ragged_fits_are_scipys():
+    """offsets: spots on 5 × 5, 4 × 4 and 6 × 6 pixels in one batch, each fit against scipy's."""
+    grids = [np.column_stack([np.tile(np.arange(s, dtype=float), s), np.repeat(np.arange(s, dtype=float), s)])
+             for s in (5, 4, 6)]
+    truth, _, p0 = spots(3)
+    ys = [RNG.poisson(gauss_2d(g.T, *t)).astype(float) for g, t in zip(grids, truth)]
+    offsets = np.cumsum([0] + [len(y) for y in ys])
+    popt, pcov, info = cudamin.curve_fit_batch("gauss-2d", np.vstack(grids), np.concatenate(ys), p0,
+                                               offsets=offsets, **TIGHT)
+    assert np.all(info["status"] > 0), info["message"]
+    for f, (g, y) in enumerate(zip(grids, ys)):
+        expected, expected_pcov = curve_fit(gauss_2d, g.T, y, p0=p0[f], jac=gauss_2d_jacobian, **TIGHT)
+        np.testing.assert_allclose(popt[f], expected, rtol=1e-6)
+        scale = np.sqrt(np.outer(np.diag(expected_pcov), np.diag(expected_pcov)))
+        assert np.all(np.abs(pcov[f] - expected_pcov) <= 1e-4 * scale)
+    with pytest.raises(ValueError, match="offsets must rise from 0"):
+        cudamin.curve_fit_batch("gauss-2d", np.vstack(grids), np.concatenate(ys), p0, offsets=[0, 25, 41, 70])
+    with pytest.raises(ValueError, match="offsets must be F \\+ 1 integers"):
+        cudamin.curve_fit_batch("gauss-2d", np.vstack(grids), np.concatenate(ys), p0, offsets=[0.0, 77.0])

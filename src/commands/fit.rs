@@ -69,8 +69,8 @@ pub struct FitArgs {
     #[arg(long)]
     pub json: bool,
     /// Fit the model to each group of rows that share a value of this column, many small fits
-    /// at once (curve_fit_batch); one CSV line per fit. Every group has the same number of
-    /// rows; the fits start from --p0 (default ones), with no natural bounds.
+    /// at once (curve_fit_batch); one CSV line per fit. The fits start from --p0 (default
+    /// ones), with no natural bounds.
     #[arg(long)]
     pub batch: Option<String>,
     /// With --batch: lsq (default) or poisson, maximum likelihood for counts.

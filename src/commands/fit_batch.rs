@@ -11,7 +11,7 @@ use crate::MethodArg;
 use anyhow::{Context, anyhow, bail};
 use cudamin::data::read_columns;
 use cudamin::problems::fit::find_model;
-use cudamin::problems::fit_batch::{Batch, BatchResult, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, BatchResult, Points, fit_batch_on};
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
@@ -24,7 +24,8 @@ struct BatchReport<'a> {
     /// The column whose values group the rows.
     batch: &'a str,
     fits: usize,
-    points: usize,
+    /// The rows fitted, every group's.
+    rows: usize,
     params: usize,
     names: Vec<String>,
     estimator: &'static str,
@@ -41,6 +42,8 @@ struct BatchReport<'a> {
 struct FitLine<'a> {
     /// Its rows' value of the batch column.
     id: f64,
+    /// Its rows.
+    points: usize,
     status: i32,
     success: bool,
     message: &'a str,
@@ -95,14 +98,13 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
     let sigma = args.sigma.as_ref().and_then(|_| columns.next());
     let ids = columns.next().context("the batch column was not read")?;
     let groups = groups(&ids).map_err(|e| anyhow!("{shown}: {e}"))?;
-    let points = groups.first().map_or(0, |(_, rows)| rows.len());
-    if let Some((id, rows)) = groups.iter().find(|(_, rows)| rows.len() != points) {
-        bail!(
-            "{shown}: --batch needs groups of one size: {column} = {} has {points} rows, {column} = {id} has {}",
-            groups[0].0,
-            rows.len()
-        );
-    }
+    let offsets: Vec<usize> = [0]
+        .into_iter()
+        .chain(groups.iter().scan(0, |end, (_, rows)| {
+            *end += rows.len();
+            Some(*end)
+        }))
+        .collect();
     let gather = |values: &[f64]| -> Vec<f64> {
         (groups.iter())
             .flat_map(|(_, rows)| rows.iter().map(|&r| values[r]))
@@ -127,7 +129,7 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
         x: &x,
         y: &y,
         sigma: sigma.as_deref(),
-        points,
+        points: Points::Ragged(&offsets),
         p0: &p0,
         precision: args.dtype.unwrap_or_default().into(),
         estimator: args.estimator.unwrap_or_default().into(),
@@ -140,7 +142,7 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
         model: model.name,
         batch: column,
         fits: groups.len(),
-        points,
+        rows: y.len(),
         params: p,
         names,
         estimator: args.estimator.unwrap_or_default().name(),
@@ -160,8 +162,9 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
 /// Each fit's line, in the groups' order.
 fn lines<'a>(groups: &[(f64, Vec<usize>)], result: &'a BatchResult, p: usize) -> Vec<FitLine<'a>> {
     (groups.iter().enumerate())
-        .map(|(f, (id, _))| FitLine {
+        .map(|(f, (id, rows))| FitLine {
             id: *id,
+            points: rows.len(),
             status: result.status[f],
             success: result.status[f] > 0,
             message: &result.message[f],
@@ -179,7 +182,7 @@ fn lines<'a>(groups: &[(f64, Vec<usize>)], result: &'a BatchResult, p: usize) ->
 fn print_csv(report: &BatchReport<'_>) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let errors = report.names.iter().map(|name| format!("{name}_stderr"));
-    let header: Vec<String> = ["id", "status", "nfev", "cost"]
+    let header: Vec<String> = ["id", "points", "status", "nfev", "cost"]
         .into_iter()
         .map(str::to_owned)
         .chain(report.names.iter().cloned())
@@ -188,7 +191,7 @@ fn print_csv(report: &BatchReport<'_>) -> anyhow::Result<()> {
     writeln!(out, "{}", header.join(","))?;
     for line in &report.results {
         let values = line.x.iter().chain(&line.stderr).map(f64::to_string);
-        let head = [line.id.to_string(), line.status.to_string()];
+        let head = [line.id, line.points as f64, f64::from(line.status)].map(|v| v.to_string());
         let head = head
             .into_iter()
             .chain([line.nfev.to_string(), line.cost.to_string()]);
@@ -197,10 +200,10 @@ fn print_csv(report: &BatchReport<'_>) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     writeln!(
         err,
-        "{} on {} groups of {} rows by {} ({}, {}): {} succeeded in {:.3} s on {}",
+        "{} on {} groups of {} rows in all, by {} ({}, {}): {} succeeded in {:.3} s on {}",
         report.model,
         report.fits,
-        report.points,
+        report.rows,
         report.batch,
         report.estimator,
         report.dtype,

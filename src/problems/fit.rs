@@ -116,6 +116,12 @@ pub enum FitError {
         /// The model's name.
         model: &'static str,
     },
+    /// A ragged batch's offsets do not rise from 0 to its points.
+    #[error("the offsets must rise from 0 to y's {points} points, one more than the fits")]
+    Offsets {
+        /// The batch's points, `y`'s length.
+        points: usize,
+    },
     /// A Poisson fit asked of data or a model that cannot take one.
     #[error("{model}: poisson fits {reason}")]
     Poisson {

@@ -1,5 +1,5 @@
-//! Many small fits at once: one model fitted to each of `F` data sets of `M` points, each from
-//! its own start, as a loop of `curve_fit` calls would, on every CPU core, one fit per task.
+//! Many small fits at once: one model fitted to each of `F` data sets of `M` points (or of
+//! their own counts, [`Points::Ragged`]), each from its own start, as a loop of `curve_fit` calls would, on every CPU core, one fit per task.
 //! A fit that fails (NaN in its data, a singular Jacobian) fails alone, with its own status.
 //! The fits run in `f64`, or in single precision where the batch asks ([`Precision`]); by
 //! least squares, or for counts by Poisson maximum likelihood ([`Estimator`]).
@@ -14,25 +14,36 @@ use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{Failure, PARAMS_MAX, REPORT, out_stride};
 use gpu_kernels::raw::RawKernel;
 use rayon::prelude::*;
+use std::ops::Range;
 
-/// The data of `F` fits of `M` points each.
+/// The data of `F` fits, their `N` points one fit after another.
 #[derive(Clone, Copy, Debug)]
 pub struct Batch<'a> {
-    /// The predictors, one column each: `M` values that every fit shares, or `F·M`, fit `f`'s
-    /// points at `f·M..(f + 1)·M`.
+    /// The predictors, one column each: a value per point (`N`), or with [`Points::Each`]`(M)`,
+    /// `M` values that every fit shares.
     pub x: &'a [&'a [f64]],
-    /// The observations, `F·M`, fit by fit.
+    /// The observations, `N`, fit by fit.
     pub y: &'a [f64],
-    /// One `σ > 0` per observation, `F·M`; `None` weighs every point 1.
+    /// One `σ > 0` per observation, `N`; `None` weighs every point 1.
     pub sigma: Option<&'a [f64]>,
-    /// The points of each fit, `M`.
-    pub points: usize,
+    /// Which points each fit has.
+    pub points: Points<'a>,
     /// The starts: `p` values for every fit, or `F·p`, fit by fit.
     pub p0: &'a [f64],
     /// The precision the fits compute in.
     pub precision: Precision,
     /// What the fits minimize.
     pub estimator: Estimator,
+}
+
+/// Which of a batch's points each fit has.
+#[derive(Clone, Copy, Debug)]
+pub enum Points<'a> {
+    /// `M` each: fit `f`'s are `f·M .. (f + 1)·M`.
+    Each(usize),
+    /// As many as the offsets say: fit `f`'s are `offsets[f] .. offsets[f + 1]`, `F + 1`
+    /// offsets rising from 0 to `N`.
+    Ragged(&'a [usize]),
 }
 
 /// What each fit of a batch minimizes.
@@ -119,28 +130,40 @@ pub fn fit_batch_on(
     options: &LmOptions,
     absolute_sigma: bool,
 ) -> Result<BatchResult, FitError> {
-    let m = batch.points;
-    if m == 0 || batch.y.len() % m != 0 {
-        return Err(FitError::Lengths {
-            x: m,
-            y: batch.y.len(),
-            sigma: None,
-        });
-    }
-    let fits = batch.y.len() / m;
-    let shared = batch.x.first().is_some_and(|x| x.len() == m);
-    let per_fit = |len: usize| len == m * fits || (shared && len == m);
-    if let Some(bad) = batch.x.iter().find(|x| !per_fit(x.len())) {
+    let total = batch.y.len();
+    let (fits, each) = match batch.points {
+        Points::Each(m) if m == 0 || total % m != 0 => {
+            return Err(FitError::Lengths {
+                x: m,
+                y: total,
+                sigma: None,
+            });
+        }
+        Points::Each(m) => (total / m, Some(m)),
+        Points::Ragged(offsets) => {
+            let rising = offsets.windows(2).all(|w| w[0] <= w[1]);
+            if !rising || offsets.first() != Some(&0) || offsets.last() != Some(&total) {
+                return Err(FitError::Offsets { points: total });
+            }
+            (offsets.len() - 1, None)
+        }
+    };
+    let shared = |len: usize| each == Some(len) && batch.x.first().is_some_and(|x| x.len() == len);
+    if let Some(bad) = batch
+        .x
+        .iter()
+        .find(|x| x.len() != total && !shared(x.len()))
+    {
         return Err(FitError::Lengths {
             x: bad.len(),
-            y: batch.y.len(),
+            y: total,
             sigma: None,
         });
     }
-    if let Some(sigma) = batch.sigma.filter(|s| s.len() != batch.y.len()) {
+    if let Some(sigma) = batch.sigma.filter(|s| s.len() != total) {
         return Err(FitError::Lengths {
-            x: m * fits,
-            y: batch.y.len(),
+            x: total,
+            y: total,
             sigma: Some(sigma.len()),
         });
     }
@@ -214,11 +237,26 @@ struct FitView<'a> {
 }
 
 impl FitView<'_> {
+    /// Fit `f`'s points.
+    fn range(&self, f: usize) -> Range<usize> {
+        match self.batch.points {
+            Points::Each(m) => f * m..(f + 1) * m,
+            Points::Ragged(offsets) => offsets[f]..offsets[f + 1],
+        }
+    }
+
     /// Fit `f`'s columns.
     fn columns<'c>(&'c self, f: usize, x: &'c mut Vec<&'c [f64]>) -> Columns<'c> {
-        let m = self.batch.points;
-        let rows = f * m..(f + 1) * m;
-        x.extend((self.batch.x.iter()).map(|x| if x.len() == m { *x } else { &x[rows.clone()] }));
+        let rows = self.range(f);
+        let total = self.batch.y.len();
+        let own = |x: &&'c [f64]| {
+            if x.len() == total {
+                &x[rows.clone()]
+            } else {
+                *x
+            }
+        };
+        x.extend(self.batch.x.iter().map(own));
         Columns {
             x,
             y: &self.batch.y[rows.clone()],
@@ -269,13 +307,22 @@ fn batched(
     options: &LmOptions,
     absolute_sigma: bool,
 ) -> Result<Option<Vec<Outcome>>, FitError> {
-    let (p, m, fits) = (view.p, view.batch.points, view.fits);
+    let (p, fits) = (view.p, view.fits);
+    let Some(largest) = (0..fits).max_by_key(|&f| view.range(f).len()) else {
+        return Ok(Some(Vec::new()));
+    };
     let cols = view.batch.x.len() + 2;
-    let table = cols * m;
-    let mut data = vec![0.0; fits * table];
+    let mut data = vec![0.0; cols * view.batch.y.len()];
     let poisson = view.batch.estimator == Estimator::Poisson;
+    let mut tables = Vec::with_capacity(fits);
+    let mut rest = &mut data[..];
+    for f in 0..fits {
+        let (own, tail) = rest.split_at_mut(cols * view.range(f).len());
+        tables.push(own);
+        rest = tail;
+    }
     // Each fit's table in the fit layout (the predictors, y, w = 1/σ), and what stops it.
-    let refusals: Vec<Option<String>> = (data.par_chunks_mut(table).enumerate())
+    let refusals: Vec<Option<String>> = (tables.into_par_iter().enumerate())
         .map(|(f, own)| {
             let mut x = Vec::new();
             let columns = view.columns(f, &mut x);
@@ -288,9 +335,16 @@ fn batched(
             }
         })
         .collect();
-    let Some(kernel) = model.batch_kernel(p, Data::new(&data[..table], m), poisson)? else {
+    // The model's check, on the largest fit's table.
+    let rows = view.range(largest);
+    let table = Data::new(&data[cols * rows.start..cols * rows.end], rows.len());
+    let Some(kernel) = model.batch_kernel(p, table, poisson)? else {
         return Ok(None);
     };
+    let offsets: Vec<f64> = (0..fits)
+        .map(|f| view.range(f).start as f64)
+        .chain([view.batch.y.len() as f64])
+        .collect();
     // A count's variance is its mean: the Fisher information's inverse is the covariance.
     let absolute_sigma = absolute_sigma || poisson;
     let starts: Vec<f64> = (0..fits).flat_map(|f| view.start(f).to_vec()).collect();
@@ -300,17 +354,17 @@ fn batched(
     launch(
         backend,
         kernel,
-        &data,
+        (&data, &offsets),
         &starts,
         &mut out,
-        (m, p),
+        p,
         options,
         single,
     )?;
-    let outcomes = (out.par_chunks(stride).zip(refusals))
-        .map(|(own, refusal)| match refusal {
+    let outcomes = (out.par_chunks(stride).zip(refusals).enumerate())
+        .map(|(f, (own, refusal))| match refusal {
             Some(reason) => failed(p, reason),
-            None => outcome(own, p, m, absolute_sigma),
+            None => outcome(own, p, view.range(f).len(), absolute_sigma),
         })
         .collect();
     Ok(Some(outcomes))
@@ -319,6 +373,9 @@ fn batched(
 /// Packs one fit's columns into `own` in the fit layout; the reason it cannot run, if any.
 fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64]) -> Option<String> {
     let (p, points) = (start.len(), columns.y.len());
+    if let Err(error) = check_determined(points, p, 0) {
+        return Some(error.to_string());
+    }
     let mut chunks = own.chunks_exact_mut(points);
     // The predictors first in the zip: it stops at their end without taking a chunk.
     for (x, to) in columns.x.iter().zip(chunks.by_ref()) {
@@ -337,24 +394,21 @@ fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64]) -> Option<String> 
             }
         }
     }
-    if let Err(error) = check_determined(points, p, 0) {
-        return Some(error.to_string());
-    }
     let bad = start.iter().enumerate().find(|(_, v)| !v.is_finite());
     bad.map(|(index, &value)| SolveError::NonFiniteX0 { index, value }.to_string())
 }
 
-/// Launches `kernel` over every fit of `points` points and `p` parameters, in single precision
-/// where `single` says so: one thread each, on the GPU blocks of 64 (the loop's memory is per
-/// thread), on the CPU as rayon splits them.
+/// Launches `kernel` over every fit of `p` parameters, their tables in `data` as `offsets` say,
+/// in single precision where `single` says so: one thread each, on the GPU blocks of 64 (the
+/// loop's memory is per thread), on the CPU as rayon splits them.
 #[allow(clippy::too_many_arguments)]
 fn launch(
     backend: &Backend,
     kernel: &RawKernel,
-    data: &[f64],
+    (data, offsets): (&[f64], &[f64]),
     starts: &[f64],
     out: &mut [f64],
-    (points, p): (usize, usize),
+    p: usize,
     options: &LmOptions,
     single: bool,
 ) -> Result<(), FitError> {
@@ -367,9 +421,9 @@ fn launch(
     let max_nfev = options.max_nfev.unwrap_or(p.saturating_mul(100));
     let mut args = [
         RawArg::In(data),
+        RawArg::In(offsets),
         RawArg::In(starts),
         RawArg::Out(out),
-        RawArg::U64(points as u64),
         RawArg::U64(p as u64),
         RawArg::F64(options.ftol),
         RawArg::F64(options.xtol),

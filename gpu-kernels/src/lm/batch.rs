@@ -114,33 +114,38 @@ pub const fn out_stride(n: usize) -> usize {
 }
 
 /// A batch kernel's work for the fits this thread takes (a grid-stride loop, one fit at a
-/// time), fits of `points` points and `n` parameters. Fit `f` reads its table from `data`
-/// (`cols · points` values, column after column, the fits' tables one after another) and its
-/// start from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
-/// `f · out_stride(n)`, in single precision where `single` says so. A fit's failure is its own
-/// status; no fit reads another's data.
+/// time), fits of `n` parameters. Fit `f` has the points `offsets[f] .. offsets[f + 1]` of
+/// all `N = offsets[F]`: it reads its table from `data` (`cols` columns of its points, column
+/// after column, from `cols · offsets[f]`, where `data` holds `cols · N` values) and its start
+/// from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
+/// `f · out_stride(n)`, in single precision where `single` says so. The offsets are whole
+/// numbers as `f64`s, exact below 2⁵³. A fit's failure is its own status; no fit reads
+/// another's data.
 #[inline(always)]
 pub fn fit_thread<T: Term>(
     thread: Thread,
-    data: &[f64],
+    (data, offsets): (&[f64], &[f64]),
     starts: &[f64],
     out: Out<'_>,
-    (points, n): (usize, usize),
+    n: usize,
     settings: &Settings,
     single: bool,
 ) {
     if n == 0 || n > PARAMS_MAX {
         return;
     }
-    let fits = (starts.len() / n).min(out.len() / out_stride(n));
-    let table = if fits * points == 0 {
-        0
-    } else {
-        data.len() / fits
-    };
+    let fits = (starts.len() / n)
+        .min(out.len() / out_stride(n))
+        .min(offsets.len().saturating_sub(1));
+    let total = offsets.get(fits).map_or(0, |&last| last as usize);
+    let cols = data.len().checked_div(total).unwrap_or(0);
     let stride = out_stride(n);
     for f in thread.grid_stride(fits) {
-        let own = Data::new(&data[f * table..(f + 1) * table], points);
+        let (first, end) = (offsets[f] as usize, offsets[f + 1] as usize);
+        // Offsets out of order or past the data leave the fit no points: it fails alone.
+        let table = data.get(cols * first..cols * end).unwrap_or(&[]);
+        let rows = if table.is_empty() { 0 } else { end - first };
+        let own = Data::new(table, rows);
         let start = &starts[f * n..(f + 1) * n];
         let at = (out, f * stride);
         match single {
@@ -186,9 +191,9 @@ fn fit_into<T: Term, F: Float, const L: usize>(
 
 /// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
 /// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
-/// arguments `(data: In, starts: In, out: Out, points: U64, params: U64, ftol: F64,
-/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU;
-/// `single` other than 0 runs the fits in single precision.
+/// arguments `(data: In, offsets: In, starts: In, out: Out, params: U64, ftol: F64, xtol: F64,
+/// gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU; `single`
+/// other than 0 runs the fits in single precision.
 #[macro_export]
 macro_rules! batch_kernel {
     ($name:ident = $function:ident($term:ty)) => {
@@ -197,9 +202,9 @@ macro_rules! batch_kernel {
         pub fn $function(
             thread: $crate::raw::Thread,
             data: &[f64],
+            offsets: &[f64],
             starts: &[f64],
             out: $crate::raw::Out<'_>,
-            points: u64,
             params: u64,
             ftol: f64,
             xtol: f64,
@@ -217,10 +222,10 @@ macro_rules! batch_kernel {
             };
             $crate::lm::batch::fit_thread::<$term>(
                 thread,
-                data,
+                (data, offsets),
                 starts,
                 out,
-                (points as usize, params as usize),
+                params as usize,
                 &settings,
                 single != 0,
             );
@@ -228,9 +233,9 @@ macro_rules! batch_kernel {
         $crate::grid_kernel!(
             $name = $function(
                 data: In,
+                offsets: In,
                 starts: In,
                 out: Out,
-                points: U64,
                 params: U64,
                 ftol: F64,
                 xtol: F64,

@@ -5,7 +5,7 @@
 use crate::Catalog;
 use crate::args;
 use crate::errors::Failure;
-use cudamin::problems::fit_batch::{Batch, Estimator, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{Batch, Estimator, Points, Precision, fit_batch_on};
 use cudamin::{BackendChoice, Bounds};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -30,7 +30,9 @@ pub(crate) struct Limits {
 }
 
 /// Fits `model` with `p0`'s parameter count (`p` for all fits, or `F·p`, given `F`) to each
-/// `points`-row slice of `ydata` at `xdata` (columns of `points` values, shared, or `F·points`).
+/// `points`-row slice of `ydata` at `xdata` (columns of `points` values, shared, or `F·points`),
+/// or with `offsets` (`F + 1`, rising from 0 to `N`) to each slice they mark, `xdata` then a
+/// value per point.
 #[allow(clippy::too_many_arguments)] // the Python call's keywords
 pub(crate) fn curve_fit_batch<'py>(
     catalog: &Catalog,
@@ -41,7 +43,7 @@ pub(crate) fn curve_fit_batch<'py>(
         PyReadonlyArray1<'py, f64>,
         Option<PyReadonlyArray1<'py, f64>>,
     ),
-    points: usize,
+    (points, offsets): (usize, Option<Vec<usize>>),
     (p0, params): (PyReadonlyArray1<'py, f64>, usize),
     absolute_sigma: bool,
     limits: Limits,
@@ -57,7 +59,10 @@ pub(crate) fn curve_fit_batch<'py>(
             .as_ref()
             .map(|s| args::slice("sigma", s))
             .transpose()?,
-        points,
+        points: match &offsets {
+            Some(offsets) => Points::Ragged(offsets),
+            None => Points::Each(points),
+        },
         p0: args::slice("p0", &p0)?,
         precision: match limits.single {
             true => Precision::F32,

@@ -395,12 +395,13 @@ impl Catalog {
 
     /// Fits model `model` to each of `F` data sets of `points` rows at once, on the CPU's
     /// cores: `ydata` is `F·points`, each column of `xdata` `points` (shared) or `F·points`,
-    /// `p0` `params` values (for all) or `F·params`; `single` computes in `f32`, `poisson` fits
-    /// counts by maximum likelihood. Flat arrays: `popt`, `pcov`, `status`, `nfev`, `cost`, and
-    /// a `message` per fit.
+    /// `p0` `params` values (for all) or `F·params`; with `offsets` (`F + 1`), fit `f` has the
+    /// rows `offsets[f] .. offsets[f + 1]` instead, `points` unread. `single` computes in `f32`,
+    /// `poisson` fits counts by maximum likelihood. Flat arrays: `popt`, `pcov`, `status`,
+    /// `nfev`, `cost`, and a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
     absolute_sigma=false, lower=None, upper=None, fixed=None, ftol=None, xtol=None, gtol=None,
-    max_nfev=None, backend="cpu", single=false, poisson=false))]
+    max_nfev=None, backend="cpu", single=false, poisson=false, offsets=None))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -423,6 +424,7 @@ impl Catalog {
         backend: &str,
         single: bool,
         poisson: bool,
+        offsets: Option<Vec<usize>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let limits = crate::batch::Limits {
@@ -443,7 +445,7 @@ impl Catalog {
             py,
             model,
             data,
-            points,
+            (points, offsets),
             starts,
             absolute_sigma,
             limits,
