@@ -25,6 +25,6 @@ pub use crate::{
     SumOfSquares, Term, Vars, Window,
 };
 #[doc(no_inline)]
-pub use crate::{block_kernel, grid_kernel, register_residuals, register_term};
+pub use crate::{batch_kernel, block_kernel, grid_kernel, register_residuals, register_term};
 #[cfg(target_arch = "nvptx64")]
 pub use crate::{raw::Block, shared_array};

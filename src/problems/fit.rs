@@ -8,6 +8,7 @@ use cudamin_host::plumbing::Shown;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
 use cudamin_host::{Backend, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
+use gpu_kernels::lm::batch;
 use gpu_kernels::raw::RawKernel;
 use gpu_kernels::terms::fit::{
     self, ExpDecay, ExpSin, Gauss2d, Gauss2dElliptic, GaussPeaks, Linear, Lorentzian, Poly,
@@ -159,6 +160,9 @@ pub struct Model {
     /// `None`: they are known by index alone.
     parameter_name: Option<fn(usize) -> String>,
     setup: Setup,
+    /// The name its term was registered under (`register_residuals!`): its batch kernels'
+    /// names begin with it.
+    term: &'static str,
     /// The term's own refusal of `p` parameters on a data table.
     check: fn(usize, Data<'_>) -> Result<(), &'static str>,
     /// The grid kernel that runs many small fits of the model at once, one per thread
@@ -357,6 +361,7 @@ impl Model {
             parameter_name: None,
             per_predictors: None,
             setup: setup::<T>,
+            term: T::NAME,
             check: check::<T>,
             batch: None,
             poisson_batch: None,
@@ -366,8 +371,16 @@ impl Model {
     }
 
     /// The model whose small fits run many at once on `kernel`, one per thread, on either
-    /// backend: `gpu_kernels::batch_kernel!` registers it.
+    /// backend: `gpu_kernels::batch_kernel!` registers it, named after the model's term.
+    ///
+    /// # Panics
+    /// Where `kernel` is another term's (its name is not the term's registered name then
+    /// `_batch`): at compile time where the model is a `static`, as models are.
     pub const fn batched(self, kernel: &'static RawKernel) -> Model {
+        assert!(
+            batch::is_named(kernel.name, self.term, batch::SUFFIX),
+            "a model's batch kernel is its own term's: named after the term's registration, then `_batch`"
+        );
         Model {
             batch: Some(kernel),
             ..self
@@ -375,8 +388,16 @@ impl Model {
     }
 
     /// The model whose small Poisson fits run many at once on `kernel` (see
-    /// [`batched`](Model::batched)).
+    /// [`batched`](Model::batched)), named after the term's registration then
+    /// `_poisson_batch`.
+    ///
+    /// # Panics
+    /// As [`batched`](Model::batched).
     pub const fn batched_poisson(self, kernel: &'static RawKernel) -> Model {
+        assert!(
+            batch::is_named(kernel.name, self.term, batch::POISSON_SUFFIX),
+            "a model's Poisson batch kernel is its own term's: named after the term's registration, then `_poisson_batch`"
+        );
         Model {
             poisson_batch: Some(kernel),
             ..self

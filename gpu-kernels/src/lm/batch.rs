@@ -189,11 +189,47 @@ fn fit_into<T: Term, F: Float, const L: usize>(
     }
 }
 
+/// The end of a batch kernel's name by least squares: its residual term's registered name,
+/// then this (`fit_gauss_2d_batch`). The host finds a kernel crate's batch kernels by it and
+/// checks that a model runs its own term's.
+pub const SUFFIX: &str = "_batch";
+
+/// The same for a batch kernel by Poisson likelihood (`fit_gauss_2d_poisson_batch`).
+pub const POISSON_SUFFIX: &str = "_poisson_batch";
+
+/// Whether `kernel` is named `term` then `suffix`, in a `const` context.
+pub const fn is_named(kernel: &str, term: &str, suffix: &str) -> bool {
+    let (kernel, term, suffix) = (kernel.as_bytes(), term.as_bytes(), suffix.as_bytes());
+    if kernel.len() != term.len() + suffix.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < kernel.len() {
+        let expected = if i < term.len() {
+            term[i]
+        } else {
+            suffix[i - term.len()]
+        };
+        if kernel[i] != expected {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
 /// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
 /// arguments `(data: In, offsets: In, starts: In, out: Out, params: U64, ftol: F64, xtol: F64,
 /// gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU; `single`
-/// other than 0 runs the fits in single precision.
+/// other than 0 runs the fits in single precision. Name `function` after the term's
+/// registration, with [`SUFFIX`] (or [`POISSON_SUFFIX`] for `PoissonDeviance<Term>`): a model
+/// takes only its own term's batch kernel, and a kernel crate's test finds it by that name.
+///
+/// ```ignore
+/// register_residuals!(MichaelisMenten, michaelis_menten);
+/// batch_kernel!(MICHAELIS_MENTEN_BATCH = michaelis_menten_batch(MichaelisMenten));
+/// ```
 #[macro_export]
 macro_rules! batch_kernel {
     ($name:ident = $function:ident($term:ty)) => {
@@ -409,5 +445,37 @@ impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
             sum += residual * residual;
         }
         Ok(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch kernel is its term's by name alone: the whole name, the term's then the suffix.
+    #[test]
+    fn a_kernel_is_named_after_its_terms_registration() {
+        assert!(is_named("fit_gauss_2d_batch", "fit_gauss_2d", SUFFIX));
+        assert!(is_named(
+            "fit_gauss_2d_poisson_batch",
+            "fit_gauss_2d",
+            POISSON_SUFFIX
+        ));
+        assert!(!is_named(
+            "fit_gauss_2d_poisson_batch",
+            "fit_gauss_2d",
+            SUFFIX
+        ));
+        assert!(!is_named(
+            "fit_gauss_2d_elliptic_batch",
+            "fit_gauss_2d",
+            SUFFIX
+        ));
+        assert!(!is_named(
+            "fit_gauss_2d_batch",
+            "fit_gauss_2d_elliptic",
+            SUFFIX
+        ));
+        assert!(!is_named("fit_gauss_2e_batch", "fit_gauss_2d", SUFFIX));
     }
 }

@@ -10,6 +10,28 @@ use std::process::Command;
 /// The architectures cudamin's PTX is checked for: Volta, Ampere, Hopper.
 pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
 
+/// The bytes of spills, stored and loaded alike, that entry `entry` may have. A batch kernel
+/// (`gpu_kernels::batch_kernel!`, its name ending in `_batch`) runs a whole fit's
+/// Levenberg–Marquardt loop per thread, its MINPACK memory on the stack by design, and holds
+/// the loop twice, in `f64` and in `f32`, each a function: at 255 registers they spill a few
+/// hundred bytes together, next to a stack frame seven times as large (BENCHMARKS.md lists
+/// both). Bounded, so that it cannot grow unseen; every other entry may spill nothing.
+pub fn spills_allowed(entry: &str) -> u32 {
+    if entry.ends_with("_batch") { 832 } else { 0 }
+}
+
+/// Whether `kernel`'s spills are within [`spills_allowed`] for entry `entry`, or why not.
+pub fn check_spills(arch: &str, entry: &str, kernel: &KernelReport) -> Result<(), String> {
+    let allowed = spills_allowed(entry);
+    if kernel.spill_stores <= allowed && kernel.spill_loads <= allowed {
+        return Ok(());
+    }
+    Err(format!(
+        "{arch}: `{entry}` spills registers ({} B stored, {} B loaded; {allowed} B allowed)",
+        kernel.spill_stores, kernel.spill_loads
+    ))
+}
+
 /// `$CUDAMIN_PTXAS`, else the ptxas of a `target/ptxas-venv` under `root`, if either exists.
 pub fn find(root: &Path) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CUDAMIN_PTXAS") {

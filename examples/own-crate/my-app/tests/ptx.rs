@@ -1,7 +1,8 @@
 //! my-kernels as PTX, checked without a GPU: every term registered in my-kernels (found by
 //! its entries' names, so a new term is checked without a line here) and the shared kernels
 //! cudamin launches are launched with the parameters their `.entry` takes, and the PTX holds
-//! nothing else; and ptxas assembles it for sm_70, sm_80 and sm_90 without spills. ptxas is
+//! nothing else; and ptxas assembles it for sm_70, sm_80 and sm_90 without spills (but a
+//! bounded few in a batch kernel, `ptxas::spills_allowed`). ptxas is
 //! found through `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn
 //! skips into failures.
 
@@ -61,11 +62,7 @@ fn ptxas_assembles_it_for_every_arch_without_spills() {
             ptxas::assemble(&ptxas_path, &file, arch).unwrap_or_else(|log| panic!("{log}"));
         print!("{}", ptxas::table(arch, &kernels));
         for (name, k) in &kernels {
-            assert_eq!(
-                (k.spill_stores, k.spill_loads),
-                (0, 0),
-                "{arch}: `{name}` spills"
-            );
+            ptxas::check_spills(arch, name, k).unwrap_or_else(|why| panic!("{why}"));
         }
     }
 }

@@ -7,10 +7,15 @@ use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
 use cudamin::plumbing::gpu::{DeviceVectors, ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
+use cudamin::problems::fit::Model;
+use cudamin::problems::fit_batch::{
+    Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
+};
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
     Loss, TermObjective, TermProblem, least_squares,
 };
+use my_kernels::michaelis_menten::MICHAELIS_MENTEN_BATCH;
 use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine, TwoPredictors};
 
 cudamin::include_ptx!("my_kernels");
@@ -162,11 +167,105 @@ fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
         .all(|(a, b)| (a - b).abs() <= tolerance * scale)
 }
 
+/// Michaelis–Menten as a model of many small fits, on its batch kernel.
+static RATES: Model = Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2", 2)
+    .batched(&MICHAELIS_MENTEN_BATCH);
+
+/// `fits` rate curves of 12 shared substrate values each, `(V, K)` different in every fit and
+/// the rates slightly perturbed: `(s, v, p0)`, each start 20 % off.
+fn rate_curves(fits: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let s: Vec<f64> = (0..12).map(|j| 0.2 + 0.8 * j as f64).collect();
+    let truth = |f: usize| [1.0 + 0.05 * f as f64, 0.5 + 0.03 * f as f64];
+    let mut v = Vec::with_capacity(fits * s.len());
+    for f in 0..fits {
+        let [v_max, k] = truth(f);
+        let wobble = |j: usize| 0.01 * ((f * s.len() + j) as f64).sin();
+        v.extend((s.iter().enumerate()).map(|(j, s)| v_max * s / (k + s) + wobble(j)));
+    }
+    let p0 = (0..fits).flat_map(|f| truth(f).map(|t| 1.2 * t)).collect();
+    (s, v, p0)
+}
+
+/// Tolerances of 1e-12: two fits of the same data, which round differently on their way,
+/// then stop close to each other.
+fn tight() -> LmOptions {
+    LmOptions {
+        ftol: 1e-12,
+        xtol: 1e-12,
+        gtol: 1e-12,
+        ..LmOptions::default()
+    }
+}
+
+/// Many fits at once on the batch kernel, on `backend`.
+fn batch_on(
+    backend: &Backend,
+    precision: Precision,
+    s: &[f64],
+    v: &[f64],
+    p0: &[f64],
+) -> BatchResult {
+    let batch = Batch {
+        x: &[s],
+        y: v,
+        sigma: None,
+        points: Points::Each(s.len()),
+        p0,
+        precision,
+        estimator: Estimator::LeastSquares,
+    };
+    fit_batch_on(backend, &RATES, 2, batch, &tight(), false).unwrap()
+}
+
+/// The batch kernel gives each fit what `least_squares` gives it alone, on the CPU; the
+/// simulator gives the CPU's answers. In `f64` they agree to where the stopping tests leave
+/// them (their sums round differently on the way), in `f32` to the bit.
+fn batch_fits_agree(sim: &Backend) {
+    let fits = 40;
+    let (s, v, p0) = rate_curves(fits);
+    let cpu = batch_on(&Backend::Cpu, Precision::F64, &s, &v, &p0);
+    let on_sim = batch_on(sim, Precision::F64, &s, &v, &p0);
+    let m = s.len();
+    for f in 0..fits {
+        let columns = [&s[..], &v[f * m..(f + 1) * m], &[1.0; 12]].concat();
+        let problem =
+            TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, columns, m).unwrap();
+        let loaded = Backend::Cpu.load_least_squares(problem).unwrap();
+        let mut objective = TermObjective::new(loaded, Gradient::Exact);
+        let alone = least_squares(&mut objective, &p0[2 * f..2 * f + 2], &tight());
+        let alone = alone.unwrap();
+        let covariance = alone.covariance(false).unwrap().matrix;
+        let (popt, pcov) = (&cpu.popt[2 * f..2 * f + 2], &cpu.pcov[4 * f..4 * f + 4]);
+        assert!(cpu.status[f] > 0, "fit {f}: {}", cpu.message[f]);
+        assert!(
+            close(popt, &alone.x, 1e-7),
+            "fit {f}: {popt:?} vs {:?}",
+            alone.x
+        );
+        assert!(
+            close(pcov, &covariance, 1e-6),
+            "fit {f}: {pcov:?} vs {covariance:?}"
+        );
+        assert!(on_sim.status[f] > 0, "fit {f}: {}", on_sim.message[f]);
+        let on_sim_popt = &on_sim.popt[2 * f..2 * f + 2];
+        assert!(
+            close(on_sim_popt, popt, 1e-7),
+            "fit {f}: {on_sim_popt:?} vs {popt:?}"
+        );
+    }
+    let cpu = batch_on(&Backend::Cpu, Precision::F32, &s, &v, &p0);
+    let on_sim = batch_on(sim, Precision::F32, &s, &v, &p0);
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&cpu.popt), bits(&on_sim.popt));
+    assert_eq!(cpu.status, on_sim.status);
+}
+
 #[test]
 fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     let Some(sim) = simulator() else {
         return;
     };
+    batch_fits_agree(&sim);
     // RobustLine: the value and each gradient scheme, plain and fused.
     let points = 700;
     let load = |backend: &Backend| {

@@ -4,7 +4,8 @@
 //! squares the objective, so Levenberg–Marquardt (cudamin's `least_squares`) can read the
 //! residuals themselves and BFGS can minimize the sum. Its data rows are the fit layout
 //! (`s`, `v`, and the weight `w = 1/σ`, 1 for unweighted points), as cudamin's built-in models
-//! read theirs: so `my-py` can offer it to Python's `curve_fit` with `sigma`.
+//! read theirs: so `my-py` can offer it to Python's `curve_fit` with `sigma`, and its batch
+//! kernel to `curve_fit_batch`.
 
 use gpu_kernels::prelude::*;
 
@@ -36,3 +37,6 @@ impl Term for MichaelisMenten {
 }
 
 register_residuals!(MichaelisMenten, michaelis_menten);
+// Many small fits at once (`curve_fit_batch`): the whole Levenberg–Marquardt loop of one fit
+// per GPU thread or CPU task. Its name is the registration's with `_batch`.
+batch_kernel!(MICHAELIS_MENTEN_BATCH = michaelis_menten_batch(MichaelisMenten));

@@ -11,6 +11,7 @@ use super::ptx::ParamType;
 use KernelArg::Ptr;
 use gpu_kernels::kernel::DENSE_FINISH;
 use gpu_kernels::kernel::loss::RobustLoss;
+use gpu_kernels::lm::batch;
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
 use gpu_kernels::{Gradient, Kernels, ResidualKernels, SumOfSquares};
@@ -282,21 +283,35 @@ impl Launch {
 /// A launch of every raw kernel in `gpu-kernels`, with placeholder arguments of the kinds its
 /// registration declares. The PTX signature test checks each against its `.entry`.
 pub fn raw_launches() -> Vec<Launch> {
-    gpu_kernels::terms::RAW_KERNELS
-        .iter()
-        .filter_map(|kernel| {
-            let args = kernel
-                .params
-                .iter()
-                .map(|p| match p {
-                    Arg::In(()) | Arg::Out(()) => KernelArg::Slice { ptr: 1, len: 1 },
-                    Arg::F64(()) => KernelArg::F64(0.0),
-                    Arg::U64(()) => KernelArg::U64(0),
-                })
-                .collect();
-            Launch::raw(kernel, args)
+    (gpu_kernels::terms::RAW_KERNELS.iter())
+        .filter_map(|kernel| Launch::raw(kernel, placeholder_args(kernel.params)))
+        .collect()
+}
+
+/// Placeholder arguments of the kinds `params` declares.
+fn placeholder_args(params: &[RawParam]) -> Vec<KernelArg> {
+    (params.iter())
+        .map(|p| match p {
+            Arg::In(()) | Arg::Out(()) => KernelArg::Slice { ptr: 1, len: 1 },
+            Arg::F64(()) => KernelArg::F64(0.0),
+            Arg::U64(()) => KernelArg::U64(0),
         })
         .collect()
+}
+
+/// The batch kernels of a residual term registered as `name` that `entries` hold: each named
+/// `name` and a suffix (`gpu_kernels::lm::batch::SUFFIX`, `POISSON_SUFFIX`), by the convention
+/// of `gpu_kernels::batch_kernel!`, which gives every batch kernel the same parameters.
+fn batch_launches<'a>(
+    name: &'a str,
+    entries: &'a BTreeSet<&str>,
+) -> impl Iterator<Item = Launch> + 'a {
+    let params = gpu_kernels::terms::fit::gauss_2d::FIT_GAUSS_2D_BATCH.params;
+    [batch::SUFFIX, batch::POISSON_SUFFIX]
+        .into_iter()
+        .map(move |suffix| format!("{name}{suffix}"))
+        .filter(|entry| entries.contains(entry.as_str()))
+        .map(move |entry| Launch::of(entry, placeholder_args(params)))
 }
 
 /// Term buffers at placeholder addresses, for the signature test's launches.
@@ -427,15 +442,21 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 
 /// Every launch the host would make on a kernel crate's `ptx`, derived from its entry names:
 /// those of each term it registered ([`registered_terms`]) and of the kernels every kernel
-/// crate's PTX holds (sums, finishing, vector kernels). [`check_launches`] then reports any
-/// launch that does not match its entry and any entry that none of them explains (a raw
-/// kernel: add its [`Launch::raw`]).
+/// crate's PTX holds (sums, finishing, vector kernels), and of each residual term's batch
+/// kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch that does not match
+/// its entry and any entry that none of them explains (another raw kernel: add its
+/// [`Launch::raw`]).
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
     let b = PLACEHOLDER_BUFFERS;
     launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, b, 3, 1, 4)));
+    let entries = super::ptx::entries(ptx)?;
+    let names: BTreeSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     for term in registered_terms(ptx)? {
         launches.extend(term.launches());
+        if term.least_squares.is_some() {
+            launches.extend(batch_launches(&term.name, &names));
+        }
     }
     let mut seen = BTreeSet::new();
     launches.retain(|launch| seen.insert(launch.kernel.clone()));
