@@ -6,7 +6,7 @@ use cudamin::problems::fit::{FitError, find_model};
 use cudamin::problems::fit_batch::{
     Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
 };
-use cudamin::{Backend, BackendChoice, LmOptions};
+use cudamin::{Backend, BackendChoice, Bounds, LmOptions};
 
 /// A 5 × 5 grid of pixel centres: the predictors `x`, `y` shared by every fit.
 fn grid() -> (Vec<f64>, Vec<f64>) {
@@ -47,7 +47,8 @@ fn run_on(
     p0: &[f64],
     grid: &(Vec<f64>, Vec<f64>),
 ) -> Result<BatchResult, FitError> {
-    run_as(backend, (precision, Estimator::LeastSquares), y, p0, grid)
+    let how = (precision, Estimator::LeastSquares, &LmOptions::default());
+    run_as(backend, how, y, p0, grid)
 }
 
 /// [`run`] on `backend` by `estimator`.
@@ -58,13 +59,19 @@ fn run_by(
     p0: &[f64],
     grid: &(Vec<f64>, Vec<f64>),
 ) -> Result<BatchResult, FitError> {
-    run_as(backend, (Precision::F64, estimator), y, p0, grid)
+    run_as(
+        backend,
+        (Precision::F64, estimator, &LmOptions::default()),
+        y,
+        p0,
+        grid,
+    )
 }
 
-/// [`run`] on `backend`, in `precision`, by `estimator`.
+/// [`run`] on `backend`, in `precision`, by `estimator`, with `options`.
 fn run_as(
     backend: &Backend,
-    (precision, estimator): (Precision, Estimator),
+    (precision, estimator, options): (Precision, Estimator, &LmOptions),
     y: &[f64],
     p0: &[f64],
     grid: &(Vec<f64>, Vec<f64>),
@@ -80,7 +87,7 @@ fn run_as(
         precision,
         estimator,
     };
-    fit_batch_on(backend, model, 5, batch, &LmOptions::default(), false)
+    fit_batch_on(backend, model, 5, batch, options, false)
 }
 
 /// 200 spots with a deterministic ±3 % ripple on each pixel in place of noise, and their
@@ -232,7 +239,7 @@ fn single_precision_gives_the_double_answers() {
     );
     assert!(relative <= 2e-3 && in_errors <= 1e-2 && pcov_off <= 1e-2);
     let held = LmOptions {
-        fixed: Some(vec![false, false, false, true, false]),
+        bounds: Some(spot_box()),
         ..LmOptions::default()
     };
     let model = find_model("gauss-2d").unwrap();
@@ -339,11 +346,11 @@ fn poisson_fits_find_the_likelihoods_maximum() {
     let plain = LmOptions::default();
     let sigma = vec![1.0; y.len()];
     assert!(refused("gauss-2d", 5, Some(&sigma), &plain).contains("sigma"));
-    let held = LmOptions {
-        fixed: Some(vec![false, false, false, true, false]),
+    let bounded = LmOptions {
+        bounds: Some(spot_box()),
         ..LmOptions::default()
     };
-    assert!(refused("gauss-2d", 5, None, &held).contains("held"));
+    assert!(refused("gauss-2d", 5, None, &bounded).contains("no bounds"));
     assert!(refused("linear", 3, None, &plain).contains("not offered"));
 }
 
@@ -424,4 +431,74 @@ fn ragged_fits_are_each_the_fit_alone() {
         let error = ragged(&Backend::Cpu, &bad).unwrap_err();
         assert!(matches!(error, FitError::Offsets { points: 77 }), "{error}");
     }
+}
+
+/// A box around every spot: widths and amplitudes positive, the rest free.
+fn spot_box() -> Bounds {
+    let inf = f64::INFINITY;
+    Bounds {
+        lower: vec![0.0, -inf, -inf, 0.0, -inf],
+        upper: vec![inf; 5],
+    }
+}
+
+/// Held parameters run on the batch kernel, which fits the function of the free ones: each
+/// fit is the one `least_squares` makes alone with the same parameter held (the batch's
+/// one-by-one path, taken here by an infinite box), its covariance 0 in the held rows and
+/// columns. The simulator gives the CPU's answers; `f32` and Poisson fits hold parameters too.
+#[test]
+fn held_parameters_fit_the_others_on_the_kernel() {
+    let grid = grid();
+    let fits = 40;
+    let (y, p0) = rippled_spots(&grid, fits);
+    let held = LmOptions {
+        fixed: Some(vec![false, false, false, true, false]),
+        ftol: 1e-12,
+        xtol: 1e-12,
+        gtol: 1e-12,
+        ..LmOptions::default()
+    };
+    let one_by_one = LmOptions {
+        bounds: Some(Bounds {
+            lower: vec![-f64::INFINITY; 5],
+            upper: vec![f64::INFINITY; 5],
+        }),
+        ..held.clone()
+    };
+    let how = |precision, estimator, options| (precision, estimator, options);
+    let lsq = |precision, options| how(precision, Estimator::LeastSquares, options);
+    let cpu = Backend::Cpu;
+    let kernel = run_as(&cpu, lsq(Precision::F64, &held), &y, &p0, &grid).unwrap();
+    let alone = run_as(&cpu, lsq(Precision::F64, &one_by_one), &y, &p0, &grid).unwrap();
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let on_sim = run_as(&sim, lsq(Precision::F64, &held), &y, &p0, &grid).unwrap();
+    for f in 0..fits {
+        let (x, pcov) = (&kernel.popt[f * 5..][..5], &kernel.pcov[f * 25..][..25]);
+        assert!(kernel.status[f] > 0, "fit {f}: {}", kernel.message[f]);
+        assert_eq!(x[3], p0[f * 5 + 3], "fit {f}: the held width moved");
+        assert!(close(x, &alone.popt[f * 5..][..5], 1e-9), "fit {f}");
+        assert!(close(pcov, &alone.pcov[f * 25..][..25], 1e-7), "fit {f}");
+        assert!((0..5).all(|i| pcov[i * 5 + 3] == 0.0 && pcov[3 * 5 + i] == 0.0));
+        assert!(close(&on_sim.popt[f * 5..][..5], x, 1e-9), "fit {f}");
+    }
+    // In single precision, the same bits on both; by Poisson likelihood, the width still held.
+    let single = run_as(&cpu, lsq(Precision::F32, &held), &y, &p0, &grid).unwrap();
+    let on_sim = run_as(&sim, lsq(Precision::F32, &held), &y, &p0, &grid).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&single.popt), bits(&on_sim.popt));
+    let poisson = how(Precision::F64, Estimator::Poisson, &held);
+    let counts = run_as(&cpu, poisson, &y, &p0, &grid).unwrap();
+    for f in 0..fits {
+        assert!(single.status[f] > 0 && counts.status[f] > 0, "fit {f}");
+        assert_eq!(single.popt[f * 5 + 3], f64::from(p0[f * 5 + 3] as f32));
+        assert_eq!(counts.popt[f * 5 + 3], p0[f * 5 + 3]);
+    }
+}
+
+/// Whether `a` is `b` within `tolerance` of `b`'s largest entry.
+fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
+    let scale = b.iter().fold(0.0, |m: f64, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .all(|(a, b)| (a - b).abs() <= tolerance * scale)
 }

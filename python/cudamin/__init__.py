@@ -650,11 +650,12 @@ class Solvers:
         is scipy's success. A fit that fails (NaN in its data) fails alone, with status -1.
         ``bounds`` and ``fixed`` (indices, a mask or names) are ``curve_fit``'s, the same for
         every fit; a bounded fit runs trf, as scipy's does. ``backend='cuda'`` or ``'sim'`` runs a
-        plain fit of at most 8 parameters one per GPU thread (the PTX simulator runs the same
-        kernel on the CPU); any other runs on the CPU. ``dtype=np.float32`` computes the fits in
-        single precision, Gpufit's default, and returns float32 arrays: each answer within a
-        hundredth of its standard error of float64's; tolerances below float32's epsilon are
-        raised to it. Only plain fits take it. ``estimator='poisson'`` fits counts by Poisson
+        fit of at most 8 parameters without bounds one per GPU thread (the PTX simulator runs the
+        same kernel on the CPU), ``fixed`` parameters held there too; any other runs on the CPU.
+        ``dtype=np.float32`` computes the fits in single precision, Gpufit's default, and returns
+        float32 arrays: each answer within a hundredth of its standard error of float64's;
+        tolerances below float32's epsilon are raised to it. Only fits without bounds take it.
+        ``estimator='poisson'`` fits counts by Poisson
         maximum likelihood, Gpufit's MLE: no ``sigma``, ``pcov`` the inverse Fisher
         information, ``cost`` half the deviance; gauss-2d, gauss-2d-elliptic, exp-decay and
         lorentzian take it, as plain fits. ``offsets`` (``F + 1`` integers rising from 0 to

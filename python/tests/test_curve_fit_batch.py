@@ -80,6 +80,16 @@ def test_bounds_and_fixed_parameters_are_scipys():
         four = lambda x, a, x0, y0, s, b=p0[f, 4]: gauss_2d(x, a, x0, y0, s, b)  # noqa: E731
         expected, _ = curve_fit(four, GRID.T, y[f], p0=p0[f, :4], **TIGHT)
         np.testing.assert_allclose(held[f, :4], expected, rtol=1e-6)
+    # Held parameters run on the kernel: the simulator's answers, in float32 too, and counts.
+    on_sim, sim_pcov, _ = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, fixed=["b"], backend="sim", **TIGHT)
+    np.testing.assert_allclose(on_sim, held, rtol=1e-9)
+    assert np.all(sim_pcov[:, 4, :] == 0) and np.all(sim_pcov[:, :, 4] == 0)
+    single = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, fixed=[4], dtype=np.float32)
+    assert np.all(single[2]["status"] > 0)
+    np.testing.assert_array_equal(single[0][:, 4], p0[:, 4].astype(np.float32))
+    counts = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, fixed=[4], estimator="poisson")
+    assert np.all(counts[2]["status"] > 0)
+    np.testing.assert_array_equal(counts[0][:, 4], p0[:, 4])
 
 
 def test_lines_of_one_predictor_are_scipys_on_both_paths():

@@ -110,7 +110,7 @@ pub enum FitError {
     },
     /// Single precision asked of fits that run only in `f64`.
     #[error(
-        "{model}: single-precision fits run on the model's batch kernel, one fit per thread: at most {} parameters, no bounds, no held parameters, the linear loss; fit these in float64",
+        "{model}: single-precision fits run on the model's batch kernel, one fit per thread: at most {} parameters, no bounds, the linear loss; fit these in float64",
         gpu_kernels::lm::batch::PARAMS_MAX
     )]
     SinglePrecision {

@@ -8,7 +8,7 @@ use super::fit::{Columns, FitError, Model, check_determined};
 use super::problem::LoadError;
 use cudamin_host::{
     Backend, Factor, Gradient, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
-    TermObjective, covariance, least_squares,
+    TermObjective, covariance_of_free, least_squares,
 };
 use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{Failure, PARAMS_MAX, REPORT, out_stride};
@@ -57,7 +57,7 @@ pub enum Estimator {
     /// ([`gpu_kernels::PoissonDeviance`]). No `σ`: a count's variance is its mean, and `pcov` is
     /// the inverse of the Fisher information `JᵀJ` estimates, never rescaled. The models with a
     /// Poisson batch kernel take it (gauss-2d, gauss-2d-elliptic, exp-decay, lorentzian), with no
-    /// bounds and no held parameters.
+    /// bounds.
     Poisson,
 }
 
@@ -117,8 +117,8 @@ pub fn fit_batch(
     fit_batch_on(&Backend::Cpu, model, p, batch, options, absolute_sigma)
 }
 
-/// [`fit_batch`] on `backend`. A plain Levenberg–Marquardt fit (no bound, no held parameter,
-/// the linear loss) of at most eight parameters runs whole on one thread of the model's batch
+/// [`fit_batch`] on `backend`. A plain Levenberg–Marquardt fit (no bound, the linear loss) of
+/// at most eight parameters, some perhaps held, runs whole on one thread of the model's batch
 /// kernel, every fit at once: on a GPU, one fit per GPU thread; on the CPU, the same code over
 /// rayon. Any other runs as `least_squares` runs it, on the CPU, one fit per task, and is
 /// refused in single precision ([`FitError::SinglePrecision`]).
@@ -174,7 +174,13 @@ pub fn fit_batch_on(
             params: p,
         });
     }
-    let plain = p <= PARAMS_MAX && options.plain_lm(p).unwrap_or(false);
+    // Held parameters run on the kernel too: it fits the function of the free ones.
+    let unheld = LmOptions {
+        fixed: None,
+        ..options.clone()
+    };
+    let valid = options.plain_lm(p).is_ok();
+    let plain = p <= PARAMS_MAX && valid && unheld.plain_lm(p).unwrap_or(false);
     let poisson = batch.estimator == Estimator::Poisson;
     let refuse = |reason| FitError::Poisson {
         model: model.name,
@@ -185,7 +191,7 @@ pub fn fit_batch_on(
     }
     if poisson && !plain {
         return Err(refuse(
-            "run on the model's batch kernel: at most 8 parameters, no bounds, no held parameters, the linear loss",
+            "run on the model's batch kernel: at most 8 parameters, no bounds, the linear loss",
         ));
     }
     let view = FitView {
@@ -193,6 +199,7 @@ pub fn fit_batch_on(
         fits,
         p,
         one_start,
+        fixed: (options.fixed.clone()).unwrap_or_else(|| vec![false; p]),
     };
     let on_kernel = match plain {
         true => batched(backend, model, &view, options, absolute_sigma)?,
@@ -234,6 +241,8 @@ struct FitView<'a> {
     fits: usize,
     p: usize,
     one_start: bool,
+    /// Which parameters every fit holds at its start, `p`.
+    fixed: Vec<bool>,
 }
 
 impl FitView<'_> {
@@ -331,7 +340,7 @@ fn batched(
                 Some((index, y)) => {
                     Some(format!("a poisson fit takes counts: y at {index} is {y}"))
                 }
-                None => pack(own, columns, view.start(f)),
+                None => pack(own, columns, view.start(f), &view.fixed),
             }
         })
         .collect();
@@ -357,23 +366,25 @@ fn batched(
         (&data, &offsets),
         &starts,
         &mut out,
-        p,
+        &view.fixed,
         options,
         single,
     )?;
     let outcomes = (out.par_chunks(stride).zip(refusals).enumerate())
         .map(|(f, (own, refusal))| match refusal {
             Some(reason) => failed(p, reason),
-            None => outcome(own, p, view.range(f).len(), absolute_sigma),
+            None => outcome(own, view.range(f).len(), &view.fixed, absolute_sigma),
         })
         .collect();
     Ok(Some(outcomes))
 }
 
-/// Packs one fit's columns into `own` in the fit layout; the reason it cannot run, if any.
-fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64]) -> Option<String> {
+/// Packs one fit's columns into `own` in the fit layout; the reason it cannot run, if any,
+/// with the parameters `fixed` holds.
+fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64], fixed: &[bool]) -> Option<String> {
     let (p, points) = (start.len(), columns.y.len());
-    if let Err(error) = check_determined(points, p, 0) {
+    let held = fixed.iter().filter(|&&h| h).count();
+    if let Err(error) = check_determined(points, p, held) {
         return Some(error.to_string());
     }
     let mut chunks = own.chunks_exact_mut(points);
@@ -398,9 +409,10 @@ fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64]) -> Option<String> 
     bad.map(|(index, &value)| SolveError::NonFiniteX0 { index, value }.to_string())
 }
 
-/// Launches `kernel` over every fit of `p` parameters, their tables in `data` as `offsets` say,
-/// in single precision where `single` says so: one thread each, on the GPU blocks of 64 (the
-/// loop's memory is per thread), on the CPU as rayon splits them.
+/// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
+/// their tables in `data` as `offsets` say, in single precision where `single` says so: one
+/// thread each, on the GPU blocks of 64 (the loop's memory is per thread), on the CPU as rayon
+/// splits them.
 #[allow(clippy::too_many_arguments)]
 fn launch(
     backend: &Backend,
@@ -408,10 +420,12 @@ fn launch(
     (data, offsets): (&[f64], &[f64]),
     starts: &[f64],
     out: &mut [f64],
-    p: usize,
+    fixed: &[bool],
     options: &LmOptions,
     single: bool,
 ) -> Result<(), FitError> {
+    let p = fixed.len();
+    let fixed = (fixed.iter().enumerate()).fold(0u64, |bits, (j, &h)| bits | u64::from(h) << j);
     let fits = starts.len() / p;
     let threads = 64;
     let config = LaunchConfig {
@@ -425,6 +439,7 @@ fn launch(
         RawArg::In(starts),
         RawArg::Out(out),
         RawArg::U64(p as u64),
+        RawArg::U64(fixed),
         RawArg::F64(options.ftol),
         RawArg::F64(options.xtol),
         RawArg::F64(options.gtol),
@@ -436,8 +451,11 @@ fn launch(
     Ok(())
 }
 
-/// One fit's outcome from what its thread wrote ([`out_stride`] values).
-fn outcome(own: &[f64], p: usize, points: usize, absolute_sigma: bool) -> Outcome {
+/// One fit's outcome from what its thread wrote ([`out_stride`] values), the parameters
+/// `fixed` marks held: its covariance is the free parameters', 0 in the held ones' rows and
+/// columns.
+fn outcome(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool) -> Outcome {
+    let p = fixed.len();
     let (x, rest) = own.split_at(p);
     let (report, r) = rest.split_at(REPORT);
     let code = report[0] as i32;
@@ -446,11 +464,18 @@ fn outcome(own: &[f64], p: usize, points: usize, absolute_sigma: bool) -> Outcom
         return failed(p, failure_message(failure));
     };
     let sum_of_squares = report[4];
+    // The kernel's `R` is the free parameters', `k × k`: placed in their rows and columns.
+    let free: Vec<usize> = (0..p).filter(|&j| !fixed[j]).collect();
+    let k = free.len();
     let mut factor = Factor::new(p);
-    factor.r.copy_from_slice(r);
+    for (a, &i) in free.iter().enumerate() {
+        for (b, &j) in free.iter().enumerate() {
+            factor.r[i * p + j] = r[a * k + b];
+        }
+    }
     Outcome {
         popt: x.to_vec(),
-        pcov: covariance(&factor, sum_of_squares, points, absolute_sigma)
+        pcov: covariance_of_free(&factor, fixed, sum_of_squares, points, absolute_sigma)
             .map_or_else(|| vec![f64::INFINITY; p * p], |c| c.matrix),
         status: status.code(),
         message: status.message().to_owned(),
@@ -462,7 +487,9 @@ fn outcome(own: &[f64], p: usize, points: usize, absolute_sigma: bool) -> Outcom
 /// What a small fit's failure says, in `least_squares`' words.
 fn failure_message(failure: Failure) -> String {
     match failure {
-        Failure::Shape => format!("more than {PARAMS_MAX} parameters, or more than its points"),
+        Failure::Shape => format!(
+            "more than {PARAMS_MAX} parameters, none free, or more free ones than its points"
+        ),
         Failure::NonFiniteResiduals => SolveError::NonFiniteResiduals.to_string(),
         Failure::UnderflowingResiduals => {
             "the residuals' squares underflow at the start: rescale the data".to_owned()

@@ -38,7 +38,8 @@ pub const PARAMS_MAX: usize = 8;
 /// Why a fit could not run, or stopped before its end: each a status below 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
-    /// Its parameters are more than [`PARAMS_MAX`] or more than its points.
+    /// Its parameters are more than [`PARAMS_MAX`], none is free, or its free ones are more
+    /// than its points.
     Shape,
     /// `Σ r²` at the start is not finite: NaN or ∞ in its data or its start.
     NonFiniteResiduals,
@@ -76,17 +77,20 @@ impl Failure {
 
 /// Fits residual term `T` (a dense window) to `data` from `x` (its `n ≤` [`PARAMS_MAX`]
 /// parameters, overwritten by the end point), by MINPACK's Levenberg–Marquardt with exact
-/// rows; `r` (`n × n`, row-major) receives `R` of `J = Q·R` at the end point, from which
-/// `curve_fit`'s covariance follows. Every term of `data` is one residual. It computes in `F`,
-/// `L` values side by side ([`LANES`] for `f64`, [`SINGLE_LANES`] for [`Single`]).
+/// rows. Parameter `j` is held at its start where bit `j` of `fixed` is set: the loop runs on
+/// the function of the `k` free ones. `r` (`k × k`, row-major) receives `R` of `J = Q·R` in
+/// the free parameters at the end point, from which `curve_fit`'s covariance follows. Every
+/// term of `data` is one residual. It computes in `F`, `L` values side by side ([`LANES`] for
+/// `f64`, [`SINGLE_LANES`] for [`Single`]).
 pub fn fit<T: Term, F: Float, const L: usize>(
     x: &mut [F],
+    fixed: u64,
     data: Data<'_>,
     settings: &Settings,
     r: &mut [F],
 ) -> Result<End<F>, Failure> {
     let n = x.len();
-    if n == 0 || n > PARAMS_MAX || T::terms(n, data) < n {
+    if n == 0 || n > PARAMS_MAX {
         return Err(Failure::Shape);
     }
     let mut passes = Rows::<T, F, L> {
@@ -94,18 +98,44 @@ pub fn fit<T: Term, F: Float, const L: usize>(
         r: [F::ZERO; PARAMS_MAX * PARAMS_MAX],
         qtr: [F::ZERO; PARAMS_MAX],
         n,
+        k: 0,
+        free: [0; PARAMS_MAX],
+        whole: [F::ZERO; PARAMS_MAX],
         term: PhantomData,
     };
+    let mut free_x = [F::ZERO; PARAMS_MAX];
+    for (j, &value) in x.iter().enumerate() {
+        passes.whole[j] = value;
+        if fixed >> j & 1 == 0 {
+            passes.free[passes.k] = j;
+            free_x[passes.k] = value;
+            passes.k += 1;
+        }
+    }
+    let k = passes.k;
+    if k == 0 || T::terms(n, data) < k {
+        return Err(Failure::Shape);
+    }
     let mut memory = [F::ZERO; work_len(PARAMS_MAX)];
     let mut ipvt = [0; PARAMS_MAX];
-    let end = solve(&mut passes, x, settings, &mut memory, &mut ipvt[..n])?;
-    r[..n * n].copy_from_slice(&passes.r[..n * n]);
+    let end = solve(
+        &mut passes,
+        &mut free_x[..k],
+        settings,
+        &mut memory,
+        &mut ipvt[..k],
+    )?;
+    for (&j, &value) in passes.free[..k].iter().zip(&free_x[..k]) {
+        x[j] = value;
+    }
+    r[..k * k].copy_from_slice(&passes.r[..k * k]);
     Ok(end)
 }
 
 /// What a batch kernel writes per fit after its end point's `n` parameters: the status
 /// ([`LmStatus::code`](super::LmStatus::code) or [`Failure::code`]), `nfev`, `njev`, `nit`
-/// and `Σ r²`; then `R` at the end point, `n × n`.
+/// and `Σ r²`; then `R` at the end point in its `k` free parameters, `k × k`, in the first
+/// of `n × n` values.
 pub const REPORT: usize = 5;
 
 /// The values a batch kernel writes per fit of `n` parameters.
@@ -118,16 +148,18 @@ pub const fn out_stride(n: usize) -> usize {
 /// all `N = offsets[F]`: it reads its table from `data` (`cols` columns of its points, column
 /// after column, from `cols · offsets[f]`, where `data` holds `cols · N` values) and its start
 /// from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
-/// `f · out_stride(n)`, in single precision where `single` says so. The offsets are whole
-/// numbers as `f64`s, exact below 2⁵³. A fit's failure is its own status; no fit reads
-/// another's data.
+/// `f · out_stride(n)`, in single precision where `single` says so, holding the parameters
+/// whose bits are set in `fixed` at their starts. The offsets are whole numbers as `f64`s,
+/// exact below 2⁵³. A fit's failure is its own status; no fit reads another's data.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn fit_thread<T: Term>(
     thread: Thread,
     (data, offsets): (&[f64], &[f64]),
     starts: &[f64],
     out: Out<'_>,
     n: usize,
+    fixed: u64,
     settings: &Settings,
     single: bool,
 ) {
@@ -149,8 +181,8 @@ pub fn fit_thread<T: Term>(
         let start = &starts[f * n..(f + 1) * n];
         let at = (out, f * stride);
         match single {
-            true => fit_into::<T, Single, SINGLE_LANES>(start, own, settings, at),
-            false => fit_into::<T, f64, LANES>(start, own, settings, at),
+            true => fit_into::<T, Single, SINGLE_LANES>(start, fixed, own, settings, at),
+            false => fit_into::<T, f64, LANES>(start, fixed, own, settings, at),
         }
     }
 }
@@ -160,6 +192,7 @@ pub fn fit_thread<T: Term>(
 #[inline(never)]
 fn fit_into<T: Term, F: Float, const L: usize>(
     start: &[f64],
+    fixed: u64,
     data: Data<'_>,
     settings: &Settings,
     (out, first): (Out<'_>, usize),
@@ -170,7 +203,7 @@ fn fit_into<T: Term, F: Float, const L: usize>(
         *x = F::from_f64(s);
     }
     let mut r = [F::ZERO; PARAMS_MAX * PARAMS_MAX];
-    let report = match fit::<T, F, L>(&mut x[..n], data, settings, &mut r) {
+    let report = match fit::<T, F, L>(&mut x[..n], fixed, data, settings, &mut r) {
         Ok(end) => [
             end.stop.code() as f64,
             end.nfev as f64,
@@ -220,9 +253,10 @@ pub const fn is_named(kernel: &str, term: &str, suffix: &str) -> bool {
 
 /// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
 /// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
-/// arguments `(data: In, offsets: In, starts: In, out: Out, params: U64, ftol: F64, xtol: F64,
-/// gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU; `single`
-/// other than 0 runs the fits in single precision. Name `function` after the term's
+/// arguments `(data: In, offsets: In, starts: In, out: Out, params: U64, fixed: U64, ftol: F64,
+/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU;
+/// `fixed` holds the parameters of its set bits at their starts, and `single` other than 0 runs
+/// the fits in single precision. Name `function` after the term's
 /// registration, with [`SUFFIX`] (or [`POISSON_SUFFIX`] for `PoissonDeviance<Term>`): a model
 /// takes only its own term's batch kernel, and a kernel crate's test finds it by that name.
 ///
@@ -242,6 +276,7 @@ macro_rules! batch_kernel {
             starts: &[f64],
             out: $crate::raw::Out<'_>,
             params: u64,
+            fixed: u64,
             ftol: f64,
             xtol: f64,
             gtol: f64,
@@ -262,6 +297,7 @@ macro_rules! batch_kernel {
                 starts,
                 out,
                 params as usize,
+                fixed,
                 &settings,
                 single != 0,
             );
@@ -273,6 +309,7 @@ macro_rules! batch_kernel {
                 starts: In,
                 out: Out,
                 params: U64,
+                fixed: U64,
                 ftol: F64,
                 xtol: F64,
                 gtol: F64,
@@ -284,82 +321,109 @@ macro_rules! batch_kernel {
     };
 }
 
-/// One data set's residual passes in numbers `F`: its triangle on the stack.
+/// One data set's residual passes in numbers `F`, in its free parameters: its triangle on
+/// the stack.
 struct Rows<'d, T, F, const L: usize> {
     data: Data<'d>,
-    /// `R`, `n × n`, row-major, in the first `n²` values.
+    /// `R`, `k × k`, row-major, in the first `k²` values.
     r: [F; PARAMS_MAX * PARAMS_MAX],
     qtr: [F; PARAMS_MAX],
+    /// The parameters, `n`, of which `k` are free.
     n: usize,
+    k: usize,
+    /// The free parameters' indices, `k`, rising.
+    free: [usize; PARAMS_MAX],
+    /// All `n` parameters, the held ones at their values; the free ones are written in turn.
+    whole: [F; PARAMS_MAX],
     term: PhantomData<T>,
 }
 
 impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
-    /// `R` and `Qᵀr` by folding the rows [`BLOCK`] at a time (Householder, the triangle pass's
-    /// reflections); `Σ r²`.
+    /// All `n` parameters, the free ones at `x` (`k`), the held ones at their values.
+    #[inline(always)]
+    fn whole(&self, x: &[F]) -> [F; PARAMS_MAX] {
+        let mut whole = self.whole;
+        for (&j, &value) in self.free[..self.k].iter().zip(x) {
+            whole[j] = value;
+        }
+        whole
+    }
+
+    /// `R` and `Qᵀr` in the free parameters at `x` by folding the rows [`BLOCK`] at a time
+    /// (Householder, the triangle pass's reflections); `Σ r²`.
     fn fold_factor(&mut self, x: &[F]) -> F {
+        let whole = self.whole(x);
         let Rows {
-            data, r, qtr, n, ..
+            data,
+            r,
+            qtr,
+            n,
+            k,
+            free,
+            ..
         } = self;
-        let (n, data) = (*n, *data);
-        let (r, qtr) = (&mut r[..n * n], &mut qtr[..n]);
-        // The rows not yet folded, column by column: `J`'s column `j` at `j·BLOCK`, then the
-        // residuals. A column is contiguous, so that a reflection sweeps it in vector steps.
-        // Here rather than in `Rows`: a GPU thread's stack frame was then 20% larger.
+        let (n, k, data, x) = (*n, *k, *data, &whole[..*n]);
+        let (r, qtr) = (&mut r[..k * k], &mut qtr[..k]);
+        // The rows not yet folded, column by column: `J`'s column in free parameter `a` at
+        // `a·BLOCK`, then the residuals. A column is contiguous, so that a reflection sweeps it
+        // in vector steps. Here rather than in `Rows`: a GPU thread's stack frame was then 20%
+        // larger.
         let mut block = [F::ZERO; BLOCK * (PARAMS_MAX + 1)];
-        let columns = &mut block[..(n + 1) * BLOCK];
+        let columns = &mut block[..(k + 1) * BLOCK];
         r.fill(F::ZERO);
         qtr.fill(F::ZERO);
         let mut window = [Dual::<L, F>::constant_of(F::ZERO); PARAMS_MAX];
         let mut rows = ExactRow::new::<T>(&mut window[..n], x);
         let mut row = [F::ZERO; PARAMS_MAX + 1];
-        let (mut held, mut sum) = (0, F::ZERO);
-        for k in 0..T::terms(n, data) {
+        let (mut filled, mut sum) = (0, F::ZERO);
+        for term in 0..T::terms(n, data) {
             // A row of all `L` lanes where one evaluation takes every parameter: its copy is
             // then of a constant length, not a call to `memcpy` per row.
             let residual = match n <= L {
-                true => rows.row::<T>(k, x, data, &mut row[..L]),
-                false => rows.row::<T>(k, x, data, &mut row[..n]),
+                true => rows.row::<T>(term, x, data, &mut row[..L]),
+                false => rows.row::<T>(term, x, data, &mut row[..n]),
             };
-            row[n] = residual;
             sum += residual * residual;
-            for (column, &value) in columns.chunks_exact_mut(BLOCK).zip(&row) {
-                column[held] = value;
+            // The free parameters' derivatives, in turn, then the residual.
+            let (jacobian, rest) = columns.split_at_mut(k * BLOCK);
+            for (column, &j) in jacobian.chunks_exact_mut(BLOCK).zip(&free[..k]) {
+                column[filled] = row[j];
             }
-            held += 1;
-            if held == BLOCK {
-                fold_block::<F, L>(r, qtr, columns, held);
-                held = 0;
+            rest[filled] = residual;
+            filled += 1;
+            if filled == BLOCK {
+                fold_block::<F, L>(r, qtr, columns, filled);
+                filled = 0;
             }
         }
-        if held > 0 {
+        if filled > 0 {
             // Rows of zeros change nothing, and keep every sweep BLOCK long.
             for column in columns.chunks_exact_mut(BLOCK) {
-                column[held..].fill(F::ZERO);
+                column[filled..].fill(F::ZERO);
             }
-            fold_block::<F, L>(r, qtr, columns, held);
+            fold_block::<F, L>(r, qtr, columns, filled);
         }
         sum
     }
 }
 
 /// Folds the rows of `columns` (`J`'s `n` columns of [`BLOCK`] rows, then the residuals'; the
-/// first `held` rows data, the rest zeros) into `R` (`n × n`, row-major, upper) and `Qᵀr`:
-/// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One Householder reflection per column, the
-/// triangle pass's ([`reflection`]).
+/// first `filled` rows data, the rest zeros) into `R` (`n × n`, row-major, upper) and `Qᵀr`:
+/// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One
+/// Householder reflection per column, the triangle pass's ([`reflection`]).
 #[inline(always)]
 fn fold_block<F: Float, const L: usize>(
     r: &mut [F],
     qtr: &mut [F],
     columns: &mut [F],
-    held: usize,
+    filled: usize,
 ) {
     let n = qtr.len();
     // The rows a sweep runs over: all of them on the CPU, whose compiler then makes each
-    // sweep vector steps; on the GPU the held ones (to whole lanes; the rest are zeros), where
-    // sweeps of constant length unrolled into a larger stack frame.
+    // sweep vector steps; on the GPU the filled ones (to whole lanes; the rest are zeros),
+    // where sweeps of constant length unrolled into a larger stack frame.
     let rows = if cfg!(target_arch = "nvptx64") {
-        held.next_multiple_of(L)
+        filled.next_multiple_of(L)
     } else {
         BLOCK
     };
@@ -412,9 +476,9 @@ impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
     // the whole fit in one ran out of them.
     #[inline(never)]
     fn factor(&mut self, x: &[F], at: FactorAt) -> Result<F, Failure> {
-        let n = self.n;
+        let k = self.k;
         let sum = self.fold_factor(x);
-        let (r, qtr) = (&self.r[..n * n], &self.qtr[..n]);
+        let (r, qtr) = (&self.r[..k * k], &self.qtr[..k]);
         let finite = r.iter().chain(qtr).all(|v| v.is_finite());
         match at {
             FactorAt::Start if !sum.is_finite() => return Err(Failure::NonFiniteResiduals),
@@ -433,14 +497,16 @@ impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
     }
 
     fn triangle(&self) -> (&[F], &[F]) {
-        (&self.r[..self.n * self.n], &self.qtr[..self.n])
+        (&self.r[..self.k * self.k], &self.qtr[..self.k])
     }
 
     #[inline(never)]
     fn sum_of_squares(&mut self, x: &[F]) -> Result<F, Failure> {
+        let whole = self.whole(x);
+        let x = &whole[..self.n];
         let mut sum = F::ZERO;
-        for k in 0..T::terms(self.n, self.data) {
-            let local = T::prepare(k, self.n, self.data);
+        for term in 0..T::terms(self.n, self.data) {
+            let local = T::prepare(term, self.n, self.data);
             let residual = T::eval(Vars::new(x), &local).0;
             sum += residual * residual;
         }

@@ -17,7 +17,7 @@ pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
 /// hundred bytes together, next to a stack frame seven times as large (BENCHMARKS.md lists
 /// both). Bounded, so that it cannot grow unseen; every other entry may spill nothing.
 pub fn spills_allowed(entry: &str) -> u32 {
-    if entry.ends_with("_batch") { 832 } else { 0 }
+    if entry.ends_with("_batch") { 864 } else { 0 }
 }
 
 /// Whether `kernel`'s spills are within [`spills_allowed`] for entry `entry`, or why not.
