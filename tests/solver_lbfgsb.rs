@@ -893,3 +893,56 @@ fn hess_inv_pairs_are_the_last_directions_pairs() {
         }
     }
 }
+
+/// `Σ (x_i − 1)²` whose gradient is NaN in its last entry once `x₀ > 0.5`: a model whose
+/// derivative breaks partway.
+struct BreakingGradient;
+
+impl Objective for BreakingGradient {
+    fn dim(&self) -> usize {
+        3
+    }
+
+    fn value(&mut self, x: &[f64]) -> Result<f64, EvalError> {
+        Ok(x.iter().map(|v| (v - 1.0).powi(2)).sum())
+    }
+
+    fn gradient(&mut self, x: &[f64], g: &mut [f64]) -> Result<(), EvalError> {
+        for (g, v) in g.iter_mut().zip(x) {
+            *g = 2.0 * (v - 1.0);
+        }
+        if x[0] > 0.5 {
+            g[2] = f64::NAN;
+        }
+        Ok(())
+    }
+}
+
+/// A NaN gradient entry ends a bounded solve in status 3, never in a success, wherever the
+/// variable sits in its box: `‖g‖∞`, which keeps a NaN, is tested before the projected
+/// gradient's norm. At `x = 1` every other entry is 0, so a test that dropped the NaN would
+/// call the start converged.
+#[test]
+fn a_nan_gradient_entry_ends_a_bounded_solve_in_status_3() {
+    for (lower, upper) in [(-5.0, 5.0), (1.0, 5.0), (-5.0, 1.0)] {
+        let options = Options {
+            bounds: Some(Bounds {
+                lower: vec![lower; 3],
+                upper: vec![upper; 3],
+            }),
+            ..Options::default()
+        };
+        let box_ = format!("box [{lower}, {upper}]");
+        let at_start = solve(&mut BreakingGradient, &[1.0; 3], Method::LbfgsB, &options).unwrap();
+        assert_eq!(at_start.status.code(), 3, "{box_}: {}", at_start.message);
+        // Met along the way, in a trial point: never a success either.
+        let x0 = [0.0f64; 3].map(|v| v.clamp(lower, upper));
+        let later = solve(&mut BreakingGradient, &x0, Method::LbfgsB, &options).unwrap();
+        assert_ne!(
+            later.status.code(),
+            0,
+            "{box_} from {x0:?}: {}",
+            later.message
+        );
+    }
+}
