@@ -502,3 +502,73 @@ fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
         .zip(b)
         .all(|(a, b)| (a - b).abs() <= tolerance * scale)
 }
+
+/// Lorentzian lines of `points` points each on `[-2, 2]`, every fit its own line, with a
+/// deterministic ripple: `(x, y, p0)`, each start 5 % off its line.
+fn lines(fits: usize, points: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let x: Vec<f64> = (0..points)
+        .map(|i| -2.0 + 4.0 * i as f64 / (points - 1) as f64)
+        .collect();
+    let truth = |f: usize| [3.0 + 0.1 * f as f64, 0.2 - 0.01 * f as f64, 0.4, 0.5];
+    let mut y = Vec::new();
+    for f in 0..fits {
+        let [a, x0, g, b] = truth(f);
+        let ripple = |i: usize| 0.02 * ((i * 7 + f * 3) as f64).sin();
+        y.extend(
+            (x.iter().enumerate())
+                .map(|(i, x)| a * g * g / ((x - x0).powi(2) + g * g) + b + ripple(i)),
+        );
+    }
+    let p0 = (0..fits).flat_map(|f| truth(f).map(|t| 1.05 * t)).collect();
+    (x, y, p0)
+}
+
+/// Fits of many points run one per block on a GPU, the kernel's block form: a block's threads
+/// fold their rows' triangles together and each runs the same loop. On the simulator it gives
+/// the CPU's answers (one fit per task) to rounding, holds parameters, keeps a bad fit's
+/// failure its own, and computes in `f32` too.
+#[test]
+fn fits_of_many_points_run_one_per_block() {
+    let (fits, points) = (3, 300);
+    let (x, mut y, p0) = lines(fits, points);
+    y[points + 17] = f64::NAN;
+    let model = find_model("lorentzian").unwrap();
+    let run = |backend: &Backend, precision, options: &LmOptions| {
+        let batch = Batch {
+            x: &[&x],
+            y: &y,
+            sigma: None,
+            points: Points::Each(points),
+            p0: &p0,
+            precision,
+            estimator: Estimator::LeastSquares,
+        };
+        fit_batch_on(backend, model, 4, batch, options, false).unwrap()
+    };
+    let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let held = LmOptions {
+        fixed: Some(vec![false, false, true, false]),
+        ..LmOptions::default()
+    };
+    for options in [LmOptions::default(), held] {
+        let cpu = run(&Backend::Cpu, Precision::F64, &options);
+        let on_sim = run(&sim, Precision::F64, &options);
+        assert!(simulated_entries().contains("fit_lorentzian_batch_block"));
+        assert_eq!(cpu.status[1], -1, "{}", cpu.message[1]);
+        assert_eq!(on_sim.status[1], -1, "{}", on_sim.message[1]);
+        for f in [0, 2] {
+            assert!(on_sim.status[f] > 0, "fit {f}: {}", on_sim.message[f]);
+            let (a, b) = (&on_sim.popt[f * 4..][..4], &cpu.popt[f * 4..][..4]);
+            assert!(close(a, b, 1e-9), "fit {f}: {a:?} vs {b:?}");
+            let (a, b) = (&on_sim.pcov[f * 16..][..16], &cpu.pcov[f * 16..][..16]);
+            assert!(close(a, b, 1e-7), "fit {f}: {a:?} vs {b:?}");
+        }
+    }
+    let cpu = run(&Backend::Cpu, Precision::F32, &LmOptions::default());
+    let on_sim = run(&sim, Precision::F32, &LmOptions::default());
+    for f in [0, 2] {
+        assert!(on_sim.status[f] > 0, "fit {f}: {}", on_sim.message[f]);
+        let (a, b) = (&on_sim.popt[f * 4..][..4], &cpu.popt[f * 4..][..4]);
+        assert!(close(a, b, 1e-4), "fit {f}: {a:?} vs {b:?}");
+    }
+}

@@ -19,7 +19,9 @@ use cudamin::plumbing::gpu::{ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS, Model};
-use cudamin::problems::fit_batch::{Batch, Estimator, Points, Precision, fit_batch_on};
+use cudamin::problems::fit_batch::{
+    BLOCK_MIN_POINTS, Batch, Estimator, Points, Precision, fit_batch_on,
+};
 use cudamin::problems::{self, Instance, Problem};
 use cudamin::{
     Backend, BackendChoice, BackendError, EvalError, Gradient, LaunchConfig, LaunchOverride,
@@ -473,6 +475,7 @@ fn rejected_ptx_says_why() {
         name: "broken",
         params: &[],
         cpu: None,
+        block: None,
     };
     let choice = sized(BackendChoice::Cuda, BackendChoice::Simulated);
     let one_thread = LaunchConfig {
@@ -1782,7 +1785,9 @@ fn every_shipped_entry_executes_on_the_simulator() {
     for model in MODELS {
         let mut instance = common::fit_instance(model, &sim, &data);
         run_every_pass(model.name, &mut instance);
-        run_batch(model, &sim, &data, &instance.x0);
+        // Two fits of 40 points, one per thread; one of 256, by a block.
+        run_batch(model, &sim, &data, &instance.x0, (2, 40));
+        run_batch(model, &sim, &data, &instance.x0, (1, BLOCK_MIN_POINTS));
     }
     // A solver's vectors on the device: every vector operation, against the host's.
     let problem = problems::find("seed-expsum").unwrap();
@@ -1863,16 +1868,21 @@ fn every_shipped_entry_executes_on_the_simulator() {
     assert!(missed.is_empty(), "never executed: {missed:?}");
 }
 
-/// Two small fits of `model` at once on `backend`'s batch kernel, of 40 points each, from
-/// `x0` (at most eight parameters: four for a model that takes more by default): on one
+/// `fits` small fits of `model` at once on `backend`'s batch kernel, of `points` points each,
+/// from `x0` (at most eight parameters: four for a model that takes more by default): on one
 /// predictor, `data`'s, or where the model takes two, a spot on a grid. Each must end by one
 /// of MINPACK's rules (status ≥ 0), not fail. Where the model has a Poisson kernel, it runs
 /// too, on the data's magnitudes.
-fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
-    let points = 40;
+fn run_batch(
+    model: &Model,
+    backend: &Backend,
+    data: &FitData,
+    x0: &[f64],
+    (fits, points): (usize, usize),
+) {
     let p = if x0.len() <= 8 { x0.len() } else { 4 };
-    let one = [&data.x[..2 * points]];
-    let (u, v): (Vec<f64>, Vec<f64>) = (0..2 * points)
+    let one = [&data.x[..fits * points]];
+    let (u, v): (Vec<f64>, Vec<f64>) = (0..fits * points)
         .map(|i| (((i % 7) as f64), ((i / 7 % 6) as f64)))
         .unzip();
     let spot: Vec<f64> = (u.iter().zip(&v))
@@ -1893,12 +1903,12 @@ fn run_batch(model: &Model, backend: &Backend, data: &FitData, x0: &[f64]) {
     };
     let fit = |x: &[&[f64]], y: &[f64]| fit_by(Estimator::LeastSquares, x, y);
     if model.takes_poisson() {
-        let counts: Vec<f64> = data.y[..2 * points].iter().map(|y| y.abs()).collect();
+        let counts: Vec<f64> = data.y[..fits * points].iter().map(|y| y.abs()).collect();
         (fit_by(Estimator::Poisson, &one, &counts))
             .or_else(|_| fit_by(Estimator::Poisson, &two, &spot))
             .unwrap_or_else(|e| panic!("{} poisson batch: {e}", model.name));
     }
-    let result = fit(&one, &data.y[..2 * points])
+    let result = fit(&one, &data.y[..fits * points])
         .or_else(|_| fit(&two, &spot))
         .unwrap_or_else(|e| panic!("{} batch: {e}", model.name));
     assert!(

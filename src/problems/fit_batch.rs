@@ -11,7 +11,7 @@ use cudamin_host::{
     TermObjective, covariance_of_free, least_squares,
 };
 use gpu_kernels::Data;
-use gpu_kernels::lm::batch::{Failure, PARAMS_MAX, REPORT, out_stride};
+use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
 use gpu_kernels::raw::RawKernel;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -410,9 +410,10 @@ fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64], fixed: &[bool]) ->
 }
 
 /// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
-/// their tables in `data` as `offsets` say, in single precision where `single` says so: one
-/// thread each, on the GPU blocks of 64 (the loop's memory is per thread), on the CPU as rayon
-/// splits them.
+/// their tables in `data` as `offsets` say, in single precision where `single` says so. On the
+/// CPU, one fit per task, as rayon splits them. On a GPU, one fit per thread in blocks of 64
+/// (the loop's memory is per thread); or, where a fit has [`BLOCK_MIN_POINTS`] points or more,
+/// one fit per block of [`BLOCK_THREADS`], on the kernel's block form.
 #[allow(clippy::too_many_arguments)]
 fn launch(
     backend: &Backend,
@@ -427,10 +428,11 @@ fn launch(
     let p = fixed.len();
     let fixed = (fixed.iter().enumerate()).fold(0u64, |bits, (j, &h)| bits | u64::from(h) << j);
     let fits = starts.len() / p;
-    let threads = 64;
-    let config = LaunchConfig {
-        blocks: u32::try_from(fits.div_ceil(threads as usize)).unwrap_or(u32::MAX),
-        threads,
+    let most = (offsets.windows(2).map(|w| w[1] - w[0])).fold(0.0, f64::max);
+    let on_gpu = !matches!(backend, Backend::Cpu);
+    let (kernel, config) = match kernel.block {
+        Some(block) if on_gpu && most >= BLOCK_MIN_POINTS as f64 => (block, per_block(fits)),
+        _ => (kernel, per_thread(fits)),
     };
     let max_nfev = options.max_nfev.unwrap_or(p.saturating_mul(100));
     let mut args = [
@@ -449,6 +451,28 @@ fn launch(
     ];
     (backend.launch_raw(kernel, config, &mut args)).map_err(LoadError::from)?;
     Ok(())
+}
+
+/// The fewest points of a batch's largest fit that make a GPU run one fit per block rather than
+/// per thread: a block's 64 threads then take four rows each or more.
+pub const BLOCK_MIN_POINTS: usize = 4 * BLOCK_THREADS;
+
+/// A launch of one thread per fit, in blocks of 64.
+fn per_thread(fits: usize) -> LaunchConfig {
+    let threads = 64;
+    LaunchConfig {
+        blocks: u32::try_from(fits.div_ceil(threads)).unwrap_or(u32::MAX),
+        threads: threads as u32,
+    }
+}
+
+/// A launch of one block of [`BLOCK_THREADS`] per fit; past `u32::MAX` blocks, a block takes
+/// several fits in turn.
+fn per_block(fits: usize) -> LaunchConfig {
+    LaunchConfig {
+        blocks: u32::try_from(fits.max(1)).unwrap_or(u32::MAX),
+        threads: BLOCK_THREADS as u32,
+    }
 }
 
 /// One fit's outcome from what its thread wrote ([`out_stride`] values), the parameters

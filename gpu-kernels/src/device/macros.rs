@@ -56,6 +56,17 @@ macro_rules! __term_entry {
     allow_internal_unsafe
 )]
 macro_rules! __raw_entry {
+    // The entry `$export` (a string), which calls `$call(context, args...)`.
+    (@named $export:expr, $call:path, $context:expr, $($arg:ident: $kind:ident),*) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = $export)]
+            unsafe extern "ptx-kernel" fn entry($($arg: $crate::__raw_ptx_type!($kind)),*) {
+                $(let $arg = $crate::__raw_view!($kind, $arg);)*
+                $call($context, $($arg),*)
+            }
+        };
+    };
     ($function:ident, $context:expr, $($arg:ident: $kind:ident),*) => {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {

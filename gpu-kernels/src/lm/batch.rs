@@ -11,10 +11,12 @@ use crate::Dual;
 use crate::float::Float;
 use crate::kernel::normal::{ExactRow, JacobianRow};
 use crate::kernel::triangle::{Reflection, reflection};
-use crate::raw::{Out, Thread};
+use crate::raw::{Out, RawParam, Thread};
 use crate::single::Single;
 use crate::term::{Data, Term, Vars};
+use core::iter::StepBy;
 use core::marker::PhantomData;
+use core::ops::Range;
 
 /// The rows a fit folds at once into its triangle: a reflection waits on a square root and two
 /// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
@@ -30,6 +32,11 @@ pub const LANES: usize = if cfg!(target_arch = "nvptx64") { 4 } else { 8 };
 /// The same in single precision: eight on both, the registers of four doubles, so that the GPU
 /// sums as the CPU does and gives its bits.
 pub const SINGLE_LANES: usize = 8;
+
+/// The threads of a block of a batch kernel's block form (`lm::block`), one fit per block: the
+/// host launches blocks of this many. Its shared memory holds a triangle, `Qᵀr` and `Σ r²` per
+/// thread.
+pub const BLOCK_THREADS: usize = 64;
 
 /// The most parameters a fit of a batch has: its triangle and the loop's memory are arrays of
 /// this size on the stack.
@@ -89,11 +96,25 @@ pub fn fit<T: Term, F: Float, const L: usize>(
     settings: &Settings,
     r: &mut [F],
 ) -> Result<End<F>, Failure> {
+    fit_in::<T, F, L, Alone>(Alone(Thread::new(0, 1)), x, fixed, data, settings, r)
+}
+
+/// [`fit`] by `crew`: a thread alone, or a block's threads together, each taking its share of
+/// the rows and all of them running the same loop on the whole's sums.
+pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
+    crew: C,
+    x: &mut [F],
+    fixed: u64,
+    data: Data<'_>,
+    settings: &Settings,
+    r: &mut [F],
+) -> Result<End<F>, Failure> {
     let n = x.len();
     if n == 0 || n > PARAMS_MAX {
         return Err(Failure::Shape);
     }
-    let mut passes = Rows::<T, F, L> {
+    let mut passes = Rows::<T, F, L, C> {
+        crew,
         data,
         r: [F::ZERO; PARAMS_MAX * PARAMS_MAX],
         qtr: [F::ZERO; PARAMS_MAX],
@@ -143,26 +164,75 @@ pub const fn out_stride(n: usize) -> usize {
     n + REPORT + n * n
 }
 
-/// A batch kernel's work for the fits this thread takes (a grid-stride loop, one fit at a
-/// time), fits of `n` parameters. Fit `f` has the points `offsets[f] .. offsets[f + 1]` of
-/// all `N = offsets[F]`: it reads its table from `data` (`cols` columns of its points, column
-/// after column, from `cols · offsets[f]`, where `data` holds `cols · N` values) and its start
-/// from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
-/// `f · out_stride(n)`, in single precision where `single` says so, holding the parameters
-/// whose bits are set in `fixed` at their starts. The offsets are whole numbers as `f64`s,
-/// exact below 2⁵³. A fit's failure is its own status; no fit reads another's data.
+/// A batch kernel's work for the fits `crew` takes (a thread's grid-stride loop, or a block's
+/// fits in turn), one fit at a time, fits of `params = n` parameters; what
+/// [`batch_kernel!`](crate::batch_kernel)'s entries run. Fit `f` has the points `offsets[f] ..
+/// offsets[f + 1]` of all `N = offsets[F]`: it reads its table from `data` (`cols` columns of its
+/// points, column after column, from `cols · offsets[f]`, where `data` holds `cols · N` values)
+/// and its start from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
+/// `f · out_stride(n)`, in single precision where `single` is not 0, holding the parameters
+/// whose bits are set in `fixed` at their starts. The offsets are whole numbers as `f64`s, exact
+/// below 2⁵³. A fit's failure is its own status; no fit reads another's data.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub fn fit_thread<T: Term>(
-    thread: Thread,
-    (data, offsets): (&[f64], &[f64]),
+pub fn entry<T: Term, C: Crew>(
+    crew: C,
+    data: &[f64],
+    offsets: &[f64],
     starts: &[f64],
     out: Out<'_>,
+    params: u64,
+    fixed: u64,
+    ftol: f64,
+    xtol: f64,
+    gtol: f64,
+    factor: f64,
+    max_nfev: u64,
+    single: u64,
+) {
+    let settings = Settings {
+        ftol,
+        xtol,
+        gtol,
+        factor,
+        max_nfev: max_nfev as usize,
+    };
+    let batch = Tables {
+        data,
+        offsets,
+        starts,
+        out,
+        n: params as usize,
+    };
+    fit_tasks::<T, C>(crew, batch, fixed, &settings, single != 0);
+}
+
+/// A batch's arrays, as a batch kernel takes them, for fits of `n` parameters.
+#[derive(Clone, Copy)]
+struct Tables<'a> {
+    data: &'a [f64],
+    offsets: &'a [f64],
+    starts: &'a [f64],
+    out: Out<'a>,
     n: usize,
+}
+
+/// The fits `crew` takes, each by `crew`: see [`entry`].
+#[inline(always)]
+fn fit_tasks<T: Term, C: Crew>(
+    crew: C,
+    batch: Tables<'_>,
     fixed: u64,
     settings: &Settings,
     single: bool,
 ) {
+    let Tables {
+        data,
+        offsets,
+        starts,
+        out,
+        n,
+    } = batch;
     if n == 0 || n > PARAMS_MAX {
         return;
     }
@@ -172,7 +242,7 @@ pub fn fit_thread<T: Term>(
     let total = offsets.get(fits).map_or(0, |&last| last as usize);
     let cols = data.len().checked_div(total).unwrap_or(0);
     let stride = out_stride(n);
-    for f in thread.grid_stride(fits) {
+    for f in crew.tasks(fits) {
         let (first, end) = (offsets[f] as usize, offsets[f + 1] as usize);
         // Offsets out of order or past the data leave the fit no points: it fails alone.
         let table = data.get(cols * first..cols * end).unwrap_or(&[]);
@@ -181,8 +251,8 @@ pub fn fit_thread<T: Term>(
         let start = &starts[f * n..(f + 1) * n];
         let at = (out, f * stride);
         match single {
-            true => fit_into::<T, Single, SINGLE_LANES>(start, fixed, own, settings, at),
-            false => fit_into::<T, f64, LANES>(start, fixed, own, settings, at),
+            true => fit_into::<T, Single, SINGLE_LANES, C>(crew, start, fixed, own, settings, at),
+            false => fit_into::<T, f64, LANES, C>(crew, start, fixed, own, settings, at),
         }
     }
 }
@@ -190,7 +260,8 @@ pub fn fit_thread<T: Term>(
 /// One fit of a batch in numbers `F`, from `start`, its report written to `out` from `first`.
 /// Not inlined: with both precisions' loops in the kernel's own body, it spilled a quarter more.
 #[inline(never)]
-fn fit_into<T: Term, F: Float, const L: usize>(
+fn fit_into<T: Term, F: Float, const L: usize, C: Crew>(
+    crew: C,
     start: &[f64],
     fixed: u64,
     data: Data<'_>,
@@ -203,7 +274,7 @@ fn fit_into<T: Term, F: Float, const L: usize>(
         *x = F::from_f64(s);
     }
     let mut r = [F::ZERO; PARAMS_MAX * PARAMS_MAX];
-    let report = match fit::<T, F, L>(&mut x[..n], fixed, data, settings, &mut r) {
+    let report = match fit_in::<T, F, L, C>(crew, &mut x[..n], fixed, data, settings, &mut r) {
         Ok(end) => [
             end.stop.code() as f64,
             end.nfev as f64,
@@ -217,8 +288,10 @@ fn fit_into<T: Term, F: Float, const L: usize>(
     let values = values
         .chain(report)
         .chain(r[..n * n].iter().map(|v| v.value()));
-    for (i, v) in values.enumerate() {
-        out.set(first + i, v);
+    if crew.leads() {
+        for (i, v) in values.enumerate() {
+            out.set(first + i, v);
+        }
     }
 }
 
@@ -251,79 +324,80 @@ pub const fn is_named(kernel: &str, term: &str, suffix: &str) -> bool {
     true
 }
 
-/// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
-/// declares the grid kernel `NAME` (PTX entry `function`), which runs [`fit_thread`] with
-/// arguments `(data: In, offsets: In, starts: In, out: Out, params: U64, fixed: U64, ftol: F64,
-/// xtol: F64, gtol: F64, factor: F64, max_nfev: U64, single: U64)`, on the GPU or on the CPU;
-/// `fixed` holds the parameters of its set bits at their starts, and `single` other than 0 runs
-/// the fits in single precision. Name `function` after the term's
-/// registration, with [`SUFFIX`] (or [`POISSON_SUFFIX`] for `PoissonDeviance<Term>`): a model
-/// takes only its own term's batch kernel, and a kernel crate's test finds it by that name.
-///
-/// ```ignore
-/// register_residuals!(MichaelisMenten, michaelis_menten);
-/// batch_kernel!(MICHAELIS_MENTEN_BATCH = michaelis_menten_batch(MichaelisMenten));
-/// ```
-#[macro_export]
-macro_rules! batch_kernel {
-    ($name:ident = $function:ident($term:ty)) => {
-        #[doc = concat!("Many small fits of `", stringify!($term), "` at once, one per thread.")]
-        #[allow(clippy::too_many_arguments)]
-        pub fn $function(
-            thread: $crate::raw::Thread,
-            data: &[f64],
-            offsets: &[f64],
-            starts: &[f64],
-            out: $crate::raw::Out<'_>,
-            params: u64,
-            fixed: u64,
-            ftol: f64,
-            xtol: f64,
-            gtol: f64,
-            factor: f64,
-            max_nfev: u64,
-            single: u64,
-        ) {
-            let settings = $crate::lm::Settings {
-                ftol,
-                xtol,
-                gtol,
-                factor,
-                max_nfev: max_nfev as usize,
-            };
-            $crate::lm::batch::fit_thread::<$term>(
-                thread,
-                (data, offsets),
-                starts,
-                out,
-                params as usize,
-                fixed,
-                &settings,
-                single != 0,
-            );
-        }
-        $crate::grid_kernel!(
-            $name = $function(
-                data: In,
-                offsets: In,
-                starts: In,
-                out: Out,
-                params: U64,
-                fixed: U64,
-                ftol: F64,
-                xtol: F64,
-                gtol: F64,
-                factor: F64,
-                max_nfev: U64,
-                single: U64
-            )
-        );
-    };
+/// The parameters of every batch kernel and of its block form, in order (see
+/// [`batch_kernel!`](crate::batch_kernel)).
+pub const PARAMS: &[RawParam] = {
+    use crate::raw::Arg::{F64, In, Out, U64};
+    &[
+        In(()),
+        In(()),
+        In(()),
+        Out(()),
+        U64(()),
+        U64(()),
+        F64(()),
+        F64(()),
+        F64(()),
+        F64(()),
+        U64(()),
+        U64(()),
+    ]
+};
+
+/// Who computes a batch's fits: a thread alone ([`Alone`]), one fit after another, or on the
+/// GPU a block's threads together (`lm::block::Together`), each fit by all of them. Every thread
+/// of a crew runs the same loop on the same sums, so each barrier a crew's methods wait at is
+/// met by all of them.
+pub trait Crew: Copy {
+    /// The fits, of `fits`, that this crew takes, in turn.
+    fn tasks(self, fits: usize) -> StepBy<Range<usize>>;
+    /// The terms, of `terms`, that this thread evaluates.
+    fn share(self, terms: usize) -> StepBy<Range<usize>>;
+    /// `R`, `Qᵀr` and `Σ r²` of the crew's rows, from this thread's own (`r`, `qtr` and `sum`,
+    /// in `k = qtr.len()` free parameters), folded in a fixed order: every thread gets the
+    /// whole's.
+    fn combine<F: Float, const L: usize>(self, r: &mut [F], qtr: &mut [F], sum: F) -> F;
+    /// The sum of every thread's `value`, in a fixed order.
+    fn total<F: Float>(self, value: F) -> F;
+    /// Whether this thread writes the fit's report.
+    fn leads(self) -> bool;
 }
 
-/// One data set's residual passes in numbers `F`, in its free parameters: its triangle on
-/// the stack.
-struct Rows<'d, T, F, const L: usize> {
+/// A thread of a grid that computes its fits alone: every row, no one to wait for.
+#[derive(Clone, Copy)]
+pub struct Alone(pub Thread);
+
+impl Crew for Alone {
+    #[inline(always)]
+    fn tasks(self, fits: usize) -> StepBy<Range<usize>> {
+        self.0.grid_stride(fits)
+    }
+
+    #[inline(always)]
+    fn share(self, terms: usize) -> StepBy<Range<usize>> {
+        (0..terms).step_by(1)
+    }
+
+    #[inline(always)]
+    fn combine<F: Float, const L: usize>(self, _r: &mut [F], _qtr: &mut [F], sum: F) -> F {
+        sum
+    }
+
+    #[inline(always)]
+    fn total<F: Float>(self, value: F) -> F {
+        value
+    }
+
+    #[inline(always)]
+    fn leads(self) -> bool {
+        true
+    }
+}
+
+/// One data set's residual passes in numbers `F`, in its free parameters, by `crew`: its
+/// triangle on the stack.
+struct Rows<'d, T, F, const L: usize, C> {
+    crew: C,
     data: Data<'d>,
     /// `R`, `k × k`, row-major, in the first `k²` values.
     r: [F; PARAMS_MAX * PARAMS_MAX],
@@ -338,7 +412,7 @@ struct Rows<'d, T, F, const L: usize> {
     term: PhantomData<T>,
 }
 
-impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
+impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
     /// All `n` parameters, the free ones at `x` (`k`), the held ones at their values.
     #[inline(always)]
     fn whole(&self, x: &[F]) -> [F; PARAMS_MAX] {
@@ -354,6 +428,7 @@ impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
     fn fold_factor(&mut self, x: &[F]) -> F {
         let whole = self.whole(x);
         let Rows {
+            crew,
             data,
             r,
             qtr,
@@ -362,7 +437,7 @@ impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
             free,
             ..
         } = self;
-        let (n, k, data, x) = (*n, *k, *data, &whole[..*n]);
+        let (crew, n, k, data, x) = (*crew, *n, *k, *data, &whole[..*n]);
         let (r, qtr) = (&mut r[..k * k], &mut qtr[..k]);
         // The rows not yet folded, column by column: `J`'s column in free parameter `a` at
         // `a·BLOCK`, then the residuals. A column is contiguous, so that a reflection sweeps it
@@ -376,7 +451,7 @@ impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
         let mut rows = ExactRow::new::<T>(&mut window[..n], x);
         let mut row = [F::ZERO; PARAMS_MAX + 1];
         let (mut filled, mut sum) = (0, F::ZERO);
-        for term in 0..T::terms(n, data) {
+        for term in crew.share(T::terms(n, data)) {
             // A row of all `L` lanes where one evaluation takes every parameter: its copy is
             // then of a constant length, not a call to `memcpy` per row.
             let residual = match n <= L {
@@ -403,7 +478,7 @@ impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
             }
             fold_block::<F, L>(r, qtr, columns, filled);
         }
-        sum
+        crew.combine::<F, L>(r, qtr, sum)
     }
 }
 
@@ -412,7 +487,7 @@ impl<T: Term, F: Float, const L: usize> Rows<'_, T, F, L> {
 /// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One
 /// Householder reflection per column, the triangle pass's ([`reflection`]).
 #[inline(always)]
-fn fold_block<F: Float, const L: usize>(
+pub(super) fn fold_block<F: Float, const L: usize>(
     r: &mut [F],
     qtr: &mut [F],
     columns: &mut [F],
@@ -469,7 +544,7 @@ fn dot<F: Float, const L: usize>(v: &[F], column: &[F]) -> F {
     lanes.iter().copied().sum()
 }
 
-impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
+impl<T: Term, F: Float, const L: usize, C: Crew> Passes<F> for Rows<'_, T, F, L, C> {
     type Error = Failure;
 
     // Not inlined, here and below: a GPU thread's registers are allocated per function, and
@@ -505,12 +580,12 @@ impl<T: Term, F: Float, const L: usize> Passes<F> for Rows<'_, T, F, L> {
         let whole = self.whole(x);
         let x = &whole[..self.n];
         let mut sum = F::ZERO;
-        for term in 0..T::terms(self.n, self.data) {
+        for term in self.crew.share(T::terms(self.n, self.data)) {
             let local = T::prepare(term, self.n, self.data);
             let residual = T::eval(Vars::new(x), &local).0;
             sum += residual * residual;
         }
-        Ok(sum)
+        Ok(self.crew.total(sum))
     }
 }
 

@@ -17,7 +17,10 @@
 //! or [`Single`](crate::Single) for a batch in single precision.
 
 pub mod batch;
+#[cfg(target_arch = "nvptx64")]
+pub mod block;
 pub mod minpack;
+mod register;
 
 use crate::float::Float;
 use core::ops::ControlFlow;

@@ -62,6 +62,10 @@ pub struct RawKernel {
     /// The CPU entry of a grid kernel: one thread's work. `None` for block kernels, which need
     /// shared memory or barriers and run only on the GPU.
     pub cpu: Option<fn(Thread, &[CpuArg<'_>])>,
+    /// The same work with a block of threads per task, on the GPU only, where a grid kernel
+    /// has such a form (a batch kernel's, for fits of many points): its own entry, taking the
+    /// same parameters.
+    pub block: Option<&'static RawKernel>,
 }
 
 /// A thread of a grid kernel: its index in the grid and the grid's size.
@@ -158,6 +162,7 @@ macro_rules! grid_kernel {
                 $(let Some(&$crate::__raw_cpu_pattern!($kind, $arg)) = args.next() else { return };)*
                 $function(thread, $($arg),*)
             }),
+            block: None,
         };
         $crate::__raw_entry!($function, $crate::raw::Thread::current(), $($arg: $kind),*);
     };
@@ -175,6 +180,7 @@ macro_rules! block_kernel {
             name: stringify!($function),
             params: &[$($crate::raw::Arg::$kind(())),*],
             cpu: None,
+            block: None,
         };
         $crate::__raw_entry!($function, $crate::raw::Block::current(), $($arg: $kind),*);
     };

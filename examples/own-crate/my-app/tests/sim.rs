@@ -9,7 +9,7 @@ use cudamin::plumbing::objective::{FixedObjective, Held};
 use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
 use cudamin::problems::fit::Model;
 use cudamin::problems::fit_batch::{
-    Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
+    BLOCK_MIN_POINTS, Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
 };
 use cudamin::{
     Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
@@ -171,10 +171,12 @@ fn close(a: &[f64], b: &[f64], tolerance: f64) -> bool {
 static RATES: Model = Model::of::<MichaelisMenten>("michaelis-menten", "V·s/(K + s)", "p = 2", 2)
     .batched(&MICHAELIS_MENTEN_BATCH);
 
-/// `fits` rate curves of 12 shared substrate values each, `(V, K)` different in every fit and
-/// the rates slightly perturbed: `(s, v, p0)`, each start 20 % off.
-fn rate_curves(fits: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let s: Vec<f64> = (0..12).map(|j| 0.2 + 0.8 * j as f64).collect();
+/// `fits` rate curves of `points` shared substrate values each, `(V, K)` different in every fit
+/// and the rates slightly perturbed: `(s, v, p0)`, each start 20 % off.
+fn rate_curves(fits: usize, points: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let s: Vec<f64> = (0..points)
+        .map(|j| 0.2 + 9.6 * j as f64 / points as f64)
+        .collect();
     let truth = |f: usize| [1.0 + 0.05 * f as f64, 0.5 + 0.03 * f as f64];
     let mut v = Vec::with_capacity(fits * s.len());
     for f in 0..fits {
@@ -222,12 +224,12 @@ fn batch_on(
 /// them (their sums round differently on the way), in `f32` to the bit.
 fn batch_fits_agree(sim: &Backend) {
     let fits = 40;
-    let (s, v, p0) = rate_curves(fits);
+    let (s, v, p0) = rate_curves(fits, 12);
     let cpu = batch_on(&Backend::Cpu, Precision::F64, &s, &v, &p0);
     let on_sim = batch_on(sim, Precision::F64, &s, &v, &p0);
     let m = s.len();
     for f in 0..fits {
-        let columns = [&s[..], &v[f * m..(f + 1) * m], &[1.0; 12]].concat();
+        let columns = [&s[..], &v[f * m..(f + 1) * m], &[1.0; 12][..]].concat();
         let problem =
             TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, columns, m).unwrap();
         let loaded = Backend::Cpu.load_least_squares(problem).unwrap();
@@ -258,6 +260,13 @@ fn batch_fits_agree(sim: &Backend) {
     let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&cpu.popt), bits(&on_sim.popt));
     assert_eq!(cpu.status, on_sim.status);
+    // Fits of many points run one per block on a GPU, the kernel's block form.
+    let (s, v, p0) = rate_curves(2, BLOCK_MIN_POINTS);
+    let cpu = batch_on(&Backend::Cpu, Precision::F64, &s, &v, &p0);
+    let on_sim = batch_on(sim, Precision::F64, &s, &v, &p0);
+    assert!(on_sim.status.iter().all(|&s| s > 0), "{:?}", on_sim.message);
+    let (a, b) = (&on_sim.popt, &cpu.popt);
+    assert!(close(a, b, 1e-7), "{a:?} vs {b:?}");
 }
 
 #[test]

@@ -283,7 +283,9 @@ impl Launch {
 /// A launch of every raw kernel in `gpu-kernels`, with placeholder arguments of the kinds its
 /// registration declares. The PTX signature test checks each against its `.entry`.
 pub fn raw_launches() -> Vec<Launch> {
-    (gpu_kernels::terms::RAW_KERNELS.iter())
+    let with_blocks = (gpu_kernels::terms::RAW_KERNELS.iter().copied())
+        .flat_map(|kernel| [Some(kernel), kernel.block].into_iter().flatten());
+    with_blocks
         .filter_map(|kernel| Launch::raw(kernel, placeholder_args(kernel.params)))
         .collect()
 }
@@ -299,19 +301,19 @@ fn placeholder_args(params: &[RawParam]) -> Vec<KernelArg> {
         .collect()
 }
 
-/// The batch kernels of a residual term registered as `name` that `entries` hold: each named
-/// `name` and a suffix (`gpu_kernels::lm::batch::SUFFIX`, `POISSON_SUFFIX`), by the convention
-/// of `gpu_kernels::batch_kernel!`, which gives every batch kernel the same parameters.
+/// The batch kernels of a residual term registered as `name` that `entries` hold, with their
+/// block forms: each named `name` and a suffix (`gpu_kernels::lm::batch::SUFFIX`,
+/// `POISSON_SUFFIX`), then `_block` for the block form, by the convention of
+/// `gpu_kernels::batch_kernel!`, which gives them all [`batch::PARAMS`].
 fn batch_launches<'a>(
     name: &'a str,
     entries: &'a BTreeSet<&str>,
 ) -> impl Iterator<Item = Launch> + 'a {
-    let params = gpu_kernels::terms::fit::gauss_2d::FIT_GAUSS_2D_BATCH.params;
     [batch::SUFFIX, batch::POISSON_SUFFIX]
         .into_iter()
-        .map(move |suffix| format!("{name}{suffix}"))
+        .flat_map(move |suffix| [format!("{name}{suffix}"), format!("{name}{suffix}_block")])
         .filter(|entry| entries.contains(entry.as_str()))
-        .map(move |entry| Launch::of(entry, placeholder_args(params)))
+        .map(|entry| Launch::of(entry, placeholder_args(batch::PARAMS)))
 }
 
 /// Term buffers at placeholder addresses, for the signature test's launches.
