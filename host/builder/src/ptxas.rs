@@ -10,6 +10,25 @@ use std::process::Command;
 /// The architectures cudamin's PTX is checked for: Volta, Ampere, Hopper.
 pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
 
+/// Whether `entry` is a batch kernel (`gpu_kernels::batch_kernel!`): its name ends in `_batch`,
+/// or in `_batch_block` for its block form.
+pub fn is_batch_kernel(entry: &str) -> bool {
+    entry.ends_with("_batch") || entry.ends_with("_batch_block")
+}
+
+/// The architectures of [`ARCHS`] that the tests assemble `entry` for. A batch kernel holds a
+/// whole Levenberg–Marquardt loop twice, and ptxas takes far longer over it than over any
+/// other entry. So it is assembled for Hopper alone, the architecture of the hardware runs,
+/// unless `CUDAMIN_PTXAS_ALL_ARCHS=1` asks for all three. Every other entry gets all three.
+pub fn archs_of(entry: &str) -> &'static [&'static str] {
+    let all = std::env::var_os("CUDAMIN_PTXAS_ALL_ARCHS").is_some_and(|v| v == "1");
+    if is_batch_kernel(entry) && !all {
+        &ARCHS[2..]
+    } else {
+        &ARCHS
+    }
+}
+
 /// The bytes of spills, stored and loaded alike, that entry `entry` may have. A batch kernel
 /// (`gpu_kernels::batch_kernel!`, its name ending in `_batch`, or its block form's in
 /// `_batch_block`) runs a whole fit's
