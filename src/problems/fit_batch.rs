@@ -1,5 +1,6 @@
 //! Many small fits at once: one model fitted to each of `F` data sets of `M` points (or of
-//! their own counts, [`Points::Ragged`]), each from its own start, as a loop of `curve_fit` calls would, on every CPU core, one fit per task.
+//! their own counts, [`Points::Ragged`]), each from its own start, as a loop of `curve_fit`
+//! calls would, but all at once: on every CPU core, or on the GPU in the model's batch kernel.
 //! A fit that fails (NaN in its data, a singular Jacobian) fails alone, with its own status.
 //! The fits run in `f64`, or in single precision where the batch asks ([`Precision`]); by
 //! least squares, or for counts by Poisson maximum likelihood ([`Estimator`]).
@@ -8,7 +9,7 @@ use super::fit::{Columns, FitError, Model, check_determined};
 use super::problem::LoadError;
 use cudamin_host::{
     Backend, Factor, Gradient, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
-    TermObjective, covariance_of_free, least_squares,
+    TermObjective, covariance, least_squares,
 };
 use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
@@ -118,10 +119,11 @@ pub fn fit_batch(
 }
 
 /// [`fit_batch`] on `backend`. A plain Levenberg–Marquardt fit (no bound, the linear loss) of
-/// at most eight parameters, some perhaps held, runs whole on one thread of the model's batch
-/// kernel, every fit at once: on a GPU, one fit per GPU thread; on the CPU, the same code over
-/// rayon. Any other runs as `least_squares` runs it, on the CPU, one fit per task, and is
-/// refused in single precision ([`FitError::SinglePrecision`]).
+/// at most eight parameters, some perhaps held, runs whole in the model's batch kernel, every
+/// fit at once. On a GPU a fit gets one thread, or a block of threads where it has
+/// [`BLOCK_MIN_POINTS`] points or more; on the CPU, the same code runs one fit per rayon task.
+/// Any other fit runs as `least_squares` runs it, on the CPU, one fit per task, and is refused
+/// in single precision ([`FitError::SinglePrecision`]).
 pub fn fit_batch_on(
     backend: &Backend,
     model: &Model,
@@ -488,19 +490,16 @@ fn outcome(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool) -> 
         return failed(p, failure_message(failure));
     };
     let sum_of_squares = report[4];
-    // The kernel's `R` is the free parameters', `k × k`: placed in their rows and columns.
+    // The kernel's `R` is the free parameters' triangle, `k × k`: their covariance, spread
+    // among all `p`.
     let free: Vec<usize> = (0..p).filter(|&j| !fixed[j]).collect();
     let k = free.len();
-    let mut factor = Factor::new(p);
-    for (a, &i) in free.iter().enumerate() {
-        for (b, &j) in free.iter().enumerate() {
-            factor.r[i * p + j] = r[a * k + b];
-        }
-    }
+    let mut factor = Factor::new(k);
+    factor.r.copy_from_slice(&r[..k * k]);
     Outcome {
         popt: x.to_vec(),
-        pcov: covariance_of_free(&factor, fixed, sum_of_squares, points, absolute_sigma)
-            .map_or_else(|| vec![f64::INFINITY; p * p], |c| c.matrix),
+        pcov: covariance(&factor, sum_of_squares, points, absolute_sigma)
+            .map_or_else(|| vec![f64::INFINITY; p * p], |c| c.spread(&free, p).matrix),
         status: status.code(),
         message: status.message().to_owned(),
         nfev: report[1] as usize,

@@ -24,6 +24,23 @@ impl Covariance {
         let n = self.matrix.len().isqrt();
         (0..n).map(|j| self.matrix[j * n + j].sqrt()).collect()
     }
+
+    /// This covariance of the parameters `free` of `n`, placed among all `n`: `free[a]` takes
+    /// row and column `a`, and the others, held, rows and columns of zeros.
+    pub fn spread(self, free: &[usize], n: usize) -> Covariance {
+        let k = free.len();
+        let mut matrix = vec![0.0; n * n];
+        for (a, &i) in free.iter().enumerate() {
+            for (b, &j) in free.iter().enumerate() {
+                matrix[i * n + j] = self.matrix[a * k + b];
+            }
+        }
+        Covariance {
+            matrix,
+            rank: self.rank,
+            not_identifiable: self.not_identifiable.iter().map(|&a| free[a]).collect(),
+        }
+    }
 }
 
 /// [`covariance`] where the variables `fixed` says were held: that of the free parameters
@@ -42,24 +59,9 @@ pub fn covariance_of_free(
     if free.len() == n {
         return covariance(factor, sum_of_squares, residuals, absolute_sigma);
     }
-    let of_free = covariance(
-        &free_factor(factor, &free),
-        sum_of_squares,
-        residuals,
-        absolute_sigma,
-    )?;
-    let k = free.len();
-    let mut matrix = vec![0.0; n * n];
-    for (a, &i) in free.iter().enumerate() {
-        for (b, &j) in free.iter().enumerate() {
-            matrix[i * n + j] = of_free.matrix[a * k + b];
-        }
-    }
-    Some(Covariance {
-        matrix,
-        rank: of_free.rank,
-        not_identifiable: of_free.not_identifiable.iter().map(|&a| free[a]).collect(),
-    })
+    let free_only = free_factor(factor, &free);
+    let of_free = covariance(&free_only, sum_of_squares, residuals, absolute_sigma)?;
+    Some(of_free.spread(&free, n))
 }
 
 /// The parameters' covariance at a solution from its [`Factor`], as `curve_fit`'s `pcov`:

@@ -1,6 +1,6 @@
 //! `curve_fit_batch` for Python: one of the catalog's models fitted to each of `F` data sets at
-//! once, on the CPU's cores or one fit per GPU thread, the results returned as flat arrays that
-//! the Python half shapes.
+//! once, on the CPU's cores or the GPU (a thread or a block per fit), the results returned as
+//! flat arrays that the Python half shapes.
 
 use crate::Catalog;
 use crate::args;
