@@ -146,9 +146,7 @@ pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
         &mut memory,
         &mut ipvt[..k],
     )?;
-    for (&j, &value) in passes.free[..k].iter().zip(&free_x[..k]) {
-        x[j] = value;
-    }
+    x.copy_from_slice(&passes.whole(&free_x[..k])[..n]);
     r[..k * k].copy_from_slice(&passes.r[..k * k]);
     Ok(end)
 }

@@ -20,57 +20,8 @@
 #[macro_export]
 macro_rules! batch_kernel {
     ($name:ident = $function:ident($term:ty)) => {
-        #[doc = concat!(
-            "The batch kernel `", stringify!($function), "` and its block form `",
-            stringify!($function), "_block`, registered to launch on the GPU or the CPU."
-        )]
-        pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
-            name: stringify!($function),
-            params: $crate::lm::batch::PARAMS,
-            cpu: Some(|thread, args| {
-                use $crate::raw::Arg::{F64, In, Out, U64};
-                let [
-                    In(data),
-                    In(offsets),
-                    In(starts),
-                    Out(out),
-                    U64(params),
-                    U64(fixed),
-                    F64(ftol),
-                    F64(xtol),
-                    F64(gtol),
-                    F64(factor),
-                    U64(max_nfev),
-                    U64(single),
-                ] = *args
-                else {
-                    return;
-                };
-                $crate::lm::batch::entry::<$term, _>(
-                    $crate::lm::batch::Alone(thread),
-                    data,
-                    offsets,
-                    starts,
-                    out,
-                    params,
-                    fixed,
-                    ftol,
-                    xtol,
-                    gtol,
-                    factor,
-                    max_nfev,
-                    single,
-                )
-            }),
-            block: Some(&$crate::raw::RawKernel {
-                name: concat!(stringify!($function), "_block"),
-                params: $crate::lm::batch::PARAMS,
-                cpu: None,
-                block: None,
-            }),
-        };
-        $crate::__batch_entries!(
-            $function($term),
+        $crate::__batch_kernel!(
+            $name = $function($term),
             data: In,
             offsets: In,
             starts: In,
@@ -87,12 +38,35 @@ macro_rules! batch_kernel {
     };
 }
 
-/// A batch kernel's two entries: `$function`, one fit per thread, and `$function_block`, one
-/// per block (`lm::block::Together`), with the arguments listed once.
+/// A batch kernel's static and its two entries, `$function`, one fit per thread, and
+/// `$function_block`, one per block (`lm::block::Together`), from the arguments listed once;
+/// their kinds are [`PARAMS`](crate::lm::batch::PARAMS), which the host reads by name alone.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __batch_entries {
-    ($function:ident($term:ty), $($arg:ident: $kind:ident),*) => {
+macro_rules! __batch_kernel {
+    ($name:ident = $function:ident($term:ty), $($arg:ident: $kind:ident),*) => {
+        #[doc = concat!(
+            "The batch kernel `", stringify!($function), "` and its block form `",
+            stringify!($function), "_block`, registered to launch on the GPU or the CPU."
+        )]
+        pub static $name: $crate::raw::RawKernel = $crate::raw::RawKernel {
+            name: stringify!($function),
+            params: $crate::lm::batch::PARAMS,
+            cpu: Some(|thread, args| {
+                let mut args = args.iter();
+                $(let Some(&$crate::__raw_cpu_pattern!($kind, $arg)) = args.next() else { return };)*
+                $crate::lm::batch::entry::<$term, _>(
+                    $crate::lm::batch::Alone(thread),
+                    $($arg),*
+                )
+            }),
+            block: Some(&$crate::raw::RawKernel {
+                name: concat!(stringify!($function), "_block"),
+                params: $crate::lm::batch::PARAMS,
+                cpu: None,
+                block: None,
+            }),
+        };
         $crate::__raw_entry!(
             @named stringify!($function),
             $crate::lm::batch::entry::<$term, $crate::lm::batch::Alone>,
