@@ -791,6 +791,27 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
             assert_eq!(d_rest, h_rest);
         }
     }
+    // A NaN in the gradient makes its projected norm NaN on both, with a box or without, and
+    // the norm of the pair pass's new gradient: no convergence test passes on it.
+    let mut g_nan = g.clone();
+    g_nan[n / 2 + 1] = f64::NAN;
+    let dg_nan = up(device, &g_nan);
+    for (hb, db) in [(Some(&host_box), Some(&device_box)), (None, None)] {
+        let (mut times, mut path) = (vec![0.0; n], vec![0.0; n]);
+        let (mut d_times, mut d_path) = (device.zeros().unwrap(), device.zeros().unwrap());
+        let norms = [
+            (host.steepest_path(hb, &x, &g_nan, &mut times, &mut path)).unwrap(),
+            (device.steepest_path(db, &dx, &dg_nan, &mut d_times, &mut d_path)).unwrap(),
+            host.projected_gradient_norm(hb, &x, &g_nan).unwrap(),
+            device.projected_gradient_norm(db, &dx, &dg_nan).unwrap(),
+        ];
+        assert!(
+            norms.iter().all(|v| v.is_nan()),
+            "box {}: {norms:?}",
+            hb.is_some()
+        );
+    }
+
     // The earliest breakpoints, found from runs of the times: ties across runs (the lowest
     // indices first), the earliest crowded into the last run, one early breakpoint in each of
     // a few runs and in the reverse of their order, few, and none.
@@ -1011,6 +1032,13 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
     ] {
         close(what, a, b, size);
     }
+    // A NaN in the new gradient: its norm is NaN on both.
+    let mut g_nan = g_new.clone();
+    g_nan[n / 2 + 1] = f64::NAN;
+    let d_g_nan = up(device, &g_nan);
+    let sums = (host.new_pair(0.7, &direction, &g_nan, &g, &mut s, &mut y)).unwrap();
+    let d_sums = (device.new_pair(0.7, &d_direction, &d_g_nan, &dg, &mut d_s, &mut d_y)).unwrap();
+    assert!(sums.g_new_max.is_nan() && d_sums.g_new_max.is_nan());
 }
 
 /// The box passes on device vectors against the host's (see [`box_passes_match_the_host`]).

@@ -27,13 +27,15 @@ pub fn is_breakpoint(t: f64) -> bool {
 }
 
 /// The projected gradient's entry `x − P(x − g)` (sign aside): `g` where the variable may move
-/// along `−g`, what is left to its bound where that is nearer.
+/// along `−g`, what is left to its bound where that is nearer; NaN where `g` is NaN.
 #[inline(always)]
 pub fn projected(lower: f64, upper: f64, x: f64, g: f64) -> f64 {
     if g < 0.0 {
         (x - upper).max(g)
-    } else {
+    } else if g >= 0.0 {
         (x - lower).min(g)
+    } else {
+        g
     }
 }
 

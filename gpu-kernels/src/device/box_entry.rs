@@ -16,6 +16,7 @@ mod nvptx {
     use crate::device::vector_entry::vector_at;
     use crate::device::{WARP_SIZE, block_dim, block_idx, block_reduce, block_reduce_sum};
     use crate::device::{grid_dim, grid_stride, slice, thread_idx, warp_reduce};
+    use crate::kernel::nan_max;
 
     /// Variable `i`'s bounds: `(−∞, ∞)` where the box is null.
     ///
@@ -50,10 +51,10 @@ mod nvptx {
         block_reduce(v, f64::INFINITY, f64::min)
     }
 
-    /// The block's greatest value (0 for none; the values are never negative).
+    /// The block's greatest value (0 for none; the values are never negative), NaN if any is.
     #[inline(always)]
     fn block_max(v: f64) -> f64 {
-        block_reduce(v, 0.0, f64::max)
+        block_reduce(v, 0.0, nan_max)
     }
 
     /// The projected steepest-descent path at `(x, g)`: `times[i]` when variable `i` meets its
@@ -84,7 +85,7 @@ mod nvptx {
                     path.add(i).write(d);
                 }
             }
-            norm = f64::max(norm, projected(lo, hi, x[i], g[i]).abs());
+            norm = nan_max(norm, projected(lo, hi, x[i], g[i]).abs());
         }
         let block = block_max(norm);
         unsafe { write_rows(partials, [block]) };
@@ -339,7 +340,7 @@ mod nvptx {
             ss += si * si;
             gs += g[i] * si;
             gg += g_new[i] * g_new[i];
-            max = f64::max(max, g_new[i].abs());
+            max = nan_max(max, g_new[i].abs());
         }
         let totals = [
             block_reduce_sum(sy),

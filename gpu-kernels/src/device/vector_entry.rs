@@ -6,17 +6,12 @@ use crate::device::{
     block_idx, block_reduce, block_reduce_sum, global_thread_idx, grid_dim, grid_stride, slice,
     thread_idx,
 };
-use crate::kernel::{DOTS_SWEEP, GRAM_TILE, sum_in_order};
+use crate::kernel::{DOTS_SWEEP, GRAM_TILE, nan_max, sum_in_order};
 
 /// `|a|` and `|b|`'s maximum, NaN when either is NaN (an ∞-norm must not hide a NaN).
 #[inline(always)]
 fn max_abs_nan(a: f64, b: f64) -> f64 {
-    let (a, b) = (a.abs(), b.abs());
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
+    nan_max(a.abs(), b.abs())
 }
 
 /// `y ← y + alpha·x`.

@@ -23,7 +23,7 @@ pub mod triangle;
 
 pub use registration::{IndexedKernels, Kernels, ResidualKernels};
 pub use sums::{
-    CompensatedLanes, CompensatedRun, CompensatedSum, RunningSum, SUM_LANES, sum_in_order,
+    CompensatedLanes, CompensatedRun, CompensatedSum, RunningSum, SUM_LANES, nan_max, sum_in_order,
 };
 
 use crate::fd::{FdScheme, StepBox};

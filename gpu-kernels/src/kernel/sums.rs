@@ -161,6 +161,14 @@ pub fn sum_in_order(partials: impl Iterator<Item = f64>) -> f64 {
     sum.value()
 }
 
+/// The greater of `a` and `b`, NaN if either is: the step of every maximum that makes a
+/// norm, on either backend, so that a norm over a vector with a NaN is NaN and no
+/// convergence test passes on it (`f64::max` returns the other argument).
+#[inline(always)]
+pub fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || a >= b { a } else { b }
+}
+
 #[cfg(test)]
 mod tests {
     use super::CompensatedSum;

@@ -3,6 +3,7 @@
 //! Results never depend on thread scheduling: parallel reductions split a vector into a fixed
 //! number of blocks and add the block sums in order, so a solve is bitwise reproducible.
 
+use gpu_kernels::kernel::nan_max;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -554,12 +555,11 @@ pub(crate) fn smallest_indexed<K: Ord + Send>(
     })
 }
 
-/// `max f(i)` over `0..len` (0 when empty), on every core; NaN values are skipped, as
-/// `f64::max` skips them.
+/// `max f(i)` over `0..len` (0 when empty), on every core; NaN if any value is NaN.
 pub(crate) fn max_indexed(len: usize, f: impl Fn(usize) -> f64 + Sync) -> f64 {
-    let kernel = |range: Range<usize>| range.map(&f).fold(0.0, f64::max);
+    let kernel = |range: Range<usize>| range.map(&f).fold(0.0, nan_max);
     blockwise(0..len, kernel, |maxima| {
-        maxima.into_iter().fold(0.0, f64::max)
+        maxima.into_iter().fold(0.0, nan_max)
     })
 }
 

@@ -58,7 +58,7 @@ pub struct PairSums {
     pub gs: f64,
     /// `g₊ᵀg₊`.
     pub gg: f64,
-    /// `‖g₊‖∞`.
+    /// `‖g₊‖∞`, NaN if `g₊` has a NaN.
     pub g_new_max: f64,
 }
 

@@ -20,7 +20,7 @@ use gpu_kernels::bounds::is_breakpoint;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
     MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,
-    sum_in_order,
+    nan_max, sum_in_order,
 };
 
 /// The shortest run of times [`BoxSpace::earliest_breakpoints`] asks the device about: a warp
@@ -399,9 +399,9 @@ fn sum(row: &[f64]) -> f64 {
     sum_in_order(row.iter().copied())
 }
 
-/// The greatest of a row of partials (none are NaN).
+/// The greatest of a row of partials, NaN if any is.
 fn maximum(row: &[f64]) -> f64 {
-    row.iter().copied().fold(0.0, f64::max)
+    row.iter().copied().fold(0.0, nan_max)
 }
 
 /// The least of a row of partials.

@@ -6,6 +6,7 @@ use crate::error::EvalError;
 use crate::linalg::vector;
 use crate::space::{HostVectors, VectorSpace};
 use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
+use gpu_kernels::kernel::nan_max;
 use std::ops::Range;
 
 fn sides(bounds: Option<&BoxVectors<Vec<f64>>>, i: usize) -> (f64, f64) {
@@ -56,11 +57,11 @@ impl BoxSpace for HostVectors {
                 let (lower, upper) = sides(bounds, i);
                 *t = breakpoint(lower, upper, x[i], g[i]);
                 *d = if *t > 0.0 { -g[i] } else { 0.0 };
-                norm = f64::max(norm, projected(lower, upper, x[i], g[i]).abs());
+                norm = nan_max(norm, projected(lower, upper, x[i], g[i]).abs());
             }
             norm
         };
-        let norms = |blocks: Vec<f64>| blocks.into_iter().fold(0.0, f64::max);
+        let norms = |blocks: Vec<f64>| blocks.into_iter().fold(0.0, nan_max);
         Ok(vector::blockwise(
             ((&mut times[..], &mut path[..]), 0..n),
             kernel,
@@ -295,7 +296,7 @@ impl BoxSpace for HostVectors {
             for ((s, y), i) in s.iter_mut().zip(y.iter_mut()).zip(range.clone()) {
                 *s = step * d[i];
                 *y = g_new[i] - g[i];
-                g_new_max = f64::max(g_new_max, g_new[i].abs());
+                g_new_max = nan_max(g_new_max, g_new[i].abs());
             }
             let g_new = &g_new[range.clone()];
             let [sy, yy] = vector::serial_dots_of([&*s, &*y], y);
@@ -305,7 +306,7 @@ impl BoxSpace for HostVectors {
         let len = d.len();
         let sums = vector::blockwise(((&mut s[..], &mut y[..]), 0..len), kernel, |blocks| {
             let sum = |k: usize| vector::sum_of(blocks.iter().map(|sums| sums[k]).collect());
-            let max = blocks.iter().map(|sums| sums[5]).fold(0.0, f64::max);
+            let max = blocks.iter().map(|sums| sums[5]).fold(0.0, nan_max);
             [sum(0), sum(1), sum(2), sum(3), sum(4), max]
         });
         Ok(sums.into())
