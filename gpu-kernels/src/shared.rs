@@ -58,11 +58,12 @@ macro_rules! __shared_kernels {
             /// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one
             /// block on the partials, it gives `‖v‖∞`.
             MAX_ABS_PARTIALS max_abs_partials in vector_entry (n: U64, v: In, partials: Out);
-            /// [`DOT_PARTIALS`] for several vectors against one, in one pass: row `j` of the
-            /// partials holds vector `j`'s, summed as `DOT_PARTIALS` sums them;
-            /// [`SUM_PARTIAL_ROWS`] adds each row.
+            /// [`DOT_PARTIALS`] for several vectors against several others, in one launch: the
+            /// table holds the `count` vectors, then the `withs` others; row `k·count + j` of
+            /// the partials holds vector `j`'s product with other `k`, summed as
+            /// `DOT_PARTIALS` sums it; [`SUM_PARTIAL_ROWS`] adds each row.
             DOTS_PARTIALS dots_partials in vector_entry
-                (n: U64, table: Words, count: U64, with: In, partials: Out);
+                (n: U64, table: Words, count: U64, withs: U64, partials: Out);
             /// `out ← Σ cⱼ·vⱼ` (as a copy, a scaling and axpys would form it), with the
             /// partials of `zᵀout`, in one pass; with `z` null, the combination alone.
             COMBINE_DOT_PARTIALS combine_dot_partials in vector_entry (n: U64, table: Words,

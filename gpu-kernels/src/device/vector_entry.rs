@@ -103,22 +103,26 @@ pub(crate) fn vector_at(table: *const u64, j: usize) -> *const f64 {
     (unsafe { table.add(j).read() }) as usize as *const f64
 }
 
-/// Row `j` of `partials[j·blocks + block]` is `Σ vⱼ,ᵢ·withᵢ` over the block's share, for
-/// the `count` vectors whose addresses `table` holds: each summed as [`dot_partials`] sums
-/// `dot(vⱼ, with)`, so each row's total has its bits. `DOTS_SWEEP` running sums per sweep
-/// over the rows, held in registers.
+/// Row `k·count + j` of `partials[row·blocks + block]` is `Σ vⱼ,ᵢ·wₖ,ᵢ` over the block's
+/// share, for the `count` vectors `v` whose addresses `table` holds, then the `withs` vectors
+/// `w`: each summed as [`dot_partials`] sums `dot(vⱼ, wₖ)`, so each row's total has its bits.
+/// One `w` after another, `DOTS_SWEEP` running sums per sweep over the rows, held in registers.
 #[inline(always)]
 pub(crate) unsafe fn dots_partials(
     n: usize,
     table: *const u64,
     count: usize,
-    with: *const f64,
+    withs: usize,
     partials: *mut f64,
 ) {
-    // SAFETY: the launcher passes `count` addresses of vectors of `n` f64, and `count`
-    // rows of one partial per block.
-    let with = unsafe { slice(with, n) };
-    unsafe { dots_sweeps(n, table, count, partials, |i| with[i], |_| true) };
+    let blocks = grid_dim();
+    for k in 0..withs {
+        // SAFETY: the launcher passes `count + withs` addresses of vectors of `n` f64, and
+        // `count·withs` rows of one partial per block.
+        let with = unsafe { slice(vector_at(table, count + k), n) };
+        let rows = unsafe { partials.add(k * count * blocks) };
+        unsafe { dots_sweeps(n, table, count, rows, |i| with[i], |_| true) };
+    }
 }
 
 /// The Gram matrix of the `count` vectors `table` holds over the rows `i` with

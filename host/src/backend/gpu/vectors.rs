@@ -140,21 +140,21 @@ impl DeviceVectors {
         self.launcher.launch(&launch, self.elementwise)
     }
 
-    /// `out[j] ← vectors[j]ᵀ with`, from one pass over them; each has `dot`'s bits.
+    /// `out[k·count + j] ← vectors[j]ᵀ with[k]` (`count` vectors), from one launch; each
+    /// has `dot`'s bits.
     fn dots_with(
         &mut self,
         vectors: &[&DeviceVector],
-        with: &DeviceVector,
+        with: &[&DeviceVector],
         out: &mut [f64],
     ) -> Result<(), BackendError> {
-        if vectors.is_empty() {
-            return Ok(());
-        }
-        let words: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
+        let words: Vec<f64> = (vectors.iter().chain(with))
+            .map(|v| address_word(v))
+            .collect();
         let table = self.table(&words)?;
-        let partials = self.partials_rows(vectors.len())?;
-        let launch =
-            Launch::dots_partials(self.n, table, vectors.len(), with.0.address(), partials);
+        let (count, withs) = (vectors.len(), with.len());
+        let partials = self.partials_rows(count * withs)?;
+        let launch = Launch::dots_partials(self.n, table, count, withs, partials);
         self.launcher.launch(&launch, self.reduction)?;
         self.finish_sums(DOTS_PARTIALS, out)
     }
@@ -419,18 +419,22 @@ impl VectorSpace for DeviceVectors {
         })
     }
 
-    /// One pass for each of `with`.
+    /// One launch and one wait for every product.
     fn dots(
         &mut self,
         vectors: &[&DeviceVector],
         with: &[&DeviceVector],
         out: &mut [f64],
     ) -> Result<(), EvalError> {
-        let mut column = vec![0.0; vectors.len()];
-        for (j, w) in with.iter().enumerate() {
-            self.dots_with(vectors, w, &mut column)?;
+        if vectors.is_empty() || with.is_empty() {
+            return Ok(());
+        }
+        let mut rows = vec![0.0; vectors.len() * with.len()];
+        self.dots_with(vectors, with, &mut rows)?;
+        // Row `k·count + i` holds vector `i`'s product with `with[k]`.
+        for (k, column) in rows.chunks_exact(vectors.len()).enumerate() {
             for (i, &product) in column.iter().enumerate() {
-                out[i * with.len() + j] = product;
+                out[i * with.len() + k] = product;
             }
         }
         Ok(())
