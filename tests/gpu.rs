@@ -690,6 +690,7 @@ fn held_evaluations_match_the_host(sim: &Backend) {
         let f_host = Objective::value_and_gradient(&mut objective, &x, &mut g_host).unwrap();
         let mut on_device = objective
             .device()
+            .unwrap()
             .expect("the device, through the free variables");
         let mut space = on_device.vectors().unwrap();
         assert_eq!(VectorSpace::dim(&space), k);
@@ -1049,8 +1050,33 @@ fn box_passes_match_host_vectors() {
     let problem = problems::find("seed-expsum").unwrap();
     let instance = problem.instantiate(&gpu, Some(n), None).unwrap();
     let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
-    let mut space = objective.device().unwrap().vectors().unwrap();
+    let mut space = objective.device().unwrap().unwrap().vectors().unwrap();
     box_passes_match_the_host(&mut space, n);
+}
+
+/// A scatter of more entries than one launch writes (a Cauchy path past every breakpoint) lands
+/// every entry, as the host's does: the launches split it, each with a small table.
+#[test]
+fn a_scatter_of_every_variable_matches_the_host() {
+    let gpu = gpu();
+    let n = 80_000;
+    let problem = problems::find("seed-expsum").unwrap();
+    let instance = problem.instantiate(&gpu, Some(n), None).unwrap();
+    let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
+    let mut device = objective.device().unwrap().unwrap().vectors().unwrap();
+    let mut host = cudamin::plumbing::space::HostVectors::new(n);
+    let start: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).sin()).collect();
+    // Every variable but every seventh, from the last back.
+    let entries: Vec<(usize, f64)> = ((0..n).rev())
+        .filter(|i| i % 7 != 0)
+        .map(|i| (i, 0.5 * i as f64))
+        .collect();
+    assert!(entries.len() > 1 << 16);
+    let mut on_host = start.clone();
+    host.scatter(&mut on_host, &entries).unwrap();
+    let mut on_device = device.upload(&start).unwrap();
+    device.scatter(&mut on_device, &entries).unwrap();
+    assert_eq!(device.download(&on_device).unwrap().into_owned(), on_host);
 }
 
 /// The earliest breakpoints picked from runs of the times are the host's whatever the launch:
@@ -1078,7 +1104,7 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
                 .instantiate(&gpu_with(launch), Some(n), None)
                 .unwrap();
             let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
-            let mut space = objective.device().unwrap().vectors().unwrap();
+            let mut space = objective.device().unwrap().unwrap().vectors().unwrap();
             let on_device = VectorSpace::upload(&mut space, &times).unwrap();
             for count in [1, 24, 64] {
                 assert_eq!(

@@ -266,7 +266,10 @@ fn a_sum_on_the_simulated_gpu_keeps_the_solvers_vectors_on_the_device() {
         TermObjective::new(backend.load_sum(sum.unwrap()).unwrap(), Gradient::Exact)
     };
     let mut on_gpu = load(&simulator());
-    assert!(on_gpu.device().is_some(), "every part is on the device");
+    assert!(
+        on_gpu.device().unwrap().is_some(),
+        "every part is on the device"
+    );
     let options = Options::default();
     let gpu = minimize(&mut on_gpu, &vec![0.5; n], Method::Lbfgs, &options).unwrap();
     assert!(

@@ -40,25 +40,26 @@ impl<'a> OnDevice<'a> {
     }
 
     /// This evaluator seen through the free variables `free` of the whole point `whole`, with
-    /// what the device keeps for that in `kept`: made at the first call, `Some(None)` where the
-    /// device could not (not tried again). `None` for an evaluator seen so already (a solve
-    /// holds variables once) and where the device cannot keep them.
+    /// what the device keeps for that in `kept`, made at the first call. `None` for an
+    /// evaluator seen so already (a solve holds variables once); an error where the device
+    /// cannot keep them.
     pub(super) fn through_free(
         self,
-        kept: &'a mut Option<Option<DeviceHeld>>,
+        kept: &'a mut Option<DeviceHeld>,
         whole: &[f64],
         free: &[usize],
-    ) -> Option<OnDevice<'a>> {
+    ) -> Result<Option<OnDevice<'a>>, EvalError> {
         let Evaluating::Lent(evaluator) = self.evaluator else {
-            return None;
+            return Ok(None);
         };
-        let held = kept
-            .get_or_insert_with(|| DeviceHeld::new(&mut *evaluator, whole, free).ok())
-            .as_mut()?;
-        Some(OnDevice {
+        let held = match kept {
+            Some(held) => held,
+            empty => empty.insert(DeviceHeld::new(&mut *evaluator, whole, free)?),
+        };
+        Ok(Some(OnDevice {
             evaluator: Evaluating::Held(HeldOnDevice::new(evaluator, held)),
             gradient: self.gradient,
-        })
+        }))
     }
 
     /// The vector arithmetic on the same device, in order with the evaluations.

@@ -120,9 +120,8 @@ pub struct FixedObjective<'o, O: ?Sized> {
     /// The inner objective's full gradient at the last point.
     gradient: Vec<f64>,
     /// What the device keeps of the held variables, where the inner objective lives on one:
-    /// `None` before the first [`OnBackend::device`], `Some(None)` where the device could not
-    /// hold them (not tried again).
-    device_held: Option<Option<DeviceHeld>>,
+    /// made at the first [`OnBackend::device`].
+    device_held: Option<DeviceHeld>,
     /// Its full factor at the last point a least-squares solve asked for one; made then, since
     /// its `n²` entries are of no use to a minimization (made here, they ended BFGS and L-BFGS
     /// solves of 10⁵ variables with one held in the allocator's abort).
@@ -203,11 +202,15 @@ impl Objective for FixedObjective<'_, dyn Objective + '_> {
 impl OnBackend for FixedObjective<'_, dyn Objective + '_> {
     /// The inner objective's device seen through the free variables: each evaluation writes
     /// them into the whole point and reads their partials out of the whole gradient there.
-    /// Where the device cannot hold the whole point and gradient (or the inner objective holds
-    /// variables itself), none: the solve keeps its vectors in host memory, correct as without
-    /// a device, and slower.
-    fn device(&mut self) -> Option<OnDevice<'_>> {
-        let inner = self.inner.on_backend()?.device()?;
+    /// Where the inner objective holds variables itself, none: the solve keeps its vectors in
+    /// host memory. Where the device cannot hold the whole point and gradient, its error.
+    fn device(&mut self) -> Result<Option<OnDevice<'_>>, EvalError> {
+        let Some(backend) = self.inner.on_backend() else {
+            return Ok(None);
+        };
+        let Some(inner) = backend.device()? else {
+            return Ok(None);
+        };
         inner.through_free(&mut self.device_held, &self.held.full, &self.held.free)
     }
 

@@ -64,9 +64,11 @@ pub trait Objective {
 pub trait OnBackend {
     /// The device this objective's problem lives on, when it does: the solver then keeps its
     /// vectors there too. Term objectives loaded on a GPU backend have one, and through theirs
-    /// the solvers' view of one with variables held fixed.
-    fn device(&mut self) -> Option<OnDevice<'_>> {
-        None
+    /// the solvers' view of one with variables held fixed. An error where the device has the
+    /// problem but cannot take the solve's vectors: the solve ends with it rather than moving
+    /// to host memory unseen.
+    fn device(&mut self) -> Result<Option<OnDevice<'_>>, EvalError> {
+        Ok(None)
     }
 
     /// This objective's value and gradient by pieces of `x` ([`PieceEvaluator`]), where it is
@@ -218,10 +220,12 @@ impl<E: Evaluator + ?Sized> Objective for TermObjective<E> {
 }
 
 impl<E: Evaluator + ?Sized> OnBackend for TermObjective<E> {
-    fn device(&mut self) -> Option<OnDevice<'_>> {
+    fn device(&mut self) -> Result<Option<OnDevice<'_>>, EvalError> {
         let gradient = self.gradient;
-        let evaluator = self.evaluator.device()?;
-        Some(OnDevice::new(evaluator, gradient))
+        Ok(self
+            .evaluator
+            .device()
+            .map(|evaluator| OnDevice::new(evaluator, gradient)))
     }
 
     fn pieces(&self) -> Option<&dyn PieceEvaluator> {

@@ -75,8 +75,7 @@ fn minimize_with(
     // so are the vectors.
     if h0.is_none()
         && !dense_fits(n)
-        && n >= super::workspace::DEVICE_MIN_LEN
-        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
+        && let Some(on_device) = super::workspace::device_of(objective, n)?
     {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         let mut hessian = ImplicitBfgs::new();

@@ -73,9 +73,7 @@ pub fn minimize(
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
     check_limited_memory_start(objective, x0, options)?;
-    if x0.len() >= super::workspace::DEVICE_MIN_LEN
-        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
-    {
+    if let Some(on_device) = super::workspace::device_of(objective, x0.len())? {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         return run(&mut workspace, x0, options, observer);
     }

@@ -15,7 +15,20 @@ use crate::space::{HostVectors, VectorSpace};
 /// The fewest variables for which a solve keeps its vectors on the GPU. Below it, an
 /// iteration's dozens of launches and scalar round trips cost more than host vectors; above it,
 /// copying `x` and `∇f` over PCIe for every evaluation dominates.
-pub(super) const DEVICE_MIN_LEN: usize = 1 << 15;
+const DEVICE_MIN_LEN: usize = 1 << 15;
+
+/// The device `objective`'s problem lives on, where a solve of `n` variables keeps its vectors
+/// there: from [`DEVICE_MIN_LEN`] variables up. An error where the device has the problem but
+/// cannot take the solve's vectors.
+pub(super) fn device_of(
+    objective: &mut dyn Objective,
+    n: usize,
+) -> Result<Option<OnDevice<'_>>, EvalError> {
+    match objective.on_backend() {
+        Some(backend) if n >= DEVICE_MIN_LEN => backend.device(),
+        _ => Ok(None),
+    }
+}
 
 /// A distance between gradients at `x`: `distance(x, g, reference)`, on host vectors (the
 /// reference's may be overwritten).

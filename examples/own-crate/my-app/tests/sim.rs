@@ -336,6 +336,7 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     let mut objective = TermObjective::new(sim.load(problem).unwrap(), Gradient::Exact);
     let mut space = cudamin::OnBackend::device(&mut objective)
         .unwrap()
+        .unwrap()
         .vectors()
         .unwrap();
     let (a, mut b) = (space.upload(&[3.0, -4.0]).unwrap(), space.zeros().unwrap());
@@ -428,7 +429,7 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
     let mut fixed = FixedObjective::new(inner, held);
     let mut g_host = [0.0];
     let f_host = cudamin::Objective::value_and_gradient(&mut fixed, &[0.7], &mut g_host).unwrap();
-    let mut on_device = cudamin::OnBackend::device(&mut fixed).unwrap();
+    let mut on_device = cudamin::OnBackend::device(&mut fixed).unwrap().unwrap();
     let mut free = on_device.vectors().unwrap();
     let (x, mut g) = (free.upload(&[0.7]).unwrap(), free.zeros().unwrap());
     assert_eq!(on_device.value_and_gradient(&x, &mut g).unwrap(), f_host);

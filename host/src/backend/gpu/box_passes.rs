@@ -27,6 +27,10 @@ use gpu_kernels::kernel::{
 /// takes each run, and a shorter one would leave some of its lanes idle.
 const RUN_MIN_LEN: usize = 32;
 
+/// The most entries one scatter launch writes: its table of two words an entry then holds
+/// 1 MB at most, where the whole scatter of a path past every breakpoint at `n = 10⁷` took 256 MB.
+const SCATTER_MOST: usize = 1 << 16;
+
 /// The box's addresses, both 0 without one (no finite side).
 fn addresses(bounds: Option<&BoxVectors<DeviceVector>>) -> (u64, u64) {
     bounds.map_or((0, 0), |b| (address(&b.lower), address(&b.upper)))
@@ -126,18 +130,18 @@ impl BoxSpace for DeviceVectors {
         Ok(self.read_rows_out(GATHER, out)?)
     }
 
+    /// In launches of at most `SCATTER_MOST` entries, so that the table each one writes
+    /// stays small: a path that passes every breakpoint scatters all `n` variables.
     fn scatter(&mut self, v: &mut DeviceVector, entries: &[(usize, f64)]) -> Result<(), EvalError> {
-        if entries.is_empty() {
-            return Ok(());
+        for entries in entries.chunks(SCATTER_MOST) {
+            let words: Vec<f64> = (entries.iter())
+                .flat_map(|&(i, value)| [f64::from_bits(i as u64), value])
+                .collect();
+            let table = self.table(&words)?;
+            let launch = Launch::scatter(address(v), table, entries.len());
+            (self.launcher()).launch(&launch, thread_per_row(entries.len()))?;
         }
-        let words: Vec<f64> = (entries.iter())
-            .flat_map(|&(i, value)| [f64::from_bits(i as u64), value])
-            .collect();
-        let table = self.table(&words)?;
-        let launch = Launch::scatter(address(v), table, entries.len());
-        Ok(self
-            .launcher()
-            .launch(&launch, thread_per_row(entries.len()))?)
+        Ok(())
     }
 
     fn path_point(

@@ -55,7 +55,7 @@ use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient
 use super::options::{Options, check_limited_memory_start};
 use super::quasi_newton::Trial;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use super::workspace::{DEVICE_MIN_LEN, DeviceWorkspace, HostWorkspace, Workspace};
+use super::workspace::{DeviceWorkspace, HostWorkspace, Workspace, device_of};
 use crate::objective::{EvalError, GradientError, Objective};
 use crate::solver::trial_sweep::TrialSweep;
 use crate::space::{BoxSpace, BoxVectors, VectorSpace};
@@ -110,9 +110,7 @@ fn solve(
     bounds: &Bounds,
     bounded: bool,
 ) -> Result<OptimizeResult, SolveError> {
-    if x0.len() >= DEVICE_MIN_LEN
-        && let Some(on_device) = objective.on_backend().and_then(|b| b.device())
-    {
+    if let Some(on_device) = device_of(objective, x0.len())? {
         let mut workspace = DeviceWorkspace::new(on_device)?;
         return Solver::new(&mut workspace, bounds, bounded)?.run(x0, options, observer);
     }
