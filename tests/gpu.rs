@@ -1408,7 +1408,7 @@ fn fused_vector_passes_keep_the_one_vector_bits() {
     let problem = problems::find("seed-expsum").unwrap();
     let instance = problem.instantiate(&gpu, Some(n), None).unwrap();
     let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
-    let mut space = objective.device().unwrap().vectors().unwrap();
+    let mut space = objective.device().unwrap().unwrap().vectors().unwrap();
     let host: Vec<Vec<f64>> = (0..22)
         .map(|j| {
             let phase = 0.1 + 0.37 * j as f64;
@@ -1847,7 +1847,7 @@ fn every_shipped_entry_executes_on_the_simulator() {
     let problem = problems::find("seed-expsum").unwrap();
     let instance = problem.instantiate(&sim, Some(1_000), None).unwrap();
     let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
-    let mut space = objective.device().unwrap().vectors().unwrap();
+    let mut space = objective.device().unwrap().unwrap().vectors().unwrap();
     let a: Vec<f64> = (0..1_000).map(|i| (i as f64 * 0.37).sin()).collect();
     let b: Vec<f64> = (0..1_000).map(|i| (i as f64 * 0.11).cos() - 0.5).collect();
     let (da, mut db) = (space.upload(&a).unwrap(), space.upload(&b).unwrap());

@@ -14,8 +14,6 @@ use cudamin::{Backend, problems};
 use cudamin_builder::ptxas;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn embedded_ptx() -> &'static str {
     match cudamin::PTX {
@@ -138,48 +136,8 @@ fn ptxas_assembles_every_arch_without_spills() {
         .collect();
     assert_eq!(modules.entries().collect::<Vec<_>>(), names);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("entry-modules");
-    std::fs::create_dir_all(&dir).unwrap();
-    let files: Vec<(&str, PathBuf)> = modules
-        .entries()
-        .map(|entry| {
-            let path = dir.join(format!("{entry}.ptx"));
-            std::fs::write(&path, modules.module(entry).unwrap()).unwrap();
-            (entry, path)
-        })
-        .collect();
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut report = String::new();
-    for arch in ptxas::ARCHS {
-        let files: Vec<_> = (files.iter())
-            .filter(|(entry, _)| ptxas::archs_of(entry).contains(&arch))
-            .collect();
-        let next = AtomicUsize::new(0);
-        let kernels = Mutex::new(BTreeMap::new());
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    while let Some(&&(entry, ref path)) =
-                        files.get(next.fetch_add(1, Ordering::Relaxed))
-                    {
-                        let found = ptxas::assemble(&ptxas_path, path, arch)
-                            .unwrap_or_else(|log| panic!("the module of `{entry}`: {log}"));
-                        assert_eq!(
-                            found.keys().collect::<Vec<_>>(),
-                            [entry],
-                            "{arch}: the module of `{entry}` has other entries"
-                        );
-                        kernels.lock().unwrap().extend(found);
-                    }
-                });
-            }
-        });
-        let kernels = kernels.into_inner().unwrap();
-        report += &ptxas::table(arch, &kernels);
-        assert_eq!(kernels.len(), files.len(), "{arch}: an entry is missing");
-        for (name, k) in &kernels {
-            ptxas::check_spills(arch, name, k).unwrap_or_else(|why| panic!("{why}"));
-        }
-    }
+    let report = ptxas::assemble_entries(&ptxas_path, &dir, &modules.all())
+        .unwrap_or_else(|why| panic!("{why}"));
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ptxas-report.txt");
     std::fs::write(&path, &report).unwrap();
     println!("{report}");

@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// The architectures cudamin's PTX is checked for: Volta, Ampere, Hopper.
 pub const ARCHS: [&str; 3] = ["sm_70", "sm_80", "sm_90"];
@@ -110,6 +112,77 @@ pub fn assemble(
         return Err(format!("ptxas rejected the PTX for {arch}:\n{log}"));
     }
     Ok(parse_report(&log))
+}
+
+/// Assembles each entry's own module (`(entry, PTX text)`, as a device loads it) for the
+/// architectures [`archs_of`] gives the entry, on every core, into files under `dir`. Checks
+/// that each module holds its entry alone and that no entry spills more than
+/// [`check_spills`] allows. Returns the reports as [`table`]s, one per architecture, or why not.
+pub fn assemble_entries(
+    ptxas: &Path,
+    dir: &Path,
+    modules: &[(&str, String)],
+) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for (entry, module) in modules {
+        let path = dir.join(format!("{entry}.ptx"));
+        std::fs::write(&path, module).map_err(|e| format!("{}: {e}", path.display()))?;
+        files.push((*entry, path));
+    }
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut report = String::new();
+    for arch in ARCHS {
+        let files: Vec<_> = (files.iter())
+            .filter(|(entry, _)| archs_of(entry).contains(&arch))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let found = Mutex::new(Ok(BTreeMap::new()));
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    while let Some(&&(entry, ref path)) =
+                        files.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let one = assemble_one(ptxas, entry, path, arch);
+                        let mut found = found.lock().unwrap_or_else(PoisonError::into_inner);
+                        match (&mut *found, one) {
+                            (Ok(all), Ok(report)) => _ = all.insert(entry.to_owned(), report),
+                            (Ok(_), Err(why)) => *found = Err(why),
+                            (Err(_), _) => return,
+                        }
+                    }
+                });
+            }
+        });
+        let kernels = found.into_inner().unwrap_or_else(PoisonError::into_inner)?;
+        report += &table(arch, &kernels);
+        if kernels.len() != files.len() {
+            return Err(format!("{arch}: an entry is missing from the reports"));
+        }
+        for (name, k) in &kernels {
+            check_spills(arch, name, k)?;
+        }
+    }
+    Ok(report)
+}
+
+/// Entry `entry`'s report from its module's file `path`, assembled for `arch`.
+fn assemble_one(
+    ptxas: &Path,
+    entry: &str,
+    path: &Path,
+    arch: &str,
+) -> Result<KernelReport, String> {
+    let found =
+        assemble(ptxas, path, arch).map_err(|log| format!("the module of `{entry}`: {log}"))?;
+    match found.get(entry) {
+        Some(&report) if found.len() == 1 => Ok(report),
+        _ => Err(format!(
+            "{arch}: the module of `{entry}` has entries {:?}",
+            found.keys().collect::<Vec<_>>()
+        )),
+    }
 }
 
 /// A table of `kernels`' reports, one line each, under a heading for `arch`.

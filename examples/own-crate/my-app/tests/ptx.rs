@@ -1,12 +1,13 @@
 //! my-kernels as PTX, checked without a GPU: every term registered in my-kernels (found by
 //! its entries' names, so a new term is checked without a line here) and the shared kernels
 //! cudamin launches are launched with the parameters their `.entry` takes, and the PTX holds
-//! nothing else; and ptxas assembles it for sm_70, sm_80 and sm_90 without spills (but a
-//! bounded few in a batch kernel, `ptxas::spills_allowed`). ptxas is
+//! nothing else; and ptxas assembles each entry's module for sm_70, sm_80 and sm_90 (a batch
+//! kernel for sm_90 alone, `ptxas::archs_of`) without spills (but a bounded few in a batch
+//! kernel, `ptxas::spills_allowed`). ptxas is
 //! found through `$CUDAMIN_PTXAS`; `CUDAMIN_REQUIRE_PTX=1` / `CUDAMIN_REQUIRE_PTXAS=1` turn
 //! skips into failures.
 
-use cudamin::plumbing::gpu::abi;
+use cudamin::plumbing::gpu::{abi, ptx};
 use cudamin_builder::ptxas;
 use std::path::Path;
 
@@ -55,14 +56,11 @@ fn ptxas_assembles_it_for_every_arch_without_spills() {
         eprintln!("skipped: ptxas not found (set CUDAMIN_PTXAS)");
         return;
     };
-    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("my_kernels.ptx");
-    std::fs::write(&file, ptx).unwrap();
-    for arch in ptxas::ARCHS {
-        let kernels =
-            ptxas::assemble(&ptxas_path, &file, arch).unwrap_or_else(|log| panic!("{log}"));
-        print!("{}", ptxas::table(arch, &kernels));
-        for (name, k) in &kernels {
-            ptxas::check_spills(arch, name, k).unwrap_or_else(|why| panic!("{why}"));
-        }
-    }
+    // Each entry's own module, as the driver loads it: ptxas then assembles a batch kernel
+    // for sm_90 alone (`ptxas::archs_of`), and the modules on every core.
+    let modules = ptx::modules(ptx).unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("entry-modules");
+    let report = ptxas::assemble_entries(&ptxas_path, &dir, &modules.all())
+        .unwrap_or_else(|why| panic!("{why}"));
+    print!("{report}");
 }

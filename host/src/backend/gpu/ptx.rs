@@ -254,6 +254,14 @@ impl EntryModules {
         })
     }
 
+    /// Each entry with its module, in file order: what `cudamin_builder::ptxas::assemble_entries`
+    /// takes.
+    pub fn all(&self) -> Vec<(&str, String)> {
+        (self.entries())
+            .filter_map(|entry| Some((entry, self.module(entry)?)))
+            .collect()
+    }
+
     /// The self-contained module of `entry`, or `None` if the PTX has no such entry.
     pub fn module(&self, entry: &str) -> Option<String> {
         let text = |item: &Item| &self.text[item.range.clone()];
