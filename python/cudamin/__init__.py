@@ -14,6 +14,9 @@ Your own terms, compiled into an extension module of your crate with
 ``cudamin_py::python_module!``, get the same functions from ``cudamin.bind(_native.catalog)``
 (the own-crate template's ``my-py`` does so).
 
+``cudamin.Session(backend=...)`` holds one backend open for many calls, and counts what its
+device has done (``traffic()``).
+
 Results are scipy's own types (``OptimizeResult``, ``(popt, pcov)``) with scipy's field names,
 plus cudamin's: ``backend`` and ``backend_reason`` (where the terms ran, and why),
 ``jac_error`` (for finite differences, the estimated error of the gradient) and ``method``.
@@ -43,6 +46,7 @@ class BackendError(RuntimeError):
 
 # After BackendError: the extension modules raise it.
 from . import _batch, _native  # noqa: E402
+from ._session import Session  # noqa: E402
 from ._args import (  # noqa: E402
     _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _fixed, _jac,
     _leastsq_message, _minimize_box, _number, _observer, _predictors, _tolerances, _x_scale,
@@ -50,6 +54,7 @@ from ._args import (  # noqa: E402
 
 __all__ = [
     "BackendError",
+    "Session",
     "bind",
     "curve_fit",
     "curve_fit_batch",
@@ -141,6 +146,10 @@ class Solvers:
 
     def __init__(self, catalog):
         self._catalog = catalog
+
+    def Session(self, backend="auto"):
+        """A ``cudamin.Session`` on ``backend`` over this catalog's problems and models."""
+        return Session(backend, solvers=self)
 
     def problems(self):
         """The problems ``minimize`` and ``least_squares`` take by name, as dicts (name, title,
@@ -408,7 +417,7 @@ class Solvers:
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 6
+_INTERFACE = 7
 
 
 def bind(catalog):

@@ -4,9 +4,10 @@
 
 use crate::Catalog;
 use crate::args;
+use crate::catalog::Place;
 use crate::errors::Failure;
+use cudamin::Bounds;
 use cudamin::problems::fit_batch::{Batch, Estimator, Points, Precision, fit_batch_on};
-use cudamin::{BackendChoice, Bounds};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -22,7 +23,7 @@ pub(crate) struct Limits {
     /// The parameters every fit holds at its start.
     pub fixed: Option<Vec<bool>>,
     /// Where the fits run.
-    pub backend: BackendChoice,
+    pub backend: Place,
     /// Whether they compute in single precision.
     pub single: bool,
     /// Whether they are Poisson maximum-likelihood fits.
@@ -84,7 +85,7 @@ pub(crate) fn curve_fit_batch<'py>(
         single: _,
         poisson: _,
     } = limits;
-    let (backend, _) = catalog.backend(backend)?;
+    let (backend, _) = catalog.open(backend)?;
     let plain = (None, None);
     let options = args::lm_options(
         ftol, xtol, gtol, max_nfev, "linear", 1.0, fixed, bounds, plain,

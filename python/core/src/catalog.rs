@@ -2,7 +2,9 @@
 //! or on the caller's) and its fit models, looked up for a call and listed for `problems()` and
 //! `models()`.
 
+use crate::args;
 use crate::errors::Failure;
+use crate::session::Session;
 use cudamin::problems::fit::Model;
 use cudamin::problems::{OnData, Problem};
 use cudamin::{Backend, BackendChoice, LaunchOverride};
@@ -21,6 +23,13 @@ pub struct Catalog {
     /// The backends opened so far, one per choice, with why each was chosen: kept for the
     /// process, so a GPU's context is made and its kernels loaded once, not on every call.
     opened: Mutex<Vec<(BackendChoice, Backend, String)>>,
+}
+
+/// Where a call runs: a backend asked for by name, which the catalog opens once and shares,
+/// or a session's own.
+pub(crate) enum Place {
+    Choice(BackendChoice),
+    Session(Backend, String),
 }
 
 /// A problem as a catalog holds it.
@@ -80,6 +89,41 @@ impl Catalog {
         let known = || self.models.iter().map(|m| m.name).collect::<Vec<_>>();
         let model = self.models.iter().find(|m| m.name == name);
         model.ok_or_else(|| unknown("model", name, &known()))
+    }
+
+    /// The PTX this catalog's kernels are in.
+    pub(crate) fn ptx(&self) -> Result<&'static str, &'static str> {
+        self.ptx
+    }
+
+    /// Where a call with `backend` runs: a session's backend, or the one named; `None` names
+    /// `default`.
+    pub(crate) fn place(
+        &self,
+        backend: Option<&Bound<'_, PyAny>>,
+        default: BackendChoice,
+    ) -> Result<Place, Failure> {
+        let Some(backend) = backend else {
+            return Ok(Place::Choice(default));
+        };
+        if let Ok(session) = backend.cast::<Session>() {
+            let (backend, why) = session.get().held()?;
+            return Ok(Place::Session(backend, why));
+        }
+        match backend.extract::<String>() {
+            Ok(name) => Ok(Place::Choice(args::backend(&name)?)),
+            Err(_) => Err(Failure::Input(
+                "backend must be 'auto', 'cpu', 'cuda', 'sim' or a Session of this module".into(),
+            )),
+        }
+    }
+
+    /// The backend of `place`, and why it was chosen.
+    pub(crate) fn open(&self, place: Place) -> Result<(Backend, String), Failure> {
+        match place {
+            Place::Choice(choice) => self.backend(choice),
+            Place::Session(backend, why) => Ok((backend, why)),
+        }
     }
 
     /// The backend asked for, with this catalog's PTX, and why it was chosen: opened on the

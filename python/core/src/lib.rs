@@ -31,6 +31,7 @@ mod batch;
 mod catalog;
 mod errors;
 mod observe;
+mod session;
 mod solve;
 
 pub use catalog::Catalog;
@@ -38,6 +39,7 @@ pub use cudamin::problems::OnData;
 pub use cudamin::problems::fit::Model;
 #[doc(hidden)]
 pub use pyo3;
+pub use session::Session;
 
 use pyo3::prelude::*;
 
@@ -47,8 +49,8 @@ use pyo3::prelude::*;
 /// call. Raised, with `_INTERFACE` in python/cudamin/__init__.py, whenever a call changes.
 /// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
 /// `minimize` takes `maxls` (L-BFGS-B's line-search limit), and `parameter_names` lists a
-/// model's names for its parameters.
-pub const INTERFACE: u32 = 6;
+/// model's names for its parameters. Version 7: `backend` may be a session (`catalog.session`).
+pub const INTERFACE: u32 = 7;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
 pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {

@@ -5,9 +5,10 @@
 
 use crate::Catalog;
 use crate::args;
-use crate::catalog::Source;
+use crate::catalog::{Place, Source};
 use crate::errors::Failure;
 use crate::observe::Observer;
+use crate::session::Session;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
@@ -49,13 +50,13 @@ struct Named<'a> {
     points: Option<usize>,
     data: Vec<&'a [f64]>,
     gradient: Gradient,
-    choice: BackendChoice,
+    place: Place,
 }
 
 impl<'a> Named<'a> {
     /// The problem called `name`, its start (`n` is `x0`'s length when it is given; both given
     /// must agree), its data (generated: `points` of them; the caller's: `data`), the
-    /// gradient scheme and the backend asked for.
+    /// gradient scheme and where it runs.
     #[allow(clippy::too_many_arguments)]
     fn read(
         catalog: &Catalog,
@@ -65,7 +66,7 @@ impl<'a> Named<'a> {
         points: Option<usize>,
         data: &'a [PyReadonlyArray1<'_, f64>],
         jac: &str,
-        backend: &str,
+        backend: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self, Failure> {
         let x0 = args::owned("x0", x0)?;
         let n = match (&x0, n) {
@@ -110,7 +111,7 @@ impl<'a> Named<'a> {
             points,
             data,
             gradient: args::gradient(jac)?,
-            choice: args::backend(backend)?,
+            place: catalog.place(backend, BackendChoice::Auto)?,
         })
     }
 
@@ -120,7 +121,7 @@ impl<'a> Named<'a> {
         self,
         catalog: &Catalog,
     ) -> Result<(Solvable, Vec<f64>, &'static str, String), Failure> {
-        let (backend, backend_reason) = catalog.backend(self.choice)?;
+        let (backend, backend_reason) = catalog.open(self.place)?;
         let (loaded, x0) = match (self.source, self.x0) {
             (Source::Generated(problem), x0) => {
                 let instance = problem.instantiate(&backend, self.n, self.points)?;
@@ -175,6 +176,12 @@ fn least_squares_fields(out: &Bound<'_, PyDict>, r: &cudamin::LeastSquaresResult
 
 #[pymethods]
 impl Catalog {
+    /// A session of its own on backend `backend` (`"auto"`, `"cpu"`, `"cuda"` or `"sim"`),
+    /// which calls name as their `backend`.
+    fn session(&self, backend: &str) -> PyResult<Session> {
+        Ok(Session::open(self.ptx(), args::backend(backend)?)?)
+    }
+
     /// The version of the calls this catalog answers ([`crate::INTERFACE`]).
     #[getter]
     fn interface(&self) -> u32 {
@@ -206,7 +213,7 @@ impl Catalog {
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
-    maxls=None, maxcor=None, return_hess_inv=None, backend="auto", callback=None))]
+    maxls=None, maxcor=None, return_hess_inv=None, backend=None, callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn minimize<'py>(
         &self,
@@ -228,7 +235,7 @@ impl Catalog {
         maxls: Option<usize>,
         maxcor: Option<usize>,
         return_hess_inv: Option<bool>,
-        backend: &str,
+        backend: Option<Bound<'py, PyAny>>,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = args::method(method)?;
@@ -240,7 +247,7 @@ impl Catalog {
             points,
             data.as_deref().unwrap_or(&[]),
             jac,
-            backend,
+            backend.as_ref(),
         )?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let mut observer = Observer::new(callback);
@@ -324,7 +331,7 @@ impl Catalog {
     /// Levenberg–Marquardt, or trust-region reflective within bounds: scipy's `least_squares`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, jac="exact", lower=None,
     upper=None, fixed=None, ftol=None, xtol=None, gtol=None, max_nfev=None, loss="linear",
-    f_scale=1.0, method=None, x_scale=None, x_scale_jac=false, backend="auto", callback=None))]
+    f_scale=1.0, method=None, x_scale=None, x_scale_jac=false, backend=None, callback=None))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn least_squares<'py>(
         &self,
@@ -347,7 +354,7 @@ impl Catalog {
         method: Option<&str>,
         x_scale: Option<PyReadonlyArray1<'py, f64>>,
         x_scale_jac: bool,
-        backend: &str,
+        backend: Option<Bound<'py, PyAny>>,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let named = Named::read(
@@ -358,7 +365,7 @@ impl Catalog {
             points,
             data.as_deref().unwrap_or(&[]),
             jac,
-            backend,
+            backend.as_ref(),
         )?;
         let name = named.source.name();
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
@@ -401,7 +408,7 @@ impl Catalog {
     /// `nfev`, `cost`, and a `message` per fit.
     #[pyo3(signature = (model, xdata, ydata, points, p0, params, *, sigma=None,
     absolute_sigma=false, lower=None, upper=None, fixed=None, ftol=None, xtol=None, gtol=None,
-    max_nfev=None, backend="cpu", single=false, poisson=false, offsets=None))]
+    max_nfev=None, backend=None, single=false, poisson=false, offsets=None))]
     #[allow(clippy::too_many_arguments)] // curve_fit's keywords
     fn curve_fit_batch<'py>(
         &self,
@@ -421,7 +428,7 @@ impl Catalog {
         xtol: Option<f64>,
         gtol: Option<f64>,
         max_nfev: Option<usize>,
-        backend: &str,
+        backend: Option<Bound<'py, PyAny>>,
         single: bool,
         poisson: bool,
         offsets: Option<Vec<usize>>,
@@ -434,7 +441,7 @@ impl Catalog {
             max_nfev,
             bounds: args::bounds(lower, upper, params)?,
             fixed: args::fixed(fixed, params)?,
-            backend: args::backend(backend)?,
+            backend: self.place(backend.as_ref(), BackendChoice::Cpu)?,
             single,
             poisson,
         };
@@ -457,7 +464,7 @@ impl Catalog {
     #[pyo3(signature = (model, xdata, ydata, *, p0=None, sigma=None, absolute_sigma=false,
     lower=None, upper=None, natural_bounds=false, jac="exact", fixed=None, ftol=None, xtol=None,
     gtol=None, max_nfev=None, loss="linear", f_scale=1.0, method=None, x_scale=None, x_scale_jac=false,
-    full_output=false, backend="auto",
+    full_output=false, backend=None,
     callback=None))]
     #[allow(clippy::too_many_arguments)] // curve_fit's signature, keyword-only
     fn curve_fit<'py>(
@@ -484,12 +491,12 @@ impl Catalog {
         x_scale: Option<PyReadonlyArray1<'py, f64>>,
         x_scale_jac: bool,
         full_output: bool,
-        backend: &str,
+        backend: Option<Bound<'py, PyAny>>,
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let model = self.model(model)?;
         let gradient = args::gradient(jac)?;
-        let choice = args::backend(backend)?;
+        let place = self.place(backend.as_ref(), BackendChoice::Auto)?;
         let predictors = (xdata.iter())
             .map(|x| args::slice("xdata", x))
             .collect::<Result<Vec<_>, _>>()?;
@@ -519,7 +526,7 @@ impl Catalog {
             .map_or(0, |mask| mask.iter().filter(|&&h| h).count());
         let mut observer = Observer::new(callback);
         let ran = detached(py, &mut observer, |observer| {
-            let (backend, backend_reason) = self.backend(choice)?;
+            let (backend, backend_reason) = self.open(place)?;
             // curve_fit's start: ones, or inside the bounds when there are some.
             let p0 = p0.or_else(|| bounds.as_ref().map(Bounds::curve_fit_start));
             let instance = model.instantiate_columns(

@@ -3,7 +3,8 @@
 ``my_kernels.curve_fit_batch("michaelis-menten", s, v, p0=[1, 1])`` fits it to each row of
 ``v`` at once; and ``my_kernels.minimize("robust-line", [0, 0], data=(t, y))`` minimizes a
 term's sum over your columns. Each runs on every CPU core (or a GPU) and returns what
-``scipy.optimize`` returns."""
+``scipy.optimize`` returns. ``my_kernels.Session(backend="cuda")`` holds one backend open for
+many calls."""
 
 import cudamin
 
@@ -16,3 +17,4 @@ minimize = _solvers.minimize
 least_squares = _solvers.least_squares
 models = _solvers.models
 problems = _solvers.problems
+Session = _solvers.Session

@@ -67,3 +67,19 @@ def test_a_bad_fit_fails_alone(curves):
     assert popt[[0, 2]].tolist() == alone.tolist()
     with pytest.raises(ValueError, match="MichaelisMenten fits n = 2 parameters"):
         my_kernels.curve_fit_batch("michaelis-menten", s, v, p0=[1.0, 1.0, 1.0])
+
+
+def test_a_session_runs_the_fits_and_keeps_to_its_module(curves):
+    """A session of this module runs its batch kernel on the simulator, with the module-level
+    call's bits; cudamin's own session cannot run this module's models, and says so."""
+    import cudamin
+
+    s, v, p0 = curves
+    shared = my_kernels.curve_fit_batch("michaelis-menten", s, v[:20], p0=p0[:20], backend="sim")
+    with my_kernels.Session(backend="sim") as session:
+        popt, _, info = session.curve_fit_batch("michaelis-menten", s, v[:20], p0=p0[:20])
+        assert session.traffic()["contexts_created"] == 1
+    assert popt.tobytes() == shared[0].tobytes()
+    assert (info["status"] > 0).all()
+    with cudamin.Session("cpu") as other, pytest.raises(ValueError, match="Session of this module"):
+        my_kernels.curve_fit_batch("michaelis-menten", s, v[:2], p0=p0[:2], backend=other._native)

@@ -4,7 +4,7 @@
 //! path is in this file, and nothing else is.
 
 use super::abi::KernelArg;
-use super::driver::{Buffer, Driver, KernelLimits, host_zeros};
+use super::driver::{Buffer, Driver, KernelLimits, ModuleLoads, host_zeros};
 use super::ptx::{self, EntryModules};
 use crate::backend::launch::LaunchConfig;
 use crate::error::BackendError;
@@ -194,11 +194,12 @@ impl Driver for CustDriver {
         &self.summary
     }
 
-    fn module_load_seconds(&self) -> f64 {
-        self.loaded
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .seconds
+    fn module_loads(&self) -> ModuleLoads {
+        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        ModuleLoads {
+            count: loaded.modules.len() as u64,
+            seconds: loaded.seconds,
+        }
     }
 
     fn multiprocessors(&self) -> u32 {

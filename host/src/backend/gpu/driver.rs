@@ -41,13 +41,22 @@ pub(crate) struct KernelLimits {
 ///
 /// Crate-private: its memory operations take addresses that only [`alloc`](Driver::alloc)
 /// made, through [`Buffer`]s whose lengths the [`Launcher`](super::Launcher) checks.
+/// What a driver's module loads have cost so far ([`Driver::module_loads`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ModuleLoads {
+    /// Modules loaded.
+    pub count: u64,
+    /// Seconds the loads took.
+    pub seconds: f64,
+}
+
 pub(crate) trait Driver: Send + Sync {
     /// The device, in words, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".
     fn summary(&self) -> &str;
-    /// Seconds spent loading kernels so far: on a real device, the JIT compilation of each
-    /// kernel launched so far (or its lookup in the driver's compute cache); on the simulator,
-    /// the parse of the whole PTX.
-    fn module_load_seconds(&self) -> f64;
+    /// The modules loaded so far, and the seconds their loads took: on a real device, one
+    /// module per kernel launched so far, JIT-compiled (or found in the driver's compute
+    /// cache); on the simulator, the whole PTX, parsed once.
+    fn module_loads(&self) -> ModuleLoads;
     /// The device's multiprocessors.
     fn multiprocessors(&self) -> u32;
     /// The launch limits of `kernel`, or [`BackendError::KernelMissing`].

@@ -46,6 +46,9 @@ pub struct Traffic {
     pub words_to_device: u64,
     /// Words copied to the host.
     pub words_to_host: u64,
+    /// Modules the driver has loaded: on a device, one per kernel on its first launch; on the
+    /// simulator, the whole PTX once.
+    pub modules_loaded: u64,
 }
 
 impl std::ops::Sub for Traffic {
@@ -61,6 +64,7 @@ impl std::ops::Sub for Traffic {
             allocations: self.allocations.saturating_sub(earlier.allocations),
             words_to_device: self.words_to_device.saturating_sub(earlier.words_to_device),
             words_to_host: self.words_to_host.saturating_sub(earlier.words_to_host),
+            modules_loaded: self.modules_loaded.saturating_sub(earlier.modules_loaded),
         }
     }
 }
@@ -102,13 +106,14 @@ impl Launcher {
             allocations: get(&c.allocations),
             words_to_device: get(&c.words_to_device),
             words_to_host: get(&c.words_to_host),
+            modules_loaded: self.driver.module_loads().count,
         }
     }
 
     /// Seconds the driver has spent loading kernels so far (the JIT compilation of each one
     /// launched, unless the driver's compute cache held it).
     pub fn module_load_seconds(&self) -> f64 {
-        self.driver.module_load_seconds()
+        self.driver.module_loads().seconds
     }
 
     /// Starts counting each kernel's cost, from zero, or stops; whether the driver counts (the

@@ -3,7 +3,7 @@
 //! simulator or a device).
 
 use super::abi::KernelArg;
-use super::driver::{Buffer, Driver, KernelLimits};
+use super::driver::{Buffer, Driver, KernelLimits, ModuleLoads};
 use super::{GpuEvaluator, Launcher, load_least_squares};
 use crate::backend::evaluator::Evaluator;
 use crate::backend::launch::{LaunchConfig, LaunchOverride};
@@ -29,8 +29,8 @@ impl Driver for LimitsOnly {
         "limits only"
     }
 
-    fn module_load_seconds(&self) -> f64 {
-        0.0
+    fn module_loads(&self) -> ModuleLoads {
+        ModuleLoads::default()
     }
 
     fn multiprocessors(&self) -> u32 {

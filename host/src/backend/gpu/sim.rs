@@ -10,7 +10,7 @@
 //! at the next call that waits ([`Driver::read`]) and at every call after it, as [`BackendError::Launch`] naming the kernel, block, thread and address.
 
 use super::abi::KernelArg;
-use super::driver::{Buffer, Driver, KernelCounts, KernelLimits};
+use super::driver::{Buffer, Driver, KernelCounts, KernelLimits, ModuleLoads};
 use crate::backend::launch::LaunchConfig;
 use crate::error::BackendError;
 use cudamin_ptx_sim::{Device, Launch, Module, SimError};
@@ -120,8 +120,11 @@ impl Driver for SimDriver {
         self.state().device.counts().cloned()
     }
 
-    fn module_load_seconds(&self) -> f64 {
-        self.module_load_seconds
+    fn module_loads(&self) -> ModuleLoads {
+        ModuleLoads {
+            count: 1,
+            seconds: self.module_load_seconds,
+        }
     }
 
     fn multiprocessors(&self) -> u32 {
