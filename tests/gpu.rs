@@ -17,7 +17,7 @@ use cudamin::kernels::raw::examples::{DOT_SHARED, SQUARE_PLUS_TWO_X_PLUS_ONE};
 use cudamin::plumbing::gpu::{DeviceVector, DeviceVectors};
 use cudamin::plumbing::gpu::{ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
-use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
+use cudamin::plumbing::space::{BoxSpace, BoxVectors, Breakpoint, VectorSpace};
 use cudamin::problems::fit::{FitData, MODELS, Model};
 use cudamin::problems::fit_batch::{
     BLOCK_MIN_POINTS, Batch, Estimator, Points, Precision, fit_batch_on,
@@ -781,8 +781,11 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
             (times.clone(), path.clone(), norm)
         );
         assert_eq!(device.projected_gradient_norm(db, &dx, &dg).unwrap(), norm);
-        let early = host.earliest_breakpoints(&times, 8).unwrap();
-        assert_eq!(device.earliest_breakpoints(&d_times, 8).unwrap(), early);
+        let early = host.earliest_breakpoints(&times, None, 8).unwrap();
+        assert_eq!(
+            device.earliest_breakpoints(&d_times, None, 8).unwrap(),
+            early
+        );
         if let Some(&last) = early.0.last() {
             let (mut h_rest, mut d_rest) = (Vec::new(), Vec::new());
             host.breakpoints_after(&times, last, &mut h_rest).unwrap();
@@ -850,10 +853,30 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
         // the others), up to the Cauchy walk's 64.
         for count in [1, 8, 24, 64] {
             assert_eq!(
-                device.earliest_breakpoints(&d_times, count).unwrap(),
-                host.earliest_breakpoints(&times, count).unwrap(),
+                device.earliest_breakpoints(&d_times, None, count).unwrap(),
+                host.earliest_breakpoints(&times, None, count).unwrap(),
                 "{what}, the earliest {count}"
             );
+        }
+        // The next ones after the 24th earliest, as the Cauchy walk asks past the earliest
+        // (ties at the 24th's time broken by index), and after a time no breakpoint has.
+        let (early, _) = host.earliest_breakpoints(&times, None, 24).unwrap();
+        let afters = early
+            .last()
+            .copied()
+            .into_iter()
+            .chain([Breakpoint(0.75, 5)]);
+        for after in afters {
+            for count in [1, 40, 256] {
+                assert_eq!(
+                    device
+                        .earliest_breakpoints(&d_times, Some(after), count)
+                        .unwrap(),
+                    host.earliest_breakpoints(&times, Some(after), count)
+                        .unwrap(),
+                    "{what}, {count} after {after:?}"
+                );
+            }
         }
     }
 
@@ -1108,8 +1131,8 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
             let on_device = VectorSpace::upload(&mut space, &times).unwrap();
             for count in [1, 24, 64] {
                 assert_eq!(
-                    space.earliest_breakpoints(&on_device, count).unwrap(),
-                    host.earliest_breakpoints(&times, count).unwrap(),
+                    space.earliest_breakpoints(&on_device, None, count).unwrap(),
+                    host.earliest_breakpoints(&times, None, count).unwrap(),
                     "{threads} threads × {blocks} blocks, the earliest {count}"
                 );
             }

@@ -26,6 +26,14 @@ pub fn is_breakpoint(t: f64) -> bool {
     t > 0.0 && t.is_finite()
 }
 
+/// Whether variable `i`'s time `t` is a breakpoint that comes after breakpoint `after` (a time
+/// and an index) in the path's order: by time, then by index. `after = (0, _)` passes every
+/// breakpoint.
+#[inline(always)]
+pub fn is_breakpoint_after(t: f64, i: usize, after: (f64, usize)) -> bool {
+    is_breakpoint(t) && (t > after.0 || (t == after.0 && i > after.1))
+}
+
 /// The projected gradient's entry `x − P(x − g)` (sign aside): `g` where the variable may move
 /// along `−g`, what is left to its bound where that is nearer; NaN where `g` is NaN.
 #[inline(always)]

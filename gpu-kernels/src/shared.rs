@@ -111,10 +111,10 @@ macro_rules! __shared_kernels {
             /// The new pair and its products.
             NEW_PAIR_PARTIALS new_pair_partials in box_entry (n: U64, step: F64, d: In,
                 g_new: In, g: In, s: Out, y: Out, partials: Out);
-            /// Each run of consecutive breakpoint times: its least and how many, from which
-            /// the host picks the runs that hold the earliest.
+            /// Each run of consecutive breakpoint times: its least and how many after a
+            /// given breakpoint, from which the host picks the runs that hold the earliest.
             BREAKPOINT_CHUNKS breakpoint_chunks in box_entry
-                (n: U64, times: In, chunk: U64, out: Out);
+                (n: U64, times: In, chunk: U64, after_time: F64, after_index: U64, out: Out);
             /// A few rows of several vectors.
             GATHER gather in box_entry
                 (table: Words, count: U64, indices: Words, rows: U64, out: Out);

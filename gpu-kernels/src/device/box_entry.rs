@@ -12,7 +12,7 @@
 pub(crate) use nvptx::*;
 
 mod nvptx {
-    use crate::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
+    use crate::bounds::{breakpoint, clip, is_breakpoint_after, projected, reach, room, truncated};
     use crate::device::vector_entry::vector_at;
     use crate::device::{WARP_SIZE, block_dim, block_idx, block_reduce, block_reduce_sum};
     use crate::device::{grid_dim, grid_stride, slice, thread_idx, warp_reduce};
@@ -355,7 +355,8 @@ mod nvptx {
 
     /// For each of the `chunks = ⌈n / chunk⌉` runs of `chunk` consecutive `times` (the last
     /// one shorter): `out[c]` ← the run's least breakpoint time (`∞` for none) and
-    /// `out[chunks + c]` ← how many breakpoints it holds. A warp takes whole runs, its lanes
+    /// `out[chunks + c]` ← how many breakpoints it holds, counting only those after breakpoint
+    /// `(after_time, after_index)` (`after_time = 0`: all). A warp takes whole runs, its lanes
     /// striding through each (a run is an index range the host can fetch), and reduces them
     /// by shuffles alone: no barrier, and no lane waits on a run that is not its warp's.
     #[inline(always)]
@@ -363,6 +364,8 @@ mod nvptx {
         n: usize,
         times: *const f64,
         chunk: usize,
+        after_time: f64,
+        after_index: usize,
         out: *mut f64,
     ) {
         // SAFETY: the launcher passes `n` times and `2·⌈n / chunk⌉` output slots; lane 0 of
@@ -380,7 +383,7 @@ mod nvptx {
             let (mut least, mut count) = (f64::INFINITY, 0.0);
             let mut i = c * chunk + lane;
             while i < end {
-                if is_breakpoint(times[i]) {
+                if is_breakpoint_after(times[i], i, (after_time, after_index)) {
                     least = least.min(times[i]);
                     count += 1.0;
                 }

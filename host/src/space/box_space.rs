@@ -106,14 +106,24 @@ pub trait BoxSpace: VectorSpace {
         path: &mut Self::Vector,
     ) -> Result<f64, EvalError>;
 
-    /// The `count` earliest breakpoints of `times` (its finite positive entries) in
-    /// [`Breakpoint`]'s order (time, then index: exactly the `count` least, ties included), and
-    /// how many breakpoints there are.
+    /// The `count` earliest breakpoints of `times` (its finite positive entries) strictly after
+    /// `after` (`None`: all) in [`Breakpoint`]'s order (time, then index: exactly the `count`
+    /// least, ties included), and how many breakpoints there are after `after`.
     fn earliest_breakpoints(
         &mut self,
         times: &Self::Vector,
+        after: Option<Breakpoint>,
         count: usize,
     ) -> Result<(Vec<Breakpoint>, usize), EvalError>;
+
+    /// Whether the Cauchy walk past the earliest breakpoints should take the next ones from
+    /// [`earliest_breakpoints`](Self::earliest_breakpoints) again, batch by batch, rather than
+    /// from a heap of all the rest ([`breakpoints_after`](Self::breakpoints_after)). The
+    /// default, a heap, suits host memory; a GPU's space picks them on the device, where a
+    /// heap would first bring every time to the host.
+    fn picks_later_breakpoints(&self) -> bool {
+        false
+    }
 
     /// Every breakpoint of `times` strictly after `after` in [`Breakpoint`]'s order, in no
     /// particular order, appended to `out`.

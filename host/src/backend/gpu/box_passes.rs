@@ -8,15 +8,16 @@
 //!
 //! The earliest breakpoints are chosen on the host from what the device tells of runs of
 //! consecutive times ([`earliest_runs`]) and the times of the runs that hold them: about
-//! `32·√(n·count)` bytes across, not the `8n` of the times. Every breakpoint after the
-//! earliest, needed only where the Cauchy path goes past them, is found on the host from a copy
-//! of the times.
+//! `32·√(n·count)` bytes across, not the `8n` of the times. A Cauchy path that goes past them
+//! takes the next batches the same way, counting only the times after the last breakpoint held
+//! (`picks_later_breakpoints`); only a path past a large share of them has the times copied to
+//! the host for a heap of the rest.
 
 use super::abi::Launch;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
 use crate::error::{BackendError, EvalError};
 use crate::space::{BoxSpace, BoxVectors, Breakpoint, HostVectors, PairSums, VectorSpace};
-use gpu_kernels::bounds::is_breakpoint;
+use gpu_kernels::bounds::is_breakpoint_after;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
     MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,
@@ -73,13 +74,16 @@ impl BoxSpace for DeviceVectors {
     fn earliest_breakpoints(
         &mut self,
         times: &DeviceVector,
+        after: Option<Breakpoint>,
         count: usize,
     ) -> Result<(Vec<Breakpoint>, usize), EvalError> {
         let n = self.dim();
         // Runs of about √(n / count) times: the runs' summaries and the chosen runs' times
         // then cross in about as many bytes each.
         let chunk = (((n / count.max(1)) as f64).sqrt().ceil() as usize).max(RUN_MIN_LEN);
-        let (least, counts) = self.breakpoint_chunks(times, chunk)?;
+        // Every breakpoint's time is positive: after time 0 is all of them.
+        let Breakpoint(after_time, after_index) = after.unwrap_or(Breakpoint(0.0, 0));
+        let (least, counts) = self.breakpoint_chunks(times, chunk, (after_time, after_index))?;
         // Whole numbers below 2⁵³: exact in any order.
         let total = counts.iter().sum::<f64>() as usize;
         let indices: Vec<usize> = (earliest_runs(&least, &counts, count).into_iter())
@@ -88,12 +92,16 @@ impl BoxSpace for DeviceVectors {
         let mut values = vec![0.0; indices.len()];
         self.gather(&[times], &indices, &mut values)?;
         let mut found: Vec<Breakpoint> = (indices.iter().zip(&values))
-            .filter(|&(_, &t)| is_breakpoint(t))
+            .filter(|&(&i, &t)| is_breakpoint_after(t, i, (after_time, after_index)))
             .map(|(&i, &t)| Breakpoint(t, i))
             .collect();
         found.sort_unstable();
         found.truncate(count);
         Ok((found, total))
+    }
+
+    fn picks_later_breakpoints(&self) -> bool {
+        true
     }
 
     fn breakpoints_after(
@@ -366,16 +374,18 @@ impl DeviceVectors {
     }
 
     /// For each run of `chunk` consecutive `times` (the last one shorter), in order: its least
-    /// breakpoint time (`∞` for none) and how many breakpoints it holds.
+    /// breakpoint time (`∞` for none) and how many breakpoints it holds, of those after
+    /// breakpoint `after` (a time and an index).
     fn breakpoint_chunks(
         &mut self,
         times: &DeviceVector,
         chunk: usize,
+        after: (f64, usize),
     ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
         let n = self.dim();
         let chunks = n.div_ceil(chunk);
         let out = self.rows_out(2 * chunks)?;
-        let launch = Launch::breakpoint_chunks(n, address(times), chunk, out);
+        let launch = Launch::breakpoint_chunks(n, address(times), chunk, after.0, after.1, out);
         self.launch_reduction(&launch)?;
         let mut rows = vec![0.0; 2 * chunks];
         self.read_rows_out(BREAKPOINT_CHUNKS, &mut rows)?;

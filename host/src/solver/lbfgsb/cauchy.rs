@@ -138,10 +138,18 @@ const GATHER_GROWTH: usize = 4;
 /// The most breakpoints whose rows one gather brings (with 24 vectors a row, 12.6 MB).
 const MOST_ROWS_A_GATHER: usize = 1 << 16;
 
+/// Where the space picks later breakpoints batch by batch ([`BoxSpace::picks_later_breakpoints`]),
+/// it does so while they number at most `n` over this; past it, a heap of the rest. Each pick
+/// crosses about `32·√(n·count)` bytes, the heap `8n` once: with batches growing fourfold, the
+/// picks up to `n / 64` cross about `8n` bytes together, so a path past every breakpoint costs
+/// at most twice what the heap alone did, and a path past a few hundred a small part of it.
+const PICKED_SHARE: usize = 64;
+
 /// The breakpoints in the order the path meets them, each with its row of the vectors the walk
 /// reads: the earliest [`EARLY_BREAKPOINTS`] from one pass, then, only where the path goes on
-/// past them, a heap of the rest (built in O(n), in storage kept from one iteration to the
-/// next), taken a growing batch at a time with the batch's rows in one gather. Sorting them all
+/// past them, a growing batch at a time with the batch's rows in one gather. A GPU's space
+/// picks the first batches as it picked the earliest ([`PICKED_SHARE`]); the rest come from a
+/// heap (built in O(n), in storage kept from one iteration to the next). Sorting them all
 /// cost n·log n an iteration; a heap of them all, built every iteration, was the step's largest
 /// serial part.
 struct Breakpoints<'v, V> {
@@ -153,6 +161,8 @@ struct Breakpoints<'v, V> {
     batch_rows: Vec<f64>,
     /// How many of the batch the path has met.
     met: usize,
+    /// How many breakpoints the batches held so far.
+    held: usize,
     /// Whether there are more breakpoints than the earliest (all after the last of them).
     more: bool,
     /// The rest, once the path has passed the earliest.
@@ -184,6 +194,7 @@ impl<'v, V> Breakpoints<'v, V> {
             batch: Vec::new(),
             batch_rows: Vec::new(),
             met: 0,
+            held: 0,
             more: false,
             rest: None,
             storage,
@@ -191,7 +202,7 @@ impl<'v, V> Breakpoints<'v, V> {
         if breaks.rows.is_empty() {
             return Ok(breaks);
         }
-        let (early, total) = space.earliest_breakpoints(times, EARLY_BREAKPOINTS)?;
+        let (early, total) = space.earliest_breakpoints(times, None, EARLY_BREAKPOINTS)?;
         breaks.more = total > early.len();
         breaks.hold(space, early)?;
         Ok(breaks)
@@ -211,13 +222,24 @@ impl<'v, V> Breakpoints<'v, V> {
         Ok(Some((next, &self.batch_rows[at..at + width])))
     }
 
-    /// Takes the next batch from the rest (made from the space's breakpoints after the
-    /// earliest on the first call); false where there are none left.
+    /// Takes the next batch: picked by the space where it picks them and few are held yet,
+    /// else from the rest (made from the space's breakpoints after the last held, on the first
+    /// call); false where there are none left.
     fn next_batch<S: BoxSpace<Vector = V>>(&mut self, space: &mut S) -> Result<bool, EvalError> {
+        let size = (self.batch.len() * GATHER_GROWTH).clamp(EARLY_BREAKPOINTS, MOST_ROWS_A_GATHER);
         if self.rest.is_none() {
             let Some(&last) = self.batch.last().filter(|_| self.more) else {
                 return Ok(false);
             };
+            if space.picks_later_breakpoints() && self.held + size <= space.dim() / PICKED_SHARE {
+                let (batch, after) = space.earliest_breakpoints(self.times, Some(last), size)?;
+                self.more = after > batch.len();
+                if batch.is_empty() {
+                    return Ok(false);
+                }
+                self.hold(space, batch)?;
+                return Ok(true);
+            }
             let BreakpointStorage { later, heap } = &mut self.storage;
             later.clear();
             space.breakpoints_after(self.times, last, later)?;
@@ -229,7 +251,6 @@ impl<'v, V> Breakpoints<'v, V> {
         let Some(rest) = self.rest.as_mut() else {
             return Ok(false);
         };
-        let size = (self.batch.len() * GATHER_GROWTH).clamp(EARLY_BREAKPOINTS, MOST_ROWS_A_GATHER);
         let batch: Vec<Breakpoint> = std::iter::from_fn(|| rest.pop().map(|Reverse(b)| b))
             .take(size)
             .collect();
@@ -249,6 +270,7 @@ impl<'v, V> Breakpoints<'v, V> {
         let indices: Vec<usize> = batch.iter().map(|&Breakpoint(_, i)| i).collect();
         self.batch_rows.resize(indices.len() * self.rows.len(), 0.0);
         space.gather(&self.rows, &indices, &mut self.batch_rows)?;
+        self.held += batch.len();
         self.batch = batch;
         self.met = 0;
         Ok(())

@@ -72,10 +72,11 @@ impl BoxSpace for HostVectors {
     fn earliest_breakpoints(
         &mut self,
         times: &Vec<f64>,
+        after: Option<Breakpoint>,
         count: usize,
     ) -> Result<(Vec<Breakpoint>, usize), EvalError> {
         Ok(vector::smallest_indexed(times.len(), count, |i| {
-            breakpoint_of(times, i)
+            breakpoint_of(times, i).filter(|&b| after.is_none_or(|after| b > after))
         }))
     }
 
