@@ -372,7 +372,7 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         (norm, space.download(&path).unwrap().to_vec()),
         (1.0, vec![1.0, 0.0])
     );
-    let (earliest, count) = space.earliest_breakpoints(&times, 64).unwrap();
+    let (earliest, count) = space.earliest_breakpoints(&times, None, 64).unwrap();
     assert_eq!((earliest[0].0, earliest[0].1, count), (1.0, 0, 1));
     let mut row = [0.0; 2];
     space.gather(&[&x, &g], &[0], &mut row).unwrap();
