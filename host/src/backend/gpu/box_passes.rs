@@ -125,12 +125,11 @@ impl BoxSpace for DeviceVectors {
         if len == 0 {
             return Ok(());
         }
-        // One table: the vectors' addresses, then the indices (two tables of one length
-        // would share a buffer).
+        // One table: the vectors' addresses, then the indices.
         let words: Vec<f64> = (vectors.iter().map(|v| address_word(v)))
             .chain(indices.iter().map(|&i| f64::from_bits(i as u64)))
             .collect();
-        let table = self.table(&words)?;
+        let table = self.table("gathered rows", &words)?;
         let indices_at = table + (vectors.len() * size_of::<f64>()) as u64;
         let rows = self.rows_out(len)?;
         let launch = Launch::gather(table, vectors.len(), indices_at, indices.len(), rows);
@@ -145,7 +144,7 @@ impl BoxSpace for DeviceVectors {
             let words: Vec<f64> = (entries.iter())
                 .flat_map(|&(i, value)| [f64::from_bits(i as u64), value])
                 .collect();
-            let table = self.table(&words)?;
+            let table = self.table("scattered entries", &words)?;
             let launch = Launch::scatter(address(v), table, entries.len());
             (self.launcher()).launch(&launch, thread_per_row(entries.len()))?;
         }
@@ -205,7 +204,7 @@ impl BoxSpace for DeviceVectors {
             address(combined)
         };
         let words: Vec<f64> = columns.iter().map(|&(_, v)| address_word(v)).collect();
-        let table = self.table(&words)?;
+        let table = self.table("gram columns", &words)?;
         let triangle = width * (width + 1) / 2;
         let rows = triangle + if combined == 0 { 0 } else { width };
         let partials = self.partials_rows(rows)?;

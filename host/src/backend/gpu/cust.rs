@@ -43,6 +43,16 @@ fn slice(buffer: &Buffer) -> DeviceSlice<f64> {
     prefix(buffer, buffer.len())
 }
 
+/// Entries `at..at + len` of `buffer` (clipped to it).
+fn part(buffer: &Buffer, at: usize, len: usize) -> DeviceSlice<f64> {
+    let at = at.min(buffer.len());
+    let len = len.min(buffer.len() - at);
+    let address = buffer.address() + (at * size_of::<f64>()) as u64;
+    // SAFETY: as `prefix`'s: the entries lie within the buffer's allocation, which outlives
+    // the borrow.
+    unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(address), len) }
+}
+
 /// The first `len` f64 of `buffer` (all of them where it is shorter).
 fn prefix(buffer: &Buffer, len: usize) -> DeviceSlice<f64> {
     let len = len.min(buffer.len());
@@ -262,14 +272,14 @@ impl Driver for CustDriver {
         drop(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) });
     }
 
-    fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
+    fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError> {
         if values.is_empty() {
             return Ok(());
         }
         self.make_current()?;
-        let mut target = slice(to);
+        let mut target = part(to, at, values.len());
         if values.len() > STAGED_MAX {
-            // SAFETY: `to` holds `values.len()` f64 (the launcher checked); the copy is
+            // SAFETY: `to` holds `values.len()` f64 from `at` (the launcher checked); the copy is
             // complete when the synchronize below returns, before `values` may change.
             unsafe { target.async_copy_from(values, &self.stream) }
                 .map_err(driver("cuMemcpyHtoDAsync"))?;
@@ -280,7 +290,7 @@ impl Driver for CustDriver {
         self.synchronize("an earlier evaluation")?;
         let staged = &mut staging.as_mut_slice()[..values.len()];
         staged.copy_from_slice(values);
-        // SAFETY: `to` holds `values.len()` f64; the staging buffer is page-locked and is not
+        // SAFETY: `to` holds `values.len()` f64 from `at`; the staging buffer is page-locked and is not
         // written again before a synchronize (above, or in `read`), which waits for this copy.
         unsafe { target.async_copy_from(&*staged, &self.stream) }
             .map_err(driver("cuMemcpyHtoDAsync"))

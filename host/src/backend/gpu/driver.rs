@@ -67,8 +67,8 @@ pub(crate) trait Driver: Send + Sync {
     /// Releases what [`alloc`](Driver::alloc) returned for `len` values. Nothing may use it
     /// after.
     fn free(&self, address: u64, len: usize);
-    /// `to ← values` (`values.len()` entries).
-    fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError>;
+    /// `to[at..at + values.len()] ← values` (within `to`, as the launcher checks).
+    fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError>;
     /// Each `(from, out)`: `out ←` the first `out.len()` entries of `from` (at most all of
     /// them), waiting for all earlier work; `after` names that work in the error of a fault.
     fn read(&self, reads: &mut [(&Buffer, &mut [f64])], after: &str) -> Result<(), BackendError>;

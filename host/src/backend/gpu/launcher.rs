@@ -240,10 +240,33 @@ impl Launcher {
     /// `to ← values`; `values` may change once this returns.
     pub(super) fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
         check_lengths("a copy to the device", to.len(), values.len())?;
+        self.write_at(to, 0, values)
+    }
+
+    /// `to[at..at + values.len()] ← values`, refused past `to`'s end.
+    pub(super) fn write_at(
+        &self,
+        to: &Buffer,
+        at: usize,
+        values: &[f64],
+    ) -> Result<(), BackendError> {
+        if at
+            .checked_add(values.len())
+            .is_none_or(|end| end > to.len())
+        {
+            return Err(BackendError::Kernel {
+                kernel: "a copy to the device".to_owned(),
+                reason: format!(
+                    "got {} entries at {at} for a buffer of {}",
+                    values.len(),
+                    to.len()
+                ),
+            });
+        }
         // An empty copy is no copy (the driver returns at once).
         count(&self.counts.writes, usize::from(!values.is_empty()));
         count(&self.counts.words_to_device, values.len());
-        self.driver.write(to, values)
+        self.driver.write(to, at, values)
     }
 
     /// Each `out ←` the first `out.len()` entries of `from`, after all earlier work (whose fault

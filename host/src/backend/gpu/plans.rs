@@ -57,7 +57,7 @@ impl Driver for LimitsOnly {
 
     fn free(&self, _address: u64, _len: usize) {}
 
-    fn write(&self, _to: &Buffer, _values: &[f64]) -> Result<(), BackendError> {
+    fn write(&self, _to: &Buffer, _at: usize, _values: &[f64]) -> Result<(), BackendError> {
         Ok(())
     }
 

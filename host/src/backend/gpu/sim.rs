@@ -160,7 +160,7 @@ impl Driver for SimDriver {
         let _ = self.state().device.free(address);
     }
 
-    fn write(&self, to: &Buffer, values: &[f64]) -> Result<(), BackendError> {
+    fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError> {
         if values.is_empty() {
             return Ok(());
         }
@@ -169,7 +169,7 @@ impl Driver for SimDriver {
         let bytes = bytes_of(values);
         state
             .device
-            .write(to.address(), &bytes)
+            .write(to.address() + (at * size_of::<f64>()) as u64, &bytes)
             .map_err(bad_copy("write"))
     }
 

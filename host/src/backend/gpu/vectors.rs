@@ -47,9 +47,10 @@ pub struct DeviceVectors {
     /// The reductions' results, as many as a launch has needed.
     scalars: Buffer,
     /// Tables of vector addresses (and coefficients, indices) for the passes over many vectors,
-    /// one per power of two of words used, kept so that a solve allocates none after its first
-    /// iterations.
-    tables: Vec<Buffer>,
+    /// one per use and power of two of words used, kept so that a solve allocates none after
+    /// its first iterations; each with a host copy of what it holds, so that a table is sent
+    /// only where it changed.
+    tables: Vec<KeptTable>,
     /// Rows gathered from vectors, as many as a gather has needed.
     rows_out: Option<Buffer>,
     /// An `n`-vector for a pass's intermediate (the masked Gram's `u`).
@@ -151,7 +152,7 @@ impl DeviceVectors {
         let words: Vec<f64> = (vectors.iter().chain(with))
             .map(|v| address_word(v))
             .collect();
-        let table = self.table(&words)?;
+        let table = self.table("products", &words)?;
         let (count, withs) = (vectors.len(), with.len());
         let partials = self.partials_rows(count * withs)?;
         let launch = Launch::dots_partials(self.n, table, count, withs, partials);
@@ -181,7 +182,7 @@ impl DeviceVectors {
         let words: Vec<f64> = (terms.iter().map(|(_, v)| address_word(v)))
             .chain(terms.iter().map(|&(c, _)| c))
             .collect();
-        let table = self.table(&words)?;
+        let table = self.table("combinations", &words)?;
         let coefficients = table + (terms.len() * size_of::<f64>()) as u64;
         let launch = Launch::combine_dot_partials(
             self.n,
@@ -196,13 +197,15 @@ impl DeviceVectors {
     }
 
     /// `p ← step·p`, `g ← g_new − g`, and `[sᵀy, yᵀy, g_newᵀg_new, sᵀs, ‖g_new‖∞]`: one pass,
-    /// each with the bits of the one-vector kernels' passes.
+    /// each with the bits of the one-vector kernels' passes. Without `squared_norm`,
+    /// `g_newᵀg_new` is not brought back (it reads NaN): one word less each step.
     fn step_end(
         &mut self,
         step: f64,
         p: &mut DeviceVector,
         g_new: &DeviceVector,
         g: &mut DeviceVector,
+        squared_norm: bool,
     ) -> Result<[f64; STEP_END_ROWS], BackendError> {
         let partials = self.partials_rows(STEP_END_ROWS)?;
         let launch = Launch::step_end_partials(
@@ -219,11 +222,19 @@ impl DeviceVectors {
         self.sum_rows(sums)?;
         let blocks = self.reduction.blocks as usize;
         let max_row = partials + (sums * blocks * size_of::<f64>()) as u64;
-        let max_slot = self.scalars.address() + (sums * size_of::<f64>()) as u64;
+        // The maximum's slot: its own, or g_newᵀg_new's where that is not read.
+        const SQUARED_NORM: usize = 2;
+        let slot = if squared_norm { sums } else { SQUARED_NORM };
+        let max_slot = self.scalars.address() + (slot * size_of::<f64>()) as u64;
         let max = Launch::max_abs_partials(blocks, max_row, max_slot);
         self.launcher.launch(&max, self.finish)?;
         let mut results = [0.0; STEP_END_ROWS];
-        self.read_scalars(STEP_END_PARTIALS, &mut results)?;
+        if squared_norm {
+            self.read_scalars(STEP_END_PARTIALS, &mut results)?;
+        } else {
+            self.read_scalars(STEP_END_PARTIALS, &mut results[..sums])?;
+            results[sums] = std::mem::replace(&mut results[SQUARED_NORM], f64::NAN);
+        }
         Ok(results)
     }
 
@@ -342,25 +353,55 @@ impl DeviceVectors {
     }
 
     /// A device copy of `words` (addresses as [`address_word`]s, coefficients, indices), in
-    /// the kept table of the next power of two words, zeros past `words`: a launch reads only
-    /// its own words, and a table kept for every length asked (the Cauchy walk's gathers and
-    /// scatters change length every iteration) would hold one more buffer each time.
-    pub(super) fn table(&mut self, words: &[f64]) -> Result<u64, BackendError> {
+    /// the kept table of the next power of two words: a table kept for every length asked (the
+    /// Cauchy walk's gathers and scatters change length every iteration) would hold one more
+    /// buffer each time. A launch reads only its own words, so only those are written, and of
+    /// them only the span that differs from what the table holds: a solve's tables mostly
+    /// repeat their addresses.
+    /// `purpose` names the table's use: each use keeps tables of its own, whose words repeat
+    /// from one launch to the next.
+    pub(super) fn table(
+        &mut self,
+        purpose: &'static str,
+        words: &[f64],
+    ) -> Result<u64, BackendError> {
         let len = words.len().next_power_of_two();
-        let at = match self.tables.iter().position(|t| t.len() == len) {
+        let found =
+            (self.tables.iter()).position(|t| t.purpose == purpose && t.buffer.len() == len);
+        let at = match found {
             Some(at) => at,
             None => {
-                let table = self.launcher.alloc("a table of vectors", len)?;
-                self.tables.push(table);
+                self.tables.push(KeptTable {
+                    purpose,
+                    buffer: self.launcher.alloc("a table of vectors", len)?,
+                    held: vec![0.0; len],
+                });
                 self.tables.len() - 1
             }
         };
-        let mut padded = words.to_vec();
-        padded.resize(len, 0.0);
-        // The write is ordered after the launches that read this table before.
-        self.launcher.write(&self.tables[at], &padded)?;
-        Ok(self.tables[at].address())
+        let KeptTable {
+            buffer: table,
+            held,
+            ..
+        } = &mut self.tables[at];
+        let held = &mut held[..words.len()];
+        // Compared bit for bit: an address word may be a NaN's pattern.
+        let differs = |&i: &usize| words[i].to_bits() != held[i].to_bits();
+        if let Some(first) = (0..words.len()).find(differs) {
+            let end = (0..words.len()).rfind(differs).unwrap_or(first) + 1;
+            // The write is ordered after the launches that read this table before.
+            self.launcher.write_at(table, first, &words[first..end])?;
+            held[first..end].copy_from_slice(&words[first..end]);
+        }
+        Ok(table.address())
     }
+}
+
+/// A table of words on the device ([`DeviceVectors::table`]) and a host copy of them.
+struct KeptTable {
+    purpose: &'static str,
+    buffer: Buffer,
+    held: Vec<f64>,
 }
 
 /// The space's operations, each one or two launches in order with the evaluations. What fails
@@ -410,7 +451,7 @@ impl VectorSpace for DeviceVectors {
         if ord != f64::INFINITY && ord != 2.0 {
             return finish_step_pass_by_pass(self, step, p, g_new, g, ord);
         }
-        let [sy, yy, gg, ss, max_abs] = self.step_end(step, p, g_new, g)?;
+        let [sy, yy, gg, ss, max_abs] = self.step_end(step, p, g_new, g, ord == 2.0)?;
         Ok(StepEnd {
             gradient_norm: if ord == 2.0 { gg.sqrt() } else { max_abs },
             step_norm: ss.sqrt(),
