@@ -49,16 +49,16 @@ macro_rules! include_ptx {
 
 pub use backend::sum::{IntoPart, Part, ResidualPart};
 pub use backend::{
-    Backend, BackendChoice, BackendError, Evaluation, Evaluator, Factor, Gradient, KernelCounts,
-    LaunchConfig, LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg, ResidualSum,
-    RobustLoss, SECTOR_BYTES, StepBounds, TermProblem, TermSum, Traffic,
+    Backend, BackendChoice, BackendError, DeviceArray, Evaluation, Evaluator, Factor, Gradient,
+    KernelCounts, LaunchConfig, LaunchOverride, LeastSquaresEvaluator, Loss, ProblemError, RawArg,
+    ResidualSum, RobustLoss, SECTOR_BYTES, StepBounds, TermProblem, TermSum, Traffic,
 };
 pub use objective::{
     EvalError, GradientError, LeastSquaresObjective, Objective, OnBackend, TermObjective,
 };
 pub use solver::{
-    Bounds, CorrectionPairs, Covariance, Iterate, LeastSquaresResult, LmOptions, LmStatus,
-    LsqMethod, Method, OptimizeResult, Options, SolveError, Status, XScale, covariance,
-    covariance_of_free, least_squares, least_squares_with_observer, minimize,
+    Bounds, CorrectionPairs, Covariance, DeviceSolution, Iterate, LeastSquaresResult, LmOptions,
+    LmStatus, LsqMethod, Method, OptimizeResult, Options, SolveError, Status, XScale, covariance,
+    covariance_of_free, least_squares, least_squares_with_observer, minimize, minimize_from_device,
     minimize_with_observer,
 };

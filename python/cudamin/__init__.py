@@ -162,7 +162,8 @@ class Solvers:
         return self._catalog.models()
 
     def minimize(self, fun, x0=None, method=None, jac="exact", bounds=None, tol=None, callback=None,
-                 options=None, *, n=None, points=None, data=None, fixed=None, backend="auto"):
+                 options=None, *, n=None, points=None, data=None, fixed=None, backend="auto",
+                 keep_on_device=False):
         """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
 
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
@@ -180,6 +181,10 @@ class Solvers:
         when ``x0`` is not given), ``data`` (the columns of a problem on the caller's data, e.g.
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
+
+        On a device: ``x0`` may be a ``Session.to_device`` array of the same session, read where
+        it lies. ``keep_on_device=True`` leaves ``x`` and ``jac`` there, as such arrays
+        (``np.asarray(res.x)`` copies one to the host); on the CPU it changes nothing.
 
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
         ``jac_error`` and ``method``.
@@ -206,8 +211,9 @@ class Solvers:
         # Checked here, where scipy's names are known (the library's maxcor is `memory`).
         maxcor = _count("maxcor", options.get("maxcor"), minimum=1)
         maxls = _count("maxls", options.get("maxls"), minimum=1)
-        x0 = None if x0 is None else _array("x0", x0)
-        size = x0.size if x0 is not None else n
+        if x0 is not None and not _on_device(x0):
+            x0 = _array("x0", x0)
+        size = len(x0) if x0 is not None else n
         lower, upper = _minimize_box(bounds, size)
         result = self._catalog.minimize(
             fun, x0, n=_count("n", n), points=_count("points", points), data=_data(data),
@@ -218,7 +224,7 @@ class Solvers:
             # Not given, the method's default (L-BFGS-B always, BFGS up to n = 1000, L-BFGS
             # never: see the docstring).
             return_hess_inv=None if options.get("return_hess_inv") is None else bool(options["return_hess_inv"]),
-            backend=backend, callback=_observer(callback),
+            backend=backend, callback=_observer(callback), keep_on_device=bool(keep_on_device),
         )
         pairs = result.pop("hess_inv_pairs", None)
         if pairs is not None:
@@ -417,7 +423,12 @@ class Solvers:
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 7
+_INTERFACE = 8
+
+
+def _on_device(array):
+    """Whether ``array`` is a session's ``DeviceArray`` (of any module's), passed as it lies."""
+    return getattr(type(array), "__cudamin_device__", False) is True
 
 
 def bind(catalog):

@@ -11,6 +11,9 @@ class Session:
                 popt, pcov = session.curve_fit("gauss", x, y, p0=p0)
             print(session.traffic())
 
+    ``to_device(a)`` keeps an array on the session's device; ``minimize`` starts from one
+    there, and with ``keep_on_device=True`` leaves its solution there too.
+
     ``backend`` is ``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'`` (the PTX simulator). The
     module-level functions share one backend per name for the whole process; a session has its
     own, released by ``close()`` or at the end of a ``with`` block. A module of your own opens
@@ -45,6 +48,15 @@ class Session:
         simulator) and ``modules_loaded`` (a GPU loads each kernel's module on its first launch,
         the simulator the whole PTX once). All zero on the CPU."""
         return self._native.traffic()
+
+    def to_device(self, a):
+        """A copy of ``a`` (1-D, as float64) kept on the session's device: a ``DeviceArray``.
+        This session's ``minimize`` takes it as ``x0`` with no copy to the device, and
+        ``np.asarray`` copies it back. A CPU session keeps arrays in host memory: its copy is a
+        numpy array."""
+        from ._args import _array
+
+        return self._native.to_device(_array("a", a))
 
     def close(self):
         """Releases the backend (a GPU's context, kernels and memory). Calls after it raise

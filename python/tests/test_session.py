@@ -88,3 +88,99 @@ def test_bad_sessions_are_clear_errors():
         cudamin.Session("tpu")
     with cudamin.Session("cpu") as session, pytest.raises(TypeError, match="drop backend="):
         session.minimize("rosenbrock", n=2, backend="cpu")
+
+
+def seed_start(n):
+    """A start for seed-expsum, away from its minimum."""
+    return np.linspace(0.2, 0.8, n)
+
+
+def test_a_session_held_start_kept_on_the_device_moves_only_scalars():
+    """The acceptance's solve: L-BFGS on seed-expsum at n = 10⁵ from an x0 the session holds,
+    its solution kept on the device. The start goes up once, in to_device; the solve moves no
+    vector either way, only scalars and the small tables of its passes (1 192 bytes on this
+    run: under 1.5 KB); its x and jac are the host start's, bit for bit, once read."""
+    n = 100_000
+    x0 = seed_start(n)
+    with cudamin.Session("sim") as session:
+        from_host = session.minimize("seed-expsum", x0, method="L-BFGS")
+        before = session.traffic()
+        held = session.to_device(x0)
+        uploaded = session.traffic()
+        assert uploaded["h2d_bytes"] - before["h2d_bytes"] == 8 * n
+        assert uploaded["d2h_bytes"] == before["d2h_bytes"]
+        assert len(held) == n and held.shape == (n,) and held.dtype == "float64"
+
+        res = session.minimize("seed-expsum", held, method="L-BFGS", keep_on_device=True)
+        after = session.traffic()
+        moved = (after["h2d_bytes"] - uploaded["h2d_bytes"]) + (after["d2h_bytes"] - uploaded["d2h_bytes"])
+        assert moved <= 1536, after
+        assert after["contexts_created"] == 1 and after["modules_loaded"] == 1
+        assert res.success and res.nit == from_host.nit and res.nfev == from_host.nfev
+        assert res.fun == from_host.fun
+        assert type(res.x).__name__ == "DeviceArray" and type(res.jac).__name__ == "DeviceArray"
+        # Reading the solution is what copies it.
+        np.testing.assert_array_equal(np.asarray(res.x), from_host.x)
+        np.testing.assert_array_equal(np.asarray(res.jac), from_host.jac)
+        assert session.traffic()["d2h_bytes"] - after["d2h_bytes"] == 2 * 8 * n
+        # The start was read, not changed.
+        np.testing.assert_array_equal(held.to_numpy(), x0)
+
+
+def test_numpy_session_held_and_foreign_starts_give_the_same_bits():
+    """numpy arrays, lists, objects with __array__ (a torch CPU tensor's protocol) and
+    session-held arrays start the same solve; a solve too small to keep its vectors on the
+    device hands its solution over with keep_on_device all the same."""
+    n = 40_000
+    x0 = seed_start(n)
+
+    class Foreign:
+        def __array__(self, dtype=None, copy=None):
+            return x0.copy()
+
+    with cudamin.Session("sim") as session:
+        expected = session.minimize("seed-expsum", x0, method="L-BFGS")
+        for start in (list(x0), Foreign(), session.to_device(x0), x0[::-1].copy()[::-1]):
+            got = session.minimize("seed-expsum", start, method="L-BFGS")
+            np.testing.assert_array_equal(got.x, expected.x)
+            assert got.nfev == expected.nfev
+        small = session.minimize("seed-expsum", seed_start(50), method="L-BFGS", keep_on_device=True)
+        assert type(small.x).__name__ == "DeviceArray"
+        np.testing.assert_array_equal(
+            np.asarray(small.x), session.minimize("seed-expsum", seed_start(50), method="L-BFGS").x
+        )
+
+
+def test_torch_cpu_tensors_start_the_same_solve():
+    torch = pytest.importorskip("torch")
+    x0 = seed_start(2_000)
+    with cudamin.Session("sim") as session:
+        expected = session.minimize("seed-expsum", x0, method="L-BFGS")
+        got = session.minimize("seed-expsum", torch.from_numpy(x0.copy()), method="L-BFGS")
+        np.testing.assert_array_equal(got.x, expected.x)
+
+
+def test_device_arrays_on_the_cpu_and_bad_starts():
+    """A CPU session keeps arrays on the host (numpy); keep_on_device changes nothing there.
+    A device start with a NaN names its entry; another session's array is read through the
+    host; a device array cannot be read without a copy."""
+    x0 = seed_start(1_000)
+    with cudamin.Session("cpu") as session:
+        held = session.to_device(x0)
+        assert isinstance(held, np.ndarray)
+        res = session.minimize("seed-expsum", held, method="L-BFGS", keep_on_device=True)
+        assert isinstance(res.x, np.ndarray)
+    with cudamin.Session("sim") as session, cudamin.Session("sim") as other:
+        bad = x0.copy()
+        bad[7] = np.nan
+        with pytest.raises(ValueError, match=r"x0\[7\] is NaN"):
+            session.minimize("seed-expsum", session.to_device(bad), method="L-BFGS")
+        foreign = other.to_device(x0)
+        np.testing.assert_array_equal(
+            session.minimize("seed-expsum", foreign, method="L-BFGS").x,
+            session.minimize("seed-expsum", x0, method="L-BFGS").x,
+        )
+        with pytest.raises(ValueError, match="without a copy"):
+            np.asarray(foreign, copy=False)
+        with pytest.raises(ValueError, match="1-D"):
+            session.to_device(np.zeros((2, 2)))

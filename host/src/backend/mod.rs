@@ -19,7 +19,7 @@ mod with_residuals;
 
 pub use crate::error::BackendError;
 pub use evaluator::{Evaluator, LeastSquaresEvaluator, PieceEvaluator, checked_against};
-pub use gpu::{KernelCounts, SECTOR_BYTES, Traffic};
+pub use gpu::{DeviceArray, KernelCounts, SECTOR_BYTES, Traffic};
 pub use gpu_kernels::Gradient;
 pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
 pub use launch::{LaunchConfig, LaunchOverride, RawArg};
@@ -151,6 +151,18 @@ impl Backend {
     /// `None` on the CPU.
     pub fn traffic(&self) -> Option<Traffic> {
         self.launcher().map(|launcher| launcher.traffic())
+    }
+
+    /// A copy of `values` kept on the GPU backend's device, for solves to start from
+    /// ([`minimize_from_device`](crate::solver::minimize_from_device)) without a copy each
+    /// time. The CPU has no device: an error says so.
+    pub fn to_device(&self, values: &[f64]) -> Result<DeviceArray, BackendError> {
+        match self.launcher() {
+            Some(launcher) => DeviceArray::upload(launcher, values),
+            None => Err(BackendError::NoDevice(
+                "the CPU backend keeps arrays in host memory".to_owned(),
+            )),
+        }
     }
 
     /// Starts counting what each kernel's launches cost, from zero (`true`), or stops

@@ -29,9 +29,10 @@
 
 use super::dense::{self, bfgs_update, matvec};
 use super::line_search::Evaluated;
-use super::options::{Options, check_start};
+use super::options::{Options, check_start_of_len};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError, invalid_option};
+use super::start::Start;
 use super::two_loop::{CurvaturePair, two_loop};
 use super::workspace::{HostWorkspace, Workspace};
 use crate::linalg::try_zeros;
@@ -52,17 +53,18 @@ pub fn minimize(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    minimize_with(objective, x0, options, observer, Switch::SKI_RENTAL)
+    minimize_with(objective, Start::Host(x0), options, observer, Switch::SKI_RENTAL)
 }
 
-fn minimize_with(
+/// [`minimize`] from `x0` where it lies, turning dense by `switch`.
+pub(super) fn minimize_with(
     objective: &mut dyn Objective,
-    x0: &[f64],
+    x0: Start<'_>,
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     switch: Switch,
 ) -> Result<OptimizeResult, SolveError> {
-    check_start(objective, x0, options)?;
+    check_start_of_len(objective, x0.len(), options)?;
     let n = x0.len();
     let h0 = options
         .hess_inv0
@@ -141,12 +143,12 @@ fn dense_fits(n: usize) -> bool {
 /// When to switch from the implicit to the dense form: once the implicit products have cost
 /// `work_ratio` times what building the dense matrix would.
 #[derive(Clone, Copy, Debug)]
-struct Switch {
+pub(super) struct Switch {
     work_ratio: f64,
 }
 
 impl Switch {
-    const SKI_RENTAL: Switch = Switch { work_ratio: 1.0 };
+    pub(super) const SKI_RENTAL: Switch = Switch { work_ratio: 1.0 };
 }
 
 /// The BFGS inverse Hessian, implicit or dense (see the module docs).
@@ -393,7 +395,14 @@ mod tests {
     fn run(n: usize, options: &Options, switch: Switch) -> OptimizeResult {
         let x0 = vec![0.0; n];
         let mut observer = |_: &Iterate<'_>| ControlFlow::Continue(());
-        minimize_with(&mut Rosenbrock(n), &x0, options, &mut observer, switch).unwrap()
+        minimize_with(
+            &mut Rosenbrock(n),
+            Start::Host(&x0),
+            options,
+            &mut observer,
+            switch,
+        )
+        .unwrap()
     }
 
     fn assert_close(a: &[f64], b: &[f64], rtol: f64) {

@@ -55,9 +55,10 @@
 
 use super::line_search::Evaluated;
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
-use super::options::{Options, check_limited_memory_start};
+use super::options::{Options, check_memory, check_start_of_len};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
+use super::start::Start;
 use super::workspace::{HostWorkspace, Workspace};
 use crate::objective::{EvalError, Objective};
 use crate::solver::trial_sweep::TrialSweep;
@@ -72,7 +73,18 @@ pub fn minimize(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    check_limited_memory_start(objective, x0, options)?;
+    minimize_from(objective, Start::Host(x0), options, observer)
+}
+
+/// [`minimize`] from `x0` where it lies.
+pub(super) fn minimize_from(
+    objective: &mut dyn Objective,
+    x0: Start<'_>,
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
+    check_start_of_len(objective, x0.len(), options)?;
+    check_memory(options)?;
     if let Some(on_device) = super::workspace::device_of(objective, x0.len())? {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         return run(&mut workspace, x0, options, observer);
@@ -84,7 +96,7 @@ pub fn minimize(
 /// `options.return_hess_inv` asks for them.
 fn run<W: Workspace>(
     workspace: &mut W,
-    x0: &[f64],
+    x0: Start<'_>,
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {

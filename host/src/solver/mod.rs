@@ -32,6 +32,7 @@ mod memory;
 mod options;
 mod quasi_newton;
 mod result;
+mod start;
 mod trial_sweep;
 mod two_loop;
 mod workspace;
@@ -44,9 +45,11 @@ pub use least_squares::{
     least_squares_with_observer,
 };
 pub use options::{Method, Options};
-pub use result::{Iterate, OptimizeResult, SolveError, Status};
+pub use result::{DeviceSolution, Iterate, OptimizeResult, SolveError, Status};
 
-use crate::objective::Objective;
+use crate::backend::DeviceArray;
+use crate::objective::{EvalError, Objective};
+use start::Start;
 use std::ops::ControlFlow;
 
 /// Minimizes `objective` from `x0` by `method`: scipy's `minimize(fun, x0, method=…,
@@ -92,6 +95,35 @@ pub fn minimize_with_observer(
             fixed::minimize(objective, x0, method, options, observer, held, run)
         }
         None => run(objective, x0, method, options, observer),
+    }
+}
+
+/// [`minimize_with_observer`] from a start kept on a GPU backend's device
+/// ([`Backend::to_device`](crate::backend::Backend::to_device)). L-BFGS, and BFGS past its
+/// dense limit, keep their vectors on that device for a term problem loaded there with at
+/// least 2¹⁵ variables: `x0` is copied on the device and checked finite there, and nothing but
+/// scalars crosses to the host until the end (see
+/// [`Options::keep_on_device`](Options::keep_on_device)). Every other solve (L-BFGS-B, bounds,
+/// fixed variables, a smaller or host problem) copies `x0` to the host once first.
+pub fn minimize_from_device(
+    objective: &mut dyn Objective,
+    x0: &DeviceArray,
+    method: Method,
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
+    let start = Start::Device(x0);
+    let free = options.bounds.is_none() && options.fixed.is_none();
+    match method {
+        Method::Bfgs if free => {
+            let switch = bfgs::Switch::SKI_RENTAL;
+            bfgs::minimize_with(objective, start, options, observer, switch)
+        }
+        Method::Lbfgs if free => lbfgs::minimize_from(objective, start, options, observer),
+        _ => {
+            let x0 = x0.to_host().map_err(EvalError::from)?;
+            minimize_with_observer(objective, &x0, method, options, observer)
+        }
     }
 }
 

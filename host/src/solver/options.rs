@@ -82,6 +82,12 @@ pub struct Options {
     /// their rows and columns (`hess_inv_pairs`: zero columns, and `H` zero in those rows and
     /// columns); the counts are the evaluations made. `None`: every variable free.
     pub fixed: Option<Vec<bool>>,
+    /// Leave the solution and its gradient on the device where the solve kept its vectors
+    /// there: L-BFGS, and BFGS past its dense limit, on a term problem loaded on a GPU backend,
+    /// from 2¹⁵ variables up. They are then in
+    /// [`OptimizeResult::on_device`](super::OptimizeResult::on_device), and its `x` and `jac`
+    /// are empty. Elsewhere it changes nothing. Default `false`.
+    pub keep_on_device: bool,
 }
 
 /// scipy L-BFGS-B's default `ftol`: `factr = 10⁷` times the machine epsilon.
@@ -104,6 +110,7 @@ impl Default for Options {
             maxfun: None,
             maxls: 20,
             fixed: None,
+            keep_on_device: false,
         }
     }
 }
@@ -118,6 +125,8 @@ impl Options {
             hess_inv0: (self.hess_inv0.as_ref())
                 .map(|h| h.select(Axis(0), free).select(Axis(1), free)),
             fixed: None,
+            // The whole solution is made on the host from the free variables'.
+            keep_on_device: false,
             ..self.clone()
         }
     }
@@ -186,6 +195,11 @@ pub(super) fn check_limited_memory_start(
     options: &Options,
 ) -> Result<(), SolveError> {
     check_start(objective, x0, options)?;
+    check_memory(options)
+}
+
+/// Refuses a memory of no pairs.
+pub(super) fn check_memory(options: &Options) -> Result<(), SolveError> {
     if options.memory == 0 {
         return Err(invalid_option("memory", 0, "must be at least 1"));
     }
@@ -199,16 +213,30 @@ pub(super) fn check_start(
     x0: &[f64],
     options: &Options,
 ) -> Result<(), SolveError> {
-    let expected = objective.dim();
-    if x0.len() != expected {
-        return Err(SolveError::WrongLength {
-            expected,
-            got: x0.len(),
-        });
-    }
-    if let Some(index) = crate::linalg::vector::first_non_finite(x0) {
-        let value = x0[index];
-        return Err(SolveError::NonFiniteX0 { index, value });
+    check_length(objective, x0.len())?;
+    if let Some(error) = super::start::non_finite(x0) {
+        return Err(error);
     }
     options.check_shared()
+}
+
+/// [`check_start`] but for finiteness, which the solve's workspace checks where the start lies
+/// ([`Workspace::start`](super::workspace::Workspace::start)).
+pub(super) fn check_start_of_len(
+    objective: &dyn Objective,
+    n: usize,
+    options: &Options,
+) -> Result<(), SolveError> {
+    check_length(objective, n)?;
+    options.check_shared()
+}
+
+/// Refuses a start of `got` variables for `objective`.
+fn check_length(objective: &dyn Objective, got: usize) -> Result<(), SolveError> {
+    let expected = objective.dim();
+    if got == expected {
+        Ok(())
+    } else {
+        Err(SolveError::WrongLength { expected, got })
+    }
 }

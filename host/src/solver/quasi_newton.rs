@@ -4,6 +4,7 @@
 use super::line_search::{self, Counted, Evaluated, PreEvaluated, Ray};
 use super::options::Options;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
+use super::start::Start;
 use super::workspace::Workspace;
 use crate::objective::EvalError;
 use crate::space::{StepEnd, VectorSpace};
@@ -96,12 +97,13 @@ pub(super) struct Taken {
     pub swept: bool,
 }
 
-/// Minimizes from `x0` (already checked: finite, of the objective's length, valid options).
+/// Minimizes from `x0` (already checked: of the objective's length, valid options; the
+/// workspace checks that it is finite).
 /// With `ftol`, a step that reduces `f` by at most `ftol·max(|f_k|, |f_{k+1}|, 1)` ends the
 /// solve too (L-BFGS-B's rule; scipy's BFGS has none).
 pub(super) fn run<W: Workspace>(
     workspace: &mut W,
-    x0: &[f64],
+    x0: Start<'_>,
     options: &Options,
     ftol: Option<f64>,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
@@ -109,7 +111,7 @@ pub(super) fn run<W: Workspace>(
 ) -> Result<OptimizeResult, SolveError> {
     let maxiter = options.iteration_limit(x0.len());
     let mut objective = Counted::new(workspace);
-    let mut x = objective.workspace.space_mut().upload(x0)?;
+    let mut x = objective.workspace.start(x0)?;
     let mut g = objective.workspace.space_mut().zeros()?;
     let mut f = objective.value_and_gradient(&x, &mut g)?;
     // scipy's first-step scaling: pretend the previous value was f + ‖g‖₂/2, so that the first
@@ -217,12 +219,12 @@ pub(super) fn run<W: Workspace>(
         objective.workspace.gradient_error(&x, &g, options.norm)?
     };
     let status = status.doubted(jac_error.as_ref(), options.gtol, gnorm);
-    let x = objective.workspace.space_mut().host_vector(x)?;
-    let jac = objective.workspace.space_mut().host_vector(g)?;
+    let (x, jac, on_device) = objective.workspace.finish(x, g, options.keep_on_device)?;
     Ok(OptimizeResult {
         x,
         fun: f,
         jac,
+        on_device,
         jac_error,
         hess_inv: None,
         hess_inv_pairs: None,

@@ -2,6 +2,7 @@
 //! errors that stop a solve without a result.
 
 use super::correction_pairs::CorrectionPairs;
+use crate::backend::DeviceArray;
 use crate::objective::{EvalError, GradientError};
 use crate::shown::Shown;
 use ndarray::Array2;
@@ -105,15 +106,29 @@ impl Status {
     }
 }
 
+/// A solution left on the GPU backend's device, as
+/// [`Options::keep_on_device`](super::Options::keep_on_device) asks.
+#[derive(Clone, Debug)]
+pub struct DeviceSolution {
+    /// The solution.
+    pub x: DeviceArray,
+    /// `∇f(x)`, as the solver last computed it.
+    pub jac: DeviceArray,
+}
+
 /// The result of a solve, like scipy's `OptimizeResult`.
 #[derive(Clone, Debug)]
 pub struct OptimizeResult {
-    /// The solution (the last accepted iterate).
+    /// The solution (the last accepted iterate). Empty when it stayed on the device: see
+    /// [`on_device`](Self::on_device).
     pub x: Vec<f64>,
     /// `f(x)`.
     pub fun: f64,
-    /// `∇f(x)`, as the solver last computed it.
+    /// `∇f(x)`, as the solver last computed it. Empty when it stayed on the device.
     pub jac: Vec<f64>,
+    /// `x` and `jac` on the device, where [`Options::keep_on_device`](super::Options::keep_on_device)
+    /// asked and the solve kept its vectors there; `x` and `jac` are then empty.
+    pub on_device: Option<DeviceSolution>,
     /// For an approximate gradient (finite differences), an estimate of `jac`'s error, measured
     /// at `x` with one more gradient evaluation (not counted in `njev`). `success` is never
     /// reported when it exceeds `gtol`: the status is then 2, precision loss.

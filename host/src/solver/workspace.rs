@@ -9,6 +9,8 @@ use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, Objective, OnDevice, gradient_error,
 };
+use crate::solver::result::{DeviceSolution, SolveError};
+use crate::solver::start::{Start, non_finite};
 use crate::solver::trial_sweep::{TrialSweep, trial_sweep};
 use crate::space::{HostVectors, VectorSpace};
 
@@ -46,6 +48,18 @@ pub(super) trait Workspace {
     fn space(&self) -> &Self::Space;
     /// The arithmetic on the vectors.
     fn space_mut(&mut self) -> &mut Self::Space;
+
+    /// `x0` as a vector of this space, refused unless every entry is finite. A device checks
+    /// its vector there, and copies a start already on it there.
+    fn start(&mut self, x0: Start<'_>) -> Result<Self::Vector, SolveError>;
+    /// The solution `x` and its gradient `g` for the result: on the host, or on the device
+    /// where `keep` asks and they are there (the host vectors are then empty).
+    fn finish(
+        &mut self,
+        x: Self::Vector,
+        g: Self::Vector,
+        keep: bool,
+    ) -> Result<Finished, EvalError>;
 
     /// `f(x)`.
     fn value(&mut self, x: &Self::Vector) -> Result<f64, EvalError>;
@@ -90,6 +104,9 @@ pub(super) trait Workspace {
     }
 }
 
+/// A solution's `x` and `jac` on the host, or on the device ([`Workspace::finish`]).
+pub(super) type Finished = (Vec<f64>, Vec<f64>, Option<DeviceSolution>);
+
 /// Host vectors, for any objective.
 pub(super) struct HostWorkspace<'o> {
     objective: &'o mut dyn Objective,
@@ -113,6 +130,21 @@ impl Workspace for HostWorkspace<'_> {
 
     fn space_mut(&mut self) -> &mut HostVectors {
         &mut self.space
+    }
+
+    fn start(&mut self, x0: Start<'_>) -> Result<Vec<f64>, SolveError> {
+        let x = match x0 {
+            Start::Host(values) => values.to_vec(),
+            Start::Device(array) => array.to_host().map_err(EvalError::from)?,
+        };
+        match non_finite(&x) {
+            Some(error) => Err(error),
+            None => Ok(x),
+        }
+    }
+
+    fn finish(&mut self, x: Vec<f64>, g: Vec<f64>, _keep: bool) -> Result<Finished, EvalError> {
+        Ok((x, g, None))
     }
 
     fn value(&mut self, x: &Vec<f64>) -> Result<f64, EvalError> {
@@ -190,6 +222,46 @@ impl Workspace for DeviceWorkspace<'_> {
 
     fn space_mut(&mut self) -> &mut DeviceVectors {
         &mut self.space
+    }
+
+    fn start(&mut self, x0: Start<'_>) -> Result<DeviceVector, SolveError> {
+        let adopted = match x0 {
+            Start::Device(array) => self.space.adopt(array).map_err(EvalError::from)?,
+            Start::Host(_) => None,
+        };
+        let x = match (adopted, x0) {
+            (Some(x), _) => x,
+            (None, Start::Host(values)) => self.space.upload(values)?,
+            (None, Start::Device(array)) => {
+                let values = array.to_host().map_err(EvalError::from)?;
+                self.space.upload(&values)?
+            }
+        };
+        // One reduction on the device (NaN if an entry is); the host reads the vector only to
+        // say which entry it refuses.
+        if !self.space.norm(&x, f64::INFINITY)?.is_finite()
+            && let Some(error) = non_finite(&self.space.download(&x)?)
+        {
+            return Err(error);
+        }
+        Ok(x)
+    }
+
+    fn finish(
+        &mut self,
+        x: DeviceVector,
+        g: DeviceVector,
+        keep: bool,
+    ) -> Result<Finished, EvalError> {
+        if keep {
+            let kept = DeviceSolution {
+                x: self.space.into_array(x),
+                jac: self.space.into_array(g),
+            };
+            return Ok((Vec::new(), Vec::new(), Some(kept)));
+        }
+        let x = self.space.host_vector(x)?;
+        Ok((x, self.space.host_vector(g)?, None))
     }
 
     fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {

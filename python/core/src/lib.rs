@@ -29,6 +29,7 @@
 mod args;
 mod batch;
 mod catalog;
+mod device;
 mod errors;
 mod observe;
 mod session;
@@ -37,6 +38,7 @@ mod solve;
 pub use catalog::Catalog;
 pub use cudamin::problems::OnData;
 pub use cudamin::problems::fit::Model;
+pub use device::DeviceArray;
 #[doc(hidden)]
 pub use pyo3;
 pub use session::Session;
@@ -50,7 +52,8 @@ use pyo3::prelude::*;
 /// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
 /// `minimize` takes `maxls` (L-BFGS-B's line-search limit), and `parameter_names` lists a
 /// model's names for its parameters. Version 7: `backend` may be a session (`catalog.session`).
-pub const INTERFACE: u32 = 7;
+/// Version 8: `minimize` takes a session's `DeviceArray` as `x0`, and `keep_on_device`.
+pub const INTERFACE: u32 = 8;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
 pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {

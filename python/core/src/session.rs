@@ -3,8 +3,11 @@
 //! `curve_fit_batch` pass it as their `backend`. The module-level functions share the
 //! catalog's backends instead (`Catalog::backend`).
 
+use crate::args;
+use crate::device::DeviceArray;
 use crate::errors::Failure;
 use cudamin::{Backend, BackendChoice, LaunchOverride};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -89,6 +92,25 @@ impl Session {
         out.set_item("contexts_created", u64::from(traffic.is_some()))?;
         out.set_item("modules_loaded", t.modules_loaded)?;
         Ok(out)
+    }
+
+    /// A copy of `a`, a 1-D float64 array, kept on the session's device: a `DeviceArray`,
+    /// which this session's solves take as `x0` with no copy to the device. A CPU session
+    /// keeps arrays in host memory: its copy is a numpy array.
+    fn to_device<'py>(
+        &self,
+        py: Python<'py>,
+        a: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (backend, _) = self.held()?;
+        let values = args::slice("a", &a)?;
+        if backend.device_summary().is_none() {
+            return Ok(PyArray1::from_slice(py, values).into_any());
+        }
+        let array = py
+            .detach(|| backend.to_device(values))
+            .map_err(Failure::from)?;
+        Ok(Bound::new(py, DeviceArray { array })?.into_any())
     }
 
     /// Releases the backend: a GPU's context, its kernels and its memory. Calls on a closed

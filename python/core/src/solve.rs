@@ -6,13 +6,14 @@
 use crate::Catalog;
 use crate::args;
 use crate::catalog::{Place, Source};
+use crate::device::{DeviceArray, Start};
 use crate::errors::Failure;
 use crate::observe::Observer;
 use crate::session::Session;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
 use cudamin::problems::fit::Columns;
-use cudamin::{BackendChoice, Gradient, Options};
+use cudamin::{Backend, BackendChoice, DeviceSolution, Gradient, Options};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -45,7 +46,7 @@ fn detached<R: Send>(
 /// the caller's columns, read where they lie.
 struct Named<'a> {
     source: Source,
-    x0: Option<Vec<f64>>,
+    x0: Option<Start>,
     n: Option<usize>,
     points: Option<usize>,
     data: Vec<&'a [f64]>,
@@ -61,14 +62,14 @@ impl<'a> Named<'a> {
     fn read(
         catalog: &Catalog,
         name: &str,
-        x0: Option<PyReadonlyArray1<'_, f64>>,
+        x0: Option<&Bound<'_, PyAny>>,
         n: Option<usize>,
         points: Option<usize>,
         data: &'a [PyReadonlyArray1<'_, f64>],
         jac: &str,
         backend: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self, Failure> {
-        let x0 = args::owned("x0", x0)?;
+        let x0 = Start::read(x0)?;
         let n = match (&x0, n) {
             (Some(x0), Some(n)) if x0.len() != n => {
                 return Err(Failure::Input(format!(
@@ -116,16 +117,13 @@ impl<'a> Named<'a> {
     }
 
     /// Picks the backend and loads the problem on it: the objective, the start (the problem's
-    /// own unless `x0` was given), the backend's name and why it was chosen.
-    fn load(
-        self,
-        catalog: &Catalog,
-    ) -> Result<(Solvable, Vec<f64>, &'static str, String), Failure> {
+    /// own unless `x0` was given), the backend and why it was chosen.
+    fn load(self, catalog: &Catalog) -> Result<(Solvable, Start, Backend, String), Failure> {
         let (backend, backend_reason) = catalog.open(self.place)?;
         let (loaded, x0) = match (self.source, self.x0) {
             (Source::Generated(problem), x0) => {
                 let instance = problem.instantiate(&backend, self.n, self.points)?;
-                (instance.evaluator, x0.unwrap_or(instance.x0))
+                (instance.evaluator, x0.unwrap_or(Start::Host(instance.x0)))
             }
             (Source::OnData(problem), Some(x0)) => {
                 (problem.load(&backend, x0.len(), &self.data)?, x0)
@@ -135,7 +133,7 @@ impl<'a> Named<'a> {
             }
         };
         let solvable = Solvable::new(loaded, self.gradient);
-        Ok((solvable, x0, backend.name(), backend_reason))
+        Ok((solvable, x0, backend, backend_reason))
     }
 }
 
@@ -213,13 +211,14 @@ impl Catalog {
     /// Minimizes problem `problem` with BFGS, L-BFGS or L-BFGS-B: scipy's `minimize`.
     #[pyo3(signature = (problem, x0=None, *, n=None, points=None, data=None, method="bfgs", jac="exact",
     lower=None, upper=None, fixed=None, gtol=None, ftol=None, maxiter=None, maxfun=None,
-    maxls=None, maxcor=None, return_hess_inv=None, backend=None, callback=None))]
+    maxls=None, maxcor=None, return_hess_inv=None, backend=None, callback=None,
+    keep_on_device=false))]
     #[allow(clippy::too_many_arguments)] // scipy's signature, keyword-only
     fn minimize<'py>(
         &self,
         py: Python<'py>,
         problem: &str,
-        x0: Option<PyReadonlyArray1<'py, f64>>,
+        x0: Option<Bound<'py, PyAny>>,
         n: Option<usize>,
         points: Option<usize>,
         data: Option<Vec<PyReadonlyArray1<'py, f64>>>,
@@ -237,12 +236,13 @@ impl Catalog {
         return_hess_inv: Option<bool>,
         backend: Option<Bound<'py, PyAny>>,
         callback: Option<Py<PyAny>>,
+        keep_on_device: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = args::method(method)?;
         let named = Named::read(
             self,
             problem,
-            x0,
+            x0.as_ref(),
             n,
             points,
             data.as_deref().unwrap_or(&[]),
@@ -253,6 +253,7 @@ impl Catalog {
         let mut observer = Observer::new(callback);
         let mut ran = detached(py, &mut observer, |observer| {
             let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
+            let n = x0.len();
             let defaults = Options::default();
             let options = Options {
                 gtol: gtol.unwrap_or(defaults.gtol),
@@ -262,23 +263,36 @@ impl Catalog {
                 maxls: maxls.unwrap_or(defaults.maxls),
                 memory: maxcor.unwrap_or(defaults.memory),
                 return_hess_inv: return_hess_inv
-                    .unwrap_or_else(|| args::hess_inv_by_default(method, x0.len())),
-                bounds: args::bounds(lower, upper, x0.len())?,
-                fixed: args::fixed(fixed, x0.len())?,
+                    .unwrap_or_else(|| args::hess_inv_by_default(method, n)),
+                bounds: args::bounds(lower, upper, n)?,
+                fixed: args::fixed(fixed, n)?,
+                keep_on_device,
                 ..defaults
             };
-            let result = cudamin::minimize_with_observer(
-                solvable.objective(),
-                &x0,
-                method,
-                &options,
-                &mut |iterate| observer.see(iterate),
-            )?;
+            let objective = solvable.objective();
+            let mut see = |iterate: &cudamin::Iterate<'_>| observer.see(iterate);
+            let mut result = match &x0 {
+                Start::Host(x0) => {
+                    cudamin::minimize_with_observer(objective, x0, method, &options, &mut see)?
+                }
+                Start::Device(x0) => {
+                    cudamin::minimize_from_device(objective, x0, method, &options, &mut see)?
+                }
+            };
+            // Bounded solves run on host vectors: their `x` is here.
+            let active_mask = (options.bounds.as_ref())
+                .map(|b| b.active_mask(&result.x, options.fixed.as_deref()));
+            // A solve whose vectors were on the host hands its solution to the device here.
+            if keep_on_device && result.on_device.is_none() && backend.device_summary().is_some() {
+                result.on_device = Some(DeviceSolution {
+                    x: backend.to_device(&std::mem::take(&mut result.x))?,
+                    jac: backend.to_device(&std::mem::take(&mut result.jac))?,
+                });
+            }
             Ok(Ran {
-                backend,
+                backend: backend.name(),
                 backend_reason,
-                active_mask: (options.bounds.as_ref())
-                    .map(|b| b.active_mask(&result.x, options.fixed.as_deref())),
+                active_mask,
                 result,
             })
         })?;
@@ -288,10 +302,15 @@ impl Catalog {
         );
         let (hess_inv, hess_inv_pairs) =
             (ran.result.hess_inv.take(), ran.result.hess_inv_pairs.take());
+        let on_device = ran.result.on_device.take();
         let out = common(py, &ran, x)?;
         let r = &ran.result;
         out.set_item("fun", r.fun)?;
         out.set_item("jac", PyArray1::from_vec(py, jac))?;
+        if let Some(kept) = on_device {
+            out.set_item("x", DeviceArray { array: kept.x })?;
+            out.set_item("jac", DeviceArray { array: kept.jac })?;
+        }
         out.set_item("nit", r.nit)?;
         out.set_item("nfev", r.nfev)?;
         out.set_item("njev", r.njev)?;
@@ -337,7 +356,7 @@ impl Catalog {
         &self,
         py: Python<'py>,
         problem: &str,
-        x0: Option<PyReadonlyArray1<'py, f64>>,
+        x0: Option<Bound<'py, PyAny>>,
         n: Option<usize>,
         points: Option<usize>,
         data: Option<Vec<PyReadonlyArray1<'py, f64>>>,
@@ -360,7 +379,7 @@ impl Catalog {
         let named = Named::read(
             self,
             problem,
-            x0,
+            x0.as_ref(),
             n,
             points,
             data.as_deref().unwrap_or(&[]),
@@ -373,6 +392,7 @@ impl Catalog {
         let mut observer = Observer::new(callback);
         let mut ran = detached(py, &mut observer, |observer| {
             let (mut solvable, x0, backend, backend_reason) = named.load(self)?;
+            let x0 = x0.into_host()?;
             let bounds = args::bounds(lower, upper, x0.len())?;
             let fixed = args::fixed(fixed, x0.len())?;
             let options = args::lm_options(
@@ -388,7 +408,7 @@ impl Catalog {
                     observer.see(iterate)
                 })?;
             Ok(Ran {
-                backend,
+                backend: backend.name(),
                 backend_reason,
                 active_mask: result.active_mask.clone(),
                 result,

@@ -7,12 +7,13 @@
 //! simulator (`cudamin-ptx-sim`, always built), which runs the same PTX on the CPU. Above the seam:
 //! `launcher.rs` chooses launch sizes and checks every copy, `evaluator.rs` evaluates a term
 //! problem, `least_squares.rs` makes the normal-equations pass, `vectors.rs` holds a solver's
-//! vectors, `on_device.rs` says what a solver asks of a problem at those vectors, `held.rs`
+//! vectors, `array.rs` an array a caller keeps on the device, `on_device.rs` says what a solver asks of a problem at those vectors, `held.rs`
 //! answers it for a problem with variables held fixed. [`abi`] builds the argument list of every launch and [`ptx`] reads the `.entry`
 //! signatures of the PTX; a test checks every launch against the PTX with them, on machines
 //! without a GPU.
 
 pub mod abi;
+mod array;
 mod box_passes;
 #[cfg(feature = "cuda")]
 #[allow(unsafe_code)]
@@ -32,6 +33,7 @@ pub mod ptx;
 mod sim;
 mod vectors;
 
+pub use array::DeviceArray;
 pub use driver::{KernelCounts, SECTOR_BYTES};
 pub use evaluator::GpuEvaluator;
 pub(crate) use held::{DeviceHeld, HeldOnDevice};

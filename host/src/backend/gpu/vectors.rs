@@ -7,6 +7,7 @@
 //! give the same bits.
 
 use super::abi::Launch;
+use super::array::DeviceArray;
 use super::driver::Buffer;
 use super::launcher::Launcher;
 use crate::backend::launch::LaunchConfig;
@@ -128,6 +129,22 @@ impl DeviceVectors {
     /// A device copy of `x` (`n` entries), for the backend's own use.
     pub(crate) fn vector_from(&self, x: &[f64]) -> Result<DeviceVector, BackendError> {
         self.launcher.upload("a solver vector", x).map(DeviceVector)
+    }
+
+    /// A new vector with `array`'s entries, copied on the device; `None` where `array` lives
+    /// on another device or has another length (the caller then copies it through the host).
+    pub fn adopt(&self, array: &DeviceArray) -> Result<Option<DeviceVector>, BackendError> {
+        if !array.is_on(&self.launcher) || array.len() != self.n {
+            return Ok(None);
+        }
+        let vector = self.new_vector()?;
+        self.launcher.copy(array.buffer(), &vector.0)?;
+        Ok(Some(vector))
+    }
+
+    /// `v`, handed to the caller as an array that stays on the device.
+    pub fn into_array(&self, v: DeviceVector) -> DeviceArray {
+        DeviceArray::new(v.0, self.launcher.clone())
     }
 
     /// `y ← y + alpha·x`, for the backend's own use.

@@ -400,6 +400,7 @@ where
             x: space.host_vector(x)?,
             fun: f,
             jac: space.host_vector(g)?,
+            on_device: None,
             jac_error,
             hess_inv: None,
             hess_inv_pairs,

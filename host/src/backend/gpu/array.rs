@@ -1,0 +1,71 @@
+//! An array a caller keeps on a GPU backend's device between solves: a start made there once
+//! ([`Backend::to_device`](crate::backend::Backend::to_device)), or a solution left there
+//! ([`Options::keep_on_device`](crate::solver::Options::keep_on_device)). Nothing crosses to
+//! the host until [`DeviceArray::to_host`] is called.
+
+use super::driver::Buffer;
+use super::launcher::Launcher;
+use crate::error::BackendError;
+use std::sync::Arc;
+
+/// `len` f64 in a GPU backend's device memory (or the simulator's), with the launcher that
+/// owns that memory: the array keeps its device open while it lives. Solves only read it; a
+/// clone shares the memory.
+#[derive(Clone)]
+pub struct DeviceArray {
+    buffer: Arc<Buffer>,
+    launcher: Arc<Launcher>,
+}
+
+impl DeviceArray {
+    /// Wraps `buffer`, made by `launcher`.
+    pub(super) fn new(buffer: Buffer, launcher: Arc<Launcher>) -> Self {
+        Self {
+            buffer: Arc::new(buffer),
+            launcher,
+        }
+    }
+
+    /// A device copy of `values`, by `launcher`.
+    pub(crate) fn upload(launcher: &Arc<Launcher>, values: &[f64]) -> Result<Self, BackendError> {
+        let buffer = launcher.upload("an array kept on the device", values)?;
+        Ok(Self::new(buffer, launcher.clone()))
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether it has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+
+    /// A host copy of the entries: one copy from the device, counted in the backend's
+    /// [`Traffic`](super::Traffic).
+    pub fn to_host(&self) -> Result<Vec<f64>, BackendError> {
+        self.launcher.read_new(&self.buffer, "an array's download")
+    }
+
+    /// The device memory.
+    pub(super) fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+
+    /// Whether this array lives where `launcher` launches: then its kernels may read it.
+    pub(super) fn is_on(&self, launcher: &Arc<Launcher>) -> bool {
+        Arc::ptr_eq(&self.launcher, launcher)
+    }
+}
+
+impl std::fmt::Debug for DeviceArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceArray({} f64 on {})",
+            self.len(),
+            self.launcher.device_summary()
+        )
+    }
+}

@@ -1,0 +1,195 @@
+//! Arrays kept on a GPU backend's device: a solve that starts from one
+//! (`minimize_from_device`) and leaves its solution there (`Options::keep_on_device`) moves only
+//! scalars, and gives the bits of the same solve from host memory. On the PTX simulator, as CI
+//! runs it; with `CUDAMIN_REQUIRE_GPU=1` (feature `cuda`) on a device.
+
+use cudamin::problems::{self, Instance};
+use cudamin::{
+    Backend, BackendChoice, BackendError, Gradient, Method, OptimizeResult, Options, SolveError,
+    TermObjective, Traffic, minimize_from_device, minimize_with_observer,
+};
+use std::ops::ControlFlow;
+
+/// The simulator, or with `CUDAMIN_REQUIRE_GPU=1` a device.
+fn gpu() -> Backend {
+    let on_device = std::env::var_os("CUDAMIN_REQUIRE_GPU").is_some_and(|v| v == "1");
+    let choice = if on_device {
+        BackendChoice::Cuda
+    } else {
+        BackendChoice::Simulated
+    };
+    cudamin::backend(choice).unwrap().0
+}
+
+/// seed-expsum with `n` variables loaded on `backend`, as an exact-gradient objective.
+fn seed_expsum(backend: &Backend, n: usize) -> (TermObjective, Vec<f64>) {
+    let problem = problems::find("seed-expsum").unwrap();
+    let Instance { evaluator, x0, .. } = problem.instantiate(backend, Some(n), None).unwrap();
+    (
+        TermObjective::new(evaluator.into_sum(), Gradient::Exact),
+        x0,
+    )
+}
+
+fn keep() -> Options {
+    Options {
+        keep_on_device: true,
+        ..Options::default()
+    }
+}
+
+fn bits(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The traffic of `solve` on `backend`'s device.
+fn counted<R>(backend: &Backend, solve: impl FnOnce() -> R) -> (R, Traffic) {
+    let before = backend.traffic().unwrap();
+    let result = solve();
+    (result, backend.traffic().unwrap() - before)
+}
+
+fn no_observer() -> impl FnMut(&cudamin::Iterate<'_>) -> ControlFlow<()> {
+    |_| ControlFlow::Continue(())
+}
+
+/// L-BFGS at 40 000 variables keeps its vectors on the device: started from a device array and
+/// kept there, the solve copies no vector either way (a few hundred words of scalars and
+/// tables in all), and its solution is the host start's, bit for bit.
+#[test]
+fn a_device_start_kept_on_the_device_moves_only_scalars() {
+    let gpu = gpu();
+    let n = 40_000;
+    let (mut objective, x0) = seed_expsum(&gpu, n);
+    let from_host = minimize_with_observer(
+        &mut objective,
+        &x0,
+        Method::Lbfgs,
+        &Options::default(),
+        &mut no_observer(),
+    )
+    .unwrap();
+    assert!(from_host.success && from_host.on_device.is_none());
+
+    let start = gpu.to_device(&x0).unwrap();
+    assert_eq!(bits(&start.to_host().unwrap()), bits(&x0));
+    let (kept, traffic) = counted(&gpu, || {
+        minimize_from_device(
+            &mut objective,
+            &start,
+            Method::Lbfgs,
+            &keep(),
+            &mut no_observer(),
+        )
+        .unwrap()
+    });
+    let words = traffic.words_to_device + traffic.words_to_host;
+    eprintln!(
+        "a device-resident L-BFGS solve, n = {n}: {traffic:?}, {} bytes",
+        8 * words
+    );
+    assert!(words < 256, "{traffic:?}");
+    assert_eq!(
+        (kept.nit, kept.nfev, kept.status),
+        (from_host.nit, from_host.nfev, from_host.status)
+    );
+    assert!(kept.x.is_empty() && kept.jac.is_empty());
+    let solution = kept.on_device.as_ref().unwrap();
+    assert_eq!(bits(&solution.x.to_host().unwrap()), bits(&from_host.x));
+    assert_eq!(bits(&solution.jac.to_host().unwrap()), bits(&from_host.jac));
+    assert_eq!(kept.fun.to_bits(), from_host.fun.to_bits());
+    // The start is read, never written.
+    assert_eq!(bits(&start.to_host().unwrap()), bits(&x0));
+
+    // A solution handed back to the host is the same.
+    let plain = minimize_from_device(
+        &mut objective,
+        &start,
+        Method::Lbfgs,
+        &Options::default(),
+        &mut no_observer(),
+    )
+    .unwrap();
+    assert_same(&plain, &from_host);
+}
+
+fn assert_same(a: &OptimizeResult, b: &OptimizeResult) {
+    assert_eq!(bits(&a.x), bits(&b.x));
+    assert_eq!(bits(&a.jac), bits(&b.jac));
+    assert_eq!((a.nit, a.nfev, a.status), (b.nit, b.nfev, b.status));
+}
+
+/// A device start with a NaN or an infinity is refused, naming the entry, as a host start is.
+#[test]
+fn a_non_finite_device_start_names_its_entry() {
+    let gpu = gpu();
+    let n = 1 << 15;
+    let (mut objective, mut x0) = seed_expsum(&gpu, n);
+    for (index, value) in [(12_345, f64::NAN), (n - 1, f64::NEG_INFINITY)] {
+        let kept = x0[index];
+        x0[index] = value;
+        let start = gpu.to_device(&x0).unwrap();
+        for method in [Method::Lbfgs, Method::Bfgs] {
+            let error =
+                minimize_from_device(&mut objective, &start, method, &keep(), &mut no_observer())
+                    .unwrap_err();
+            match error {
+                SolveError::NonFiniteX0 { index: i, value: v } => {
+                    assert_eq!(i, index);
+                    assert_eq!(v.to_bits(), value.to_bits());
+                }
+                other => panic!("{method:?}: {other}"),
+            }
+        }
+        x0[index] = kept;
+    }
+}
+
+/// The solves that keep their vectors on the host take a device start too: copied to the host
+/// once, with the host start's bits. L-BFGS-B with bounds, and BFGS below its dense limit; a
+/// start of the wrong length is refused as a host start is.
+#[test]
+fn host_vector_solves_take_a_device_start() {
+    let gpu = gpu();
+    let n = 300;
+    let (mut objective, x0) = seed_expsum(&gpu, n);
+    let start = gpu.to_device(&x0).unwrap();
+    let bounded = Options {
+        bounds: Some(cudamin::Bounds {
+            lower: vec![0.1; n],
+            upper: vec![0.9; n],
+        }),
+        ..keep()
+    };
+    for (method, options) in [(Method::Bfgs, keep()), (Method::LbfgsB, bounded)] {
+        let from_host =
+            minimize_with_observer(&mut objective, &x0, method, &options, &mut no_observer())
+                .unwrap();
+        let from_device =
+            minimize_from_device(&mut objective, &start, method, &options, &mut no_observer())
+                .unwrap();
+        assert!(from_device.on_device.is_none(), "{method:?}");
+        assert_same(&from_device, &from_host);
+    }
+    let short = gpu.to_device(&x0[1..]).unwrap();
+    let error = minimize_from_device(
+        &mut objective,
+        &short,
+        Method::Lbfgs,
+        &keep(),
+        &mut no_observer(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(error, SolveError::WrongLength { expected, got } if expected == n && got == n - 1),
+        "{error}"
+    );
+}
+
+/// The CPU keeps no arrays on a device: asking is a typed error.
+#[test]
+fn the_cpu_has_no_device_arrays() {
+    let (cpu, _) = cudamin::backend(BackendChoice::Cpu).unwrap();
+    let error = cpu.to_device(&[1.0, 2.0]).unwrap_err();
+    assert!(matches!(error, BackendError::NoDevice(_)), "{error}");
+}
