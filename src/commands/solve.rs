@@ -66,6 +66,7 @@ struct TrafficReport {
     allocations: u64,
     bytes_to_device: u64,
     bytes_to_host: u64,
+    modules_loaded: u64,
 }
 
 impl From<Traffic> for TrafficReport {
@@ -78,6 +79,7 @@ impl From<Traffic> for TrafficReport {
             allocations: t.allocations,
             bytes_to_device: bytes(t.words_to_device),
             bytes_to_host: bytes(t.words_to_host),
+            modules_loaded: t.modules_loaded,
         }
     }
 }

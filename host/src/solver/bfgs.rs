@@ -53,7 +53,13 @@ pub fn minimize(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    minimize_with(objective, Start::Host(x0), options, observer, Switch::SKI_RENTAL)
+    minimize_with(
+        objective,
+        Start::Host(x0),
+        options,
+        observer,
+        Switch::SKI_RENTAL,
+    )
 }
 
 /// [`minimize`] from `x0` where it lies, turning dense by `switch`.

@@ -158,25 +158,6 @@ impl DeviceVectors {
         self.launcher.launch(&launch, self.elementwise)
     }
 
-    /// `out[k·count + j] ← vectors[j]ᵀ with[k]` (`count` vectors), from one launch; each
-    /// has `dot`'s bits.
-    fn dots_with(
-        &mut self,
-        vectors: &[&DeviceVector],
-        with: &[&DeviceVector],
-        out: &mut [f64],
-    ) -> Result<(), BackendError> {
-        let words: Vec<f64> = (vectors.iter().chain(with))
-            .map(|v| address_word(v))
-            .collect();
-        let table = self.table("products", &words)?;
-        let (count, withs) = (vectors.len(), with.len());
-        let partials = self.partials_rows(count * withs)?;
-        let launch = Launch::dots_partials(self.n, table, count, withs, partials);
-        self.launcher.launch(&launch, self.reduction)?;
-        self.finish_sums(DOTS_PARTIALS, out)
-    }
-
     /// `out ← Σ cⱼ·vⱼ` over `terms` (at least one), formed as a copy, a scaling and axpys
     /// would form it, without a product: nothing to finish or wait for.
     pub(super) fn combine(
@@ -487,9 +468,17 @@ impl VectorSpace for DeviceVectors {
         if vectors.is_empty() || with.is_empty() {
             return Ok(());
         }
-        let mut rows = vec![0.0; vectors.len() * with.len()];
-        self.dots_with(vectors, with, &mut rows)?;
-        // Row `k·count + i` holds vector `i`'s product with `with[k]`.
+        let words: Vec<f64> = (vectors.iter().chain(with))
+            .map(|v| address_word(v))
+            .collect();
+        let table = self.table("products", &words)?;
+        let (count, withs) = (vectors.len(), with.len());
+        let partials = self.partials_rows(count * withs)?;
+        let launch = Launch::dots_partials(self.n, table, count, withs, partials);
+        self.launcher.launch(&launch, self.reduction)?;
+        let mut rows = vec![0.0; count * withs];
+        self.finish_sums(DOTS_PARTIALS, &mut rows)?;
+        // Row `k·count + i` holds vector `i`'s product with `with[k]`, with `dot`'s bits.
         for (k, column) in rows.chunks_exact(vectors.len()).enumerate() {
             for (i, &product) in column.iter().enumerate() {
                 out[i * with.len() + k] = product;
