@@ -54,7 +54,7 @@ fn no_observer() -> impl FnMut(&cudamin::Iterate<'_>) -> ControlFlow<()> {
 }
 
 /// L-BFGS at 40 000 variables keeps its vectors on the device: started from a device array and
-/// kept there, the solve copies no vector either way (a few hundred words of scalars and
+/// kept there, the solve copies no vector either way (at most 1 KB of scalars and
 /// tables in all), and its solution is the host start's, bit for bit.
 #[test]
 fn a_device_start_kept_on_the_device_moves_only_scalars() {
@@ -88,7 +88,7 @@ fn a_device_start_kept_on_the_device_moves_only_scalars() {
         "a device-resident L-BFGS solve, n = {n}: {traffic:?}, {} bytes",
         8 * words
     );
-    assert!(words < 256, "{traffic:?}");
+    assert!(8 * words <= 1024, "{traffic:?}");
     assert_eq!(
         (kept.nit, kept.nfev, kept.status),
         (from_host.nit, from_host.nfev, from_host.status)

@@ -65,9 +65,10 @@ macro_rules! __shared_kernels {
             DOTS_PARTIALS dots_partials in vector_entry
                 (n: U64, table: Words, count: U64, withs: U64, partials: Out);
             /// `out ← Σ cⱼ·vⱼ` (as a copy, a scaling and axpys would form it), with the
-            /// partials of `zᵀout`, in one pass; with `z` null, the combination alone.
-            COMBINE_DOT_PARTIALS combine_dot_partials in vector_entry (n: U64, table: Words,
-                coefficients: In, count: U64, out: Out, z: In, partials: Out);
+            /// partials of `zᵀout`, in one pass; with `z` null, the combination alone. `v₀` is
+            /// `first`, the others the table's.
+            COMBINE_DOT_PARTIALS combine_dot_partials in vector_entry (n: U64, first: In,
+                table: Words, coefficients: In, count: U64, out: Out, z: In, partials: Out);
             /// The end of a quasi-Newton step in one pass: `p ← step·p`, `g ← g₊ − g`, and the
             /// partials of `sᵀy`, `yᵀy`, `g₊ᵀg₊`, `sᵀs` (rows 0–3) and `max |g₊ᵢ|` (row 4).
             STEP_END_PARTIALS step_end_partials in vector_entry

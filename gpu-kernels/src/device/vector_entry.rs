@@ -332,14 +332,18 @@ unsafe fn dots_sweeps(
     }
 }
 
-/// `out ← Σⱼ cⱼ·vⱼ` over the `count` vectors `table` holds and their coefficients, formed
-/// as `out ← c₀·v₀` then `out ← out + cⱼ·vⱼ` in order (the bits of a copy, a [`scale`] and
-/// [`axpy`]s), and `partials[block] = Σ zᵢ·outᵢ` over the block's share, as
-/// [`dot_partials`] sums `dot(z, out)`; with `z` null, the combination alone (no partials:
-/// a pass whose product nobody reads costs no finishing launch and no read-back).
+/// `out ← Σⱼ cⱼ·vⱼ` over the `count` vectors, `first` then the `count − 1` whose addresses
+/// `table` holds, and their coefficients, formed as `out ← c₀·v₀` then `out ← out + cⱼ·vⱼ` in
+/// order (the bits of a copy, a [`scale`] and [`axpy`]s), and `partials[block] = Σ zᵢ·outᵢ`
+/// over the block's share, as [`dot_partials`] sums `dot(z, out)`; with `z` null, the
+/// combination alone (no partials: a pass whose product nobody reads costs no finishing
+/// launch and no read-back). The first term is apart because it is the one whose vector
+/// changes most often (L-BFGS's gradient): the table then changes only past the others.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn combine_dot_partials(
     n: usize,
+    first: *const f64,
     table: *const u64,
     coefficients: *const f64,
     count: usize,
@@ -347,12 +351,18 @@ pub(crate) unsafe fn combine_dot_partials(
     z: *const f64,
     partials: *mut f64,
 ) {
-    // SAFETY: the launcher passes `count ≥ 1` addresses of vectors of `n` f64 and their
-    // `count` coefficients, `out` of `n` f64 (none of the others), and `z` of `n` f64 with
-    // one partial per block, or both null.
+    // SAFETY: the launcher passes `count ≥ 1` vectors of `n` f64, `first` and `count − 1`
+    // addresses, their `count` coefficients, `out` of `n` f64 (none of the others), and `z` of
+    // `n` f64 with one partial per block, or both null.
     let coefficients = unsafe { slice(coefficients, count) };
     let z = (!z.is_null()).then(|| unsafe { slice(z, n) });
-    let first = vector_at(table, 0);
+    let term_at = |j: usize| {
+        if j == 0 {
+            first
+        } else {
+            vector_at(table, j - 1)
+        }
+    };
     let mut sum = 0.0;
     for i in grid_stride(n) {
         let mut value = coefficients[0] * unsafe { *first.add(i) };
@@ -365,7 +375,7 @@ pub(crate) unsafe fn combine_dot_partials(
             let mut terms = [(0.0, 0.0); DOTS_SWEEP];
             for (t, term) in terms.iter_mut().enumerate() {
                 let j = if t < width { next + t } else { 0 };
-                *term = (coefficients[j], unsafe { *vector_at(table, j).add(i) });
+                *term = (coefficients[j], unsafe { *term_at(j).add(i) });
             }
             for (t, &(c, x)) in terms.iter().enumerate() {
                 if t < width {

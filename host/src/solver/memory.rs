@@ -401,7 +401,9 @@ impl<V> Memory<V> {
         // takes every product directly, as its memory always has); L-BFGS takes `s`'s where its
         // direction's products do not give them and decides `y`'s after the pass, which takes
         // `g₊ᵀg₊`.
+        // With no older pairs the new pair's products are its own, known: neither is taken.
         let (s_in_pass, y_in_pass) = match sums.gg {
+            _ if kept == 0 => (false, false),
             Some(gg) => {
                 let derive = held.is_some() && y_derivable(gg);
                 (!derive, !derive)

@@ -31,6 +31,7 @@ mod ordinal;
 mod plans;
 pub mod ptx;
 mod sim;
+mod tables;
 mod vectors;
 
 pub use array::DeviceArray;

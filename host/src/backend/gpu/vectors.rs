@@ -10,6 +10,7 @@ use super::abi::Launch;
 use super::array::DeviceArray;
 use super::driver::Buffer;
 use super::launcher::Launcher;
+use super::tables::Tables;
 use crate::backend::launch::LaunchConfig;
 use crate::error::{BackendError, EvalError};
 use crate::linalg::vector;
@@ -48,10 +49,9 @@ pub struct DeviceVectors {
     /// The reductions' results, as many as a launch has needed.
     scalars: Buffer,
     /// Tables of vector addresses (and coefficients, indices) for the passes over many vectors,
-    /// one per use and power of two of words used, kept so that a solve allocates none after
-    /// its first iterations; each with a host copy of what it holds, so that a table is sent
-    /// only where it changed.
-    tables: Vec<KeptTable>,
+    /// one per use, kept so that a solve allocates none after its first iterations; each with
+    /// a host copy of what it holds, so that a table is sent only where it changed.
+    tables: Tables,
     /// Rows gathered from vectors, as many as a gather has needed.
     rows_out: Option<Buffer>,
     /// An `n`-vector for a pass's intermediate (the masked Gram's `u`).
@@ -106,7 +106,7 @@ impl DeviceVectors {
                 STEP_END_ROWS.max(NEW_PAIR_ROWS) * reduction.blocks as usize,
             )?,
             scalars: l.alloc("reductions' results", STEP_END_ROWS)?,
-            tables: Vec::new(),
+            tables: Tables::default(),
             rows_out: None,
             scratch: None,
             launcher,
@@ -175,15 +175,22 @@ impl DeviceVectors {
         out: &mut DeviceVector,
         (z, partials): (u64, u64),
     ) -> Result<(), BackendError> {
-        // The kernel starts from the first term.
-        debug_assert!(!terms.is_empty(), "a combination of no terms");
-        let words: Vec<f64> = (terms.iter().map(|(_, v)| address_word(v)))
+        // The kernel starts from the first term, passed apart; the table holds the others'
+        // addresses, then every coefficient.
+        let Some((first, rest)) = terms.split_first() else {
+            return Err(BackendError::Kernel {
+                kernel: COMBINE_DOT_PARTIALS.to_owned(),
+                reason: "was asked for a combination of no terms".to_owned(),
+            });
+        };
+        let words: Vec<f64> = (rest.iter().map(|(_, v)| address_word(v)))
             .chain(terms.iter().map(|&(c, _)| c))
             .collect();
         let table = self.table("combinations", &words)?;
-        let coefficients = table + (terms.len() * size_of::<f64>()) as u64;
+        let coefficients = table + (rest.len() * size_of::<f64>()) as u64;
         let launch = Launch::combine_dot_partials(
             self.n,
+            first.1.0.address(),
             table,
             coefficients,
             terms.len(),
@@ -351,55 +358,14 @@ impl DeviceVectors {
     }
 
     /// A device copy of `words` (addresses as [`address_word`]s, coefficients, indices), in
-    /// the kept table of the next power of two words: a table kept for every length asked (the
-    /// Cauchy walk's gathers and scatters change length every iteration) would hold one more
-    /// buffer each time. A launch reads only its own words, so only those are written, and of
-    /// them only the span that differs from what the table holds: a solve's tables mostly
-    /// repeat their addresses.
-    /// `purpose` names the table's use: each use keeps tables of its own, whose words repeat
-    /// from one launch to the next.
+    /// the table kept for `purpose` ([`Tables::write`]).
     pub(super) fn table(
         &mut self,
         purpose: &'static str,
         words: &[f64],
     ) -> Result<u64, BackendError> {
-        let len = words.len().next_power_of_two();
-        let found =
-            (self.tables.iter()).position(|t| t.purpose == purpose && t.buffer.len() == len);
-        let at = match found {
-            Some(at) => at,
-            None => {
-                self.tables.push(KeptTable {
-                    purpose,
-                    buffer: self.launcher.alloc("a table of vectors", len)?,
-                    held: vec![0.0; len],
-                });
-                self.tables.len() - 1
-            }
-        };
-        let KeptTable {
-            buffer: table,
-            held,
-            ..
-        } = &mut self.tables[at];
-        let held = &mut held[..words.len()];
-        // Compared bit for bit: an address word may be a NaN's pattern.
-        let differs = |&i: &usize| words[i].to_bits() != held[i].to_bits();
-        if let Some(first) = (0..words.len()).find(differs) {
-            let end = (0..words.len()).rfind(differs).unwrap_or(first) + 1;
-            // The write is ordered after the launches that read this table before.
-            self.launcher.write_at(table, first, &words[first..end])?;
-            held[first..end].copy_from_slice(&words[first..end]);
-        }
-        Ok(table.address())
+        self.tables.write(&self.launcher, purpose, words)
     }
-}
-
-/// A table of words on the device ([`DeviceVectors::table`]) and a host copy of them.
-struct KeptTable {
-    purpose: &'static str,
-    buffer: Buffer,
-    held: Vec<f64>,
 }
 
 /// The space's operations, each one or two launches in order with the evaluations. What fails
@@ -468,20 +434,29 @@ impl VectorSpace for DeviceVectors {
         if vectors.is_empty() || with.is_empty() {
             return Ok(());
         }
-        let words: Vec<f64> = (vectors.iter().chain(with))
-            .map(|v| address_word(v))
-            .collect();
-        let table = self.table("products", &words)?;
+        // Each product is its own sum, so the vectors may lie in any order: each keeps the
+        // place it had in the last pass's table, and only new vectors are written.
         let (count, withs) = (vectors.len(), with.len());
+        let addresses: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
+        let places = self.tables.places("products", &addresses);
+        let mut words = vec![0.0; count + withs];
+        for (&place, &address) in places.iter().zip(&addresses) {
+            words[place] = address;
+        }
+        for (word, w) in words[count..].iter_mut().zip(with) {
+            *word = address_word(w);
+        }
+        let table = self.table("products", &words)?;
         let partials = self.partials_rows(count * withs)?;
         let launch = Launch::dots_partials(self.n, table, count, withs, partials);
         self.launcher.launch(&launch, self.reduction)?;
         let mut rows = vec![0.0; count * withs];
         self.finish_sums(DOTS_PARTIALS, &mut rows)?;
-        // Row `k·count + i` holds vector `i`'s product with `with[k]`, with `dot`'s bits.
-        for (k, column) in rows.chunks_exact(vectors.len()).enumerate() {
-            for (i, &product) in column.iter().enumerate() {
-                out[i * with.len() + k] = product;
+        // Row `k·count + place` holds the product of the vector in that place with `with[k]`,
+        // with `dot`'s bits.
+        for (k, column) in rows.chunks_exact(count).enumerate() {
+            for (i, &place) in places.iter().enumerate() {
+                out[i * withs + k] = column[place];
             }
         }
         Ok(())
