@@ -97,6 +97,35 @@ fn a_device_solve_reports_its_traffic() {
     assert!(solve("cpu").get("device_traffic").is_none());
 }
 
+/// Without bounds, a solve on a device takes its gradient's norm there: only `x` comes back,
+/// and the norm is the one the CPU reports for the same solve, to the iterates' rounding.
+#[test]
+fn an_unbounded_device_solve_brings_back_x_alone() {
+    let n = 1usize << 15;
+    let solve = |backend: &str| {
+        let n = n.to_string();
+        let args = ["solve", "seed-expsum", "--n", &n, "--method", "lbfgs"];
+        json(&[&args[..], &["--backend", backend, "--json"]].concat())
+    };
+    let (on_device, on_cpu) = (solve("sim"), solve("cpu"));
+    let traffic = &on_device["device_traffic"];
+    let to_host = traffic["bytes_to_host"].as_u64().unwrap();
+    let vector_bytes = (n * size_of::<f64>()) as u64;
+    assert!(
+        (vector_bytes..vector_bytes + 1024).contains(&to_host),
+        "{traffic}"
+    );
+    assert_eq!(on_device["status"], 0);
+    let (norm, cpu_norm) = (
+        f64_of(&on_device, "grad_inf_norm"),
+        f64_of(&on_cpu, "grad_inf_norm"),
+    );
+    assert!(norm > 0.0 && norm <= 1e-5 && (norm - cpu_norm).abs() <= 1e-2 * cpu_norm);
+    let (x, cpu_x) = (xs(&on_device), xs(&on_cpu));
+    assert_eq!(x.len(), n);
+    assert!(x.iter().zip(&cpu_x).all(|(a, b)| (a - b).abs() <= 1e-9));
+}
+
 #[test]
 fn maxiter_zero_returns_x0_with_status_1() {
     let v = json(&[

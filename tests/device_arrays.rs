@@ -193,3 +193,23 @@ fn the_cpu_has_no_device_arrays() {
     let error = cpu.to_device(&[1.0, 2.0]).unwrap_err();
     assert!(matches!(error, BackendError::NoDevice(_)), "{error}");
 }
+
+/// A kept array's ∞-norm is taken on its device, the host's number (NaN where an entry is), and
+/// one word comes back.
+#[test]
+fn a_kept_array_has_its_norm_taken_on_the_device() {
+    let gpu = gpu();
+    let mut values: Vec<f64> = (0..50_000).map(|i| (i as f64 * 0.37).sin()).collect();
+    values[31_337] = -4.25;
+    let array = gpu.to_device(&values).unwrap();
+    let (norm, traffic) = counted(&gpu, || array.max_abs().unwrap());
+    assert_eq!(norm, 4.25);
+    assert_eq!(
+        (traffic.words_to_host, traffic.waits),
+        (1, 1),
+        "{traffic:?}"
+    );
+    values[7] = f64::NAN;
+    assert!(gpu.to_device(&values).unwrap().max_abs().unwrap().is_nan());
+    assert_eq!(gpu.to_device(&[]).unwrap().max_abs().unwrap(), 0.0);
+}

@@ -377,19 +377,33 @@ impl MethodArgs {
                     memory: self.maxcor.unwrap_or(defaults.memory),
                     bounds: bounds.clone(),
                     fixed: fixed.clone(),
+                    // Where the solve kept its vectors on a device, the gradient's norm is
+                    // taken there, and only x is copied back.
+                    keep_on_device: true,
                     ..defaults
                 };
                 let quasi_newton = method.quasi_newton().unwrap_or_default();
-                let r = cudamin::minimize_with_observer(
+                let mut r = cudamin::minimize_with_observer(
                     objective.objective(),
                     x0,
                     quasi_newton,
                     &options,
                     &mut observer,
                 )?;
-                let grad_inf_norm = match &bounds {
-                    Some(bounds) => bounds.projected_gradient_norm(&r.x, &r.jac),
-                    None => cudamin::plumbing::inf_norm(&r.jac),
+                let grad_inf_norm = match (&bounds, r.on_device.take()) {
+                    (None, Some(kept)) => {
+                        r.x = kept.x.to_host()?;
+                        kept.jac.max_abs()?
+                    }
+                    (bounds, kept) => {
+                        if let Some(kept) = kept {
+                            (r.x, r.jac) = (kept.x.to_host()?, kept.jac.to_host()?);
+                        }
+                        match bounds {
+                            Some(bounds) => bounds.projected_gradient_norm(&r.x, &r.jac),
+                            None => cudamin::plumbing::inf_norm(&r.jac),
+                        }
+                    }
                 };
                 Outcome {
                     method: method.name(),

@@ -53,6 +53,11 @@ impl DeviceArray {
         &self.buffer
     }
 
+    /// The launcher that owns the memory.
+    pub(super) fn launcher(&self) -> &Arc<Launcher> {
+        &self.launcher
+    }
+
     /// Whether this array lives where `launcher` launches: then its kernels may read it.
     pub(super) fn is_on(&self, launcher: &Arc<Launcher>) -> bool {
         Arc::ptr_eq(&self.launcher, launcher)

@@ -245,8 +245,13 @@ impl DeviceVectors {
 
     /// `‖v‖∞`, NaN if any entry is NaN.
     pub(super) fn max_abs(&mut self, v: &DeviceVector) -> Result<f64, BackendError> {
+        self.max_abs_of(&v.0)
+    }
+
+    /// [`max_abs`](Self::max_abs) of any buffer of `n` entries.
+    fn max_abs_of(&mut self, v: &Buffer) -> Result<f64, BackendError> {
         let partials = self.partials.address();
-        let first = Launch::max_abs_partials(self.n, v.0.address(), partials);
+        let first = Launch::max_abs_partials(self.n, v.address(), partials);
         self.launcher.launch(&first, self.reduction)?;
         let blocks = self.reduction.blocks as usize;
         let second = Launch::max_abs_partials(blocks, partials, self.scalars.address());
@@ -538,4 +543,16 @@ pub(super) fn thread_per_row(rows: usize) -> LaunchConfig {
 /// A vector's device address as a table entry: the kernels read the word as a `u64`.
 pub(super) fn address_word(v: &DeviceVector) -> f64 {
     f64::from_bits(v.0.address())
+}
+
+/// A norm of a kept array, on its device: a caller needs no copy of it to report it.
+impl DeviceArray {
+    /// `‖a‖∞ = max |aᵢ|`, NaN if any entry is NaN, as on the host; in one pass on the device,
+    /// after which one word comes back.
+    pub fn max_abs(&self) -> Result<f64, BackendError> {
+        if self.is_empty() {
+            return Ok(0.0);
+        }
+        DeviceVectors::new(self.launcher().clone(), self.len())?.max_abs_of(self.buffer())
+    }
 }
