@@ -49,7 +49,9 @@ pub fn sin(x: f64) -> f64 {
     if x == 0.0 {
         return x; // keeps the sign of −0
     }
-    let (q, hi, lo) = reduce(x);
+    let Some((q, hi, lo)) = reduce(x) else {
+        return sin_cos_large(x).0;
+    };
     let v = if q & 1 == 0 {
         sin_kernel(hi, lo)
     } else {
@@ -61,7 +63,9 @@ pub fn sin(x: f64) -> f64 {
 /// `cos x`, within one ulp.
 #[inline(always)]
 pub fn cos(x: f64) -> f64 {
-    let (q, hi, lo) = reduce(x);
+    let Some((q, hi, lo)) = reduce(x) else {
+        return sin_cos_large(x).1;
+    };
     let v = if q & 1 == 0 {
         cos_kernel(hi, lo)
     } else {
@@ -76,7 +80,15 @@ pub fn sin_cos(x: f64) -> (f64, f64) {
     if x == 0.0 {
         return (x, 1.0);
     }
-    let (q, hi, lo) = reduce(x);
+    match reduce(x) {
+        Some((q, hi, lo)) => placed(q, hi, lo),
+        None => sin_cos_large(x),
+    }
+}
+
+/// `(sin x, cos x)` for `x = q·π/2 + hi + lo`: the kernels, placed in `q`'s quadrant.
+#[inline(always)]
+fn placed(q: u32, hi: f64, lo: f64) -> (f64, f64) {
     let (s, c) = (sin_kernel(hi, lo), cos_kernel(hi, lo));
     match q & 3 {
         0 => (s, c),
@@ -84,6 +96,14 @@ pub fn sin_cos(x: f64) -> (f64, f64) {
         2 => (-s, -c),
         _ => (-c, s),
     }
+}
+
+/// [`sin_cos`] for `|x| ≥ 10⁶`, NaN and infinities. Inline, though rare: out of line, a call's
+/// results come back through local memory, a stack frame in every kernel with a sine.
+#[inline(always)]
+fn sin_cos_large(x: f64) -> (f64, f64) {
+    let (q, hi, lo) = reduce_large(x);
+    placed(q, hi, lo)
 }
 
 /// `sin(hi + lo)` for `|hi| ≲ π/4`, `|lo|` below an ulp of `hi`: Taylor to `hi¹⁷`.
@@ -122,16 +142,16 @@ fn cos_kernel(hi: f64, lo: f64) -> f64 {
 }
 
 /// `x = q·π/2 + hi + lo` with `|hi + lo| ≲ π/4`: `q` modulo 4 (in its low two bits) and the
-/// remainder in two parts. NaN and infinities give a NaN remainder.
+/// remainder in two parts; `None` for `|x| ≥ 10⁶`, NaN and infinities ([`sin_cos_large`]).
 #[inline(always)]
-fn reduce(x: f64) -> (u32, f64, f64) {
+fn reduce(x: f64) -> Option<(u32, f64, f64)> {
     let a = x.abs();
     if a <= core::f64::consts::FRAC_PI_4 {
-        (0, x, 0.0)
+        Some((0, x, 0.0))
     } else if a < MEDIUM {
-        reduce_medium(x)
+        Some(reduce_medium(x))
     } else {
-        reduce_large(x)
+        None
     }
 }
 
@@ -153,8 +173,7 @@ fn reduce_medium(x: f64) -> (u32, f64, f64) {
 /// Payne–Hanek for `|x| ≥ 10⁶` (and NaN, infinities): with `|x| = m·2^e`, the bits of `2/π`
 /// worth more than 4 in `m·2^e·2/π` are skipped, and the next 192 multiply `m` in integers.
 /// The product's low 192 bits are `|x|·2/π` modulo 4, at 2¹⁹⁰ to one.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn reduce_large(x: f64) -> (u32, f64, f64) {
     if !x.is_finite() {
         return (0, f64::NAN, 0.0);

@@ -236,6 +236,7 @@ impl PtxBuilder {
             "-Zunstable-options",
             "-Cpanic=immediate-abort",
             &format!("-Ctarget-cpu={}", self.arch),
+            "-Cllvm-args=-inline-threshold=1000",
         ];
         cmd.env("CARGO_ENCODED_RUSTFLAGS", rustflags.join("\x1f"));
         for (key, value) in [
