@@ -172,8 +172,9 @@ impl PtxBuilder {
         self
     }
 
-    /// Where the nvptx build keeps its artifacts. Defaults to `target/nvptx` next to the kernel
-    /// crate's workspace target dir; it is always separate from the host build's, so the two
+    /// Where the nvptx build keeps its artifacts and its PTX. Defaults to `target/nvptx` next to
+    /// the kernel crate's workspace target dir, or for a build script, `nvptx` in the host
+    /// build's target dir. It is always separate from the host build's own artifacts, so the two
     /// builds never share a lock or flags.
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
@@ -208,11 +209,50 @@ impl PtxBuilder {
         this.compile(out)
     }
 
+    /// Builds the PTX where cargo expects the cdylib's output (`deps/<lib name>.ptx` in the
+    /// nvptx target dir), then copies it to `out`. With the output where cargo looks for it and
+    /// the same arguments each time, cargo finds the build fresh: every build of the host (each
+    /// profile, each feature set, each package that embeds these kernels) then reuses the PTX
+    /// instead of compiling it again.
     fn compile(&self, out: &Path) -> Result<(), PtxBuildError> {
         let target_dir = self
             .target_dir
             .clone()
             .unwrap_or_else(|| self.crate_dir.join("..").join("target").join("nvptx"));
+        let manifest = self.crate_dir.join("Cargo.toml");
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |e: std::io::Error| PtxBuildError::Io {
+                path,
+                detail: e.to_string(),
+            }
+        };
+        let lib = lib_name(&fs::read_to_string(&manifest).map_err(io(&manifest))?);
+        let Some(lib) = lib else {
+            return Err(PtxBuildError::CompileFailed {
+                log: format!("{} names no package", manifest.display()),
+            });
+        };
+        let emitted = (target_dir.join(NVPTX_TARGET))
+            .join("release")
+            .join("deps")
+            .join(format!("{lib}.ptx"));
+        self.cargo_rustc(&target_dir, &emitted)?;
+        fs::copy(&emitted, out).map_err(io(out))?;
+        let ptx = fs::read_to_string(out).map_err(io(out))?;
+        if !ptx.contains(".entry") {
+            return Err(PtxBuildError::CompileFailed {
+                log: format!(
+                    "{} has no .entry: the crate defines no kernels",
+                    out.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `cargo rustc` of the kernel crate for nvptx, its PTX emitted to `emitted`.
+    fn cargo_rustc(&self, target_dir: &Path, emitted: &Path) -> Result<(), PtxBuildError> {
         let mut cmd = self.tool("cargo");
         cmd.current_dir(&self.crate_dir)
             .args([
@@ -223,12 +263,12 @@ impl PtxBuilder {
                 "-Zbuild-std=core",
             ])
             .args(["--crate-type", "cdylib", "--target-dir"])
-            .arg(&target_dir);
+            .arg(target_dir);
         if !self.features.is_empty() {
             cmd.arg("--features").arg(self.features.join(","));
         }
         cmd.arg("--")
-            .arg(format!("--emit=asm={}", out.display()))
+            .arg(format!("--emit=asm={}", emitted.display()))
             .arg("-Clinker=true");
         // Flags and profile are set here, not taken from the caller's workspace, so the PTX is
         // the same whatever profile the host is built with.
@@ -260,18 +300,6 @@ impl PtxBuilder {
                 log: tail(&output.stderr, 40),
             });
         }
-        let ptx = fs::read_to_string(out).map_err(|e| PtxBuildError::Io {
-            path: out.to_owned(),
-            detail: e.to_string(),
-        })?;
-        if !ptx.contains(".entry") {
-            return Err(PtxBuildError::CompileFailed {
-                log: format!(
-                    "{} has no .entry: the crate defines no kernels",
-                    out.display()
-                ),
-            });
-        }
         Ok(())
     }
 
@@ -291,9 +319,10 @@ impl PtxBuilder {
         }
         let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| ".".into()));
         if self.target_dir.is_none() {
-            // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out: share one nvptx build per profile.
-            let profile_dir = out_dir.ancestors().nth(3).unwrap_or(&out_dir);
-            self.target_dir = Some(profile_dir.join("nvptx"));
+            // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out: one nvptx build serves
+            // every profile and every package of the host build (the PTX's flags are fixed).
+            let target = out_dir.ancestors().nth(4).unwrap_or(&out_dir);
+            self.target_dir = Some(target.join("nvptx"));
         }
         let ptx_path = out_dir.join(format!("{name}.ptx"));
         let source = match self.build(&ptx_path) {
@@ -419,6 +448,31 @@ fn unavailable_source(err: &PtxBuildError) -> String {
     format!(
         "/// The kernels were not built; this is why.\npub const PTX: ::core::result::Result<&str, &str> = Err({first_line:?});\n"
     )
+}
+
+/// The library's crate name from a `Cargo.toml`: `[lib]`'s `name`, or else `[package]`'s with
+/// `-` read as `_`, as cargo names it.
+fn lib_name(manifest: &str) -> Option<String> {
+    let (mut section, mut package, mut lib) = ("", None, None);
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+            continue;
+        }
+        let Some(value) = line.strip_prefix("name") else {
+            continue;
+        };
+        let Some(value) = value.trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"').to_owned();
+        match section {
+            "[package]" => package = Some(value.replace('-', "_")),
+            "[lib]" => lib = Some(value),
+            _ => {}
+        }
+    }
+    lib.or(package)
 }
 
 fn run(cmd: &mut Command) -> Result<Output, String> {
@@ -558,5 +612,15 @@ mod tests {
             source.contains(r#"\"quoted\""#),
             "the reason must be escaped: {source}"
         );
+    }
+
+    #[test]
+    fn the_lib_name_is_cargos() {
+        let package = "[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n\n[dependencies]\n";
+        assert_eq!(lib_name(package).as_deref(), Some("my_kernels"));
+        let lib =
+            "[package]\nname = \"my-kernels\"\n[lib]\nname = \"kernels\"\n[features]\nname = []\n";
+        assert_eq!(lib_name(lib).as_deref(), Some("kernels"));
+        assert_eq!(lib_name("[workspace]\n"), None);
     }
 }
