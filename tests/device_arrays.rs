@@ -53,6 +53,18 @@ fn no_observer() -> impl FnMut(&cudamin::Iterate<'_>) -> ControlFlow<()> {
     |_| ControlFlow::Continue(())
 }
 
+/// L-BFGS from `x0` in host memory, with the default options.
+fn host_lbfgs(objective: &mut TermObjective, x0: &[f64]) -> OptimizeResult {
+    minimize_with_observer(
+        objective,
+        x0,
+        Method::Lbfgs,
+        &Options::default(),
+        &mut no_observer(),
+    )
+    .unwrap()
+}
+
 /// L-BFGS at 40 000 variables keeps its vectors on the device: started from a device array and
 /// kept there, the solve copies no vector either way (at most 1 KB of scalars and
 /// tables in all), and its solution is the host start's, bit for bit.
@@ -61,14 +73,7 @@ fn a_device_start_kept_on_the_device_moves_only_scalars() {
     let gpu = gpu();
     let n = 40_000;
     let (mut objective, x0) = seed_expsum(&gpu, n);
-    let from_host = minimize_with_observer(
-        &mut objective,
-        &x0,
-        Method::Lbfgs,
-        &Options::default(),
-        &mut no_observer(),
-    )
-    .unwrap();
+    let from_host = host_lbfgs(&mut objective, &x0);
     assert!(from_host.success && from_host.on_device.is_none());
 
     let start = gpu.to_device(&x0).unwrap();
@@ -186,12 +191,51 @@ fn host_vector_solves_take_a_device_start() {
     );
 }
 
-/// The CPU keeps no arrays on a device: asking is a typed error.
+/// The CPU keeps no arrays on a device: asking is a typed error, as is reading device memory.
 #[test]
 fn the_cpu_has_no_device_arrays() {
     let (cpu, _) = cudamin::backend(BackendChoice::Cpu).unwrap();
     let error = cpu.to_device(&[1.0, 2.0]).unwrap_err();
     assert!(matches!(error, BackendError::NoDevice(_)), "{error}");
+    let error = cpu.device_array_at(0x1_0000_0000, 2, false).unwrap_err();
+    assert!(matches!(error, BackendError::NoDevice(_)), "{error}");
+}
+
+/// Another library's array, by its device address (as `__cuda_array_interface__` gives it):
+/// read where it lies, with nothing uploaded, it starts the host start's solve, and dropping it
+/// leaves the memory to its owner. Memory outside the device's allocations is refused.
+#[test]
+fn memory_at_a_device_address_starts_a_solve_where_it_lies() {
+    let gpu = gpu();
+    let (mut objective, x0) = seed_expsum(&gpu, 40_000);
+    let expected = host_lbfgs(&mut objective, &x0);
+    let owner = gpu.to_device(&x0).unwrap();
+    let (found, traffic) = counted(&gpu, || {
+        gpu.device_array_at(owner.device_address(), x0.len(), true)
+            .unwrap()
+    });
+    assert_eq!((found.len(), traffic.words_to_device), (x0.len(), 0));
+    let result = minimize_from_device(
+        &mut objective,
+        &found,
+        Method::Lbfgs,
+        &keep(),
+        &mut no_observer(),
+    )
+    .unwrap();
+    assert_eq!(result.fun.to_bits(), expected.fun.to_bits());
+    let x = result.on_device.as_ref().unwrap().x.to_host().unwrap();
+    assert_eq!(bits(&x), bits(&expected.x));
+    drop(found);
+    assert_eq!(bits(&owner.to_host().unwrap()), bits(&x0));
+    for (address, len) in [
+        (owner.device_address() + 8, x0.len()),
+        (owner.device_address(), x0.len() + 1),
+        (0x10, 1),
+    ] {
+        let error = gpu.device_array_at(address, len, false).unwrap_err();
+        assert!(matches!(error, BackendError::Foreign(_)), "{error}");
+    }
 }
 
 /// A kept array's ∞-norm is taken on its device, the host's number (NaN where an entry is), and

@@ -46,6 +46,10 @@ pub enum BackendError {
         /// The driver's error.
         detail: String,
     },
+    /// Memory another library allocated was refused as an array on the device: not device
+    /// memory of this backend's device, too short, or misaligned; with the reason.
+    #[error("a device array was refused: {0}")]
+    Foreign(String),
     /// A kernel was refused before launch: raw-kernel arguments or sizes that do not fit it, a
     /// block kernel on the CPU, a device vector of the wrong length.
     #[error("kernel `{kernel}` {reason}")]

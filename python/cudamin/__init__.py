@@ -182,8 +182,9 @@ class Solvers:
         ``(t, y)``, from a module of your own; ``x0`` is then required), ``fixed`` (indices of variables held at ``x0``) and ``backend``
         (``'auto'``, ``'cpu'``, ``'cuda'`` or ``'sim'``, the PTX simulator).
 
-        On a device: ``x0`` may be a ``Session.to_device`` array of the same session, read where
-        it lies. ``keep_on_device=True`` leaves ``x`` and ``jac`` there, as such arrays
+        On a device: ``x0`` may be a ``Session.to_device`` array of the same session, or a
+        float64 CUDA array of torch, CuPy, JAX or Numba on the session's device, read where it
+        lies. ``keep_on_device=True`` leaves ``x`` and ``jac`` there, as such arrays
         (``np.asarray(res.x)`` copies one to the host); on the CPU it changes nothing.
 
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
@@ -249,8 +250,9 @@ class Solvers:
         reduces the residuals and ``J`` to ``J``'s triangle as it computes them and never stores
         them.
         """
-        x0 = None if x0 is None else _array("x0", x0)
-        size = x0.size if x0 is not None else n
+        if x0 is not None and not _on_device(x0):
+            x0 = _array("x0", x0)
+        size = len(x0) if x0 is not None else n
         lower, upper = _box(bounds, size)
         held = _fixed(fixed, self._size(fun, size, fixed))
         bounded = _binds(lower, upper, held)
@@ -427,8 +429,15 @@ _INTERFACE = 8
 
 
 def _on_device(array):
-    """Whether ``array`` is a session's ``DeviceArray`` (of any module's), passed as it lies."""
-    return getattr(type(array), "__cudamin_device__", False) is True
+    """Whether ``array`` lies on a device and is passed as it lies: a session's
+    ``DeviceArray`` (of any module's), or another library's CUDA array (torch, CuPy, JAX,
+    Numba), which ``__cuda_array_interface__`` describes."""
+    if getattr(type(array), "__cudamin_device__", False) is True:
+        return True
+    try:
+        return getattr(array, "__cuda_array_interface__", None) is not None
+    except Exception:  # torch raises more than AttributeError for a tensor on the CPU
+        return False
 
 
 def bind(catalog):

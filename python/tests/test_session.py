@@ -151,6 +151,51 @@ def test_numpy_session_held_and_foreign_starts_give_the_same_bits():
         )
 
 
+def test_cuda_array_interface_starts_are_read_where_they_lie():
+    """Another library's CUDA array (torch, CuPy, JAX, Numba) is read where it lies, through
+    its __cuda_array_interface__. Here an object describes a session-held array's memory as
+    such a library would. The solve uploads no vector and gives the host start's bits. Arrays
+    that are not contiguous float64 vectors in the device's own memory are refused clearly."""
+    n = 40_000
+    x0 = seed_start(n)
+
+    class Interface:
+        def __init__(self, address, **changes):
+            self.__cuda_array_interface__ = dict(
+                shape=(n,), typestr="<f8", data=(address, False), strides=None, version=3
+            )
+            self.__cuda_array_interface__.update(changes)
+
+        def __len__(self):
+            return n
+
+    with cudamin.Session("sim") as session:
+        expected = session.minimize("seed-expsum", x0, method="L-BFGS")
+        held = session.to_device(x0)
+        with pytest.raises(AttributeError):
+            held.__cuda_array_interface__  # the simulator's memory is no CUDA device's
+        before = session.traffic()
+        got = session.minimize(
+            "seed-expsum", Interface(held.device_address, stream=1), method="L-BFGS", keep_on_device=True
+        )
+        assert session.traffic()["h2d_bytes"] - before["h2d_bytes"] <= 1024
+        assert got.fun == expected.fun and got.nfev == expected.nfev
+        np.testing.assert_array_equal(np.asarray(got.x), expected.x)
+        np.testing.assert_array_equal(np.asarray(held), x0)
+        for changes, message in [
+            (dict(typestr="<f4"), "float64"),
+            (dict(shape=(n // 2, 2)), "1-D"),
+            (dict(strides=(16,)), "contiguous"),
+            (dict(mask=object()), "no mask"),
+        ]:
+            with pytest.raises(ValueError, match=message):
+                session.minimize("seed-expsum", Interface(held.device_address, **changes), method="L-BFGS")
+        with pytest.raises(cudamin.BackendError, match="not in one of the simulator's arrays"):
+            session.minimize("seed-expsum", Interface(held.device_address + 8), method="L-BFGS")
+    with pytest.raises(cudamin.BackendError, match="cannot read device memory"):
+        cudamin.minimize("seed-expsum", Interface(0x1_0000_0000), method="L-BFGS", backend="cpu")
+
+
 def test_torch_cpu_tensors_start_the_same_solve():
     torch = pytest.importorskip("torch")
     x0 = seed_start(2_000)

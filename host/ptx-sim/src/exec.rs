@@ -85,6 +85,11 @@ impl Device {
         Ok(())
     }
 
+    /// Whether `[address, address + bytes)` lies inside one live allocation.
+    pub fn is_allocated(&mut self, address: u64, bytes: usize) -> bool {
+        address >= HEAP_BASE && global_slice(&mut self.mem, address, bytes as u64).is_some()
+    }
+
     fn host_slice(&mut self, address: u64, size: usize) -> Result<&mut [u8], SimError> {
         global_slice(&mut self.mem, address, size as u64)
             .ok_or(SimError::HostOutOfBounds { address, size })

@@ -165,6 +165,27 @@ impl Backend {
         }
     }
 
+    /// `len` f64 from device address `address`, memory another library (torch, CuPy, JAX)
+    /// allocated on this backend's device, as a [`DeviceArray`] that solves read where it
+    /// lies: nothing is copied. The memory is checked to lie in one allocation on this device;
+    /// the caller keeps it alive and unchanged while the array lives. `synchronize` first waits
+    /// for all work on the device, as `__cuda_array_interface__` asks when its producer names
+    /// a stream. On the simulator, `address` is one of its own arrays'
+    /// ([`DeviceArray::device_address`]). The CPU has no device: an error says so.
+    pub fn device_array_at(
+        &self,
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    ) -> Result<DeviceArray, BackendError> {
+        match self.launcher() {
+            Some(launcher) => DeviceArray::foreign(launcher, address, len, synchronize),
+            None => Err(BackendError::NoDevice(
+                "the CPU backend cannot read device memory: open a cuda session".to_owned(),
+            )),
+        }
+    }
+
     /// Starts counting what each kernel's launches cost, from zero (`true`), or stops
     /// (`false`). Only the simulator counts: it returns whether counting is on.
     pub fn count_kernels(&self, on: bool) -> bool {

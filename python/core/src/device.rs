@@ -6,6 +6,7 @@ use crate::args;
 use crate::errors::Failure;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// A float64 vector on a session's device (a GPU, or the simulator's memory). `np.asarray(a)`
 /// copies it to the host; a solve of the same session reads it where it lies.
@@ -36,6 +37,33 @@ impl DeviceArray {
     #[getter]
     fn dtype(&self) -> &'static str {
         "float64"
+    }
+
+    /// The device address of the first entry; on the simulator, an address in its memory.
+    #[getter]
+    fn device_address(&self) -> u64 {
+        self.array.device_address()
+    }
+
+    /// CUDA's array interface (version 3), by which torch, CuPy and Numba read the array where
+    /// it lies: `torch.as_tensor(a, device="cuda")`. Only on a GPU: the simulator's memory is
+    /// no device's.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if self.array.is_simulated() {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "the simulator's arrays lie in no CUDA device's memory",
+            ));
+        }
+        py.detach(|| self.array.wait()).map_err(Failure::from)?;
+        let interface = PyDict::new(py);
+        interface.set_item("shape", (self.array.len(),))?;
+        interface.set_item("typestr", "<f8")?;
+        interface.set_item("data", (self.array.device_address(), false))?;
+        interface.set_item("strides", py.None())?;
+        interface.set_item("stream", py.None())?;
+        interface.set_item("version", 3)?;
+        Ok(interface)
     }
 
     /// The entries, copied to a new numpy array (one copy from the device).
@@ -73,6 +101,14 @@ impl DeviceArray {
 pub(crate) enum Start {
     Host(Vec<f64>),
     Device(cudamin::DeviceArray),
+    /// Another library's array on a device, by its `__cuda_array_interface__`: `len` f64 from
+    /// `address`; `synchronize` when its producer named a stream to wait for. It becomes a
+    /// `Device` start once the backend is open ([`Start::on`]).
+    Foreign {
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    },
 }
 
 impl Start {
@@ -84,10 +120,30 @@ impl Start {
         if let Ok(device) = x0.cast::<DeviceArray>() {
             return Ok(Some(Start::Device(device.get().array.clone())));
         }
+        if let Ok(interface) = x0.getattr("__cuda_array_interface__") {
+            return foreign(&interface).map(Some);
+        }
         let values: PyReadonlyArray1<'_, f64> = x0.extract().map_err(|_| {
-            Failure::Input("x0 must be a 1-D float64 array or a session's DeviceArray".into())
+            Failure::Input("x0 must be a 1-D float64 array, on the host or on a CUDA device".into())
         })?;
         Ok(Some(Start::Host(args::slice("x0", &values)?.to_vec())))
+    }
+
+    /// The start on `backend`: another library's device array is read where it lies, after
+    /// checking that it is memory of `backend`'s device.
+    pub(crate) fn on(self, backend: &cudamin::Backend) -> Result<Self, Failure> {
+        match self {
+            Start::Foreign {
+                address,
+                len,
+                synchronize,
+            } => Ok(Start::Device(backend.device_array_at(
+                address,
+                len,
+                synchronize,
+            )?)),
+            start => Ok(start),
+        }
     }
 
     /// The number of variables.
@@ -95,14 +151,62 @@ impl Start {
         match self {
             Start::Host(values) => values.len(),
             Start::Device(array) => array.len(),
+            Start::Foreign { len, .. } => *len,
         }
     }
 
-    /// The values on the host: a device array is copied there.
+    /// The values on the host: a device array is copied there. Only after [`Start::on`].
     pub(crate) fn into_host(self) -> Result<Vec<f64>, Failure> {
         match self {
             Start::Host(values) => Ok(values),
             Start::Device(array) => Ok(array.to_host()?),
+            Start::Foreign { .. } => Err(Failure::Input(
+                "x0 on a device was not read on the solve's backend".into(),
+            )),
         }
     }
+}
+
+/// A start from `__cuda_array_interface__` (versions 2 and 3): a contiguous float64 vector,
+/// unmasked, its memory checked by the backend later.
+fn foreign(interface: &Bound<'_, PyAny>) -> Result<Start, Failure> {
+    let refuse = |why: String| Failure::Input(format!("x0 on a CUDA device {why}"));
+    let interface = (interface.cast::<PyDict>())
+        .map_err(|_| refuse("has a __cuda_array_interface__ that is not a dict".into()))?;
+    let item = |key: &str| {
+        interface
+            .get_item(key)
+            .ok()
+            .flatten()
+            .filter(|v| !v.is_none())
+    };
+    let shape: Vec<usize> = (item("shape").and_then(|s| s.extract().ok()))
+        .ok_or_else(|| refuse("has no shape in its __cuda_array_interface__".into()))?;
+    let [len] = shape[..] else {
+        return Err(refuse(format!("must be 1-D, not of shape {shape:?}")));
+    };
+    let typestr: String = (item("typestr").and_then(|t| t.extract().ok())).unwrap_or_default();
+    if typestr != "<f8" {
+        return Err(refuse(format!(
+            "must be float64 ('<f8'), not '{typestr}': convert it there first, e.g. x0.double()"
+        )));
+    }
+    if let Some(strides) = item("strides") {
+        let strides: Vec<i64> = strides.extract().unwrap_or_default();
+        if len > 1 && strides != [8] {
+            return Err(refuse(format!(
+                "must be contiguous, not of strides {strides:?}: copy it there first"
+            )));
+        }
+    }
+    if item("mask").is_some() {
+        return Err(refuse("must have no mask".into()));
+    }
+    let (address, _readonly): (u64, bool) = (item("data").and_then(|d| d.extract().ok()))
+        .ok_or_else(|| refuse("has no (address, readonly) data in its interface".into()))?;
+    Ok(Start::Foreign {
+        address,
+        len,
+        synchronize: item("stream").is_some(),
+    })
 }

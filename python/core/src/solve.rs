@@ -120,7 +120,8 @@ impl<'a> Named<'a> {
     /// own unless `x0` was given), the backend and why it was chosen.
     fn load(self, catalog: &Catalog) -> Result<(Solvable, Start, Backend, String), Failure> {
         let (backend, backend_reason) = catalog.open(self.place)?;
-        let (loaded, x0) = match (self.source, self.x0) {
+        let x0 = (self.x0.map(|x0| x0.on(&backend))).transpose()?;
+        let (loaded, x0) = match (self.source, x0) {
             (Source::Generated(problem), x0) => {
                 let instance = problem.instantiate(&backend, self.n, self.points)?;
                 (instance.evaluator, x0.unwrap_or(Start::Host(instance.x0)))
@@ -277,6 +278,11 @@ impl Catalog {
                 }
                 Start::Device(x0) => {
                     cudamin::minimize_from_device(objective, x0, method, &options, &mut see)?
+                }
+                Start::Foreign { .. } => {
+                    return Err(Failure::Input(
+                        "x0 on a device was not read on the solve's backend".into(),
+                    ));
                 }
             };
             // Bounded solves run on host vectors: their `x` is here.

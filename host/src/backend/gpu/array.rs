@@ -32,6 +32,35 @@ impl DeviceArray {
         Ok(Self::new(buffer, launcher.clone()))
     }
 
+    /// `len` f64 from `address` in another library's memory on `launcher`'s device, read where
+    /// they lie.
+    pub(crate) fn foreign(
+        launcher: &Arc<Launcher>,
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    ) -> Result<Self, BackendError> {
+        let buffer = launcher.foreign(address, len, synchronize)?;
+        Ok(Self::new(buffer, launcher.clone()))
+    }
+
+    /// The device address of the first entry, as another library takes it (CUDA's
+    /// `__cuda_array_interface__`); on the simulator, an address in its memory.
+    pub fn device_address(&self) -> u64 {
+        self.buffer.address()
+    }
+
+    /// Whether it lives in the PTX simulator's memory, which no other library can read.
+    pub fn is_simulated(&self) -> bool {
+        self.launcher.is_simulated()
+    }
+
+    /// Waits until the work that writes the array is complete, so that another library may
+    /// read it from its [`device_address`](Self::device_address).
+    pub fn wait(&self) -> Result<(), BackendError> {
+        self.launcher.wait()
+    }
+
     /// The number of entries.
     pub fn len(&self) -> usize {
         self.buffer.len()

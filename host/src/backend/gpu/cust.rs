@@ -82,6 +82,8 @@ pub(crate) struct CustDriver {
     /// sharing the driver never stage through it at once.
     staging: Mutex<LockedBuffer<f64>>,
     context: Context,
+    /// The device's ordinal, as the driver numbers it.
+    ordinal: i32,
     multiprocessors: u32,
     summary: String,
     /// The PTX, cut into one module per entry.
@@ -141,6 +143,7 @@ impl CustDriver {
             stream,
             staging: Mutex::new(staging),
             context,
+            ordinal: ordinal as i32,
             multiprocessors,
             summary,
             modules,
@@ -272,6 +275,63 @@ impl Driver for CustDriver {
         drop(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) });
     }
 
+    fn wait(&self) -> Result<(), BackendError> {
+        self.make_current()?;
+        self.stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))
+    }
+
+    fn check_foreign(
+        &self,
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    ) -> Result<(), BackendError> {
+        use cust::sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_UNIFIED};
+        use cust::sys::CUpointer_attribute::{
+            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        self.make_current()?;
+        if synchronize {
+            CurrentContext::synchronize().map_err(driver("cuCtxSynchronize"))?;
+        }
+        let bytes = len.saturating_mul(size_of::<f64>());
+        let refuse =
+            |why: &str| BackendError::Foreign(format!("{bytes} bytes at {address:#x} {why}"));
+        if address % size_of::<f64>() as u64 != 0 {
+            return Err(refuse("are not aligned to 8 bytes"));
+        }
+        let unknown = |_| refuse("are not memory the CUDA driver knows");
+        let memory_type: u32 =
+            pointer_attribute(address, CU_POINTER_ATTRIBUTE_MEMORY_TYPE).map_err(unknown)?;
+        if ![CU_MEMORYTYPE_DEVICE as u32, CU_MEMORYTYPE_UNIFIED as u32].contains(&memory_type) {
+            return Err(refuse("are host memory, not device memory"));
+        }
+        let ordinal: i32 =
+            pointer_attribute(address, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL).map_err(unknown)?;
+        if ordinal != self.ordinal {
+            return Err(refuse(&format!(
+                "are on device {ordinal}, this session's is {}",
+                self.ordinal
+            )));
+        }
+        let start: u64 =
+            pointer_attribute(address, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR).map_err(unknown)?;
+        let size: usize =
+            pointer_attribute(address, CU_POINTER_ATTRIBUTE_RANGE_SIZE).map_err(unknown)?;
+        if address - start + bytes as u64 > size as u64 {
+            return Err(refuse(&format!(
+                "run past their allocation of {size} bytes"
+            )));
+        }
+        Ok(())
+    }
+
     fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError> {
         if values.is_empty() {
             return Ok(());
@@ -399,6 +459,24 @@ fn function<'a>(loaded: &'a Loaded, kernel: &str) -> Result<Function<'a>, Backen
     (loaded.modules.get(kernel))
         .and_then(|module| module.get_function(kernel).ok())
         .ok_or_else(|| BackendError::KernelMissing(kernel.to_owned()))
+}
+
+/// One attribute of the allocation that holds device address `address`, of the type the driver
+/// writes for it: `u32` for the memory type, `i32` for the ordinal, `u64` for the start,
+/// `usize` for the size.
+fn pointer_attribute<T: Copy + Default>(
+    address: u64,
+    attribute: cust::sys::CUpointer_attribute,
+) -> Result<T, cust::sys::CUresult> {
+    let mut value = T::default();
+    // SAFETY: `value` has the size the driver writes for `attribute` (the callers above pair
+    // each attribute with its type), and the driver only reads `address`.
+    let result =
+        unsafe { cust::sys::cuPointerGetAttribute((&raw mut value).cast(), attribute, address) };
+    match result {
+        cust::sys::cudaError_enum::CUDA_SUCCESS => Ok(value),
+        error => Err(error),
+    }
 }
 
 /// The JIT compiler's error log for `ptx`, which `Module::from_ptx` does not return: a second

@@ -67,6 +67,24 @@ pub(crate) trait Driver: Send + Sync {
     /// Releases what [`alloc`](Driver::alloc) returned for `len` values. Nothing may use it
     /// after.
     fn free(&self, address: u64, len: usize);
+    /// Whether the device is the PTX simulator, whose addresses no other library can read.
+    fn is_simulated(&self) -> bool {
+        false
+    }
+    /// Waits until all work queued so far is complete, so that another library may read what
+    /// it wrote.
+    fn wait(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+    /// Checks that `len` f64 from `address` are memory another library allocated on this
+    /// device, for kernels to read where they lie; `synchronize` first waits for all work on
+    /// the device, so that its producer's writes are complete.
+    fn check_foreign(
+        &self,
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    ) -> Result<(), BackendError>;
     /// `to[at..at + values.len()] ← values` (within `to`, as the launcher checks).
     fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError>;
     /// Each `(from, out)`: `out ←` the first `out.len()` entries of `from` (at most all of
@@ -104,11 +122,14 @@ pub(crate) trait Driver: Send + Sync {
     ) -> Result<(), BackendError>;
 }
 
-/// `len` f64 of device memory, freed when dropped. Made by the [`Launcher`](super::Launcher).
+/// `len` f64 of device memory, freed when dropped if this backend allocated it. Made by the
+/// [`Launcher`](super::Launcher).
 pub(crate) struct Buffer {
     address: u64,
     len: usize,
     driver: Arc<dyn Driver>,
+    /// Whether `driver.alloc` made it; another library's memory is only read, never freed.
+    owned: bool,
 }
 
 impl Buffer {
@@ -118,6 +139,17 @@ impl Buffer {
             address,
             len,
             driver,
+            owned: true,
+        }
+    }
+
+    /// Wraps memory another library allocated, which [`Driver::check_foreign`] accepted.
+    pub(super) fn foreign(address: u64, len: usize, driver: Arc<dyn Driver>) -> Self {
+        Self {
+            address,
+            len,
+            driver,
+            owned: false,
         }
     }
 
@@ -139,7 +171,9 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        self.driver.free(self.address, self.len);
+        if self.owned {
+            self.driver.free(self.address, self.len);
+        }
     }
 }
 

@@ -132,6 +132,16 @@ impl Launcher {
         self.driver.summary()
     }
 
+    /// Whether the device is the PTX simulator.
+    pub(super) fn is_simulated(&self) -> bool {
+        self.driver.is_simulated()
+    }
+
+    /// Waits until all work queued so far is complete.
+    pub(super) fn wait(&self) -> Result<(), BackendError> {
+        self.driver.wait()
+    }
+
     /// Refuses `threads` per block where `kernel` cannot run them: the limit depends on the
     /// kernel's registers (a kernel using 80 registers cannot launch 1024 threads).
     fn check_threads(&self, kernel: &str, threads: u32) -> Result<(), BackendError> {
@@ -224,6 +234,18 @@ impl Launcher {
         count(&self.counts.allocations, 1);
         let address = self.driver.alloc(what, len)?;
         Ok(Buffer::new(address, len, self.driver.clone()))
+    }
+
+    /// `len` f64 from `address`, memory another library allocated on this device, read where
+    /// they lie ([`Driver::check_foreign`]).
+    pub(super) fn foreign(
+        &self,
+        address: u64,
+        len: usize,
+        synchronize: bool,
+    ) -> Result<Buffer, BackendError> {
+        self.driver.check_foreign(address, len, synchronize)?;
+        Ok(Buffer::foreign(address, len, self.driver.clone()))
     }
 
     /// A device copy of `values`.

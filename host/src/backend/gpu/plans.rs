@@ -57,6 +57,10 @@ impl Driver for LimitsOnly {
 
     fn free(&self, _address: u64, _len: usize) {}
 
+    fn check_foreign(&self, _address: u64, _len: usize, _sync: bool) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     fn write(&self, _to: &Buffer, _at: usize, _values: &[f64]) -> Result<(), BackendError> {
         Ok(())
     }

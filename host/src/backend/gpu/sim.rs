@@ -160,6 +160,20 @@ impl Driver for SimDriver {
         let _ = self.state().device.free(address);
     }
 
+    fn is_simulated(&self) -> bool {
+        true
+    }
+
+    fn check_foreign(&self, address: u64, len: usize, _sync: bool) -> Result<(), BackendError> {
+        let bytes = len.saturating_mul(size_of::<f64>());
+        if len > 0 && !self.state().device.is_allocated(address, bytes) {
+            return Err(BackendError::Foreign(format!(
+                "{bytes} bytes at {address:#x} are not in one of the simulator's arrays"
+            )));
+        }
+        Ok(())
+    }
+
     fn write(&self, to: &Buffer, at: usize, values: &[f64]) -> Result<(), BackendError> {
         if values.is_empty() {
             return Ok(());
