@@ -8,11 +8,13 @@
 #   ... [--out DIR] [--peers] [--quick]
 #
 # --bundle / --prebuilt serve a GPU machine without a Rust toolchain: build here, carry DIR.
-# --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side).
+# --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side);
+# with the bundle's Python wheel, it times cudamin from Python on torch tensors too.
 #
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
 # CPU, launch sizes, raw kernels, drop order, JIT log, solver vectors on the device);
+# tests/device_arrays.rs likewise (kept arrays, another library's memory read in place);
 # seed-expsum at n = 10⁸ with L-BFGS and BFGS; bounded L-BFGS-B at 10⁶, GPU and CPU;
 # compute-sanitizer (memcheck, racecheck, synccheck) on evaluations, an L-BFGS and an L-BFGS-B
 # solve and the raw kernels; and
@@ -48,17 +50,47 @@ bundle() {
     --message-format=json | grep '"kind":\["test"\],.*"name":"gpu"' \
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
   [ -n "$test" ] || { echo "cargo did not name the gpu test binary" >&2; return 1; }
+  local arrays
+  arrays=$(CUDAMIN_REQUIRE_PTX=1 cargo test --release --features cuda --test device_arrays \
+    --no-run --message-format=json | grep '"kind":\["test"\],.*"name":"device_arrays"' \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+  [ -n "$arrays" ] || { echo "cargo did not name the device_arrays test binary" >&2; return 1; }
   mkdir -p "$dir"
   cp target/portable/release/cudamin "$dir/cudamin"
   cp "$test" "$dir/gpu-test"
-  strip "$dir/cudamin" "$dir/gpu-test" 2>/dev/null || true
+  cp "$arrays" "$dir/device-arrays-test"
+  strip "$dir/cudamin" "$dir/gpu-test" "$dir/device-arrays-test" 2>/dev/null || true
+  # Each binary embeds the PTX as text, which gzip shrinks several times: the bundle then
+  # travels within a device call's 64 MiB. --prebuilt unpacks them.
+  gzip -9 -f "$dir/cudamin" "$dir/gpu-test" "$dir/device-arrays-test"
+  # The Python package with the cuda feature, for the peers' rows that pass torch tensors;
+  # auditwheel is skipped, since it would copy this machine's libcuda into the wheel.
+  local venv=$PWD/target/python-venv
+  if [ -x "$venv/bin/maturin" ]; then
+    rm -rf "$dir/wheels"
+    VIRTUAL_ENV=$venv CUDAMIN_REQUIRE_PTX=1 "$venv/bin/maturin" build --release --locked \
+      --features cuda --auditwheel skip -m python/Cargo.toml -o "$dir/wheels" || return 1
+  else
+    echo "no maturin in $venv (bash .ci/python makes it): the bundle has no Python wheel" >&2
+  fi
 }
 
 case $mode in
   bundle) bundle "$bin"; exit ;;
   build) bin=target/gpu-bundle; bundle "$bin" || exit 1 ;;
-  prebuilt) [ -x "$bin/cudamin" ] || chmod +x "$bin"/* ;;
+  prebuilt) ;;
 esac
+# A bundle's binaries come gzipped: unpack them once, beside the report.
+if compgen -G "$bin/*.gz" >/dev/null; then
+  mkdir -p "$out/bin"
+  for packed in "$bin"/*.gz; do
+    gunzip -c "$packed" >"$out/bin/$(basename "$packed" .gz)" || exit 1
+  done
+  chmod +x "$out/bin"/*
+  [ -d "$bin/wheels" ] && ln -sfn "$(cd "$bin" && pwd)/wheels" "$out/bin/wheels"
+  bin=$out/bin
+fi
+[ -x "$bin/cudamin" ] || chmod +x "$bin"/*
 cudamin=$bin/cudamin
 mkdir -p "$out"
 report=$out/report.md
@@ -106,6 +138,18 @@ done
 rm -rf "$cold_cache"
 
 check "tests/gpu.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/gpu-test" --include-ignored --test-threads=1 --nocapture
+if [ -x "$bin/device-arrays-test" ]; then
+  check "tests/device_arrays.rs" env CUDAMIN_REQUIRE_GPU=1 "$bin/device-arrays-test" \
+    --test-threads=1 --nocapture
+fi
+# The bundle's Python wheel, unpacked beside the report for this run alone: the peers then
+# also time cudamin from Python with torch tensors on the device as x0.
+wheel=$(ls "$bin"/wheels/*.whl 2>/dev/null | head -1)
+if [ -n "$wheel" ]; then
+  check "cudamin's Python package (from the bundle)" python3 -m pip install --quiet --no-deps \
+    --no-index --upgrade --target "$out/python" "$wheel" \
+    && export PYTHONPATH="$out/python${PYTHONPATH:+:$PYTHONPATH}"
+fi
 
 big=100000000 points=10000000
 [ $quick = 1 ] && big=1000000 points=100000

@@ -7,7 +7,8 @@ data, in one process, alternating within each repetition (A, B, C, then A, B, C 
    objectives under scipy BFGS with finite differences (at 10⁶ only one f call is timed and
    (n + 1)·t_f, one gradient, is reported as an estimate), torch autograd under scipy L-BFGS-B;
    the full solves again at n = 10³, where scipy BFGS is feasible.
-2. seed-expsum and ext-rosenbrock at n = 10⁷: torch.optim.LBFGS, optimistix L-BFGS, cudamin.
+2. seed-expsum and ext-rosenbrock at n = 10⁷: torch.optim.LBFGS, optimistix L-BFGS, cudamin's
+   CLI, and cudamin from Python with x0 a torch tensor on the device, read in place.
 3. lsq-expsin, p = 16, 10⁷ points: torch L-BFGS, optimistix BFGS and L-BFGS, jax.scipy BFGS,
    scipy BFGS on an analytic torch gradient, cudamin. The data are cudamin's SplitMix64 /
    Box–Muller stream, vectorized, checked against the scalar recurrence and `cudamin eval`.
@@ -312,6 +313,37 @@ def cudamin_tool(ctx, prob, method, grad):
     return dict(tool="cudamin", method=f"{'BFGS' if method == 'bfgs' else 'L-BFGS'} ({grad}"
                 f"{' FD' if grad in ('forward', 'central') else ' gradient'})",
                 factory=factory)
+
+
+def cudamin_torch_tool(ctx, prob):
+    """cudamin from Python, as a torch user calls it: one session (opened before timing, as a
+    loop of solves would hold it), x0 a torch float64 tensor on the device read where it lies,
+    x kept there and handed back as a torch tensor with no copy."""
+    def factory():
+        torch = ctx.torch()
+        cudamin = ctx._import("cudamin")
+        backend = {"cuda": "cuda", "cpu": "cpu"}[ctx.dev]
+        session = cudamin.Session(backend=backend)
+        x0 = torch.from_numpy(prob.x0).to(ctx.dev)
+        options = dict(method="L-BFGS", jac="exact", options=dict(gtol=GTOL, maxiter=ITER_CAP),
+                       keep_on_device=True)
+        session.minimize(prob.name, x0[: min(prob.n, 1 << 16)].clone(), **options)  # warm-up: kernel loading
+        sync = torch.cuda.synchronize if ctx.dev == "cuda" else (lambda: None)
+
+        def run():
+            sync()
+            before = session.traffic()
+            t0 = time.perf_counter()
+            res = session.minimize(prob.name, x0, **options)
+            x = torch.as_tensor(res.x, device=ctx.dev) if ctx.dev == "cuda" else res.x
+            sync()
+            dt = time.perf_counter() - t0
+            moved = {k: session.traffic()[k] - before[k] for k in ("h2d_bytes", "d2h_bytes", "waits")}
+            return dict(solve_s=dt, fun=float(res.fun), x=np.asarray(x.cpu() if ctx.dev == "cuda" else x),
+                        nit=res.nit, nfev=res.nfev, njev=res.njev, success=bool(res.success),
+                        message=res.message, device=session.backend, notes=f"traffic {moved}")
+        return run, {}
+    return dict(tool="cudamin Python (torch x0 in place)", method="L-BFGS (exact gradient)", factory=factory)
 
 
 def torch_objective(ctx, prob):
@@ -793,7 +825,8 @@ def cases(ctx):
         def gen():
             prob = make(s["big_n"])
             yield f"{prob.name} n={prob.n}", prob, [
-                torch_lbfgs_tool(ctx, prob), optx_tool(ctx, prob, "LBFGS")] + ours(prob, ["lbfgs"])
+                torch_lbfgs_tool(ctx, prob), optx_tool(ctx, prob, "LBFGS"), cudamin_torch_tool(ctx, prob)
+            ] + ours(prob, ["lbfgs"])
         return gen
 
     def lsq():
