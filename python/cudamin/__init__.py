@@ -163,7 +163,7 @@ class Solvers:
 
     def minimize(self, fun, x0=None, method=None, jac="exact", bounds=None, tol=None, callback=None,
                  options=None, *, n=None, points=None, data=None, fixed=None, backend="auto",
-                 keep_on_device=False):
+                 keep_on_device=None):
         """scipy's ``minimize`` on problem ``fun``, a name from ``problems()``.
 
         ``method``: ``'BFGS'``, ``'L-BFGS'`` (cudamin's limited-memory BFGS, for large ``n``) or
@@ -185,7 +185,9 @@ class Solvers:
         On a device: ``x0`` may be a ``Session.to_device`` array of the same session, or a
         float64 CUDA array of torch, CuPy, JAX or Numba on the session's device, read where it
         lies. ``keep_on_device=True`` leaves ``x`` and ``jac`` there, as such arrays
-        (``np.asarray(res.x)`` copies one to the host); on the CPU it changes nothing.
+        (``np.asarray(res.x)`` copies one to the host); on the CPU it changes nothing. It is the
+        default for another library's CUDA array, and ``x`` and ``jac`` then come back as that
+        library's arrays (torch, CuPy, Numba), with no copy.
 
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
         ``jac_error`` and ``method``.
@@ -212,6 +214,9 @@ class Solvers:
         # Checked here, where scipy's names are known (the library's maxcor is `memory`).
         maxcor = _count("maxcor", options.get("maxcor"), minimum=1)
         maxls = _count("maxls", options.get("maxls"), minimum=1)
+        foreign = _foreign_cuda(x0)
+        if keep_on_device is None:
+            keep_on_device = foreign is not None
         if x0 is not None and not _on_device(x0):
             x0 = _array("x0", x0)
         size = len(x0) if x0 is not None else n
@@ -230,6 +235,8 @@ class Solvers:
         pairs = result.pop("hess_inv_pairs", None)
         if pairs is not None:
             result["hess_inv"] = _PairsInvHessProduct(*pairs)
+        if foreign is not None:
+            result["x"], result["jac"] = (foreign(result["x"]), foreign(result["jac"]))
         return OptimizeResult(result)
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,
@@ -438,6 +445,36 @@ def _on_device(array):
         return getattr(array, "__cuda_array_interface__", None) is not None
     except Exception:  # torch raises more than AttributeError for a tensor on the CPU
         return False
+
+
+def _foreign_cuda(x0):
+    """For an ``x0`` of another library on a CUDA device, the function that gives a kept
+    ``DeviceArray`` back as that library's array, with no copy (through the array's
+    ``__cuda_array_interface__``): a torch tensor on x0's device, a CuPy array, a Numba device
+    array. Another library's arrays, and arrays with no such interface (the simulator's), are
+    given back as they are. ``None`` when ``x0`` is not another library's CUDA array."""
+    if x0 is None or not _on_device(x0) or getattr(type(x0), "__cudamin_device__", False) is True:
+        return None
+    library = type(x0).__module__.split(".")[0]
+
+    def convert(array):
+        if getattr(array, "__cuda_array_interface__", None) is None:
+            return array
+        if library == "torch":
+            import torch
+
+            return torch.as_tensor(array, device=x0.device)
+        if library == "cupy":
+            import cupy
+
+            return cupy.asarray(array)
+        if library == "numba":
+            from numba import cuda
+
+            return cuda.as_cuda_array(array)
+        return array
+
+    return convert
 
 
 def bind(catalog):

@@ -182,6 +182,10 @@ def test_cuda_array_interface_starts_are_read_where_they_lie():
         assert got.fun == expected.fun and got.nfev == expected.nfev
         np.testing.assert_array_equal(np.asarray(got.x), expected.x)
         np.testing.assert_array_equal(np.asarray(held), x0)
+        # Another library's start keeps the solution on the device by default.
+        kept = session.minimize("seed-expsum", Interface(held.device_address), method="L-BFGS")
+        assert type(kept.x).__name__ == "DeviceArray" and type(kept.jac).__name__ == "DeviceArray"
+        np.testing.assert_array_equal(np.asarray(kept.x), expected.x)
         for changes, message in [
             (dict(typestr="<f4"), "float64"),
             (dict(shape=(n // 2, 2)), "1-D"),
