@@ -324,7 +324,7 @@ impl Driver for CustDriver {
             pointer_attribute(address, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR).map_err(unknown)?;
         let size: usize =
             pointer_attribute(address, CU_POINTER_ATTRIBUTE_RANGE_SIZE).map_err(unknown)?;
-        if address - start + bytes as u64 > size as u64 {
+        if address.saturating_sub(start) + bytes as u64 > size as u64 {
             return Err(refuse(&format!(
                 "run past their allocation of {size} bytes"
             )));
