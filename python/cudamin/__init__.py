@@ -435,11 +435,16 @@ class Solvers:
 _INTERFACE = 8
 
 
+def _held(array):
+    """Whether ``array`` is a session's ``DeviceArray`` (of any module's)."""
+    return getattr(type(array), "__cudamin_device__", False) is True
+
+
 def _on_device(array):
     """Whether ``array`` lies on a device and is passed as it lies: a session's
     ``DeviceArray`` (of any module's), or another library's CUDA array (torch, CuPy, JAX,
     Numba), which ``__cuda_array_interface__`` describes."""
-    if getattr(type(array), "__cudamin_device__", False) is True:
+    if _held(array):
         return True
     try:
         return getattr(array, "__cuda_array_interface__", None) is not None
@@ -453,7 +458,7 @@ def _foreign_cuda(x0):
     ``__cuda_array_interface__``): a torch tensor on x0's device, a CuPy array, a Numba device
     array. Another library's arrays, and arrays with no such interface (the simulator's), are
     given back as they are. ``None`` when ``x0`` is not another library's CUDA array."""
-    if x0 is None or not _on_device(x0) or getattr(type(x0), "__cudamin_device__", False) is True:
+    if x0 is None or _held(x0) or not _on_device(x0):
         return None
     library = type(x0).__module__.split(".")[0]
 

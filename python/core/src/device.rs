@@ -97,13 +97,13 @@ impl DeviceArray {
     }
 }
 
-/// A solve's `x0` as the call gave it: host values, or an array on a session's device.
-pub(crate) enum Start {
-    Host(Vec<f64>),
-    Device(cudamin::DeviceArray),
-    /// Another library's array on a device, by its `__cuda_array_interface__`: `len` f64 from
-    /// `address`; `synchronize` when its producer named a stream to wait for. It becomes a
-    /// `Device` start once the backend is open ([`Start::on`]).
+/// A solve's `x0` as the call gave it: host values, an array on a session's device, or another
+/// library's array on a device, which becomes a [`Start`] once the backend is open
+/// ([`Given::on`]).
+pub(crate) enum Given {
+    Start(Start),
+    /// By its `__cuda_array_interface__`: `len` f64 from `address`; `synchronize` when its
+    /// producer named a stream to wait for.
     Foreign {
         address: u64,
         len: usize,
@@ -111,14 +111,17 @@ pub(crate) enum Start {
     },
 }
 
-impl Start {
-    /// `x0` from Python: a [`DeviceArray`] as it lies, anything else as a float64 array.
+impl Given {
+    /// `x0` from Python: a [`DeviceArray`] or another library's CUDA array as it lies, anything
+    /// else as a float64 array.
     pub(crate) fn read(x0: Option<&Bound<'_, PyAny>>) -> Result<Option<Self>, Failure> {
         let Some(x0) = x0 else {
             return Ok(None);
         };
         if let Ok(device) = x0.cast::<DeviceArray>() {
-            return Ok(Some(Start::Device(device.get().array.clone())));
+            return Ok(Some(Given::Start(Start::Device(
+                device.get().array.clone(),
+            ))));
         }
         if let Ok(interface) = x0.getattr("__cuda_array_interface__") {
             return foreign(&interface).map(Some);
@@ -126,14 +129,24 @@ impl Start {
         let values: PyReadonlyArray1<'_, f64> = x0.extract().map_err(|_| {
             Failure::Input("x0 must be a 1-D float64 array, on the host or on a CUDA device".into())
         })?;
-        Ok(Some(Start::Host(args::slice("x0", &values)?.to_vec())))
+        let values = args::slice("x0", &values)?.to_vec();
+        Ok(Some(Given::Start(Start::Host(values))))
+    }
+
+    /// The number of variables.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Given::Start(start) => start.len(),
+            Given::Foreign { len, .. } => *len,
+        }
     }
 
     /// The start on `backend`: another library's device array is read where it lies, after
     /// checking that it is memory of `backend`'s device.
-    pub(crate) fn on(self, backend: &cudamin::Backend) -> Result<Self, Failure> {
+    pub(crate) fn on(self, backend: &cudamin::Backend) -> Result<Start, Failure> {
         match self {
-            Start::Foreign {
+            Given::Start(start) => Ok(start),
+            Given::Foreign {
                 address,
                 len,
                 synchronize,
@@ -142,34 +155,37 @@ impl Start {
                 len,
                 synchronize,
             )?)),
-            start => Ok(start),
         }
     }
+}
 
+/// A solve's `x0` on its backend: host values, or an array on the backend's device.
+pub(crate) enum Start {
+    Host(Vec<f64>),
+    Device(cudamin::DeviceArray),
+}
+
+impl Start {
     /// The number of variables.
     pub(crate) fn len(&self) -> usize {
         match self {
             Start::Host(values) => values.len(),
             Start::Device(array) => array.len(),
-            Start::Foreign { len, .. } => *len,
         }
     }
 
-    /// The values on the host: a device array is copied there. Only after [`Start::on`].
+    /// The values on the host: a device array is copied there.
     pub(crate) fn into_host(self) -> Result<Vec<f64>, Failure> {
         match self {
             Start::Host(values) => Ok(values),
             Start::Device(array) => Ok(array.to_host()?),
-            Start::Foreign { .. } => Err(Failure::Input(
-                "x0 on a device was not read on the solve's backend".into(),
-            )),
         }
     }
 }
 
 /// A start from `__cuda_array_interface__` (versions 2 and 3): a contiguous float64 vector,
 /// unmasked, its memory checked by the backend later.
-fn foreign(interface: &Bound<'_, PyAny>) -> Result<Start, Failure> {
+fn foreign(interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
     let refuse = |why: String| Failure::Input(format!("x0 on a CUDA device {why}"));
     let interface = (interface.cast::<PyDict>())
         .map_err(|_| refuse("has a __cuda_array_interface__ that is not a dict".into()))?;
@@ -204,7 +220,7 @@ fn foreign(interface: &Bound<'_, PyAny>) -> Result<Start, Failure> {
     }
     let (address, _readonly): (u64, bool) = (item("data").and_then(|d| d.extract().ok()))
         .ok_or_else(|| refuse("has no (address, readonly) data in its interface".into()))?;
-    Ok(Start::Foreign {
+    Ok(Given::Foreign {
         address,
         len,
         synchronize: item("stream").is_some(),

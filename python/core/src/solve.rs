@@ -6,7 +6,7 @@
 use crate::Catalog;
 use crate::args;
 use crate::catalog::{Place, Source};
-use crate::device::{DeviceArray, Start};
+use crate::device::{DeviceArray, Given, Start};
 use crate::errors::Failure;
 use crate::observe::Observer;
 use crate::session::Session;
@@ -46,7 +46,7 @@ fn detached<R: Send>(
 /// the caller's columns, read where they lie.
 struct Named<'a> {
     source: Source,
-    x0: Option<Start>,
+    x0: Option<Given>,
     n: Option<usize>,
     points: Option<usize>,
     data: Vec<&'a [f64]>,
@@ -69,7 +69,7 @@ impl<'a> Named<'a> {
         jac: &str,
         backend: Option<&Bound<'_, PyAny>>,
     ) -> Result<Self, Failure> {
-        let x0 = Start::read(x0)?;
+        let x0 = Given::read(x0)?;
         let n = match (&x0, n) {
             (Some(x0), Some(n)) if x0.len() != n => {
                 return Err(Failure::Input(format!(
@@ -278,11 +278,6 @@ impl Catalog {
                 }
                 Start::Device(x0) => {
                     cudamin::minimize_from_device(objective, x0, method, &options, &mut see)?
-                }
-                Start::Foreign { .. } => {
-                    return Err(Failure::Input(
-                        "x0 on a device was not read on the solve's backend".into(),
-                    ));
                 }
             };
             // Bounded solves run on host vectors: their `x` is here.
