@@ -5,10 +5,40 @@
 //! `|r| ≤ ln2/256`, so `eˣ = 2^k · 2^(j/128) · eʳ`, with `eʳ` from a degree-5 polynomial. Error
 //! under one ulp (checked against the platform's `exp` in the tests), no branches on the common
 //! path, and the same code on the CPU and in the PTX.
+//!
+//! [`atan`] and [`ln_1p`] are `libm`'s on the CPU and this crate's in the PTX, where `libm`'s
+//! give every kernel that calls them a stack frame (a subnormal argument's volatile read).
 
+// The PTX's own `atan` and `ln_1p`; the CPU builds them for their tests alone.
+#[cfg(any(target_arch = "nvptx64", test))]
+mod atan;
+#[cfg(any(target_arch = "nvptx64", test))]
+mod log1p;
 mod trig;
 
 pub use trig::{cos, sin, sin_cos};
+
+/// `atan x`: `libm`'s on the CPU, to its bits; on the GPU this crate's (`atan.rs`), within
+/// one ulp of it and with no stack frame.
+#[inline(always)]
+pub fn atan(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    let r = atan::atan(x);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let r = libm::atan(x);
+    r
+}
+
+/// `ln(1 + x)`: `libm`'s on the CPU, to its bits; on the GPU this crate's (`log1p.rs`),
+/// within one ulp of it and with no stack frame.
+#[inline(always)]
+pub fn ln_1p(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    let r = log1p::ln_1p(x);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let r = libm::log1p(x);
+    r
+}
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
@@ -24,6 +54,18 @@ pub fn sqrt(x: f64) -> f64 {
     #[cfg(not(target_arch = "nvptx64"))]
     let root = f64::sqrt(x);
     root
+}
+
+/// `a·b + c` with one rounding: `fma.rn.f64` in the PTX, and on the CPU `libm`'s, to the
+/// same bits (the CPU uses it in tests alone).
+#[cfg(any(target_arch = "nvptx64", test))]
+#[inline(always)]
+fn fma(a: f64, b: f64, c: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    let r = core::f64::math::mul_add(a, b, c);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let r = libm::fma(a, b, c);
+    r
 }
 
 /// `√x` in single precision, correctly rounded, by the target's instruction as [`sqrt`].
@@ -168,25 +210,33 @@ fn exp_out_of_range(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     extern crate std;
     use super::exp;
 
-    /// Distance in ulps between two finite positive doubles.
-    fn ulps(a: f64, b: f64) -> u64 {
-        a.to_bits().abs_diff(b.to_bits())
+    /// Distance in ulps between two finite doubles of the same sign.
+    pub(crate) fn ulps(a: f64, b: f64) -> u64 {
+        assert!(a.signum() == b.signum(), "{a} vs {b}");
+        a.abs().to_bits().abs_diff(b.abs().to_bits())
+    }
+
+    /// A fixed pseudo-random stream in `[0, 1)` (xorshift), the same on every run.
+    pub(crate) fn stream(mut state: u64) -> impl FnMut() -> f64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        }
     }
 
     #[test]
     fn within_one_ulp_of_the_platform_exp() {
         // A fixed pseudo-random sweep of the whole finite range, dense near 0 where fits live.
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = stream(0x9E37_79B9_7F4A_7C15);
         let mut worst = 0;
         for i in 0..2_000_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+            let u = next();
             let x = if i % 2 == 0 {
                 -745.0 + 1454.7 * u
             } else {
@@ -212,13 +262,7 @@ mod tests {
     #[test]
     fn lanes_are_the_scalar_exp_to_the_bit() {
         use super::exp_lanes;
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = stream(0x2545_F491_4F6C_DD1D);
         let edges = [
             708.0,
             -708.0,

@@ -252,7 +252,7 @@ impl Real for f64 {
     }
     #[inline(always)]
     fn ln_1p(self) -> Self {
-        libm::log1p(self)
+        crate::math::ln_1p(self)
     }
     #[inline(always)]
     fn sin(self) -> Self {
@@ -272,7 +272,7 @@ impl Real for f64 {
     }
     #[inline(always)]
     fn atan(self) -> Self {
-        libm::atan(self)
+        crate::math::atan(self)
     }
     #[inline(always)]
     fn atan2(self, x: Self) -> Self {

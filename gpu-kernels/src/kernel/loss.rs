@@ -88,11 +88,11 @@ impl Loss {
             }
             Loss::Cauchy => {
                 let t = 1.0 + z;
-                (libm::log1p(z), 1.0 / t, -1.0 / (t * t))
+                (crate::math::ln_1p(z), 1.0 / t, -1.0 / (t * t))
             }
             Loss::Arctan => {
                 let t = 1.0 + z * z;
-                (libm::atan(z), 1.0 / t, -2.0 * z / (t * t))
+                (crate::math::atan(z), 1.0 / t, -2.0 * z / (t * t))
             }
         }
     }

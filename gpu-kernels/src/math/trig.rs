@@ -261,22 +261,7 @@ fn two_product(a: f64, b: f64) -> (f64, f64) {
 mod tests {
     extern crate std;
     use super::{cos, sin, sin_cos};
-
-    /// Distance in ulps between two finite doubles of the same sign.
-    fn ulps(a: f64, b: f64) -> u64 {
-        assert!(a.signum() == b.signum(), "{a} vs {b}");
-        a.abs().to_bits().abs_diff(b.abs().to_bits())
-    }
-
-    /// A fixed pseudo-random stream in `[0, 1)`.
-    fn stream(mut state: u64) -> impl FnMut() -> f64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
+    use crate::math::tests::{stream, ulps};
 
     /// The worst error, in ulps, of `sin`, `cos` and `sin_cos` against the platform's over
     /// `points`; `sin_cos` must be the other two to the bit.
