@@ -98,22 +98,29 @@ type Reflected = SharedArray<{ FOLD_ROWS_GPU + 3 }>;
 const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
 
 /// Folds the [`FOLD_ROWS_GPU`] rows of `held` from value `base` on (each `width` values: `J`'s
-/// row, the residual, then values the fold never reads) into the block's packed triangle at `mine` (`R`, then `Qᵀr`) as
-/// `kernel::triangle::fold_rows` does on the CPU: the same reflections ([`reflection`]) and
-/// the same order of operations per column. Thread 0 computes column `j`'s reflection from the
-/// held column, into shared memory, once for the block; then column `k > j` (and `Qᵀr` as
-/// column `n`) is updated by thread `k − j − 1` (and every `blockDim` after), its dot product
-/// over the rows in row order. No thread keeps the vector of its own, which would sit in local
-/// memory. Every thread of the block calls it (it holds barriers), and it returns once every
-/// thread is done with `held`.
+/// row, the residual, then values the fold never reads) into the block's packed triangle at
+/// `mine` (`R`, then `Qᵀr`) as `kernel::triangle::fold_rows` does on the CPU: the same
+/// reflections ([`reflection`]) and the same order of operations per column. Thread 0 computes
+/// column `j`'s reflection from the held column, into shared memory, once for the block; then
+/// column `k > j` (and `Qᵀr` as column `n`) is updated by thread `k − j − 1` (and every
+/// `blockDim` after), its dot product over the rows in row order. The vector and the held rows
+/// are read and written in place with plain loads and stores (no bounds checks, no volatile
+/// accesses): the barriers order them. Every thread of the block
+/// calls it (it holds barriers), and it returns once every thread is done with `held`.
 ///
 /// # Safety
-/// `mine` holds the block's `triangle_len(n)` values, written by this block alone.
+/// `mine` holds the block's `triangle_len(n)` values, written by this block alone; `held`
+/// holds `FOLD_ROWS_GPU` rows of `width > n` values from `base`.
 #[inline(always)]
 unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: usize) {
     let qtr = unsafe { mine.add(packed_len(n)) };
     let reflected: Reflected = crate::shared_array!(cudamin_fold_reflection, 35);
     let (tau_at, beta_at, some_at) = (FOLD_ROWS_GPU, FOLD_ROWS_GPU + 1, FOLD_ROWS_GPU + 2);
+    // SAFETY (for every access through `rows` below): value `i·width + k` with `i <
+    // FOLD_ROWS_GPU` and `k ≤ n < width` lies in the held rows; between two barriers each
+    // column is read and written by one thread alone.
+    let rows = unsafe { held.as_ptr().cast_mut().add(base) };
+    let vector = reflected.as_ptr().cast::<[f64; FOLD_ROWS_GPU]>();
     for j in 0..n {
         let start = packed_row(j, n);
         if thread_idx() == 0 {
@@ -121,9 +128,9 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: us
             let diagonal = unsafe { mine.add(start).read_volatile() };
             // SAFETY: the array holds FOLD_ROWS_GPU f64 first, touched by this thread alone
             // until the barrier.
-            let v = unsafe { &mut *reflected.as_ptr().cast_mut().cast::<[f64; FOLD_ROWS_GPU]>() };
+            let v = unsafe { &mut *vector.cast_mut() };
             for (i, vi) in v.iter_mut().enumerate() {
-                *vi = held.get(base + i * width + j);
+                *vi = unsafe { rows.add(i * width + j).read() };
             }
             let found = reflection(diagonal, v);
             let Reflection { beta, tau } = found.unwrap_or(Reflection {
@@ -144,6 +151,8 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: us
             continue;
         }
         let (tau, beta) = (reflected.get(tau_at), reflected.get(beta_at));
+        // SAFETY: written by thread 0 before the barrier above, not again until the next.
+        let v = unsafe { &*vector };
         let mut column = j + 1 + thread_idx();
         while column <= n {
             // SAFETY: entry `column` of row j belongs to this thread alone until the barrier.
@@ -156,13 +165,13 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: us
             };
             let old = unsafe { entry.read_volatile() };
             let mut w = old;
-            for i in 0..FOLD_ROWS_GPU {
-                w += reflected.get(i) * held.get(base + i * width + column);
+            for (i, vi) in v.iter().enumerate() {
+                w += vi * unsafe { rows.add(i * width + column).read() };
             }
             unsafe { entry.write_volatile(old - tau * w) };
-            for i in 0..FOLD_ROWS_GPU {
-                let at = base + i * width + column;
-                held.set(at, held.get(at) - tau * reflected.get(i) * w);
+            for (i, vi) in v.iter().enumerate() {
+                let at = unsafe { rows.add(i * width + column) };
+                unsafe { at.write(at.read() - tau * vi * w) };
             }
             column += block_dim();
         }
