@@ -1,7 +1,8 @@
 //! GPU correctness without a GPU: the embedded PTX is self-contained, ptxas assembles each
 //! entry's module (what a device loads) for sm_70, sm_80 and sm_90 with no spills (the batch
-//! kernels for sm_90, and a bounded few spills), and every launch the host makes matches the
-//! `.entry` it launches in count, width and pointer-ness of every parameter.
+//! kernels for sm_90, and a bounded few spills) and no stack frame (but in the batch kernels
+//! and [`STACK_FRAMES`]), and every launch the host makes matches the `.entry` it launches in
+//! count, width and pointer-ness of every parameter.
 //!
 //! ptxas comes from NVIDIA's PyPI wheel (`.ci/install` puts it in `target/ptxas-venv`), or from
 //! `$CUDAMIN_PTXAS`. Without it the ptxas tests print "skipped"; with
@@ -141,6 +142,59 @@ fn ptxas_assembles_every_arch_without_spills() {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ptxas-report.txt");
     std::fs::write(&path, &report).unwrap();
     println!("{report}");
+    let framed = stack_frames_beyond_their_bounds(&report);
+    assert!(framed.is_empty(), "stack frames: {framed:?}");
+}
+
+/// The entries of cudamin's PTX that keep a stack frame, with its bound in bytes: two test
+/// problems' exact gradients, neither a fit model nor an MGH problem. A batch kernel keeps
+/// its MINPACK memory on the stack by design (its spills are bounded instead). Every other
+/// entry keeps none: a stack frame is local memory, which a kernel reads at DRAM's pace.
+const STACK_FRAMES: [(&str, u32); 2] = [
+    ("rosenbrock_gradient_exact", 48),
+    ("matmul_squares_gradient_exact", 672),
+];
+
+/// `(arch, entry, bytes)` for each entry of a ptxas report (`ptxas::table`s) whose stack frame
+/// is larger than [`STACK_FRAMES`] allows it.
+fn stack_frames_beyond_their_bounds(report: &str) -> Vec<(String, String, u32)> {
+    let mut arch = "";
+    let mut beyond = Vec::new();
+    for line in report.lines() {
+        if let Some(heading) = line.strip_prefix("== ptxas -arch=") {
+            arch = heading.split(':').next().unwrap_or("");
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(&name), Some(stack)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        let Ok(stack) = stack.parse::<u32>() else {
+            continue; // the column headings
+        };
+        let allowed = STACK_FRAMES
+            .iter()
+            .find(|(entry, _)| *entry == name)
+            .map_or(0, |&(_, bytes)| bytes);
+        if stack > allowed && !ptxas::is_batch_kernel(name) {
+            beyond.push((arch.to_owned(), name.to_owned(), stack));
+        }
+    }
+    beyond
+}
+
+#[test]
+fn stack_frames_are_read_from_the_report() {
+    let report = "== ptxas -arch=sm_90: 4 kernels\n\
+        kernel registers stack bytes spill stores spill loads\n\
+        fit_expsin_value 40 0 0 0\n\
+        mgh07_cost 40 8 0 0\n\
+        rosenbrock_gradient_exact 80 48 0 0\n\
+        fit_expsin_batch 255 6200 800 800\n";
+    assert_eq!(
+        stack_frames_beyond_their_bounds(report),
+        [("sm_90".to_owned(), "mgh07_cost".to_owned(), 8)]
+    );
 }
 
 #[test]
