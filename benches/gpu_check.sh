@@ -9,7 +9,8 @@
 #
 # --bundle / --prebuilt serve a GPU machine without a Rust toolchain: build here, carry DIR.
 # --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side);
-# with the bundle's Python wheel, it times cudamin from Python on torch tensors too.
+# with the bundle's Python wheel, it times cudamin from Python on torch tensors too. Then
+# benches/gpu_fit_peers.py: large fits against NLSQ, optimistix and torch.
 #
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
@@ -274,6 +275,9 @@ if [ $peers = 1 ]; then
   peer_args=(--cudamin "$cudamin" --out "$out")
   [ $quick = 1 ] && peer_args+=(--quick)
   check "GPU peers (benches/gpu_peers.py)" python3 benches/gpu_peers.py "${peer_args[@]}"
+  fit_args=(--cudamin "$cudamin" --out "$out/fit-peers.json")
+  [ $quick = 1 ] && fit_args+=(--points 100000 --repeats 1)
+  check "GPU fit peers (benches/gpu_fit_peers.py)" python3 benches/gpu_fit_peers.py "${fit_args[@]}"
 fi
 
 {

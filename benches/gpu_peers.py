@@ -13,6 +13,8 @@ data, in one process, alternating within each repetition (A, B, C, then A, B, C 
    scipy BFGS on an analytic torch gradient, cudamin. The data are cudamin's SplitMix64 /
    Box–Muller stream, vectorized, checked against the scalar recurrence and `cudamin eval`.
 
+Fits of large data sets by Levenberg–Marquardt (against NLSQ) are benches/gpu_fit_peers.py's.
+
 For every row the true ‖∇f‖∞ at the tool's final x is recomputed in float64 with an analytic
 numpy gradient, independently of the tool. The device-to-device copy bandwidth (torch, 2 GiB)
 is measured too. Output: a markdown table on stdout, DIR/peers.json and DIR/peers.md.
