@@ -93,9 +93,9 @@ fn zero_row(held: Held, at: usize, n: usize) {
 }
 
 /// The shared array that holds a column's reflection for the whole block: its vector, then
-/// `τ`, `β` and whether there is one (1) or not (0).
-type Reflected = SharedArray<{ FOLD_ROWS_GPU + 3 }>;
-const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
+/// `τ` and whether there is one (1) or not (0).
+type Reflected = SharedArray<{ FOLD_ROWS_GPU + 2 }>;
+const _: () = assert!(FOLD_ROWS_GPU + 2 == 34);
 
 /// Folds the [`FOLD_ROWS_GPU`] rows of `held` from value `base` on (each `width` values: `J`'s
 /// row, the residual, then values the fold never reads) into the block's packed triangle at
@@ -103,10 +103,11 @@ const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
 /// reflections ([`reflection`]) and the same order of operations per column. Thread 0 computes
 /// column `j`'s reflection from the held column, into shared memory, once for the block; then
 /// column `k > j` (and `Qᵀr` as column `n`) is updated by thread `k − j − 1` (and every
-/// `blockDim` after), its dot product over the rows in row order. The vector and the held rows
-/// are read and written in place with plain loads and stores (no bounds checks, no volatile
-/// accesses): the barriers order them. Every thread of the block
-/// calls it (it holds barriers), and it returns once every thread is done with `held`.
+/// `blockDim` after), its dot product over the rows in row order. A thread with no column
+/// passes the two barriers and nothing else. The vector and the held rows are read and
+/// written in place with plain loads and stores (no bounds checks, no volatile accesses): the
+/// barriers order them. Every thread of the block calls it (it holds barriers), and it returns
+/// once every thread is done with `held`.
 ///
 /// # Safety
 /// `mine` holds the block's `triangle_len(n)` values, written by this block alone; `held`
@@ -114,8 +115,8 @@ const _: () = assert!(FOLD_ROWS_GPU + 3 == 35);
 #[inline(always)]
 unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: usize) {
     let qtr = unsafe { mine.add(packed_len(n)) };
-    let reflected: Reflected = crate::shared_array!(cudamin_fold_reflection, 35);
-    let (tau_at, beta_at, some_at) = (FOLD_ROWS_GPU, FOLD_ROWS_GPU + 1, FOLD_ROWS_GPU + 2);
+    let reflected: Reflected = crate::shared_array!(cudamin_fold_reflection, 34);
+    let (tau_at, some_at) = (FOLD_ROWS_GPU, FOLD_ROWS_GPU + 1);
     // SAFETY (for every access through `rows` below): value `i·width + k` with `i <
     // FOLD_ROWS_GPU` and `k ≤ n < width` lies in the held rows; between two barriers each
     // column is read and written by one thread alone.
@@ -138,51 +139,49 @@ unsafe fn fold_held(mine: *mut f64, n: usize, held: Held, base: usize, width: us
                 tau: 0.0,
             });
             reflected.set(tau_at, tau);
-            reflected.set(beta_at, beta);
             reflected.set(some_at, if found.is_some() { 1.0 } else { 0.0 });
+            // R_jj: no other thread reads it; without a reflection β is R_jj as it was.
+            unsafe { mine.add(start).write_volatile(beta) };
         }
         // The reflection is written, and every thread has read column j and R_jj before any
         // is written.
         sync_threads();
-        // The same on every thread, so the branch is uniform over the block.
-        if reflected.get(some_at) == 0.0 {
-            // Every thread has read the flag before thread 0 writes the next column's.
-            sync_threads();
-            continue;
-        }
-        let (tau, beta) = (reflected.get(tau_at), reflected.get(beta_at));
-        // SAFETY: written by thread 0 before the barrier above, not again until the next.
-        let v = unsafe { &*vector };
         let mut column = j + 1 + thread_idx();
-        while column <= n {
-            // SAFETY: entry `column` of row j belongs to this thread alone until the barrier.
-            let entry = unsafe {
-                if column < n {
-                    mine.add(start + column - j)
-                } else {
-                    qtr.add(j)
+        // A column is updated only where there is a reflection: the flag is the same for
+        // every thread, read by those with a column alone.
+        if column <= n && reflected.get(some_at) != 0.0 {
+            let tau = reflected.get(tau_at);
+            // SAFETY: written by thread 0 before the barrier above, not again until the next.
+            let v = unsafe { &*vector };
+            while column <= n {
+                // SAFETY: entry `column` of row j belongs to this thread alone until the
+                // barrier.
+                let entry = unsafe {
+                    if column < n {
+                        mine.add(start + column - j)
+                    } else {
+                        qtr.add(j)
+                    }
+                };
+                let old = unsafe { entry.read_volatile() };
+                let mut w = old;
+                for (i, vi) in v.iter().enumerate() {
+                    w += vi * unsafe { rows.add(i * width + column).read() };
                 }
-            };
-            let old = unsafe { entry.read_volatile() };
-            let mut w = old;
-            for (i, vi) in v.iter().enumerate() {
-                w += vi * unsafe { rows.add(i * width + column).read() };
+                unsafe { entry.write_volatile(old - tau * w) };
+                for (i, vi) in v.iter().enumerate() {
+                    let at = unsafe { rows.add(i * width + column) };
+                    unsafe { at.write(at.read() - tau * vi * w) };
+                }
+                column += block_dim();
             }
-            unsafe { entry.write_volatile(old - tau * w) };
-            for (i, vi) in v.iter().enumerate() {
-                let at = unsafe { rows.add(i * width + column) };
-                unsafe { at.write(at.read() - tau * vi * w) };
-            }
-            column += block_dim();
         }
-        if thread_idx() == 0 {
-            unsafe { mine.add(start).write_volatile(beta) };
-        }
+        // Every thread is done with this column's reflection before thread 0 writes the next.
         sync_threads();
     }
-    // Every thread is done reading `held` before any returns to refill it: a column with
-    // nothing below its diagonal skips its barriers, and where the last columns do, a fast
-    // thread's zeroing of the next rows raced the others' reads of these (the simulator's
-    // race check stopped every fit whose exponentials underflow over a row group).
+    // Every thread is done reading `held` before any returns to refill it. Each column ends
+    // on a barrier, whether it has a reflection or not (a column that skipped its barriers
+    // once let a fast thread's zeroing of the next rows race the others' reads of these); this
+    // one covers `n = 0`.
     sync_threads();
 }
