@@ -3,37 +3,47 @@
 //! keeps no array of its own and nothing goes to local memory.
 
 use crate::device::{
-    SharedArray, WARP_SIZE, block_dim, block_idx, grid_dim, sync_threads, thread_idx, warp_reduce,
+    SharedArray, WARP_SIZE, block_dim, block_idx, grid_dim, sync_threads, thread_idx,
+    warp_sum_lanes,
 };
 use crate::dual::Dual;
 use crate::kernel::CompensatedSum;
-use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, EXACT_LANES, SeedRuns};
+use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, SeedRuns};
 use crate::term::{Data, Term};
 
-/// The f64s of the shared window at the widest dense window the GPU's exact gradient takes:
-/// its constants and its seeds, `EXACT_LANES + 1` values per dual (5 KiB).
-const WINDOW_VALUES: usize = 2 * EXACT_DENSE_WIDTH_MAX_GPU * (EXACT_LANES + 1);
-const _: () = assert!(WINDOW_VALUES == 640);
+/// Derivative lanes per evaluation of a dense term's exact gradient on the GPU: half as many
+/// evaluations as four lanes, each still in registers.
+pub(in crate::device) const DENSE_LANES_GPU: usize = 8;
+
+/// Derivative lanes per evaluation of a dense term's exact residual row, in the triangle
+/// kernels. Fewer than the gradient's: those kernels also hold the fold's registers, and eight
+/// lanes spill there on sm_70 and sm_80.
+pub(in crate::device) const ROW_LANES_GPU: usize = 4;
+
+/// The f64s of the shared window at the widest dense window the GPU's exact kernels take, at
+/// the most lanes: its constants and its seeds, `DENSE_LANES_GPU + 1` values per dual (9 KiB).
+const WINDOW_VALUES: usize = 2 * EXACT_DENSE_WIDTH_MAX_GPU * (DENSE_LANES_GPU + 1);
+const _: () = assert!(WINDOW_VALUES == 1152 && ROW_LANES_GPU <= DENSE_LANES_GPU);
 
 /// The per-warp sums at the widest window, for a block of 1024 threads (16 KiB).
 const WARP_SUM_VALUES: usize = EXACT_DENSE_WIDTH_MAX_GPU * 1024 / WARP_SIZE;
 const _: () = assert!(WARP_SUM_VALUES == 2048);
 
-/// The dense window `x` seeded for every group of variables ([`SeedRuns`]), written once into
-/// the block's shared memory. Every thread of the block calls it (it holds a barrier); a
+/// The dense window `x` seeded for every group of `L` variables ([`SeedRuns`]), written once
+/// into the block's shared memory. Every thread of the block calls it (it holds a barrier); a
 /// kernel calls it once, before any thread reads the window.
 ///
 /// # Safety
-/// `x.len() ≤ EXACT_DENSE_WIDTH_MAX_GPU`.
+/// `x.len() ≤ EXACT_DENSE_WIDTH_MAX_GPU` and `L ≤ DENSE_LANES_GPU`.
 #[inline(always)]
-pub(in crate::device) unsafe fn shared_window<'s>(x: &[f64]) -> SeedRuns<'s, EXACT_LANES> {
-    let array = crate::shared_array!(cudamin_dense_window, 640);
+pub(in crate::device) unsafe fn shared_window<'s, const L: usize>(x: &[f64]) -> SeedRuns<'s, L> {
+    let array = crate::shared_array!(cudamin_dense_window, 1152);
     let n = x.len();
-    for i in (thread_idx()..2 * n * (EXACT_LANES + 1)).step_by(block_dim()) {
-        array.set(i, SeedRuns::<EXACT_LANES>::layout_value(x, i));
+    for i in (thread_idx()..2 * n * (L + 1)).step_by(block_dim()) {
+        array.set(i, SeedRuns::<L>::layout_value(x, i));
     }
     sync_threads();
-    let duals = array.as_ptr().cast::<Dual<EXACT_LANES>>();
+    let duals = array.as_ptr().cast::<Dual<L>>();
     // SAFETY: `Dual` is `repr(C)` over f64s, and the array holds the `2n` duals just written;
     // no thread writes them again during the kernel.
     unsafe {
@@ -66,16 +76,22 @@ impl WarpSums {
         WarpSums { array, n }
     }
 
-    /// Adds the warp's sum of every lane's `d` to partial `j`. Every lane of the warp calls it
-    /// with the same `j`.
+    /// Adds the warp's sums of every lane's `d` to partials `first ..` (those below `n`).
+    /// Every lane of the warp calls it with the same `first`.
     #[inline(always)]
-    pub(in crate::device) fn add(&self, j: usize, d: f64) {
+    pub(in crate::device) fn add<const L: usize>(&self, first: usize, d: [f64; L]) {
         let warp = thread_idx() / WARP_SIZE;
         let lanes = (block_dim() - warp * WARP_SIZE).min(WARP_SIZE);
-        let sum = warp_reduce(d, lanes, |a, b| a + b);
+        let sums = warp_sum_lanes(d, lanes);
         if thread_idx() % WARP_SIZE == 0 {
-            let at = warp * self.n + j;
-            self.array.set(at, self.array.get(at) + sum);
+            // Lanes by constant index: an iterator over the array by value kept it in local
+            // memory.
+            for (lane, sum) in sums.iter().enumerate() {
+                let at = warp * self.n + first + lane;
+                if first + lane < self.n {
+                    self.array.set(at, self.array.get(at) + sum);
+                }
+            }
         }
     }
 
@@ -101,7 +117,7 @@ impl WarpSums {
 /// Dense exact gradient, first stage: the block's `n` partial sums of `∇f` into
 /// `partials[block·n ..]`. The block takes tiles of `blockDim` terms, one term per thread;
 /// each thread evaluates its term on the block's shared window ([`shared_window`]),
-/// `EXACT_LANES` variables per evaluation, and each derivative joins its warp's sums
+/// `DENSE_LANES_GPU` variables per evaluation, and each derivative joins its warp's sums
 /// ([`WarpSums`]). With `value`, each thread also adds up its terms' values.
 ///
 /// # Safety
@@ -115,7 +131,7 @@ pub(in crate::device) unsafe fn dense_exact_partials<T: Term>(
 ) {
     let n = x.len();
     let terms = T::terms(n, data);
-    let window = unsafe { shared_window(x) };
+    let window = unsafe { shared_window::<DENSE_LANES_GPU>(x) };
     let sums = WarpSums::new(n);
     let tiles = terms.div_ceil(block_dim());
     let mut tile = block_idx();
@@ -123,17 +139,15 @@ pub(in crate::device) unsafe fn dense_exact_partials<T: Term>(
     while tile < tiles {
         let k = tile * block_dim() + thread_idx();
         let local = (k < terms).then(|| T::prepare(k, n, data));
-        for first in (0..n).step_by(EXACT_LANES) {
+        for first in (0..n).step_by(DENSE_LANES_GPU) {
             let result = local.as_ref().map(|l| window.eval::<T>(l, first));
             if let (Some(result), Some(value), 0) = (result, value.as_deref_mut(), first) {
                 value.add(result.value);
             }
-            // A loop of constant length, so each lane is a register, not an indexed array.
-            for lane in 0..EXACT_LANES {
-                if first + lane < n {
-                    sums.add(first + lane, result.map_or(0.0, |r| r.derivatives[lane]));
-                }
-            }
+            sums.add(
+                first,
+                result.map_or([0.0; DENSE_LANES_GPU], |r| r.derivatives),
+            );
         }
         tile += grid_dim();
     }

@@ -19,7 +19,9 @@
 pub use nvptx::*;
 
 mod nvptx {
-    use crate::device::dense_entry::{WarpSums, dense_exact_partials, shared_window};
+    use crate::device::dense_entry::{
+        ROW_LANES_GPU, WarpSums, dense_exact_partials, shared_window,
+    };
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
         block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
@@ -181,7 +183,7 @@ mod nvptx {
     }
 
     /// The blocks' least-squares triangles with exact rows (see [`triangle_partials`]):
-    /// `EXACT_LANES` variables per evaluation on duals, from the block's shared window. The GPU
+    /// `ROW_LANES_GPU` variables per evaluation on duals, from the block's shared window. The GPU
     /// differentiates forward only: a tape would live in local memory.
     impl LeastSquaresPass for Exact {
         #[inline(always)]
@@ -194,7 +196,7 @@ mod nvptx {
             values: *mut f64,
         ) {
             // A dense term's window is x itself: the block shares one copy.
-            let rows = &mut SharedExactRow::new(unsafe { shared_window(x) });
+            let rows = &mut SharedExactRow::new(unsafe { shared_window::<ROW_LANES_GPU>(x) });
             unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
         }
     }
@@ -315,7 +317,7 @@ mod nvptx {
         let n = x.len();
         if n <= EXACT_DENSE_WIDTH_MAX_GPU {
             let sums = WarpSums::new(n);
-            dense_tiles::<T, S>(x, data, bounds, value, |i, d| sums.add(i, d));
+            dense_tiles::<T, S>(x, data, bounds, value, |i, d| sums.add(i, [d]));
             unsafe { sums.write(partials.add(block_idx() * n)) };
         } else {
             let mine = unsafe { block_partials(partials, n) };

@@ -100,6 +100,31 @@ pub fn warp_reduce(mut v: f64, lanes: usize, combine: impl Fn(f64, f64) -> f64) 
     v
 }
 
+/// Each of `v`'s `L` values summed over the warp's first `lanes` lanes, valid in lane 0: the
+/// tree of [`warp_reduce`] with `+`, value by value, so each sum has the same bits. One loop
+/// over the tree with the values inside keeps them in registers.
+#[inline(always)]
+pub fn warp_sum_lanes<const L: usize>(mut v: [f64; L], lanes: usize) -> [f64; L] {
+    let lane = thread_idx() % WARP_SIZE;
+    let mask = if lanes >= WARP_SIZE {
+        u32::MAX
+    } else {
+        (1u32 << lanes) - 1
+    };
+    let mut delta = WARP_SIZE / 2;
+    while delta > 0 {
+        let combine = lane + delta < lanes;
+        for value in &mut v {
+            let other = shfl_down(*value, delta as u32, mask);
+            if combine {
+                *value += other;
+            }
+        }
+        delta /= 2;
+    }
+    v
+}
+
 /// `v` combined over the block, valid in thread 0, `identity` being `combine`'s neutral
 /// value. Every thread of the block must call it; any block size works. Deterministic: warp
 /// trees, then the warps' results in warp order. Ends with a barrier, so it can be called

@@ -1,7 +1,9 @@
 //! Exact gradients from the term's own source: each term is evaluated on [`Dual`]s, which carry
-//! `EXACT_LANES` derivatives with every value (forward-mode differentiation). One evaluation
-//! gives the term's partial derivatives in `EXACT_LANES` of its variables; a window of `w`
-//! variables takes `⌈w / EXACT_LANES⌉` evaluations, each about as costly as a few values.
+//! a few derivatives with every value (forward-mode differentiation). One evaluation gives the
+//! term's partial derivatives in that many of its variables; a window of `w` variables on `L`
+//! lanes takes `⌈w / L⌉` evaluations, each about as costly as a few values. Banded windows
+//! take [`EXACT_LANES`]; dense ones more where registers allow (sixteen on the CPU, eight in
+//! the GPU's gradient kernels, `EXACT_LANES` in its triangle kernels).
 //! There is no step to choose and no truncation error: the result is the derivative of the
 //! computed function, rounded like any other arithmetic.
 //!
@@ -15,7 +17,7 @@ use crate::dual::{Dual, DualScalar};
 use crate::lanes::{Lanes, TERM_LANES};
 use crate::term::{Data, Term, Vars, Window};
 
-/// Derivative directions per evaluation: variables seeded at once.
+/// Derivative directions per evaluation of a banded window: variables seeded at once.
 pub const EXACT_LANES: usize = 4;
 
 /// The widest banded window the exact gradient takes (its window lives in a fixed array).

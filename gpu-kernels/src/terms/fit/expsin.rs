@@ -4,7 +4,7 @@
 //! The sines come from one `sin` and one `cos` by the recurrence
 //! `sin((k+1)t) = 2·cos t·sin(kt) − sin((k−1)t)`: a multiply-add per parameter instead of a
 //! `sin` each. The two depend on the data alone, so `prepare` takes them once per point, not
-//! once per evaluation: an exact gradient evaluates a point once per four parameters.
+//! once per evaluation: an exact gradient evaluates a point once per group of parameters.
 
 use super::{check_columns, residual};
 use crate::{Data, Num, Real, Row, Term, Vars, Window};
