@@ -60,7 +60,7 @@ pub fn sqrt(x: f64) -> f64 {
 /// same bits (the CPU uses it in tests alone).
 #[cfg(any(target_arch = "nvptx64", test))]
 #[inline(always)]
-fn fma(a: f64, b: f64, c: f64) -> f64 {
+pub(crate) fn fma(a: f64, b: f64, c: f64) -> f64 {
     #[cfg(target_arch = "nvptx64")]
     let r = core::f64::math::mul_add(a, b, c);
     #[cfg(not(target_arch = "nvptx64"))]

@@ -28,6 +28,7 @@ mod nvptx {
     };
     use crate::fd::{FdScheme, StepBox};
     use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, banded_group_gradient_exact};
+    use crate::kernel::gram::Reduction;
     use crate::kernel::loss::{Loss, RobustLoss};
     use crate::kernel::normal::{DifferenceRow, SharedExactRow};
     use crate::kernel::{
@@ -148,12 +149,12 @@ mod nvptx {
             x: &[f64],
             data: Data<'_>,
             bounds: StepBox<'_>,
-            loss: RobustLoss,
+            (loss, reduction): (RobustLoss, Reduction),
             out: *mut f64,
             values: *mut f64,
         ) {
             let rows = &mut DifferenceRow::<S>::new(bounds);
-            unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
+            unsafe { triangle_partials::<T, _>(x, data, (loss, reduction), out, values, rows) }
         }
     }
 
@@ -191,13 +192,13 @@ mod nvptx {
             x: &[f64],
             data: Data<'_>,
             _: StepBox<'_>,
-            loss: RobustLoss,
+            (loss, reduction): (RobustLoss, Reduction),
             out: *mut f64,
             values: *mut f64,
         ) {
             // A dense term's window is x itself: the block shares one copy.
             let rows = &mut SharedExactRow::new(unsafe { shared_window::<ROW_LANES_GPU>(x) });
-            unsafe { triangle_partials::<T, _>(x, data, loss, out, values, rows) }
+            unsafe { triangle_partials::<T, _>(x, data, (loss, reduction), out, values, rows) }
         }
     }
 
@@ -361,7 +362,8 @@ mod nvptx {
     /// What a residual term's least-squares kernel computes: the triangle with a scheme's
     /// rows (each gradient scheme), or the points' costs alone ([`Cost`]).
     pub trait LeastSquaresPass {
-        /// The pass over residual term `T`, its rows rescaled for `loss`.
+        /// The pass over residual term `T`, its rows rescaled for `loss` and reduced by
+        /// `reduction`.
         ///
         /// # Safety
         /// `out` holds what the pass writes per block, `values` one slot per block.
@@ -369,7 +371,7 @@ mod nvptx {
             x: &[f64],
             data: Data<'_>,
             bounds: StepBox<'_>,
-            loss: RobustLoss,
+            loss: (RobustLoss, Reduction),
             out: *mut f64,
             values: *mut f64,
         );
@@ -385,7 +387,7 @@ mod nvptx {
             x: &[f64],
             data: Data<'_>,
             _: StepBox<'_>,
-            loss: RobustLoss,
+            (loss, _): (RobustLoss, Reduction),
             _out: *mut f64,
             values: *mut f64,
         ) {
@@ -398,11 +400,12 @@ mod nvptx {
     }
 
     /// A residual term's least-squares kernel: pass `P` over residual term `T`, for the robust
-    /// loss `Loss::ALL[loss]` of scale `f_scale`.
+    /// loss `Loss::ALL[i]` of scale `f_scale` and a triangle pass's reduction, where `loss` is
+    /// `reduction.with_loss(i)` ([`Reduction`]).
     ///
     /// # Safety
-    /// As [`value`]; for a triangle, `out` holds `triangle_len(n) · gridDim` f64; `values` one
-    /// slot per block.
+    /// As [`value`]; for a triangle, `out` holds `reduction.len(n) · gridDim` f64; `values`
+    /// one slot per block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn least_squares<T: Term, P: LeastSquaresPass>(
@@ -420,11 +423,12 @@ mod nvptx {
     ) {
         let (x, bounds, data) =
             unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
+        let (index, reduction) = Reduction::split(loss);
         let loss = RobustLoss {
-            loss: Loss::from_index(loss),
+            loss: Loss::from_index(index),
             f_scale,
         };
-        unsafe { P::run::<T>(x, data, bounds, loss, out, values) }
+        unsafe { P::run::<T>(x, data, bounds, (loss, reduction), out, values) }
     }
 
     /// Second stage of the dense gradient of scheme `S`: `g_i = Σ_b partials[b·n + i] /

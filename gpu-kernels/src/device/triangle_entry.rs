@@ -1,14 +1,16 @@
 //! The least-squares triangle entries' per-block work: each thread makes its term's residual
-//! row, and the block folds the rows into its triangle in shared memory.
+//! row, and the block folds the rows into its triangle in shared memory, or sums their
+//! products into its Gram matrix.
 
 use super::entry::{block_partials, block_value};
 use crate::device::{SharedArray, block_dim, block_idx, grid_dim, sync_threads, thread_idx};
 use crate::kernel::CompensatedSum;
+use crate::kernel::gram::{Reduction, gram_len};
 use crate::kernel::loss::RobustLoss;
 use crate::kernel::normal::JacobianRow;
 use crate::kernel::triangle::{
     FOLD_ROWS_GPU, HELD_VALUES_GPU, Reflection, held_rows_gpu, packed_len, packed_row, reflection,
-    row_width, triangle_len,
+    row_width,
 };
 use crate::term::{Data, Term};
 
@@ -20,19 +22,21 @@ const _: () = assert!(HELD_VALUES_GPU == 2176);
 /// tile after tile of terms, one term per thread, each thread makes its term's residual and
 /// Jacobian row (by `rows`) straight into the block's shared rows and rescales them there for
 /// `loss`; then the block folds the tile's rows into its triangle [`FOLD_ROWS_GPU`] at a time,
-/// in thread order, each reflection's later columns one per thread ([`fold_held`]). No row
-/// sits in a thread's local memory. A tile is [`held_rows_gpu`] terms, or the block's threads
-/// where there are fewer; the host launches no more threads than that, and any more would only
-/// help fold. The block's packed `R` and `Qᵀr` go to `out`; the sum of the points' costs
-/// `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in block order.
+/// in thread order, each reflection's later columns one per thread ([`fold_held`]); or, for
+/// [`Reduction::Gram`], sums their products into its Gram matrix ([`gram_held`]). No row sits
+/// in a thread's local memory. A tile is [`held_rows_gpu`] terms, or the block's threads where
+/// there are fewer; the host launches no more threads than that, and any more would only help
+/// fold. The block's packed `R` and `Qᵀr` (or its Gram matrix) go to `out`; the sum of the
+/// points' costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles (or
+/// adds their Gram matrices) in block order.
 ///
 /// # Safety
-/// `out` holds `triangle_len(n) · gridDim` f64, `values` one slot per block.
+/// `out` holds `reduction.len(n) · gridDim` f64, `values` one slot per block.
 #[inline(always)]
 pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
     x: &[f64],
     data: Data<'_>,
-    loss: RobustLoss,
+    (loss, reduction): (RobustLoss, Reduction),
     out: *mut f64,
     values: *mut f64,
     rows: &mut J,
@@ -40,7 +44,7 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
     let n = x.len();
     let terms = T::terms(n, data);
     let width = row_width(n);
-    let mine = unsafe { block_partials(out, triangle_len(n)) };
+    let mine = unsafe { block_partials(out, reduction.len(n)) };
     let held: Held = crate::shared_array!(cudamin_fold_held, 2176);
     let tile_rows = held_rows_gpu(n).min(block_dim());
     let groups = tile_rows.div_ceil(FOLD_ROWS_GPU);
@@ -72,6 +76,11 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
             i += block_dim();
         }
         sync_threads();
+        if reduction == Reduction::Gram {
+            unsafe { gram_held(mine, n, held, tile_rows, width) };
+            tile += grid_dim();
+            continue;
+        }
         for group in 0..groups {
             // The same on every thread: the whole block leaves together.
             if first + group * FOLD_ROWS_GPU >= terms {
@@ -82,6 +91,47 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
         tile += grid_dim();
     }
     unsafe { block_value(cost, values) };
+}
+
+/// Adds the products of the first `rows` held rows (each `width` values: `J`'s row, then the
+/// residual) into the block's packed Gram matrix at `mine` ([`gram_len`]`(n)` values, entry
+/// `(a, b)` with `a ≤ b ≤ n`, row after row). Thread `t` owns entries `t`, `t + blockDim`, …:
+/// each adds its rows' products in row order, by fused multiply-adds. Every thread of the block
+/// calls it (it ends on a barrier, after which `held` may be refilled).
+///
+/// # Safety
+/// `mine` holds the block's `gram_len(n)` values, written by this block alone; `held` holds
+/// `rows` rows of `width > n` values.
+#[inline(always)]
+unsafe fn gram_held(mine: *mut f64, n: usize, held: Held, rows: usize, width: usize) {
+    let base = held.as_ptr();
+    let mut entry = thread_idx();
+    // Entry `entry` is (a, a + offset): row a of the packed triangle has n + 1 − a entries.
+    let (mut a, mut offset) = (0, entry);
+    while entry < gram_len(n) {
+        while offset > n - a {
+            offset -= n + 1 - a;
+            a += 1;
+        }
+        let b = a + offset;
+        // SAFETY: the block's own values; entry `entry` belongs to this thread alone.
+        let mut sum = unsafe { mine.add(entry).read() };
+        for i in 0..rows {
+            // SAFETY: values `i·width + a` and `+ b` lie in the held rows (`a ≤ b ≤ n < width`),
+            // which no thread writes until the barrier below.
+            let (ja, jb) = unsafe {
+                (
+                    base.add(i * width + a).read(),
+                    base.add(i * width + b).read(),
+                )
+            };
+            sum = crate::math::fma(ja, jb, sum);
+        }
+        unsafe { mine.add(entry).write(sum) };
+        entry += block_dim();
+        offset += block_dim();
+    }
+    sync_threads();
 }
 
 /// Writes zeros over the `n + 1` values of the held row at `at`: a row that folds to nothing.

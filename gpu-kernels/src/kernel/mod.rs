@@ -14,6 +14,7 @@
 //! emits them for a term.
 
 pub mod exact;
+pub mod gram;
 pub mod loss;
 pub mod normal;
 mod registration;

@@ -10,6 +10,7 @@
 use super::ptx::ParamType;
 use KernelArg::Ptr;
 use gpu_kernels::kernel::DENSE_FINISH;
+use gpu_kernels::kernel::gram::Reduction;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::lm::batch;
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
@@ -114,13 +115,16 @@ impl TermBuffers {
     }
 
     /// `(x, n, lower, upper, data, data_len, data_rows, loss, f_scale, out, values)`: the
-    /// signature of a residual term's least-squares kernels.
-    fn loss_args(self, loss: RobustLoss, out: u64, values: u64) -> Vec<KernelArg> {
+    /// signature of a residual term's least-squares kernels, `loss` carrying the reduction.
+    fn loss_args(
+        self,
+        (loss, reduction): (RobustLoss, Reduction),
+        out: u64,
+        values: u64,
+    ) -> Vec<KernelArg> {
         let mut args = self.args(out, values);
-        args.splice(
-            7..7,
-            [count(loss.loss.index()), KernelArg::F64(loss.f_scale)],
-        );
+        let index = reduction.with_loss(loss.loss.index());
+        args.splice(7..7, [count(index), KernelArg::F64(loss.f_scale)]);
         args
     }
 }
@@ -203,12 +207,12 @@ impl Launch {
 /// The least-squares kernels of a residual term (Levenberg–Marquardt).
 impl Launch {
     /// A residual term's triangle kernel `kernel` (one of `ResidualKernels::TRIANGLES`): the
-    /// rows rescaled for `loss` folded into one packed triangle per block in `out`, the
-    /// per-block costs into `values`.
+    /// rows rescaled for `loss` reduced by `reduction` into one packed triangle (or Gram
+    /// matrix) per block in `out`, the per-block costs into `values`.
     pub fn triangle(
         kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
-        loss: RobustLoss,
+        loss: (RobustLoss, Reduction),
         out: u64,
         values: u64,
     ) -> Launch {
@@ -223,7 +227,10 @@ impl Launch {
         loss: RobustLoss,
         values: u64,
     ) -> Launch {
-        Launch::of(kernel, buffers.loss_args(loss, 0, values))
+        Launch::of(
+            kernel,
+            buffers.loss_args((loss, Reduction::Fold), 0, values),
+        )
     }
 }
 
@@ -414,10 +421,9 @@ impl TermEntries {
         }
         if let Some(entries) = &self.least_squares {
             let loss = RobustLoss::default();
-            launches.extend(
-                (entries.triangles.iter())
-                    .map(|triangle| Launch::triangle(triangle.clone(), b, loss, 3, 5)),
-            );
+            launches.extend((entries.triangles.iter()).map(|triangle| {
+                Launch::triangle(triangle.clone(), b, (loss, Reduction::Fold), 3, 5)
+            }));
             launches.push(Launch::cost(entries.cost.clone(), b, loss, 5));
         }
         launches

@@ -1,7 +1,9 @@
 //! The GPU's least-squares passes over a residual term's sum of squares: a `_triangle_` kernel
-//! folds each block's residual rows into a triangle (`R`, `Qᵀr`), which the host folds in
-//! block order as it folds the CPU's chunks; a `_cost` kernel sums the points' costs. The
-//! normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
+//! sums each block's residual rows' products into its Gram matrix, which the host adds in
+//! block order and factors by Cholesky where the columns allow (`kernel::gram`); where they do
+//! not, the same kernel folds each block's rows into a triangle (`R`, `Qᵀr`), which the host
+//! folds in block order as it folds the CPU's chunks. A `_cost` kernel sums the points' costs.
+//! The normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
 
 use super::abi::Launch;
 use super::driver::Buffer;
@@ -13,6 +15,7 @@ use crate::backend::problem::TermProblem;
 use crate::backend::with_residuals::{NormalPass, WithResiduals};
 use crate::error::BackendError;
 use gpu_kernels::Gradient;
+use gpu_kernels::kernel::gram::{Reduction, gram_len, gram_triangle};
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::{held_rows_gpu, triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
@@ -30,7 +33,8 @@ pub struct GpuResiduals {
 /// A sum of squares of a residual term on the GPU.
 pub type GpuLeastSquares = WithResiduals<GpuEvaluator, GpuResiduals>;
 
-/// One kernel that writes a vector of `len` values and a value per block, with its buffers.
+/// One kernel that writes a vector of at most `len` values and a value per block, with its
+/// buffers.
 struct BlockPass {
     kernel: &'static str,
     config: LaunchConfig,
@@ -59,23 +63,23 @@ impl BlockPass {
         })
     }
 
-    /// Launches `launch` (this pass's kernel) and reads the blocks' vectors and values back as
-    /// chunks of `layout`.
+    /// Launches `launch` (this pass's kernel) and reads the blocks' values and their vectors,
+    /// `len` values each, back.
     fn run(
         &self,
         sum: &GpuEvaluator,
         launch: Launch,
-        layout: Layout,
-    ) -> Result<Partials, BackendError> {
+        len: usize,
+    ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
         let l = &sum.launcher;
         l.launch(&launch, self.config)?;
-        let mut vectors = vec![0.0; self.out.len()];
+        let mut vectors = vec![0.0; len * self.config.blocks as usize];
         let mut values = vec![0.0; self.values.len()];
         l.read(
             &mut [(&self.out, &mut vectors), (&self.values, &mut values)],
             self.kernel,
         )?;
-        Ok(Partials::of_chunks(values, vectors, layout))
+        Ok((values, vectors))
     }
 }
 
@@ -97,7 +101,7 @@ pub fn load_least_squares<T: ResidualKernels>(
     let held = u32::try_from(held_rows_gpu(n)).unwrap_or(u32::MAX);
     let triangles = supported.map(|()| {
         (T::TRIANGLES.iter())
-            .map(|kernel| BlockPass::plan(l, kernel, (residuals, held), triangle_len(n)))
+            .map(|kernel| BlockPass::plan(l, kernel, (residuals, held), gram_len(n)))
             .collect()
     });
     let pass = GpuResiduals {
@@ -130,8 +134,10 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         Ok(sum_of_squares)
     }
 
-    /// One triangle per block, folded by the caller in block order. The GPU takes no share of
-    /// the terms: rank 0 evaluates the whole pass.
+    /// The blocks' Gram matrices, added in block order and factored here as one triangle; or,
+    /// where the columns refuse Cholesky ([`gram_triangle`]), a second launch's triangle per
+    /// block, folded by the caller in block order. The GPU takes no share of the terms: rank 0
+    /// evaluates the whole pass.
     fn factor_partials(
         &mut self,
         sum: &mut GpuEvaluator,
@@ -154,8 +160,15 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         let plan = plans[jacobian as usize].as_ref().map_err(Clone::clone)?;
         sum.send_x(x)?;
         let (out, values) = (plan.out.address(), plan.values.address());
-        let launch = Launch::triangle(plan.kernel, sum.buffers, loss, out, values);
-        plan.run(sum, launch, layout)
+        let n = x.len();
+        let launch =
+            |reduction| Launch::triangle(plan.kernel, sum.buffers, (loss, reduction), out, values);
+        let (costs, grams) = plan.run(sum, launch(Reduction::Gram), gram_len(n))?;
+        if let Some(triangle) = gram_factor(&grams, n) {
+            return Ok(Partials::of_chunks(costs, triangle, layout));
+        }
+        let (costs, triangles) = plan.run(sum, launch(Reduction::Fold), triangle_len(n))?;
+        Ok(Partials::of_chunks(costs, triangles, layout))
     }
 
     /// The points' costs, one sum per block.
@@ -177,6 +190,20 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
             loss,
             self.cost.values.address(),
         );
-        self.cost.run(sum, launch, layout)
+        let (costs, _) = self.cost.run(sum, launch, 0)?;
+        Ok(Partials::of_chunks(costs, Vec::new(), layout))
     }
+}
+
+/// The triangle of the blocks' packed Gram matrices `grams` over `n` variables, added in block
+/// order; `None` where Cholesky refuses their sum ([`gram_triangle`]).
+fn gram_factor(grams: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut total = vec![0.0; gram_len(n)];
+    for block in grams.chunks_exact(gram_len(n)) {
+        for (sum, value) in total.iter_mut().zip(block) {
+            *sum += value;
+        }
+    }
+    let mut triangle = vec![0.0; triangle_len(n)];
+    gram_triangle(&total, n, &mut triangle).then_some(triangle)
 }
