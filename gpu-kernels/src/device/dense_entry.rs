@@ -15,9 +15,9 @@ use crate::term::{Data, Term};
 /// evaluations as four lanes, each still in registers.
 pub(in crate::device) const DENSE_LANES_GPU: usize = 8;
 
-/// Derivative lanes per evaluation of a dense term's exact residual row, in the triangle
-/// kernels. Fewer than the gradient's: those kernels also hold the fold's registers, and eight
-/// lanes spill there on sm_70 and sm_80.
+/// Derivative lanes per evaluation of a dense term's exact residual row where the triangle
+/// kernels fold rows by reflections. Fewer than the gradient's: the fold holds many registers,
+/// and eight lanes spill there on sm_70 and sm_80. Their Gram sums take [`DENSE_LANES_GPU`].
 pub(in crate::device) const ROW_LANES_GPU: usize = 4;
 
 /// The f64s of the shared window at the widest dense window the GPU's exact kernels take, at

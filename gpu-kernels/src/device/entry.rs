@@ -20,7 +20,7 @@ pub use nvptx::*;
 
 mod nvptx {
     use crate::device::dense_entry::{
-        ROW_LANES_GPU, WarpSums, dense_exact_partials, shared_window,
+        DENSE_LANES_GPU, ROW_LANES_GPU, WarpSums, dense_exact_partials, shared_window,
     };
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
@@ -196,9 +196,17 @@ mod nvptx {
             out: *mut f64,
             values: *mut f64,
         ) {
-            // A dense term's window is x itself: the block shares one copy.
-            let rows = &mut SharedExactRow::new(unsafe { shared_window::<ROW_LANES_GPU>(x) });
-            unsafe { triangle_partials::<T, _>(x, data, (loss, reduction), out, values, rows) }
+            // A dense term's window is x itself: the block shares one copy. The Gram sums hold
+            // few registers, so their rows take the gradient's lanes.
+            if reduction == Reduction::Gram {
+                let rows = &mut SharedExactRow::new(unsafe { shared_window::<DENSE_LANES_GPU>(x) });
+                let how = (loss, Reduction::Gram);
+                unsafe { triangle_partials::<T, _>(x, data, how, out, values, rows) }
+            } else {
+                let rows = &mut SharedExactRow::new(unsafe { shared_window::<ROW_LANES_GPU>(x) });
+                let how = (loss, Reduction::Fold);
+                unsafe { triangle_partials::<T, _>(x, data, how, out, values, rows) }
+            }
         }
     }
 

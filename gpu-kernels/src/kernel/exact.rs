@@ -3,7 +3,7 @@
 //! term's partial derivatives in that many of its variables; a window of `w` variables on `L`
 //! lanes takes `⌈w / L⌉` evaluations, each about as costly as a few values. Banded windows
 //! take [`EXACT_LANES`]; dense ones more where registers allow (sixteen on the CPU, eight in
-//! the GPU's gradient kernels, `EXACT_LANES` in its triangle kernels).
+//! the GPU's gradient kernels and Gram sums, `EXACT_LANES` where its triangle kernels fold).
 //! There is no step to choose and no truncation error: the result is the derivative of the
 //! computed function, rounded like any other arithmetic.
 //!
