@@ -76,6 +76,11 @@ macro_rules! __shared_kernels {
             /// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
             SUM_PARTIAL_ROWS sum_partial_rows in vector_entry
                 (partials: In, blocks: U64, rows: U64, out: Out);
+            /// `blocks` vectors of `len` values, laid end to end, added value by value in
+            /// block order as [`SUM_PARTIALS`] adds: `out[j] = Σ_b vectors[b·len + j]` (the
+            /// least-squares blocks' Gram matrices). Launch at least `len` threads.
+            SUM_BLOCK_VECTORS sum_block_vectors in vector_entry
+                (vectors: In, blocks: U64, len: U64, out: Out);
             /// The Gram matrix of several vectors, and their products with one more, over the
             /// rows a mask keeps (its nonzero or its zero entries), in one pass:
             /// [`DOTS_PARTIALS`]' sums.

@@ -27,8 +27,8 @@ const _: () = assert!(HELD_VALUES_GPU == 2176);
 /// in a thread's local memory. A tile is [`held_rows_gpu`] terms, or the block's threads where
 /// there are fewer; the host launches no more threads than that, and any more would only help
 /// fold. The block's packed `R` and `Qᵀr` (or its Gram matrix) go to `out`; the sum of the
-/// points' costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles (or
-/// adds their Gram matrices) in block order.
+/// points' costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in
+/// block order; their Gram matrices are added in block order by `SUM_BLOCK_VECTORS`.
 ///
 /// # Safety
 /// `out` holds `reduction.len(n) · gridDim` f64, `values` one slot per block.

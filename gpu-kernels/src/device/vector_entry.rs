@@ -454,9 +454,43 @@ pub(crate) unsafe fn sum_partial_rows(
 ) {
     // SAFETY: the launcher passes `rows · blocks` partials and `rows` output slots.
     let partials = unsafe { slice(partials, rows * blocks) };
-    for row in grid_stride(rows) {
-        let sum = sum_in_order(partials[row * blocks..][..blocks].iter().copied());
-        unsafe { out.add(row).write(sum) };
+    unsafe {
+        sum_each_in_order(rows, blocks, out, |row, block| {
+            partials[row * blocks + block]
+        })
+    }
+}
+
+/// `out[j] = Σ_b vectors[b·len + j]` for each of `len` values: the `blocks` vectors laid end
+/// to end added value by value, in block order, as [`sum_partials`] adds; launch at least
+/// `len` threads.
+#[inline(always)]
+pub(crate) unsafe fn sum_block_vectors(
+    vectors: *const f64,
+    blocks: usize,
+    len: usize,
+    out: *mut f64,
+) {
+    // SAFETY: the launcher passes `blocks · len` values and `len` output slots.
+    let vectors = unsafe { slice(vectors, blocks * len) };
+    unsafe { sum_each_in_order(len, blocks, out, |j, block| vectors[block * len + j]) }
+}
+
+/// `out[j] = Σ_b value(j, b)` over `blocks` values, added in order ([`sum_in_order`]), for
+/// each of `count` outputs, one thread each.
+///
+/// # Safety
+/// `out` holds `count` f64.
+#[inline(always)]
+unsafe fn sum_each_in_order(
+    count: usize,
+    blocks: usize,
+    out: *mut f64,
+    value: impl Fn(usize, usize) -> f64,
+) {
+    for j in grid_stride(count) {
+        let sum = sum_in_order((0..blocks).map(|block| value(j, block)));
+        unsafe { out.add(j).write(sum) };
     }
 }
 

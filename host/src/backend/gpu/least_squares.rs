@@ -1,14 +1,15 @@
 //! The GPU's least-squares passes over a residual term's sum of squares: a `_triangle_` kernel
-//! sums each block's residual rows' products into its Gram matrix, which the host adds in
-//! block order and factors by Cholesky where the columns allow (`kernel::gram`); where they do
-//! not, the same kernel folds each block's rows into a triangle (`R`, `Qᵀr`), which the host
-//! folds in block order as it folds the CPU's chunks. A `_cost` kernel sums the points' costs.
+//! sums each block's residual rows' products into its Gram matrix, a second kernel adds the
+//! blocks' in block order, and the host factors the sum by Cholesky where the columns allow
+//! (`kernel::gram`); where they do not, the same kernel folds each block's rows into a
+//! triangle (`R`, `Qᵀr`), which the host folds in block order as it folds the CPU's chunks. A `_cost` kernel sums the points' costs.
 //! The normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
 
 use super::abi::Launch;
 use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
 use super::launcher::Launcher;
+use super::vectors::thread_per_row;
 use crate::backend::launch::LaunchConfig;
 use crate::backend::mpi::{Factor, Layout, Partials, Share};
 use crate::backend::problem::TermProblem;
@@ -24,10 +25,18 @@ use std::sync::Arc;
 /// The least-squares passes of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
     residuals: usize,
-    /// Per scheme, in the table's order, its triangle kernel's plan or why the kernel refuses
-    /// the launch size; or why the pass does not take this problem at all.
-    triangles: Result<Vec<Result<BlockPass, BackendError>>, &'static str>,
+    /// The triangle kernels' plans; or why the pass does not take this problem at all.
+    triangles: Result<Triangles, &'static str>,
     cost: BlockPass,
+}
+
+/// The plans of a residual term's triangle kernels.
+struct Triangles {
+    /// Per scheme, in the table's order, its kernel's plan or why the kernel refuses the
+    /// launch size.
+    plans: Vec<Result<BlockPass, BackendError>>,
+    /// The blocks' Gram matrices added: `gram_len(n)` values.
+    total: Buffer,
 }
 
 /// A sum of squares of a residual term on the GPU.
@@ -99,11 +108,15 @@ pub fn load_least_squares<T: ResidualKernels>(
     // is asked for.
     // A block makes its rows straight into shared memory: no more threads than rows it holds.
     let held = u32::try_from(held_rows_gpu(n)).unwrap_or(u32::MAX);
-    let triangles = supported.map(|()| {
-        (T::TRIANGLES.iter())
-            .map(|kernel| BlockPass::plan(l, kernel, (residuals, held), gram_len(n)))
-            .collect()
-    });
+    let triangles = match supported {
+        Ok(()) => Ok(Triangles {
+            plans: (T::TRIANGLES.iter())
+                .map(|kernel| BlockPass::plan(l, kernel, (residuals, held), gram_len(n)))
+                .collect(),
+            total: l.alloc("the least-squares Gram matrix", gram_len(n))?,
+        }),
+        Err(why) => Err(why),
+    };
     let pass = GpuResiduals {
         residuals,
         triangles,
@@ -134,9 +147,10 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         Ok(sum_of_squares)
     }
 
-    /// The blocks' Gram matrices, added in block order and factored here as one triangle; or,
-    /// where the columns refuse Cholesky ([`gram_triangle`]), a second launch's triangle per
-    /// block, folded by the caller in block order. The GPU takes no share of the terms: rank 0
+    /// The blocks' Gram matrices, added on the device in block order and factored here as one
+    /// triangle: one download of `gram_len(n)` values and the blocks' costs. Where the columns
+    /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded by the
+    /// caller in block order. The GPU takes no share of the terms: rank 0
     /// evaluates the whole pass.
     fn factor_partials(
         &mut self,
@@ -150,21 +164,36 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         if !share.evaluates_whole() {
             return Ok(Partials::none(layout));
         }
-        let plans = self
+        let triangles = self
             .triangles
             .as_ref()
             .map_err(|why| BackendError::Kernel {
                 kernel: "least-squares triangle".to_owned(),
                 reason: (*why).to_owned(),
             })?;
-        let plan = plans[jacobian as usize].as_ref().map_err(Clone::clone)?;
+        let plan = triangles.plans[jacobian as usize]
+            .as_ref()
+            .map_err(Clone::clone)?;
         sum.send_x(x)?;
         let (out, values) = (plan.out.address(), plan.values.address());
         let n = x.len();
         let launch =
             |reduction| Launch::triangle(plan.kernel, sum.buffers, (loss, reduction), out, values);
-        let (costs, grams) = plan.run(sum, launch(Reduction::Gram), gram_len(n))?;
-        if let Some(triangle) = gram_factor(&grams, n) {
+        let l = &sum.launcher;
+        l.launch(&launch(Reduction::Gram), plan.config)?;
+        let (blocks, len) = (plan.config.blocks as usize, gram_len(n));
+        let total = triangles.total.address();
+        l.launch(
+            &Launch::sum_block_vectors(out, blocks, len, total),
+            thread_per_row(len),
+        )?;
+        let (mut gram, mut costs) = (vec![0.0; len], vec![0.0; plan.values.len()]);
+        l.read(
+            &mut [(&triangles.total, &mut gram), (&plan.values, &mut costs)],
+            plan.kernel,
+        )?;
+        let mut triangle = vec![0.0; triangle_len(n)];
+        if gram_triangle(&gram, n, &mut triangle) {
             return Ok(Partials::of_chunks(costs, triangle, layout));
         }
         let (costs, triangles) = plan.run(sum, launch(Reduction::Fold), triangle_len(n))?;
@@ -193,17 +222,4 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         let (costs, _) = self.cost.run(sum, launch, 0)?;
         Ok(Partials::of_chunks(costs, Vec::new(), layout))
     }
-}
-
-/// The triangle of the blocks' packed Gram matrices `grams` over `n` variables, added in block
-/// order; `None` where Cholesky refuses their sum ([`gram_triangle`]).
-fn gram_factor(grams: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut total = vec![0.0; gram_len(n)];
-    for block in grams.chunks_exact(gram_len(n)) {
-        for (sum, value) in total.iter_mut().zip(block) {
-            *sum += value;
-        }
-    }
-    let mut triangle = vec![0.0; triangle_len(n)];
-    gram_triangle(&total, n, &mut triangle).then_some(triangle)
 }
