@@ -4,7 +4,7 @@
 
 use crate::device::{
     SharedArray, WARP_SIZE, block_dim, block_idx, grid_dim, sync_threads, thread_idx,
-    warp_sum_lanes,
+    warp_reduce_each,
 };
 use crate::dual::Dual;
 use crate::kernel::CompensatedSum;
@@ -82,7 +82,7 @@ impl WarpSums {
     pub(in crate::device) fn add<const L: usize>(&self, first: usize, d: [f64; L]) {
         let warp = thread_idx() / WARP_SIZE;
         let lanes = (block_dim() - warp * WARP_SIZE).min(WARP_SIZE);
-        let sums = warp_sum_lanes(d, lanes);
+        let sums = warp_reduce_each(d, lanes, |a, b| a + b);
         if thread_idx() % WARP_SIZE == 0 {
             // Lanes by constant index: an iterator over the array by value kept it in local
             // memory.

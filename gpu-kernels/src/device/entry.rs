@@ -196,18 +196,34 @@ mod nvptx {
             out: *mut f64,
             values: *mut f64,
         ) {
-            // A dense term's window is x itself: the block shares one copy. The Gram sums hold
-            // few registers, so their rows take the gradient's lanes.
-            if reduction == Reduction::Gram {
-                let rows = &mut SharedExactRow::new(unsafe { shared_window::<DENSE_LANES_GPU>(x) });
-                let how = (loss, Reduction::Gram);
-                unsafe { triangle_partials::<T, _>(x, data, how, out, values, rows) }
-            } else {
-                let rows = &mut SharedExactRow::new(unsafe { shared_window::<ROW_LANES_GPU>(x) });
-                let how = (loss, Reduction::Fold);
-                unsafe { triangle_partials::<T, _>(x, data, how, out, values, rows) }
+            // The Gram sums hold few registers, so their rows take the gradient's lanes.
+            let how = (loss, reduction);
+            match reduction {
+                Reduction::Gram => unsafe {
+                    exact_triangle::<T, DENSE_LANES_GPU>(x, data, how, out, values)
+                },
+                Reduction::Fold => unsafe {
+                    exact_triangle::<T, ROW_LANES_GPU>(x, data, how, out, values)
+                },
             }
         }
+    }
+
+    /// [`triangle_partials`] with exact rows on `L` lanes. A dense term's window is `x`
+    /// itself: the block shares one copy.
+    ///
+    /// # Safety
+    /// As [`triangle_partials`].
+    #[inline(always)]
+    unsafe fn exact_triangle<T: Term, const L: usize>(
+        x: &[f64],
+        data: Data<'_>,
+        how: (RobustLoss, Reduction),
+        out: *mut f64,
+        values: *mut f64,
+    ) {
+        let rows = &mut SharedExactRow::new(unsafe { shared_window::<L>(x) });
+        unsafe { triangle_partials::<T, _>(x, data, how, out, values, rows) }
     }
 
     impl GradientScheme for Exact {

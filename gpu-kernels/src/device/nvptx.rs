@@ -80,7 +80,20 @@ pub fn shfl_down(v: f64, delta: u32, mask: u32) -> f64 {
 /// warp of a block whose size is not a multiple of 32 has fewer), valid in lane 0. Every one
 /// of those lanes must call it. The tree is fixed, so the result is reproducible.
 #[inline(always)]
-pub fn warp_reduce(mut v: f64, lanes: usize, combine: impl Fn(f64, f64) -> f64) -> f64 {
+pub fn warp_reduce(v: f64, lanes: usize, combine: impl Fn(f64, f64) -> f64) -> f64 {
+    let [v] = warp_reduce_each([v], lanes, combine);
+    v
+}
+
+/// Each of `v`'s `L` values combined over the warp as [`warp_reduce`] combines one, by the same
+/// tree, so each has the bits it would have alone. One loop over the tree with the values
+/// inside keeps them in registers.
+#[inline(always)]
+pub fn warp_reduce_each<const L: usize>(
+    mut v: [f64; L],
+    lanes: usize,
+    combine: impl Fn(f64, f64) -> f64,
+) -> [f64; L] {
     let lane = thread_idx() % WARP_SIZE;
     let mask = if lanes >= WARP_SIZE {
         u32::MAX
@@ -91,33 +104,11 @@ pub fn warp_reduce(mut v: f64, lanes: usize, combine: impl Fn(f64, f64) -> f64) 
     while delta > 0 {
         // Every lane shuffles (the instruction needs the whole mask); only a value from a lane
         // that exists is combined.
-        let other = shfl_down(v, delta as u32, mask);
-        if lane + delta < lanes {
-            v = combine(v, other);
-        }
-        delta /= 2;
-    }
-    v
-}
-
-/// Each of `v`'s `L` values summed over the warp's first `lanes` lanes, valid in lane 0: the
-/// tree of [`warp_reduce`] with `+`, value by value, so each sum has the same bits. One loop
-/// over the tree with the values inside keeps them in registers.
-#[inline(always)]
-pub fn warp_sum_lanes<const L: usize>(mut v: [f64; L], lanes: usize) -> [f64; L] {
-    let lane = thread_idx() % WARP_SIZE;
-    let mask = if lanes >= WARP_SIZE {
-        u32::MAX
-    } else {
-        (1u32 << lanes) - 1
-    };
-    let mut delta = WARP_SIZE / 2;
-    while delta > 0 {
-        let combine = lane + delta < lanes;
+        let exists = lane + delta < lanes;
         for value in &mut v {
             let other = shfl_down(*value, delta as u32, mask);
-            if combine {
-                *value += other;
+            if exists {
+                *value = combine(*value, other);
             }
         }
         delta /= 2;

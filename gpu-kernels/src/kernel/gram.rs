@@ -1,7 +1,8 @@
 //! Least squares reduced by the Gram matrix, the GPU's fast way to a triangle: a block sums
-//! the products of its residual rows `[J | r]` into `G = [J r]ᵀ[J r]`, a second kernel adds the
-//! blocks' `G` in block order, and the host takes the sum's Cholesky factor. The factor's first `n` rows are `R` and
-//! `Qᵀr` of the triangle ([`super::triangle`]), up to the signs of their rows.
+//! the products of its residual rows `[J | r]` into `G = [J r]ᵀ[J r]`, a second kernel adds
+//! the blocks' `G` in block order, and the host takes the sum's Cholesky factor. The factor's
+//! first `n` rows are `R` and `Qᵀr` of the triangle ([`super::triangle`]), up to the signs of
+//! their rows.
 //!
 //! A block's work per row is one multiply-add per entry of `G`, against about four for the
 //! reflections of a fold. The price is `G`'s condition number, the square of `J`'s. So the

@@ -2,8 +2,9 @@
 //! sums each block's residual rows' products into its Gram matrix, a second kernel adds the
 //! blocks' in block order, and the host factors the sum by Cholesky where the columns allow
 //! (`kernel::gram`); where they do not, the same kernel folds each block's rows into a
-//! triangle (`R`, `Qᵀr`), which the host folds in block order as it folds the CPU's chunks. A `_cost` kernel sums the points' costs.
-//! The normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
+//! triangle (`R`, `Qᵀr`), which the host folds in block order as it folds the CPU's chunks. A
+//! `_cost` kernel sums the points' costs. The normal equations, where asked for, are the
+//! triangle's (`JᵀJ = RᵀR`).
 
 use super::abi::Launch;
 use super::driver::Buffer;
@@ -150,8 +151,8 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
     /// The blocks' Gram matrices, added on the device in block order and factored here as one
     /// triangle: one download of `gram_len(n)` values and the blocks' costs. Where the columns
     /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded by the
-    /// caller in block order. The GPU takes no share of the terms: rank 0
-    /// evaluates the whole pass.
+    /// caller in block order. The GPU takes no share of the terms: rank 0 evaluates the whole
+    /// pass.
     fn factor_partials(
         &mut self,
         sum: &mut GpuEvaluator,
