@@ -10,7 +10,8 @@ recomputed here in float64 numpy, with the model's analytic Jacobian, independen
 The cases: expsin (p = 16), exp-decay (p = 4, two exponentials) and gauss-peaks (p = 13, four
 peaks on a baseline), at 10⁶ and 10⁷ points. The tools:
 - `cudamin fit` (the CLI; Levenberg–Marquardt with exact Jacobian rows): the report's
-  `elapsed_s`, the solve alone, as reading the file is not timed for the others either;
+  `elapsed_s`, the solve alone, as reading the file is not timed for the others either; and
+  again with `--data-dtype f32`, the table stored as f32 (half the bytes a pass reads);
 - `cudamin.curve_fit` from Python on one `Session` opened before timing (x and y are numpy
   arrays, uploaded by each call);
 - NLSQ's `curve_fit` (JAX; scipy's signature) through one `CurveFit` object, which keeps what
@@ -131,12 +132,12 @@ def need(name):
         raise Skip(f"{name} missing: {e}")
 
 
-def cudamin_cli(args, name, path, p0):
+def cudamin_cli(args, name, path, p0, data_dtype="f64"):
     def run():
         out = subprocess.run(
             [args.cudamin, "fit", path, "--model", name, "--params", str(p0.size), "--p0",
              ",".join(repr(float(v)) for v in p0), "--backend", args.device, "--json",
-             "--no-natural-bounds"], capture_output=True, text=True)
+             "--no-natural-bounds", "--data-dtype", data_dtype], capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(out.stderr.strip()[-400:])
         report = json.loads(out.stdout)
@@ -247,6 +248,7 @@ def tools(args, name, path, x, y, p0):
     """(label, factory): each factory makes the tool's timed call and a note, or raises Skip."""
     return [
         ("cudamin fit (CLI, LM, exact Jacobian)", lambda: cudamin_cli(args, name, path, p0)),
+        ("cudamin fit (CLI, LM, f32 data)", lambda: cudamin_cli(args, name, path, p0, "f32")),
         ("cudamin.curve_fit (Python, one session)", lambda: cudamin_python(args, name, x, y, p0)),
         ("NLSQ curve_fit", lambda: nlsq_tool(args, name, x, y, p0)),
         ("optimistix LevenbergMarquardt",

@@ -12,7 +12,7 @@ mod commands;
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 use cudamin::problems::fit_batch::{Estimator, Precision};
-use cudamin::{BackendChoice, Gradient, Loss, Method};
+use cudamin::{BackendChoice, DataType, Gradient, Loss, Method};
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -120,6 +120,11 @@ table_arg! {
 table_arg! {
     /// A robust loss (`--loss`): the library's table of losses, scipy's names.
     LossArg(Loss)
+}
+
+table_arg! {
+    /// How a problem's data are stored on the backend (`--data-dtype`); read as f64 either way.
+    DataTypeArg(DataType)
 }
 
 /// What each fit of `cudamin fit --batch` minimizes (`--estimator`).

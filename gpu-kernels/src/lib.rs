@@ -59,6 +59,7 @@
 // expansions reach: documented, and a term file needs none of them. `device` stays out of the
 // docs: only the macros' expansions reach into it.
 pub mod bounds;
+mod data;
 #[allow(unsafe_code)]
 #[doc(hidden)]
 pub mod device;
@@ -83,6 +84,7 @@ pub mod term;
 #[cfg(feature = "builtin")]
 pub mod terms;
 
+pub use data::{DataType, Values};
 pub use device::Strided;
 pub use dual::Dual;
 pub use fd::{Central, FdScheme, Forward, Interval, StepBox};

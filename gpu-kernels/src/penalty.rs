@@ -27,7 +27,7 @@ impl Term for L2Penalty {
                 "l2-penalty data must be two columns of n rows: the weights w, then the centres c",
             );
         }
-        if data.col(0).iter().any(|&w| w < 0.0) {
+        if data.col(0).iter().any(|w| w < 0.0) {
             return Err("l2-penalty weights must be >= 0");
         }
         Ok(())

@@ -30,7 +30,7 @@ impl<T: Term> Term for PoissonDeviance<T> {
     #[inline(always)]
     fn prepare<'a>(k: usize, n: usize, data: Data<'a>) -> Self::Local<'a> {
         let y = match data.cols().checked_sub(2) {
-            Some(c) => data.col(c).get(k).copied().unwrap_or(f64::NAN),
+            Some(c) => data.row(k).get(c),
             None => f64::NAN,
         };
         (T::prepare(k, n, data), y)

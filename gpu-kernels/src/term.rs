@@ -7,6 +7,7 @@
 //! once per perturbed variable, so expensive x-independent work (say, `sin(k·t_j)` in a data
 //! fit) belongs in `prepare`.
 
+pub use crate::data::{Data, Row};
 use crate::device::{Strided, as_nums};
 use crate::real::{Num, Real};
 use core::ops::{Add, Index};
@@ -78,156 +79,6 @@ impl Window {
                 }
             }
             Window::Dense => data.rows(),
-        }
-    }
-}
-
-/// Read-only data for the terms: a column-major matrix of `f64` with one row per data point.
-/// `data.col(0)[k]` is column 0 of row `k`, e.g. the time `t_k` of a data fit.
-///
-/// A backend may also hand the same table row after row ([`with_rows`](Data::with_rows)):
-/// [`row`](Data::row) then reads a row where its columns lie side by side. The CPU does so for
-/// wide data, where a row read from many columns apart waits on memory (see
-/// [`with_rows`](Data::with_rows)); the values read are the same either way.
-#[derive(Clone, Copy, Debug)]
-pub struct Data<'a> {
-    values: &'a [f64],
-    rows: usize,
-    /// The same table row after row, or empty.
-    by_row: &'a [f64],
-}
-
-impl<'a> Data<'a> {
-    /// No data.
-    pub const EMPTY: Data<'static> = Data {
-        values: &[],
-        rows: 0,
-        by_row: &[],
-    };
-
-    /// `values` holds whole columns of `rows` values each. A length that is not a multiple of
-    /// `rows` is rejected by the host before upload; here the tail is simply unreachable.
-    #[inline(always)]
-    pub const fn new(values: &'a [f64], rows: usize) -> Self {
-        Data {
-            values,
-            rows,
-            by_row: &[],
-        }
-    }
-
-    /// This data with `by_row`, the same table row after row (row `k`'s columns at
-    /// `by_row[k·cols ..]`), from which [`row`](Data::row) reads. Ignored unless it holds
-    /// exactly the table's values. Why: a row of a column-major table is `cols` reads each a
-    /// column apart, one cache line each, so a wide table's rows read far faster stored side by
-    /// side.
-    #[inline(always)]
-    pub const fn with_rows(self, by_row: &'a [f64]) -> Self {
-        Data { by_row, ..self }
-    }
-
-    /// The number of rows (data points).
-    #[inline(always)]
-    pub const fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// The number of whole columns; 0 without rows.
-    #[inline(always)]
-    pub const fn cols(&self) -> usize {
-        match self.values.len().checked_div(self.rows) {
-            Some(cols) => cols,
-            None => 0,
-        }
-    }
-
-    /// Column `c`.
-    #[inline(always)]
-    pub fn col(&self, c: usize) -> &'a [f64] {
-        &self.values[c * self.rows..(c + 1) * self.rows]
-    }
-
-    /// All values, column after column.
-    #[inline(always)]
-    pub const fn values(&self) -> &'a [f64] {
-        self.values
-    }
-
-    /// The table row after row, where the data come [`with_rows`](Data::with_rows) (the rows
-    /// [`row`](Data::row) reads); else empty.
-    #[inline(always)]
-    pub fn by_row(&self) -> &'a [f64] {
-        if self.by_row.len() == self.values.len() {
-            self.by_row
-        } else {
-            &[]
-        }
-    }
-
-    /// Row `index`: one data point, its columns read where they lie (side by side where the
-    /// data come [`with_rows`](Data::with_rows)). A row past the data reads NaN in every column
-    /// (see [`Row::get`]).
-    #[inline(always)]
-    pub fn row(&self, index: usize) -> Row<'a> {
-        if index >= self.rows {
-            return Row {
-                values: &[],
-                step: 0,
-                first: 0,
-            };
-        }
-        let by_row = self.by_row();
-        if !by_row.is_empty() {
-            let cols = self.cols();
-            return Row {
-                values: &by_row[index * cols..(index + 1) * cols],
-                step: 1,
-                first: 0,
-            };
-        }
-        Row {
-            values: self.values,
-            step: self.rows,
-            first: index,
-        }
-    }
-}
-
-/// One row of [`Data`]: `row.get(c)` is column `c` of this row. A view, so a term's
-/// [`Local`](Term::Local) can hold its row without copying it (a copied row of many columns
-/// would live in a GPU thread's local memory, which is slow).
-#[derive(Clone, Copy, Debug)]
-pub struct Row<'a> {
-    /// Column `c` of the row is `values[first + c·step]`.
-    values: &'a [f64],
-    step: usize,
-    first: usize,
-}
-
-impl Row<'_> {
-    /// Column `c` of this row; NaN for a column past the data, which the solvers then report
-    /// as a non-finite objective (scipy's status 3) instead of a panic on the CPU and a trap on
-    /// the GPU. A term's [`check`](Term::check) is where it states the columns it reads.
-    ///
-    /// Reading NaN rather than panicking also keeps the read cheap: a dense term's per-point
-    /// loop then carries no panic path, which the compiler must keep in order.
-    #[inline(always)]
-    pub fn get(&self, c: usize) -> f64 {
-        match self.values.get(c * self.step + self.first) {
-            Some(&value) => value,
-            None => f64::NAN,
-        }
-    }
-
-    /// Columns `start .. start + len` of this row: all NaN if one of them is past the data.
-    #[inline(always)]
-    fn columns(&self, start: usize, len: usize) -> Strided<'_> {
-        match start
-            .checked_mul(self.step)
-            .and_then(|offset| offset.checked_add(self.first))
-        {
-            Some(first) => Strided::new(self.values, first, self.step, len),
-            None => Strided::new(&[], 0, 0, len),
         }
     }
 }
@@ -321,6 +172,13 @@ impl<R: Real> Vars<'_, R> {
         self.weighted_sum(None, start, Strided::new(weights, 0, 1, weights.len()))
     }
 
+    /// `Σ_i x[start + i]·weights.get(i)`, for weights read from the data where they lie: a
+    /// column ([`Data::col`]), stored as f64 or f32.
+    #[inline(always)]
+    pub fn dot_col(&self, start: usize, weights: Strided<'_>) -> Num<R> {
+        self.weighted_sum(None, start, weights)
+    }
+
     /// `Σ_{i ≥ start} x[i]·row.get(i)`: the window from `start` on, weighted by the same
     /// columns of a data row. For a model whose column `i` multiplies parameter `i`, read in
     /// place: nothing is copied out of the data first.
@@ -358,7 +216,7 @@ impl<R: Real> Vars<'_, R> {
                 Some(&w) => w,
                 None => f64::NAN,
             }),
-            None => self.weighted_sum_of(start, weights.len(), |i| weights.get(i)),
+            None => self.weighted_sum_of(start, len, |i| weights.get(i)),
         };
         plus.map_or(sum, |p| p + sum)
     }

@@ -48,7 +48,7 @@ class BackendError(RuntimeError):
 from . import _batch, _native  # noqa: E402
 from ._session import Session  # noqa: E402
 from ._args import (  # noqa: E402
-    _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _fixed, _jac,
+    _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _data_dtype, _fixed, _jac,
     _leastsq_message, _minimize_box, _number, _observer, _predictors, _tolerances, _x_scale,
 )
 
@@ -278,7 +278,8 @@ class Solvers:
     def curve_fit(self, f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=True,
                   bounds=(-np.inf, np.inf), method=None, jac="exact", *, full_output=False,
                   nan_policy=None, loss="linear", f_scale=1.0, ftol=1e-8, xtol=1e-8, gtol=1e-8,
-                  max_nfev=None, maxfev=None, fixed=None, backend="auto", callback=None, x_scale=None):
+                  max_nfev=None, maxfev=None, fixed=None, backend="auto", callback=None, x_scale=None,
+                  data_dtype=None):
         """scipy's ``curve_fit`` with model ``f``, a name from ``models()``.
 
         The number of parameters is ``len(p0)`` (default: the model's, starting from ones as
@@ -308,9 +309,15 @@ class Solvers:
         exactly singular ``R`` and otherwise numbers that are rounding noise along the null
         directions); for ``'trf'`` the pseudo-inverse, as scipy's. ``infodict``'s ``rank`` and
         ``not_identifiable`` say which parameters the data fix only in combination. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
+
+        ``data_dtype`` (cudamin's extra): how the backend stores the data, ``float64`` or
+        ``float32``. The default keeps float32 ``xdata`` and ``ydata`` (and ``sigma``) as
+        float32; anything else is stored as float64. float32 halves the bytes every pass reads;
+        the arithmetic stays float64, and the fit is the fit of the float32 values.
         """
         if nan_policy not in (None, "raise"):
             raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
+        stored = _data_dtype(data_dtype, xdata, ydata, sigma)
         ydata = _array("ydata", ydata, check_finite)
         xdata = _predictors(xdata, ydata.size, check_finite)
         if sigma is not None:
@@ -337,6 +344,7 @@ class Solvers:
             **_tolerances(ftol, xtol, gtol), max_nfev=_count("max_nfev", max_nfev), loss=loss,
             f_scale=_number("f_scale", f_scale), method=method, **scale,
             full_output=bool(full_output), backend=backend, callback=_observer(callback, least_squares=True),
+            data_dtype=stored,
         )
         if not result["success"]:
             raise RuntimeError("Optimal parameters not found: " + result["message"])

@@ -29,6 +29,33 @@ def _array(name, values, check_finite=False):
     return array
 
 
+def _is_float32(values):
+    """Whether ``values`` is a float32 array (numpy, torch, CuPy, JAX), or a list of them."""
+    if isinstance(values, (list, tuple)):
+        return len(values) > 0 and all(_is_float32(v) for v in values)
+    return str(getattr(values, "dtype", "")) in ("float32", "torch.float32")
+
+
+def _data_dtype(data_dtype, *arrays):
+    """How a fit's data are stored on the backend, as the core names it (``"f64"``, ``"f32"``):
+    ``data_dtype`` where given (float64 or float32); by default float32 where every array given
+    is float32, which keeps their values and halves the bytes each pass reads, else float64."""
+    if data_dtype is None:
+        given = [a for a in arrays if a is not None]
+        return "f32" if given and all(_is_float32(a) for a in given) else "f64"
+    if data_dtype in ("f32", "f64"):
+        return data_dtype
+    try:
+        dtype = np.dtype(data_dtype)
+    except TypeError:
+        dtype = None
+    if dtype == np.float32:
+        return "f32"
+    if dtype == np.float64:
+        return "f64"
+    raise ValueError(f"data_dtype must be float64 or float32, not {data_dtype!r}")
+
+
 def _predictors(xdata, points, check_finite):
     """``xdata`` as a list of contiguous 1-D float64 columns, one per predictor, as scipy's
     ``curve_fit`` takes it: shape ``(M,)`` for one predictor, ``(k, M)`` for ``k``; ``(M, k)``

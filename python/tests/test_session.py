@@ -233,3 +233,28 @@ def test_device_arrays_on_the_cpu_and_bad_starts():
             np.asarray(foreign, copy=False)
         with pytest.raises(ValueError, match="1-D"):
             session.to_device(np.zeros((2, 2)))
+
+
+def test_float32_data_stay_float32_and_fit_as_their_values():
+    """float32 xdata and ydata are stored as float32 (half the bytes uploaded) and give the
+    bits of the same values given as float64; ``data_dtype`` asks for either."""
+    x, y = poly_data(4)
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    with cudamin.Session("sim") as session:
+        before = session.traffic()
+        narrow = session.curve_fit("poly", x32, y32, **TIGHT)[0]
+        between = session.traffic()
+        wide = session.curve_fit("poly", x32.astype(np.float64), y32.astype(np.float64), **TIGHT)[0]
+        after = session.traffic()
+    np.testing.assert_array_equal(narrow, wide)
+    # The same steps either way; the table (x, y and the weights) went up at 4 bytes a value.
+    values = 3 * x.size
+    uploaded = (between["h2d_bytes"] - before["h2d_bytes"], after["h2d_bytes"] - between["h2d_bytes"])
+    assert uploaded[1] - uploaded[0] == 8 * values - 8 * ((values + 1) // 2)
+    asked = cudamin.curve_fit("poly", x, y, backend="cpu", data_dtype=np.float32, **TIGHT)[0]
+    given = cudamin.curve_fit("poly", x32, y32, backend="cpu", **TIGHT)[0]
+    np.testing.assert_array_equal(asked, given)
+    kept = cudamin.curve_fit("poly", x32, y32, backend="cpu", data_dtype="float64", **TIGHT)[0]
+    np.testing.assert_array_equal(kept, given)
+    with pytest.raises(ValueError, match="data_dtype must be float64 or float32, not 'float16'"):
+        cudamin.curve_fit("poly", x, y, data_dtype="float16")

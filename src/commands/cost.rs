@@ -91,7 +91,7 @@ pub fn run(problem: &str, setup: Setup, fd: Gradient, json: bool) -> anyhow::Res
     let x = instance.x0;
     let n = x.len();
     let points = instance.terms.max(1);
-    let data_bytes_per_point = (instance.data_values * 8) as f64 / points as f64;
+    let data_bytes_per_point = instance.data_bytes as f64 / points as f64;
     let mut loaded = instance.evaluator;
     let mut g = vec![0.0; n];
     let mut counter = Counter {

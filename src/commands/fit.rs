@@ -8,7 +8,7 @@ use super::parse::Numbers;
 use super::plot::FitPanels;
 use super::print_json;
 use super::solve::{active_summary, fixed_indices};
-use crate::{BackendArg, DtypeArg, EstimatorArg, MethodArg};
+use crate::{BackendArg, DataTypeArg, DtypeArg, EstimatorArg, MethodArg};
 use anyhow::Context;
 use cudamin::LaunchOverride;
 use cudamin::data::{read_column_rows, read_columns};
@@ -65,6 +65,10 @@ pub struct FitArgs {
     /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
+    /// How the data are stored on the backend: f32 halves the bytes each pass reads; the
+    /// arithmetic stays f64. (--batch takes --dtype instead.)
+    #[arg(long, value_enum, default_value_t, conflicts_with = "batch")]
+    pub data_dtype: DataTypeArg,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -229,6 +233,7 @@ pub fn run(args: &FitArgs, job: &Job) -> anyhow::Result<()> {
             x: &xs,
             y: &y,
             sigma: sigma.as_deref(),
+            data_type: args.data_dtype.0,
         };
         // What is sized by p (the natural bounds, the names) is made once the data are known to
         // determine p parameters: a p past them is refused here, not allocated.

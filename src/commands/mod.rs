@@ -13,7 +13,7 @@ mod plot;
 mod progress;
 pub mod solve;
 
-use crate::BackendArg;
+use crate::{BackendArg, DataTypeArg};
 use cudamin::problems::{self, Instance};
 use cudamin::{Backend, LaunchOverride};
 use std::io::Write;
@@ -29,6 +29,10 @@ pub struct ProblemArgs {
     /// Number of data points, for data problems.
     #[arg(long, allow_negative_numbers = true, value_parser = parse::count)]
     pub points: Option<usize>,
+    /// How a data problem's points are stored: f32 halves the bytes each pass reads; the
+    /// arithmetic stays f64.
+    #[arg(long, value_enum, default_value_t)]
+    pub data_dtype: DataTypeArg,
     /// Where the terms run.
     #[arg(long, value_enum, default_value_t)]
     pub backend: BackendArg,
@@ -56,7 +60,7 @@ impl ProblemArgs {
             blocks: self.blocks,
         };
         let (backend, backend_reason) = cudamin::backend_with_launch(self.backend.into(), launch)?;
-        let instance = problem.instantiate(&backend, self.n, self.points)?;
+        let instance = problem.instantiate_as(&backend, self.n, self.points, self.data_dtype.0)?;
         Ok(Setup {
             instance,
             backend,

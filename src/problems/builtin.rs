@@ -1,6 +1,8 @@
 //! The project's own problems (the MGH set lives in `mgh.rs`). Facts: ../shared/reference.
 
-use super::problem::{LoadError, Problem, load, load_least_squares, load_sum, repeating, zeros};
+use super::problem::{
+    LoadError, Problem, Size, load, load_least_squares, load_sum, repeating, zeros,
+};
 use super::random::SplitMix64;
 use cudamin_host::TermProblem;
 use cudamin_host::plumbing::{cholesky_into, solve_lower};
@@ -31,7 +33,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "seed-expsum",
         "Σ x_i² + e^{x_i} (the seed articles' example)",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             let f_star = n as f64 * SEED_EXPSUM_MIN_PER_VARIABLE;
             load(
                 backend,
@@ -47,7 +49,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "ext-rosenbrock",
         "extended Rosenbrock (MGH 21), disjoint pairs",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             load(
                 backend,
                 TermProblem::<ExtRosenbrock>::new(n)?,
@@ -62,7 +64,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "rosenbrock",
         "chained Rosenbrock, = scipy.optimize.rosen",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             load(
                 backend,
                 TermProblem::<ChainedRosenbrock>::new(n)?,
@@ -79,7 +81,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "ext-powell",
         "extended Powell singular (MGH 22)",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             let problem = TermProblem::<ExtPowell>::new(n)?;
             load(
                 backend,
@@ -95,11 +97,16 @@ pub(super) static PROBLEMS: &[Problem] = &[
     expsin_rules(Problem::new(
         "lsq-expsin",
         "least-squares fit y ≈ θ0·exp(-θ1·t) + Σ_{k=2}^{n-1} θk·sin(k·t)",
-        |backend, n, points| {
+        |backend,
+         Size {
+             n,
+             points,
+             data_type,
+         }| {
             let (values, rows) = lsq_expsin_data(n, points)?;
             load(
                 backend,
-                TermProblem::<LsqExpSin>::with_data(n, values, rows)?,
+                TermProblem::<LsqExpSin>::with_data(n, values, rows)?.stored_as(data_type)?,
                 vec![0.5; n],
                 None,
             )
@@ -109,11 +116,17 @@ pub(super) static PROBLEMS: &[Problem] = &[
     expsin_rules(Problem::new(
         "fit-expsin",
         "lsq-expsin's data as residuals of the expsin fit model, which LM also takes",
-        |backend, n, points| {
+        |backend,
+         Size {
+             n,
+             points,
+             data_type,
+         }| {
             let (values, rows) = fit_expsin_data(n, points)?;
             load_least_squares(
                 backend,
-                TermProblem::<SumOfSquares<ExpSin>>::with_data(n, values, rows)?,
+                TermProblem::<SumOfSquares<ExpSin>>::with_data(n, values, rows)?
+                    .stored_as(data_type)?,
                 vec![0.5; n],
                 None,
             )
@@ -123,7 +136,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "matmul-squares",
         "Σ ((A·B)_ij)² over A (m × 16), B (16 × 32) fixed: torch's ((A @ B) ** 2).sum()",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             let (b, x0) = matmul_data(n);
             load(
                 backend,
@@ -140,11 +153,17 @@ pub(super) static PROBLEMS: &[Problem] = &[
         "poisson-regression",
         "Poisson regression, log link, L2 penalty: Σ e^η − y·η + ½λ·Σ_{j≥1} θj², \
          η = θ0 + Σ_{j≥1} θj·x_j, λ = 1, generated counts",
-        |backend, n, points| {
+        |backend,
+         Size {
+             n,
+             points,
+             data_type,
+         }| {
             let (values, rows) = poisson_data(n, points)?;
             load_sum(
                 backend,
-                TermProblem::<PoissonRegression>::with_data(n, values, rows)?,
+                TermProblem::<PoissonRegression>::with_data(n, values, rows)?
+                    .stored_as(data_type)?,
                 TermProblem::<L2Penalty>::with_data(n, poisson_penalty(n), n)?,
                 vec![0.0; n],
                 None,
@@ -159,7 +178,7 @@ pub(super) static PROBLEMS: &[Problem] = &[
     Problem::new(
         "quadratic",
         "dense SPD quadratic ½xᵀAx − bᵀx, A and b from a fixed seed",
-        |backend, n, _| {
+        |backend, Size { n, .. }| {
             let values = quadratic_data(n)?;
             let f_star = quadratic_minimum(&values, n)?;
             load(

@@ -6,7 +6,7 @@ use super::problem::{Instance, LoadError, load_least_squares};
 use cudamin_host::Bounds;
 use cudamin_host::plumbing::Shown;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
-use cudamin_host::{Backend, ProblemError, TermProblem};
+use cudamin_host::{Backend, DataType, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::lm::batch;
 use gpu_kernels::raw::RawKernel;
@@ -38,6 +38,9 @@ pub struct Columns<'a> {
     pub y: &'a [f64],
     /// One `σ > 0` per point; `None` weighs every point 1.
     pub sigma: Option<&'a [f64]>,
+    /// How the backend stores the fit's table (the predictors, `y` and `w`): f32 halves the
+    /// bytes each pass reads, the arithmetic staying f64.
+    pub data_type: DataType,
 }
 
 /// Why a fit's data or parameter count was refused.
@@ -137,7 +140,7 @@ pub enum FitError {
 }
 
 /// How a model is set up with `p` parameters on data laid out as the fit terms read it.
-type Setup = fn(&Backend, usize, Vec<f64>, usize) -> Result<Instance, LoadError>;
+type Setup = fn(&Backend, usize, Vec<f64>, usize, DataType) -> Result<Instance, LoadError>;
 
 /// A fit model: a residual term with its name and rules ([`Model::of`]).
 pub struct Model {
@@ -208,8 +211,10 @@ fn setup<T: ResidualKernels + 'static>(
     p: usize,
     values: Vec<f64>,
     rows: usize,
+    data_type: DataType,
 ) -> Result<Instance, LoadError> {
-    let problem = TermProblem::<SumOfSquares<T>>::with_data(p, values, rows)?;
+    let problem =
+        TermProblem::<SumOfSquares<T>>::with_data(p, values, rows)?.stored_as(data_type)?;
     load_least_squares(backend, problem, vec![1.0; p], None)
 }
 
@@ -492,6 +497,7 @@ impl Model {
             x: &[&data.x],
             y: &data.y,
             sigma: data.sigma.as_deref(),
+            data_type: DataType::F64,
         };
         self.instantiate_columns(backend, params, columns, p0, (total_points, held))
     }
@@ -573,8 +579,8 @@ impl Model {
         }
         // The term names itself (`fit_exp_decay`) and its variables `n`: the fit's words are
         // the model's name and its parameters.
-        let mut instance =
-            (self.setup)(backend, p, values, points).map_err(|error| match error {
+        let mut instance = (self.setup)(backend, p, values, points, data.data_type).map_err(
+            |error| match error {
                 LoadError::Problem(ProblemError::InvalidN { reason, .. }) => FitError::Params {
                     model: self.name,
                     params: p,
@@ -582,7 +588,8 @@ impl Model {
                 },
                 LoadError::Problem(error) => LoadError::Problem(error.named(self.name)).into(),
                 other => other.into(),
-            })?;
+            },
+        )?;
         if let Some(p0) = p0 {
             if p0.len() != p {
                 return Err(FitError::StartLength {

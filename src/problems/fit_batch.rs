@@ -11,9 +11,9 @@ use cudamin_host::{
     Backend, Factor, Gradient, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
     TermObjective, covariance, least_squares,
 };
-use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
 use gpu_kernels::raw::RawKernel;
+use gpu_kernels::{Data, DataType};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -272,6 +272,7 @@ impl FitView<'_> {
             x,
             y: &self.batch.y[rows.clone()],
             sigma: self.batch.sigma.map(|s| &s[rows]),
+            data_type: DataType::F64,
         }
     }
 

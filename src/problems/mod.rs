@@ -12,7 +12,7 @@ mod problem;
 pub mod random;
 
 pub use on_data::OnData;
-pub use problem::{Instance, LoadError, Loaded, Problem, Solvable};
+pub use problem::{Instance, LoadError, Loaded, Problem, Size, Solvable};
 
 pub use builtin::{
     LSQ_EXPSIN_SEED, MATMUL_COLUMNS, MATMUL_SEED, POISSON_LAMBDA, POISSON_SEED, QUADRATIC_SEED,

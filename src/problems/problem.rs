@@ -3,8 +3,8 @@
 
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches, term_launches};
 use cudamin_host::{Backend, BackendError, Evaluator, LeastSquaresEvaluator};
+use cudamin_host::{DataType, ProblemError, TermProblem};
 use cudamin_host::{Gradient, LeastSquaresObjective, Objective, TermObjective};
-use cudamin_host::{ProblemError, TermProblem};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares, Window};
 
 /// Why a named problem could not be set up.
@@ -24,6 +24,14 @@ pub enum LoadError {
     NoPoints {
         /// The problem's name.
         problem: &'static str,
+    },
+    /// Data stored as f32 were asked for a problem without generated data points.
+    #[error("{problem} has no data points to store as {}: drop --data-dtype", .data_type.name())]
+    NoDataToStore {
+        /// The problem's name.
+        problem: &'static str,
+        /// The type asked for.
+        data_type: DataType,
     },
     /// `--points 0` was given for a problem with generated data.
     #[error("{problem}: the point count (--points, points=) must be at least 1")]
@@ -179,12 +187,23 @@ pub struct Instance {
     pub launches: Vec<Launch>,
     /// The number of terms, the points of a data fit: what `eval --cost` counts per.
     pub terms: usize,
-    /// The f64 values of the problem's data (0 for none).
-    pub data_values: usize,
+    /// The bytes of the problem's data, as stored (0 for none).
+    pub data_bytes: usize,
 }
 
-/// How a problem is set up: with the backend, `n` and the number of data points.
-pub type Setup = fn(&Backend, usize, usize) -> Result<Instance, LoadError>;
+/// How big a problem is set up, and how its data are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// The number of variables.
+    pub n: usize,
+    /// The number of data points (0 for a problem without generated data).
+    pub points: usize,
+    /// How the problem's data are stored on the backend: f32 halves the bytes every pass reads.
+    pub data_type: DataType,
+}
+
+/// How a problem is set up: with the backend and its [`Size`].
+pub type Setup = fn(&Backend, Size) -> Result<Instance, LoadError>;
 
 /// The f64 values a problem's setup holds at once beside its vectors, from `n` and the number
 /// of data points: its data, and any factor it computes them with. `None`: past `usize::MAX`.
@@ -194,7 +213,7 @@ pub type Footprint = fn(usize, usize) -> Option<usize>;
 /// by its rules, for example:
 ///
 /// ```ignore
-/// Problem::new("seed-expsum", "Σ x_i² + e^{x_i}", |backend, n, _| {
+/// Problem::new("seed-expsum", "Σ x_i² + e^{x_i}", |backend, Size { n, .. }| {
 ///     load(backend, TermProblem::<SeedExpSum>::new(n)?, vec![0.5; n], None)
 /// })
 /// .n("n >= 1", 10_000)
@@ -277,22 +296,45 @@ impl Problem {
     }
 
     /// Sets the problem up with `n` variables (default [`default_n`](Problem::default_n)) and,
-    /// for data problems, `points` data points.
+    /// for data problems, `points` data points, stored as f64.
     pub fn instantiate(
         &self,
         backend: &Backend,
         n: Option<usize>,
         points: Option<usize>,
     ) -> Result<Instance, LoadError> {
+        self.instantiate_as(backend, n, points, DataType::F64)
+    }
+
+    /// As [`instantiate`](Problem::instantiate), with the problem's data stored as
+    /// `data_type`.
+    pub fn instantiate_as(
+        &self,
+        backend: &Backend,
+        n: Option<usize>,
+        points: Option<usize>,
+        data_type: DataType,
+    ) -> Result<Instance, LoadError> {
         let n = n.unwrap_or(self.default_n);
         let points = match (self.default_points, points) {
             (None, Some(_)) => return Err(LoadError::NoPoints { problem: self.name }),
+            (None, None) if data_type != DataType::F64 => {
+                return Err(LoadError::NoDataToStore {
+                    problem: self.name,
+                    data_type,
+                });
+            }
             (None, None) => 0,
             (Some(_), Some(0)) => return Err(LoadError::NoData { problem: self.name }),
             (Some(default), points) => points.unwrap_or(default),
         };
         check_memory(n, points, (self.footprint)(n, points))?;
-        (self.setup)(backend, n, points).map_err(|error| match error {
+        let size = Size {
+            n,
+            points,
+            data_type,
+        };
+        (self.setup)(backend, size).map_err(|error| match error {
             LoadError::Problem(error) => LoadError::Problem(error.named(self.name)),
             other => other,
         })
@@ -379,10 +421,11 @@ pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
     ))
 }
 
-/// A problem's terms and data values, for [`Instance`].
+/// A problem's terms and data bytes, for [`Instance`].
 fn shape_of<T: Kernels>(problem: &TermProblem<T>) -> (usize, usize) {
     let data = problem.data();
-    (problem.terms(), data.rows() * data.cols())
+    let bytes = data.values().len() * problem.data_type().bytes();
+    (problem.terms(), bytes)
 }
 
 /// An instance of term `T`, loaded, with every launch its kernels make.
@@ -391,7 +434,7 @@ fn loaded<T: Kernels>(
     x0: Vec<f64>,
     f_star: Option<f64>,
     launches: Vec<Launch>,
-    (terms, data_values): (usize, usize),
+    (terms, data_bytes): (usize, usize),
 ) -> Instance {
     Instance {
         evaluator,
@@ -401,7 +444,7 @@ fn loaded<T: Kernels>(
         window: T::WINDOW,
         launches,
         terms,
-        data_values,
+        data_bytes,
     }
 }
 

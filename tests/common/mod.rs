@@ -32,6 +32,7 @@ pub fn fit_instance(
         x: &[&data.x],
         y: &data.y,
         sigma: data.sigma.as_deref(),
+        data_type: cudamin::DataType::F64,
     };
     let first = match model.instantiate_columns(backend, None, one, None, (points, 0)) {
         Ok(instance) => return instance,
@@ -52,6 +53,7 @@ pub fn fit_instance(
         x: &[&u, &v],
         y: &y,
         sigma: data.sigma.as_deref(),
+        data_type: cudamin::DataType::F64,
     };
     (model.instantiate_columns(backend, None, two, None, (points, 0))).unwrap_or_else(|e| {
         panic!(

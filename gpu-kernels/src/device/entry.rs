@@ -4,10 +4,10 @@
 //!
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
 //! - term value / gradient: `(x: *const f64, n: u64, lower: *const f64, upper: *const f64,
-//!   data: *const f64, data_len: u64, data_rows: u64, out: *mut f64, values: *mut f64)`: the
-//!   gradient (or its dense partials) in `out`, the value's per-block partials in `values`;
-//!   `lower` and `upper` (`n` each, or both null for none) the box finite-difference points
-//!   stay in;
+//!   data: *const f64, data_len: u64, data_rows: u64, data_type: u64, out: *mut f64,
+//!   values: *mut f64)`: the gradient (or its dense partials) in `out`, the value's per-block
+//!   partials in `values`; `lower` and `upper` (`n` each, or both null for none) the box
+//!   finite-difference points stay in; `data_len` values of type `DataType::ALL[data_type]`;
 //! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
 //! - a residual term's triangle and cost kernels: the term kernels' list with `loss: u64,
 //!   f_scale: f64` before `out` (see `ResidualKernels`);
@@ -37,6 +37,7 @@ mod nvptx {
     };
     use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
+    use crate::{DataType, Values};
 
     /// The box `lower`, `upper` describe: `n` f64 each, or none where both are null.
     ///
@@ -54,24 +55,27 @@ mod nvptx {
     /// `x`, the box and the data as the term kernels' raw arguments describe them.
     ///
     /// # Safety
-    /// `x` holds `n` f64, the box is as [`step_box`] needs, and `data` holds `data_len`, none
-    /// written during the kernel.
+    /// `x` holds `n` f64, the box is as [`step_box`] needs, and `data` holds `data_len` values
+    /// of type `DataType::ALL[data_type]`, none written during the kernel. An unknown type
+    /// reads as no values: every read is NaN, which the solvers report.
     #[inline(always)]
     unsafe fn term_inputs<'a>(
         x: *const f64,
         n: usize,
         (lower, upper): (*const f64, *const f64),
-        data: *const f64,
-        data_len: usize,
-        data_rows: usize,
+        (data, data_len, data_rows, data_type): (*const f64, usize, usize, usize),
     ) -> (&'a [f64], StepBox<'a>, Data<'a>) {
         let x = unsafe { slice(x, n) };
         let bounds = unsafe { step_box(lower, upper, n) };
-        (
-            x,
-            bounds,
-            Data::new(unsafe { slice(data, data_len) }, data_rows),
-        )
+        let values = match DataType::from_index(data_type) {
+            Some(DataType::F64) => Values::F64(unsafe { slice(data, data_len) }),
+            // SAFETY: the host uploaded `data_len` f32 there.
+            Some(DataType::F32) if data_len > 0 => {
+                Values::F32(unsafe { core::slice::from_raw_parts(data.cast::<f32>(), data_len) })
+            }
+            Some(DataType::F32) | None => Values::F64(&[]),
+        };
+        (x, bounds, Data::of(values, data_rows))
     }
 
     /// Writes the block's sum of the threads' `value` partials to `values[block]`, when the
@@ -104,10 +108,12 @@ mod nvptx {
         data: *const f64,
         data_len: usize,
         data_rows: usize,
+        data_type: usize,
         _out: *mut f64,
         values: *mut f64,
     ) {
-        let (x, _, data) = unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
+        let (x, _, data) =
+            unsafe { term_inputs(x, n, (lower, upper), (data, data_len, data_rows, data_type)) };
         let sum = value_partial::<T, CompensatedSum>(grid_stride(T::terms(n, data)), x, data);
         let block_sum = block_reduce_sum(sum);
         if thread_idx() == 0 {
@@ -271,11 +277,12 @@ mod nvptx {
         data: *const f64,
         data_len: usize,
         data_rows: usize,
+        data_type: usize,
         out: *mut f64,
         values: *mut f64,
     ) {
         let (x, bounds, data) =
-            unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
+            unsafe { term_inputs(x, n, (lower, upper), (data, data_len, data_rows, data_type)) };
         let with_value = !values.is_null();
         let mut value = CompensatedSum::default();
         match GradientWork::of::<T>(n, data) {
@@ -440,13 +447,14 @@ mod nvptx {
         data: *const f64,
         data_len: usize,
         data_rows: usize,
+        data_type: usize,
         loss: usize,
         f_scale: f64,
         out: *mut f64,
         values: *mut f64,
     ) {
         let (x, bounds, data) =
-            unsafe { term_inputs(x, n, (lower, upper), data, data_len, data_rows) };
+            unsafe { term_inputs(x, n, (lower, upper), (data, data_len, data_rows, data_type)) };
         let (index, reduction) = Reduction::split(loss);
         let loss = RobustLoss {
             loss: Loss::from_index(index),

@@ -31,6 +31,7 @@ macro_rules! __term_entry {
                 data: *const f64,
                 data_len: usize,
                 data_rows: usize,
+                data_type: usize,
                 $($extra: $ty,)*
                 out: *mut f64,
                 values: *mut f64,
@@ -38,7 +39,7 @@ macro_rules! __term_entry {
                 // SAFETY: the host launcher passes buffers of the lengths given (a test checks
                 // every launch against this signature).
                 unsafe {
-                    $($body)+(x, n, lower, upper, data, data_len, data_rows, $($extra,)* out, values)
+                    $($body)+(x, n, lower, upper, data, data_len, data_rows, data_type, $($extra,)* out, values)
                 }
             }
         };

@@ -25,13 +25,13 @@ mod vector_entry;
 pub use nvptx::*;
 #[cfg(target_arch = "nvptx64")]
 pub use shared::SharedArray;
-mod strided;
+pub(crate) mod strided;
 mod views;
 
 // The shared kernels' PTX entries, from their table (`crate::shared`).
 crate::__shared_kernels! { @rows entries () }
 
-pub use strided::Strided;
+pub use strided::{RawTable, Strided};
 pub use views::*;
 
 /// Threads per warp.

@@ -161,4 +161,23 @@ mod tests {
         let all = Strided::new(&values, 0, 1, 6);
         assert_eq!((0..6).map(|i| all.get(i)).sum::<f64>(), 15.0);
     }
+
+    #[test]
+    fn f32_views_read_the_f64_each_value_widens_to() {
+        let values = [0.1f32, 1.5, 2.0e-30, 3.0, f32::MAX, 5.0];
+        let row = Strided::new_f32(&values, 0, 2, 3);
+        assert_eq!(
+            [row.get(0), row.get(1), row.get(2)],
+            [
+                f64::from(0.1f32),
+                f64::from(2.0e-30f32),
+                f64::from(f32::MAX)
+            ]
+        );
+        assert!(row.get(3).is_nan(), "past the view");
+        assert!(row.contiguous().is_none(), "f32 is never an f64 slice");
+        assert!((0..2).all(|i| Strided::new_f32(&values, 5, 1, 2).get(i).is_nan()));
+        let all = Strided::new_f32(&values, 0, 1, 6);
+        assert!(all.iter().eq(values.map(f64::from)));
+    }
 }

@@ -11,13 +11,13 @@ use crate::term::Term;
 pub trait Kernels: Term {
     /// The name the term was registered under.
     const NAME: &'static str;
-    /// `(x, n, data, data_len, data_rows, out, values)`: one partial sum per block into
-    /// `values`; `out` unused.
+    /// `(x, n, data, data_len, data_rows, data_type, out, values)`: one partial sum per block
+    /// into `values`; `out` unused.
     const VALUE: &'static str;
     /// Per gradient scheme, in the table's order (`Gradient::ALL`):
-    /// `(x, n, data, data_len, data_rows, out, values)`, the gradient (banded) or one partial
-    /// gradient per block (dense) into `out`; unless `values` is null, the value's per-block
-    /// partials, from the same pass.
+    /// `(x, n, data, data_len, data_rows, data_type, out, values)`, the gradient (banded) or
+    /// one partial gradient per block (dense) into `out`; unless `values` is null, the value's
+    /// per-block partials, from the same pass.
     const GRADIENTS: [&'static str; SCHEMES];
 }
 
@@ -112,14 +112,15 @@ pub trait ResidualKernels: Term {
     const VALUE: &'static str;
     /// As [`Kernels::GRADIENTS`].
     const GRADIENTS: [&'static str; SCHEMES];
-    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows, loss,
-    /// f_scale, out, values)`, the least-squares triangle (see [`triangle`](super::triangle))
-    /// with the scheme's Jacobian rows, rescaled for the robust loss `Loss::ALL[loss]` of scale
-    /// `f_scale`: per block, the packed `R` then `Qᵀr` into `out` (`triangle_len(n)` values a
-    /// block), the points' costs `C²ρ(r²/C²)` summed into `values`.
+    /// Per gradient scheme, in the table's order: `(x, n, data, data_len, data_rows,
+    /// data_type, loss, f_scale, out, values)`, the least-squares triangle (see
+    /// [`triangle`](super::triangle)) with the scheme's Jacobian rows, rescaled for the robust
+    /// loss `Loss::ALL[loss]` of scale `f_scale`: per block, the packed `R` then `Qᵀr` into
+    /// `out` (`triangle_len(n)` values a block), the points' costs `C²ρ(r²/C²)` summed into
+    /// `values`.
     const TRIANGLES: [&'static str; SCHEMES];
-    /// `(x, n, data, data_len, data_rows, loss, f_scale, out, values)`: the points' costs alone,
-    /// one sum per block into `values`; `out` unused.
+    /// `(x, n, data, data_len, data_rows, data_type, loss, f_scale, out, values)`: the points'
+    /// costs alone, one sum per block into `values`; `out` unused.
     const COST: &'static str;
 }
 

@@ -109,7 +109,7 @@ fn rows_side_by_side_read_as_the_columns() {
     assert!(Vars::new(&[1.0; 4]).dot_row(0, data.row(0)).0.is_nan());
     let short = plain.with_rows(&by_row[..5]);
     assert_eq!(short.row(1).get(2), 200.0);
-    assert_eq!(data.col(1), &[10.0, 20.0]);
+    assert!(data.col(1).iter().eq([10.0, 20.0]));
 }
 
 #[test]
@@ -117,5 +117,50 @@ fn data_columns() {
     let values = [1.0, 2.0, 3.0, 10.0, 20.0, 30.0];
     let data = Data::new(&values, 3);
     assert_eq!(data.cols(), 2);
-    assert_eq!(data.col(1), &[10.0, 20.0, 30.0]);
+    assert!(data.col(1).iter().eq([10.0, 20.0, 30.0]));
+}
+
+/// A table stored as f32 reads, everywhere a term reads it, the f64 each value widens to: the
+/// same bits as the rounded values stored as f64.
+#[test]
+fn f32_data_reads_as_the_same_values_stored_as_f64() {
+    let narrow: [f32; 12] = core::array::from_fn(|i| 0.1 * i as f32 + 1.0 / 3.0);
+    let wide = narrow.map(f64::from);
+    let (f32s, f64s) = (
+        Data::of(crate::Values::F32(&narrow), 4),
+        Data::new(&wide, 4),
+    );
+    assert_eq!(f32s.values().data_type(), crate::DataType::F32);
+    assert_eq!((f32s.rows(), f32s.cols()), (4, 3));
+    let x = [0.5, -1.25, 2.0];
+    for k in 0..4 {
+        for c in 0..4 {
+            let (a, b) = (f32s.row(k).get(c), f64s.row(k).get(c));
+            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        }
+        let dot = |d: Data<'_>| Vars::new(&x).dot_row(0, d.row(k)).0.to_bits();
+        assert_eq!(dot(f32s), dot(f64s), "row {k}");
+    }
+    for c in 0..3 {
+        assert!(f32s.col(c).iter().eq(f64s.col(c).iter()), "column {c}");
+        let dot = |d: Data<'_>| Vars::new(&[1.5; 4]).dot_col(0, d.col(c)).0.to_bits();
+        assert_eq!(dot(f32s), dot(f64s), "column {c}");
+    }
+    assert!(
+        f32s.col(3).iter().all(f64::is_nan),
+        "a column past the data"
+    );
+    assert!(f32s.col(usize::MAX).get(0).is_nan());
+}
+
+#[test]
+fn data_types_by_name_and_index() {
+    use crate::DataType;
+    for t in DataType::ALL {
+        assert_eq!(DataType::from_name(t.name()), Some(t));
+        assert_eq!(DataType::from_index(t.index()), Some(t));
+    }
+    assert_eq!((DataType::F64.bytes(), DataType::F32.bytes()), (8, 4));
+    assert_eq!(DataType::from_name("f16"), None);
+    assert_eq!(DataType::default(), DataType::F64);
 }

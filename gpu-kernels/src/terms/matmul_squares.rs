@@ -35,7 +35,7 @@ impl Term for MatmulSquares {
     fn eval<R: Real>(row: Vars<'_, R>, b: &Data<'_>) -> Num<R> {
         let mut sum = Num::constant(0.0);
         for j in 0..b.cols() {
-            sum += row.dot(0, b.col(j)).sq();
+            sum += row.dot_col(0, b.col(j)).sq();
         }
         sum
     }

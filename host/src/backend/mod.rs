@@ -25,7 +25,7 @@ pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
 pub use launch::{LaunchConfig, LaunchOverride, RawArg};
 pub use mpi::{Factor, Layout, Partials, Share};
 pub use pass::{Evaluation, Pass};
-pub use problem::{ProblemError, TermProblem};
+pub use problem::{Columns, ProblemError, TermProblem};
 pub use step_bounds::StepBounds;
 pub use sum::{ResidualSum, SumEvaluator, TermSum};
 pub use with_residuals::{NormalPass, WithResiduals};

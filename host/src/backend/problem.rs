@@ -1,6 +1,6 @@
 //! A term objective's instance: which term, how many variables, which data.
 
-use gpu_kernels::{Data, Kernels, Term, Window};
+use gpu_kernels::{Data, DataType, Kernels, Term, Values, Window};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -57,6 +57,25 @@ pub enum ProblemError {
         /// The data's rows.
         rows: usize,
     },
+    /// A finite value lies beyond the range of the data type asked for: stored as it, it would
+    /// be infinite.
+    #[error(
+        "{term} data: column {column}, row {row} is {value}, beyond {}'s range; store the data \
+         as f64",
+        data_type.name()
+    )]
+    DataRange {
+        /// The term's registered name.
+        term: &'static str,
+        /// The value's 0-based column.
+        column: usize,
+        /// Its 0-based row.
+        row: usize,
+        /// The value.
+        value: f64,
+        /// The type asked for.
+        data_type: DataType,
+    },
     /// A part added to a sum of term problems has another number of variables than the sum.
     #[error("{term} has n = {n} variables; the sum it is added to ({first}, ...) has {expected}")]
     PartSize {
@@ -80,6 +99,7 @@ impl ProblemError {
             Self::InvalidN { term, .. }
             | Self::DataShape { term, .. }
             | Self::NonFiniteData { term, .. }
+            | Self::DataRange { term, .. }
             | Self::NoTerms { term, .. } => *term = name,
             Self::PartSize { .. } => {}
         }
@@ -87,14 +107,58 @@ impl ProblemError {
     }
 }
 
+/// A problem's data values, column after column, as they are stored ([`DataType`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Columns {
+    /// 8 bytes a value.
+    F64(Vec<f64>),
+    /// 4 bytes a value, read as the f64 each widens to.
+    F32(Vec<f32>),
+}
+
+impl Columns {
+    /// The values, as the terms read them.
+    pub fn view(&self) -> Values<'_> {
+        match self {
+            Columns::F64(values) => Values::F64(values),
+            Columns::F32(values) => Values::F32(values),
+        }
+    }
+
+    /// The values stored as `data_type`: widened exactly, or each rounded to the nearest f32.
+    fn stored_as(self, data_type: DataType) -> Columns {
+        match (self, data_type) {
+            (Columns::F64(values), DataType::F32) => {
+                Columns::F32(values.into_iter().map(|v| v as f32).collect())
+            }
+            (Columns::F32(values), DataType::F64) => {
+                Columns::F64(values.into_iter().map(f64::from).collect())
+            }
+            (same, _) => same,
+        }
+    }
+}
+
+impl From<Vec<f64>> for Columns {
+    fn from(values: Vec<f64>) -> Self {
+        Columns::F64(values)
+    }
+}
+
+impl From<Vec<f32>> for Columns {
+    fn from(values: Vec<f32>) -> Self {
+        Columns::F32(values)
+    }
+}
+
 /// A registered term `T` with `n` variables and its read-only data (column-major, one row per
-/// data point), checked and ready to load on a backend.
+/// data point, stored as f64 or f32), checked and ready to load on a backend.
 ///
 /// `Clone` and `Debug` whatever `T` is: a term is a type, not a value, so neither needs `T`'s.
 /// `Debug` shows the term's type, `n` and the data's shape, not the data.
 pub struct TermProblem<T> {
     n: usize,
-    values: Vec<f64>,
+    values: Columns,
     rows: usize,
     term: PhantomData<fn() -> T>,
 }
@@ -112,7 +176,7 @@ impl<T> Clone for TermProblem<T> {
 
 impl<T> fmt::Debug for TermProblem<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let columns = Data::new(&self.values, self.rows).cols();
+        let columns = Data::of(self.values.view(), self.rows).cols();
         f.debug_struct("TermProblem")
             .field("term", &std::any::type_name::<T>())
             .field("n", &self.n)
@@ -148,20 +212,35 @@ impl<T: Kernels> TermProblem<T> {
 
     /// A problem with data: `values` holds whole columns of `rows` values each.
     pub fn with_data(n: usize, values: Vec<f64>, rows: usize) -> Result<Self, ProblemError> {
+        Self::with_columns(n, Columns::F64(values), rows)
+    }
+
+    /// A problem with data stored as given, f64 or f32: `values` holds whole columns of `rows`
+    /// values each. f32 data moves half the bytes of f64; every term reads it as f64.
+    pub fn with_columns(
+        n: usize,
+        values: impl Into<Columns>,
+        rows: usize,
+    ) -> Result<Self, ProblemError> {
+        let values = values.into();
+        let view = values.view();
         let term = T::NAME;
         let whole_columns = if rows == 0 {
-            values.is_empty()
+            view.is_empty()
         } else {
-            values.len() % rows == 0
+            view.len() % rows == 0
         };
         if !whole_columns {
             return Err(ProblemError::DataShape {
                 term,
-                len: values.len(),
+                len: view.len(),
                 rows,
             });
         }
-        if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        if let Some((index, value)) = (0..view.len())
+            .filter_map(|i| Some((i, view.get(i)?)))
+            .find(|(_, v)| !v.is_finite())
+        {
             // Whole columns of `rows` values (checked above, `rows` > 0 where there are values).
             let (column, row) = (index / rows, index % rows);
             return Err(ProblemError::NonFiniteData {
@@ -171,7 +250,7 @@ impl<T: Kernels> TermProblem<T> {
                 value,
             });
         }
-        let data = Data::new(&values, rows);
+        let data = Data::of(view, rows);
         let invalid = |reason| ProblemError::InvalidN { term, n, reason };
         T::WINDOW
             .check(n)
@@ -189,7 +268,34 @@ impl<T: Kernels> TermProblem<T> {
     }
 }
 
+impl<T: Kernels> TermProblem<T> {
+    /// This problem with its data stored as `data_type`: as given, widened exactly, or each
+    /// value rounded to the nearest f32. A finite value beyond f32's range is refused
+    /// ([`ProblemError::DataRange`]).
+    pub fn stored_as(self, data_type: DataType) -> Result<Self, ProblemError> {
+        let view = self.values.view();
+        let beyond = |v: f64| data_type == DataType::F32 && (v as f32).is_infinite();
+        let overflow =
+            (0..view.len()).find_map(|i| Some((i, view.get(i)?)).filter(|p| beyond(p.1)));
+        if let Some((index, value)) = overflow {
+            return Err(ProblemError::DataRange {
+                term: T::NAME,
+                column: index / self.rows,
+                row: index % self.rows,
+                value,
+                data_type,
+            });
+        }
+        Self::with_columns(self.n, self.values.stored_as(data_type), self.rows)
+    }
+}
+
 impl<T: Term> TermProblem<T> {
+    /// How the data are stored.
+    pub fn data_type(&self) -> DataType {
+        self.values.view().data_type()
+    }
+
     /// The number of variables.
     pub fn n(&self) -> usize {
         self.n
@@ -197,7 +303,7 @@ impl<T: Term> TermProblem<T> {
 
     /// A view of the data, as the term's `prepare` reads it.
     pub fn data(&self) -> Data<'_> {
-        Data::new(&self.values, self.rows)
+        Data::of(self.values.view(), self.rows)
     }
 
     /// The number of terms `K`.
@@ -220,7 +326,7 @@ mod tests {
         let problem = TermProblem::<SumOfSquares<Poly>>::with_data(3, columns, rows).unwrap();
         let copy = problem.clone();
         assert_eq!((copy.n(), copy.data().rows()), (3, rows));
-        assert_eq!(copy.data().col(1), problem.data().col(1));
+        assert!(copy.data().col(1).iter().eq(problem.data().col(1).iter()));
         let shown = format!("{copy:?}");
         assert!(shown.starts_with("TermProblem { term: \""), "{shown}");
         assert!(
@@ -230,6 +336,44 @@ mod tests {
         assert!(
             shown.ends_with("n: 3, rows: 4, columns: 3, .. }"),
             "{shown}"
+        );
+    }
+
+    /// Data stored as f32 are the values rounded to f32, read as f64; a value beyond f32's
+    /// range is refused by its column and row.
+    #[test]
+    fn data_stored_as_f32_round_once_and_refuse_what_overflows() {
+        let columns = [[0.0, 1.0, 2.0], [0.1, 1.0 / 3.0, 5.0], [1.0; 3]].concat();
+        let problem = TermProblem::<SumOfSquares<Poly>>::with_data(2, columns.clone(), 3).unwrap();
+        let narrow = problem.clone().stored_as(DataType::F32).unwrap();
+        assert_eq!(narrow.data_type(), DataType::F32);
+        let rounded: Vec<f64> = columns.iter().map(|&v| f64::from(v as f32)).collect();
+        assert!(
+            narrow
+                .data()
+                .col(1)
+                .iter()
+                .eq(rounded[3..6].iter().copied())
+        );
+        let back = narrow.stored_as(DataType::F64).unwrap();
+        assert_eq!(
+            (back.data_type(), back.data().values().len()),
+            (DataType::F64, 9)
+        );
+        assert!(back.data().col(1).iter().eq(rounded[3..6].iter().copied()));
+        let mut huge = columns;
+        huge[5] = 1e39;
+        let error = TermProblem::<SumOfSquares<Poly>>::with_data(2, huge, 3)
+            .unwrap()
+            .stored_as(DataType::F32)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{} data: column 1, row 2 is 1000000000000000000000000000000000000000, beyond \
+                 f32's range; store the data as f64",
+                <SumOfSquares<Poly> as Kernels>::NAME
+            )
         );
     }
 

@@ -4,7 +4,7 @@
 
 use crate::errors::Failure;
 use cudamin::Bounds;
-use cudamin::{BackendChoice, Gradient, LmOptions, Loss, LsqMethod, Method, XScale};
+use cudamin::{BackendChoice, DataType, Gradient, LmOptions, Loss, LsqMethod, Method, XScale};
 use numpy::PyReadonlyArray1;
 
 /// A 1-D float64 array read where it lies. The Python half makes every array contiguous
@@ -13,6 +13,15 @@ pub fn slice<'a>(name: &str, array: &'a PyReadonlyArray1<'_, f64>) -> Result<&'a
     array
         .as_slice()
         .map_err(|_| Failure::Input(format!("{name} must be a contiguous float64 array")))
+}
+
+/// How a fit's data are stored on the backend: `"f64"` or `"f32"` ([`DataType::name`]).
+pub fn data_type(name: &str) -> Result<DataType, Failure> {
+    DataType::from_name(name).ok_or_else(|| {
+        Failure::Input(format!(
+            "data_dtype must be float64 or float32, not {name:?}"
+        ))
+    })
 }
 
 /// An optional array, copied: what outlives the GIL.

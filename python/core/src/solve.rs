@@ -486,7 +486,7 @@ impl Catalog {
     lower=None, upper=None, natural_bounds=false, jac="exact", fixed=None, ftol=None, xtol=None,
     gtol=None, max_nfev=None, loss="linear", f_scale=1.0, method=None, x_scale=None, x_scale_jac=false,
     full_output=false, backend=None,
-    callback=None))]
+    callback=None, data_dtype="f64"))]
     #[allow(clippy::too_many_arguments)] // curve_fit's signature, keyword-only
     fn curve_fit<'py>(
         &self,
@@ -514,9 +514,11 @@ impl Catalog {
         full_output: bool,
         backend: Option<Bound<'py, PyAny>>,
         callback: Option<Py<PyAny>>,
+        data_dtype: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let model = self.model(model)?;
         let gradient = args::gradient(jac)?;
+        let data_type = args::data_type(data_dtype)?;
         let place = self.place(backend.as_ref(), BackendChoice::Auto)?;
         let predictors = (xdata.iter())
             .map(|x| args::slice("xdata", x))
@@ -528,6 +530,7 @@ impl Catalog {
                 .as_ref()
                 .map(|s| args::slice("sigma", s))
                 .transpose()?,
+            data_type,
         };
         let p0 = args::owned("p0", p0)?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);

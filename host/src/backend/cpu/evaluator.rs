@@ -189,7 +189,7 @@ fn rows_side_by_side(data: Data<'_>) -> Vec<f64> {
         .enumerate()
         .for_each(|(k, row)| {
             for (c, value) in row.iter_mut().enumerate() {
-                *value = data.col(c)[k];
+                *value = data.col(c).get(k);
             }
         });
     by_row

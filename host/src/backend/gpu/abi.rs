@@ -15,7 +15,7 @@ use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::lm::batch;
 use gpu_kernels::raw::{Arg, RawKernel, RawParam};
 use gpu_kernels::scheme::SCHEMES;
-use gpu_kernels::{Gradient, Kernels, ResidualKernels, SumOfSquares};
+use gpu_kernels::{DataType, Gradient, Kernels, ResidualKernels, SumOfSquares};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -89,17 +89,19 @@ pub struct TermBuffers {
     pub lower: u64,
     /// Its `n` upper ends, or 0 for no box.
     pub upper: u64,
-    /// The problem's data, column-major, `data_len` f64.
+    /// The problem's data, column-major, `data_len` values of `data_type`.
     pub data: u64,
     /// The number of data values.
     pub data_len: usize,
     /// The rows per data column.
     pub data_rows: usize,
+    /// How the data values are stored.
+    pub data_type: DataType,
 }
 
 impl TermBuffers {
-    /// `(x, n, lower, upper, data, data_len, data_rows, out, values)`: the signature of a
-    /// term's kernels.
+    /// `(x, n, lower, upper, data, data_len, data_rows, data_type, out, values)`: the signature
+    /// of a term's kernels.
     fn args(self, out: u64, values: u64) -> Vec<KernelArg> {
         vec![
             KernelArg::Ptr(self.x),
@@ -109,13 +111,14 @@ impl TermBuffers {
             KernelArg::Ptr(self.data),
             count(self.data_len),
             count(self.data_rows),
+            count(self.data_type.index()),
             KernelArg::Ptr(out),
             KernelArg::Ptr(values),
         ]
     }
 
-    /// `(x, n, lower, upper, data, data_len, data_rows, loss, f_scale, out, values)`: the
-    /// signature of a residual term's least-squares kernels, `loss` carrying the reduction.
+    /// `(x, n, lower, upper, data, data_len, data_rows, data_type, loss, f_scale, out, values)`:
+    /// the signature of a residual term's least-squares kernels, `loss` carrying the reduction.
     fn loss_args(
         self,
         (loss, reduction): (RobustLoss, Reduction),
@@ -124,7 +127,7 @@ impl TermBuffers {
     ) -> Vec<KernelArg> {
         let mut args = self.args(out, values);
         let index = reduction.with_loss(loss.loss.index());
-        args.splice(7..7, [count(index), KernelArg::F64(loss.f_scale)]);
+        args.splice(8..8, [count(index), KernelArg::F64(loss.f_scale)]);
         args
     }
 }
@@ -162,7 +165,8 @@ impl Launch {
     }
 
     /// Any of a term's kernels, by entry name: the value and gradient
-    /// kernels all take `(x, n, lower, upper, data, data_len, data_rows, out, values)`.
+    /// kernels all take `(x, n, lower, upper, data, data_len, data_rows, data_type, out,
+    /// values)`.
     fn term_entry(
         kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
@@ -332,6 +336,7 @@ const PLACEHOLDER_BUFFERS: TermBuffers = TermBuffers {
     data: 2,
     data_len: 1,
     data_rows: 1,
+    data_type: DataType::F64,
 };
 
 /// Every launch a term problem makes, with placeholder addresses. The PTX signature test

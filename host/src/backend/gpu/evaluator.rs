@@ -127,7 +127,7 @@ impl GpuEvaluator {
         let x = l.alloc("x", n)?;
         let g = l.alloc("the gradient", n)?;
         let f = l.alloc("the value", 1)?;
-        let data_buffer = l.upload("the data", data.values())?;
+        let data_buffer = l.upload_values("the data", data.values())?;
         let buffers = TermBuffers {
             x: x.address(),
             n,
@@ -136,6 +136,7 @@ impl GpuEvaluator {
             data: data_buffer.address(),
             data_len: data.values().len(),
             data_rows: data.rows(),
+            data_type: data.values().data_type(),
         };
 
         let value_config = l.config(T::VALUE, terms)?;

@@ -3,9 +3,10 @@
 //! it.
 
 use super::abi::{KernelArg, Launch};
-use super::driver::{Buffer, Driver, KernelCounts};
+use super::driver::{Buffer, Driver, KernelCounts, host_zeros};
 use crate::backend::launch::{LaunchConfig, LaunchOverride, RawArg};
 use crate::error::BackendError;
+use gpu_kernels::Values;
 use gpu_kernels::raw::RawKernel;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -257,6 +258,29 @@ impl Launcher {
         let buffer = self.alloc(what, values.len())?;
         self.write(&buffer, values)?;
         Ok(buffer)
+    }
+
+    /// A device copy of a data table's values, as they are stored: f32 values two to a word,
+    /// in memory order, so the device reads them as the f32s they are.
+    pub(super) fn upload_values(
+        &self,
+        what: &'static str,
+        values: Values<'_>,
+    ) -> Result<Buffer, BackendError> {
+        match values {
+            Values::F64(values) => self.upload(what, values),
+            Values::F32(values) => {
+                let mut words = host_zeros(values.len().div_ceil(2))?;
+                for (word, pair) in words.iter_mut().zip(values.chunks(2)) {
+                    let mut bytes = [0; 8];
+                    for (to, value) in bytes.chunks_mut(4).zip(pair) {
+                        to.copy_from_slice(&value.to_ne_bytes());
+                    }
+                    *word = f64::from_ne_bytes(bytes);
+                }
+                self.upload(what, &words)
+            }
+        }
     }
 
     /// `to ← values`; `values` may change once this returns.
