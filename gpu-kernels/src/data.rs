@@ -207,6 +207,17 @@ impl<'a> Data<'a> {
         }
     }
 
+    /// How the table is stored. A CPU pass over many rows tests this once and runs its loop
+    /// in a copy for each type, so that no read in the loop tests it again.
+    #[inline(always)]
+    pub fn data_type(&self) -> DataType {
+        if self.values.is_narrow() {
+            DataType::F32
+        } else {
+            DataType::F64
+        }
+    }
+
     /// The table row after row, where the data come [`with_rows`](Data::with_rows) (the rows
     /// [`row`](Data::row) reads); else empty.
     #[inline(always)]
@@ -225,7 +236,7 @@ impl<'a> Data<'a> {
     pub fn row(&self, index: usize) -> Row<'a> {
         if index >= self.rows {
             return Row {
-                values: table(Values::F64(&[])),
+                values: Values::F64(&[]),
                 step: 0,
                 first: 0,
             };
@@ -234,15 +245,15 @@ impl<'a> Data<'a> {
         if !by_row.is_empty() {
             let cols = self.cols();
             return Row {
-                values: table(Values::F64(&by_row[index * cols..(index + 1) * cols])),
+                values: Values::F64(&by_row[index * cols..(index + 1) * cols]),
                 step: 1,
                 first: 0,
             };
         }
         // The whole table and the row's offset in it, not the table sliced from the row on:
-        // the CPU's forward gradient over wide rows took 1.8 times as long with the slice.
+        // the CPU's forward gradient over wide rows ran far slower with the slice.
         Row {
-            values: self.values,
+            values: self.values(),
             step: self.rows,
             first: index,
         }
@@ -254,8 +265,8 @@ impl<'a> Data<'a> {
 /// columns would live in a GPU thread's local memory, which is slow).
 #[derive(Clone, Copy, Debug)]
 pub struct Row<'a> {
-    /// Column `c` of the row is `values[first + c·step]`.
-    values: Table<'a>,
+    /// Column `c` of the row is value `first + c·step`.
+    values: Values<'a>,
     step: usize,
     first: usize,
 }
@@ -277,12 +288,15 @@ impl<'a> Row<'a> {
     /// Columns `start .. start + len` of this row: all NaN if one of them is past the data.
     #[inline(always)]
     pub(crate) fn columns(&self, start: usize, len: usize) -> Strided<'a> {
-        match start
+        let Some(first) = start
             .checked_mul(self.step)
             .and_then(|offset| offset.checked_add(self.first))
-        {
-            Some(first) => self.values.strided(first, self.step, len),
-            None => Strided::new(&[], 0, 0, len),
+        else {
+            return Strided::new(&[], 0, 0, len);
+        };
+        match self.values {
+            Values::F64(wide) => Strided::new(wide, first, self.step, len),
+            Values::F32(narrow) => Strided::new_f32(narrow, first, self.step, len),
         }
     }
 }

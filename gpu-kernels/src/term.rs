@@ -8,7 +8,7 @@
 //! fit) belongs in `prepare`.
 
 pub use crate::data::{Data, Row};
-use crate::device::{Strided, as_nums};
+use crate::device::{Elements, Strided, as_nums};
 use crate::real::{Num, Real};
 use core::ops::{Add, Index};
 
@@ -211,12 +211,14 @@ impl<R: Real> Vars<'_, R> {
                 return Num(sum);
             }
         }
-        let sum = match weights.contiguous() {
-            Some(slice) => self.weighted_sum_of(start, slice.len(), |i| match slice.get(i) {
+        // One loop per way the weights are stored, the way matched once here, not per weight.
+        let sum = match (weights.contiguous(), weights.elements()) {
+            (Some(slice), _) => self.weighted_sum_of(start, slice.len(), |i| match slice.get(i) {
                 Some(&w) => w,
                 None => f64::NAN,
             }),
-            None => self.weighted_sum_of(start, len, |i| weights.get(i)),
+            (None, Elements::F64(view)) => self.weighted_sum_of(start, len, |i| view.get(i)),
+            (None, Elements::F32(view)) => self.weighted_sum_of(start, len, |i| view.get(i)),
         };
         plus.map_or(sum, |p| p + sum)
     }

@@ -31,7 +31,7 @@ mod views;
 // The shared kernels' PTX entries, from their table (`crate::shared`).
 crate::__shared_kernels! { @rows entries () }
 
-pub use strided::{RawTable, Strided};
+pub use strided::{Elements, RawTable, Strided};
 pub use views::*;
 
 /// Threads per warp.

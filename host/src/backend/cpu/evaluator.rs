@@ -199,6 +199,12 @@ fn rows_side_by_side(data: Data<'_>) -> Vec<f64> {
 /// chunk to running sum `i mod 8`): eight terms per `eval` on lanes where the term allows it
 /// ([`terms_in_lanes`], which the compiler vectorizes), else one at a time.
 fn chunk_value<T: Term>(terms: Range<usize>, x: &[f64], data: Data<'_>) -> f64 {
+    super::per_data_type!(data, chunk_value_of::<T>(terms, x, data))
+}
+
+/// [`chunk_value`], for one way the data are stored.
+#[inline(always)]
+fn chunk_value_of<T: Term>(terms: Range<usize>, x: &[f64], data: Data<'_>) -> f64 {
     if !terms_in_lanes::<T>() {
         return value_partial::<T, CompensatedRun>(terms, x, data);
     }

@@ -9,6 +9,19 @@
 //! a term problem), `least_squares.rs` (the normal equations of a sum of squares), and
 //! `raw.rs` (raw grid kernels).
 
+/// `$pass`, written once and compiled in one copy for each way `$data`'s table is stored
+/// ([`Data::data_type`](gpu_kernels::Data::data_type)), chosen once: the reads inside each
+/// copy then never test the type. For a pass's loop over many terms, its work inlined.
+macro_rules! per_data_type {
+    ($data:expr, $pass:expr) => {
+        match $data.data_type() {
+            gpu_kernels::DataType::F64 => $pass,
+            gpu_kernels::DataType::F32 => $pass,
+        }
+    };
+}
+use per_data_type;
+
 mod evaluator;
 mod least_squares;
 mod plan;

@@ -186,6 +186,43 @@ impl<T: Term, S: FdScheme> CpuScheme<T> for Differences<S> {
     }
 }
 
+/// The derivative lanes of `terms` at one seeding, summed in order; with `values`, their values
+/// added to it. Kept out of line, one copy for both cases: the lanes' sums then stay in
+/// registers through the chunk, and the term's `eval` is inlined into the loop, which ran far
+/// slower inlined into its caller.
+#[inline(never)]
+fn seeded_terms<T: Term>(
+    seeded: &Seeded<'_, DENSE_LANES>,
+    terms: Range<usize>,
+    x: &[f64],
+    data: Data<'_>,
+    values: Option<&mut CompensatedRun>,
+) -> [f64; DENSE_LANES] {
+    super::per_data_type!(data, seeded_terms_of::<T>(seeded, terms, x, data, values))
+}
+
+/// [`seeded_terms`], for one way the data are stored.
+#[inline(always)]
+fn seeded_terms_of<T: Term>(
+    seeded: &Seeded<'_, DENSE_LANES>,
+    terms: Range<usize>,
+    x: &[f64],
+    data: Data<'_>,
+    mut values: Option<&mut CompensatedRun>,
+) -> [f64; DENSE_LANES] {
+    let mut lanes = [0.0; DENSE_LANES];
+    for k in terms {
+        let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
+        for (l, d) in lanes.iter_mut().zip(result.derivatives) {
+            *l += d;
+        }
+        if let Some(sum) = values.as_deref_mut() {
+            sum.add(result.value);
+        }
+    }
+    lanes
+}
+
 /// Derivative lanes per evaluation of a dense term on the CPU: more than the GPU's
 /// `EXACT_LANES`, since memory for the window is no constraint here and each evaluation
 /// repeats the term's non-derivative work (`cargo bench --bench kernels` compares the widths).
@@ -240,27 +277,8 @@ impl<T: Term> CpuScheme<T> for Exact {
         // cache after the first group); each variable still adds its terms in order.
         for first in (0..x.len()).step_by(DENSE_LANES) {
             let seeded = Seeded::<DENSE_LANES>::new(&mut window, first);
-            // The lanes' sums stay in registers through the chunk rather than in `acc`
-            // (memory) at every term. One loop, its value sum optional, in a closure: two
-            // copies of the loop left the term's `eval` to the inliner, which declined it, and
-            // the same loop without the closure was slower.
-            let mut lanes = [0.0; DENSE_LANES];
-            let mut each_term = |mut values: Option<&mut CompensatedRun>| {
-                for k in terms.clone() {
-                    let result = seeded.eval::<T>(&T::prepare(k, x.len(), data));
-                    for (l, d) in lanes.iter_mut().zip(result.derivatives) {
-                        *l += d;
-                    }
-                    if let Some(sum) = values.as_deref_mut() {
-                        sum.add(result.value);
-                    }
-                }
-            };
-            if value && first == 0 {
-                each_term(Some(&mut sum));
-            } else {
-                each_term(None);
-            }
+            let values = (value && first == 0).then_some(&mut sum);
+            let lanes = seeded_terms::<T>(&seeded, terms.clone(), x, data, values);
             // `acc` holds zeros until now, so the bits are those of adding into it directly.
             for (a, l) in acc[first..].iter_mut().zip(lanes) {
                 *a += l;
