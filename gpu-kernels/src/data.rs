@@ -107,6 +107,18 @@ impl<'a> Values<'a> {
             Values::F32(v) => v.get(i).map(|&value| f64::from(value)),
         }
     }
+
+    /// The first value for which `found` holds, as f64, with its index. The type is matched
+    /// once, so the loop over the values is a plain slice's.
+    #[inline]
+    pub fn find(&self, found: impl Fn(f64) -> bool) -> Option<(usize, f64)> {
+        match self {
+            Values::F64(v) => v.iter().copied().enumerate().find(|p| found(p.1)),
+            Values::F32(v) => (v.iter().map(|&value| f64::from(value)))
+                .enumerate()
+                .find(|p| found(p.1)),
+        }
+    }
 }
 
 /// A table's values as [`Data`] and [`Row`] hold them: two words, whatever their type.

@@ -237,10 +237,7 @@ impl<T: Kernels> TermProblem<T> {
                 rows,
             });
         }
-        if let Some((index, value)) = (0..view.len())
-            .filter_map(|i| Some((i, view.get(i)?)))
-            .find(|(_, v)| !v.is_finite())
-        {
+        if let Some((index, value)) = view.find(|v| !v.is_finite()) {
             // Whole columns of `rows` values (checked above, `rows` > 0 where there are values).
             let (column, row) = (index / rows, index % rows);
             return Err(ProblemError::NonFiniteData {
@@ -275,9 +272,7 @@ impl<T: Kernels> TermProblem<T> {
     pub fn stored_as(self, data_type: DataType) -> Result<Self, ProblemError> {
         let view = self.values.view();
         let beyond = |v: f64| data_type == DataType::F32 && (v as f32).is_infinite();
-        let overflow =
-            (0..view.len()).find_map(|i| Some((i, view.get(i)?)).filter(|p| beyond(p.1)));
-        if let Some((index, value)) = overflow {
+        if let Some((index, value)) = view.find(beyond) {
             return Err(ProblemError::DataRange {
                 term: T::NAME,
                 column: index / self.rows,

@@ -16,7 +16,7 @@ use gpu_kernels::kernel::{
     values_in_lanes,
 };
 use gpu_kernels::lanes::TERM_LANES;
-use gpu_kernels::{Data, Term, Window};
+use gpu_kernels::{Data, Term, Values, Window};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -183,16 +183,31 @@ fn rows_side_by_side(data: Data<'_>) -> Vec<f64> {
     let Some(mut by_row) = crate::linalg::try_zeros(data.values().len()) else {
         return Vec::new();
     };
+    let rows = data.rows();
+    match data.values() {
+        Values::F64(values) => transpose_into(&mut by_row, values, rows, cols),
+        Values::F32(values) => transpose_into(&mut by_row, values, rows, cols),
+    }
+    by_row
+}
+
+/// `by_row[k·cols + c] = values[c·rows + k]`, widened to f64: the copy [`rows_side_by_side`]
+/// makes, its loop over one element type.
+fn transpose_into<E: Copy + Into<f64> + Sync>(
+    by_row: &mut [f64],
+    values: &[E],
+    rows: usize,
+    cols: usize,
+) {
     by_row
         .par_chunks_mut(cols)
         .with_min_len(VALUE_CHUNK)
         .enumerate()
         .for_each(|(k, row)| {
             for (c, value) in row.iter_mut().enumerate() {
-                *value = data.col(c).get(k);
+                *value = values[c * rows + k].into();
             }
         });
-    by_row
 }
 
 /// The value of a chunk's `terms`, summed as every CPU pass sums a chunk (term `i` of the
