@@ -575,7 +575,7 @@ fn info_reports_the_embedded_ptx_and_no_gpu() {
     for kernel in [
         "seed_expsum_value",
         "seed_expsum_gradient_forward",
-        "cudamin_sum_partials",
+        "cudamin_sum_partial_rows",
     ] {
         assert!(
             kernels.contains(&kernel),

@@ -78,16 +78,7 @@ fn a_device_start_kept_on_the_device_moves_only_scalars() {
 
     let start = gpu.to_device(&x0).unwrap();
     assert_eq!(bits(&start.to_host().unwrap()), bits(&x0));
-    let (kept, traffic) = counted(&gpu, || {
-        minimize_from_device(
-            &mut objective,
-            &start,
-            Method::Lbfgs,
-            &keep(),
-            &mut no_observer(),
-        )
-        .unwrap()
-    });
+    let (kept, traffic) = counted(&gpu, || kept_lbfgs(&mut objective, &start));
     let words = traffic.words_to_device + traffic.words_to_host;
     eprintln!(
         "a device-resident L-BFGS solve, n = {n}: {traffic:?}, {} bytes",
@@ -116,6 +107,38 @@ fn a_device_start_kept_on_the_device_moves_only_scalars() {
     )
     .unwrap();
     assert_same(&plain, &from_host);
+}
+
+/// A device-resident solve's passes read `x` and write `∇f` where the solver keeps them, and
+/// sum the value in the same launch: each evaluation is one launch of the gradient kernel, and
+/// no vector is copied on the device after the start. On the simulator, which counts each
+/// kernel's launches.
+#[test]
+fn device_passes_read_and_write_the_solvers_vectors_where_they_lie() {
+    let sim = cudamin::backend(BackendChoice::Simulated).unwrap().0;
+    let n = 40_000;
+    let (mut objective, x0) = seed_expsum(&sim, n);
+    let start = sim.to_device(&x0).unwrap();
+    assert!(sim.count_kernels(true));
+    let (kept, traffic) = counted(&sim, || kept_lbfgs(&mut objective, &start));
+    let counts = sim.kernel_counts().unwrap();
+    sim.count_kernels(false);
+    let launches_of = |kernel: &str| counts.get(kernel).map_or(0, |c| c.launches);
+    let kernels: u64 = counts.values().map(|c| c.launches).sum();
+    assert!(kept.success && kept.njev > 2, "{kept:?}");
+    assert_eq!(launches_of("seed_expsum_gradient_exact"), kept.njev as u64);
+    assert_eq!(
+        launches_of("seed_expsum_value"),
+        (kept.nfev - kept.njev) as u64
+    );
+    // Every launch the traffic counts is a kernel but one: the copy of the start into the
+    // solve's own `x`, which keeps the caller's array unwritten.
+    assert_eq!(traffic.launches, kernels + 1, "{traffic:?}");
+}
+
+/// L-BFGS from `start` on the device, its solution kept there.
+fn kept_lbfgs(objective: &mut TermObjective, start: &cudamin::DeviceArray) -> OptimizeResult {
+    minimize_from_device(objective, start, Method::Lbfgs, &keep(), &mut no_observer()).unwrap()
 }
 
 fn assert_same(a: &OptimizeResult, b: &OptimizeResult) {
@@ -215,14 +238,7 @@ fn memory_at_a_device_address_starts_a_solve_where_it_lies() {
             .unwrap()
     });
     assert_eq!((found.len(), traffic.words_to_device), (x0.len(), 0));
-    let result = minimize_from_device(
-        &mut objective,
-        &found,
-        Method::Lbfgs,
-        &keep(),
-        &mut no_observer(),
-    )
-    .unwrap();
+    let result = kept_lbfgs(&mut objective, &found);
     assert_eq!(result.fun.to_bits(), expected.fun.to_bits());
     let x = result.on_device.as_ref().unwrap().x.to_host().unwrap();
     assert_eq!(bits(&x), bits(&expected.x));

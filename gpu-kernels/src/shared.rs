@@ -42,9 +42,6 @@ crate::__shared_kernels! { @rows table () }
 macro_rules! __shared_kernels {
     (@rows $rule:ident $args:tt) => {
         $crate::__shared_kernels! { @$rule $args [
-            /// Sums the value kernel's per-block partials in block order
-            /// ([`sum_in_order`](crate::kernel::sum_in_order)). Launch one thread.
-            SUM_PARTIALS sum_partials in vector_entry (partials: In, count: U64, out: Out);
             /// `y ← y + α·x`, for a solver whose vectors stay on the device.
             AXPY axpy in vector_entry (n: U64, alpha: F64, x: In, y: Out);
             /// `v ← α·v`.
@@ -53,7 +50,7 @@ macro_rules! __shared_kernels {
             RAY_POINT ray_point in vector_entry (n: U64, x: In, step: F64, p: In, out: Out);
             /// `old ← new − old`.
             DIFFERENCE difference in vector_entry (n: U64, new: In, old: Out);
-            /// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIALS`] adds them.
+            /// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIAL_ROWS`] adds them.
             DOT_PARTIALS dot_partials in vector_entry (n: U64, a: In, b: In, partials: Out);
             /// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one
             /// block on the partials, it gives `‖v‖∞`.
@@ -73,11 +70,12 @@ macro_rules! __shared_kernels {
             /// partials of `sᵀy`, `yᵀy`, `g₊ᵀg₊`, `sᵀs` (rows 0–3) and `max |g₊ᵢ|` (row 4).
             STEP_END_PARTIALS step_end_partials in vector_entry
                 (n: U64, step: F64, p: Out, g_new: In, g: Out, partials: Out);
-            /// [`SUM_PARTIALS`] for each of `rows` rows of partials: row `j` into `out[j]`.
+            /// Each of `rows` rows of partials added in block order
+            /// ([`sum_in_order`](crate::kernel::sum_in_order)): row `j` into `out[j]`.
             SUM_PARTIAL_ROWS sum_partial_rows in vector_entry
                 (partials: In, blocks: U64, rows: U64, out: Out);
             /// `blocks` vectors of `len` values, laid end to end, added value by value in
-            /// block order as [`SUM_PARTIALS`] adds: `out[j] = Σ_b vectors[b·len + j]` (the
+            /// block order as [`SUM_PARTIAL_ROWS`] adds: `out[j] = Σ_b vectors[b·len + j]` (the
             /// least-squares blocks' Gram matrices). Launch at least `len` threads.
             SUM_BLOCK_VECTORS sum_block_vectors in vector_entry
                 (vectors: In, blocks: U64, len: U64, out: Out);

@@ -5,10 +5,9 @@
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
 //! - term value / gradient: `(x: *const f64, n: u64, lower: *const f64, upper: *const f64,
 //!   data: *const f64, data_len: u64, data_rows: u64, data_type: u64, out: *mut f64,
-//!   values: *mut f64)`: the gradient (or its dense partials) in `out`, the value's per-block
-//!   partials in `values`; `lower` and `upper` (`n` each, or both null for none) the box
+//!   values: *mut f64)`: the gradient (or its dense partials) in `out`, the value in
+//!   `values[0]` (the layout of `VALUE_HEAD`); `lower` and `upper` (`n` each, or both null for none) the box
 //!   finite-difference points stay in; `data_len` values of type `DataType::ALL[data_type]`;
-//! - [`SUM_PARTIALS`](crate::kernel::SUM_PARTIALS): `(partials: *const f64, count: u64, out: *mut f64)`;
 //! - a residual term's triangle and cost kernels: the term kernels' list with `loss: u64,
 //!   f_scale: f64` before `out` (see `ResidualKernels`);
 //! - the dense finishing kernels (one per gradient scheme): `(x: *const f64, n: u64,
@@ -24,7 +23,8 @@ mod nvptx {
     };
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
-        block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, slice, slice_mut, thread_idx,
+        block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, last_block, slice,
+        slice_mut, thread_idx,
     };
     use crate::fd::{FdScheme, StepBox};
     use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, banded_group_gradient_exact};
@@ -32,8 +32,8 @@ mod nvptx {
     use crate::kernel::loss::{Loss, RobustLoss};
     use crate::kernel::normal::{DifferenceRow, SharedExactRow};
     use crate::kernel::{
-        CompensatedSum, DenseTerm, GradientWork, banded_group_gradient, dense_gradient_component,
-        term_value, value_partial,
+        CompensatedSum, DenseTerm, GradientWork, VALUE_HEAD, banded_group_gradient,
+        dense_gradient_component, sum_in_order, term_value, value_partial,
     };
     use crate::scheme::{Differences, Exact, Scheme};
     use crate::term::{Data, Term};
@@ -93,11 +93,36 @@ mod nvptx {
         }
     }
 
-    /// Value kernel: `values[block] = Σ φ_k(x)` over the block's grid-stride share of terms.
-    /// `out` and the box are unused.
+    /// Adds the threads' `value` partials over the block into the block's slot of `values`
+    /// (laid out as [`VALUE_HEAD`] says); the block that finishes last adds every block's, in
+    /// block order as the CPU adds its chunks' ([`sum_in_order`]), into `values[0]`. Every
+    /// thread of the block calls it.
     ///
     /// # Safety
-    /// `x` holds `n` f64, `data` holds `data_len`, `values` has one slot per block.
+    /// `values` holds `VALUE_HEAD` slots and one per block, its ticket 0 at the launch.
+    #[inline(always)]
+    unsafe fn finish_value(value: f64, values: *mut f64) {
+        let block_sum = block_reduce_sum(value);
+        if thread_idx() != 0 {
+            return;
+        }
+        // SAFETY: one slot per block after the head; the ticket is a u64 slot of its own.
+        unsafe {
+            let partials = values.add(VALUE_HEAD);
+            partials.add(block_idx()).write(block_sum);
+            if last_block(values.add(1).cast::<u64>()) {
+                let sum = sum_in_order((0..grid_dim()).map(|b| partials.add(b).read_volatile()));
+                values.write(sum);
+            }
+        }
+    }
+
+    /// Value kernel: `values[0] = Σ φ_k(x)` in one launch, by way of one partial per block
+    /// ([`finish_value`]). `out` and the box are unused.
+    ///
+    /// # Safety
+    /// `x` holds `n` f64, `data` holds `data_len`, `values` is laid out as [`VALUE_HEAD`] says,
+    /// with one slot per block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn value<T: Term>(
@@ -115,10 +140,7 @@ mod nvptx {
         let (x, _, data) =
             unsafe { term_inputs(x, n, (lower, upper), (data, data_len, data_rows, data_type)) };
         let sum = value_partial::<T, CompensatedSum>(grid_stride(T::terms(n, data)), x, data);
-        let block_sum = block_reduce_sum(sum);
-        if thread_idx() == 0 {
-            unsafe { values.add(block_idx()).write(block_sum) };
-        }
+        unsafe { finish_value(sum, values) };
     }
 
     /// How a scheme's kernels differentiate each term: by finite differences with step rule
@@ -259,13 +281,13 @@ mod nvptx {
 
     /// Gradient kernel, by scheme `D`. Banded windows: `out` is the gradient, each thread
     /// gathers its groups. Dense windows: `out` holds `n` partial sums per block, finished by
-    /// the dense finishing kernels. Unless `values` is null, the same pass also writes the
-    /// block's partial sum of the value to `values[block]` (each term counted once: see
+    /// the dense finishing kernels. Unless `values` is null, the same pass also sums the value
+    /// into `values[0]`, as [`value`] does (each term counted once: see
     /// `banded_group_gradient`).
     ///
     /// # Safety
     /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense); `values` is null
-    /// or has one slot per block; for [`Exact`], a dense window has at most
+    /// or as [`value`]'s; for [`Exact`], a dense window has at most
     /// `EXACT_DENSE_WIDTH_MAX_GPU` variables.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -299,7 +321,9 @@ mod nvptx {
                 }
             }
         }
-        unsafe { block_value(value, values) };
+        if with_value {
+            unsafe { finish_value(value.value(), values) };
+        }
     }
 
     /// The block's `n` partial sums of a dense gradient's first stage, in `partials`, zeroed by

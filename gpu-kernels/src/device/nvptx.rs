@@ -174,6 +174,43 @@ pub unsafe fn atomic_add_f64(address: *mut f64, value: f64) -> f64 {
     old
 }
 
+/// Whether this block is the last of the grid to get here: each block's caller takes one
+/// ticket from the counter at `ticket`, and the block that takes the last one gets `true`. The
+/// global writes any block made before its ticket are then visible to the caller, which may
+/// finish the launch's work in the same launch (CUDA's "last block" reduction). The last block
+/// sets the counter back to 0 for the next launch.
+///
+/// One thread per block calls it, once, after its block's writes.
+///
+/// # Safety
+/// `ticket` points to a u64 in global memory that is 0 when the launch starts and that
+/// nothing else touches during it.
+#[inline(always)]
+pub unsafe fn last_block(ticket: *mut u64) -> bool {
+    let taken: u64;
+    // SAFETY: the caller guarantees a global u64. The fence orders this block's earlier
+    // writes before its ticket, so the block that takes the last ticket sees them all.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 g;",
+            "membar.gl;",
+            "cvta.to.global.u64 g, {a};",
+            "atom.global.add.u64 {o}, [g], 1; }}",
+            a = in(reg64) ticket,
+            o = out(reg64) taken,
+        )
+    };
+    let last = taken + 1 == grid_dim() as u64;
+    if last {
+        // SAFETY: as above; the fence orders the other blocks' writes before this block's reads.
+        unsafe {
+            asm!("membar.gl;");
+            ticket.write_volatile(0);
+        }
+    }
+    last
+}
+
 /// A kernel argument pair `(ptr, len)` as a slice. A zero length may come with a null pointer.
 ///
 /// # Safety

@@ -64,7 +64,7 @@ pub(crate) unsafe fn place(count: usize, indices: *const u64, from: *const f64, 
     }
 }
 
-/// `partials[block] = Σ a_i·b_i` over the block's grid-stride share; [`sum_partials`]
+/// `partials[block] = Σ a_i·b_i` over the block's grid-stride share; [`sum_in_order`]
 /// finishes the dot product.
 #[inline(always)]
 pub(crate) unsafe fn dot_partials(n: usize, a: *const f64, b: *const f64, partials: *mut f64) {
@@ -444,7 +444,7 @@ pub(crate) unsafe fn step_end_partials(
 }
 
 /// `out[j] = Σ partials[j·blocks..(j + 1)·blocks]` for each of `rows` rows, each added in
-/// order by one thread as [`sum_partials`] adds; launch at least `rows` threads.
+/// order by one thread as [`sum_in_order`] adds; launch at least `rows` threads.
 #[inline(always)]
 pub(crate) unsafe fn sum_partial_rows(
     partials: *const f64,
@@ -462,7 +462,7 @@ pub(crate) unsafe fn sum_partial_rows(
 }
 
 /// `out[j] = Σ_b vectors[b·len + j]` for each of `len` values: the `blocks` vectors laid end
-/// to end added value by value, in block order, as [`sum_partials`] adds; launch at least
+/// to end added value by value, in block order, as [`sum_in_order`] adds; launch at least
 /// `len` threads.
 #[inline(always)]
 pub(crate) unsafe fn sum_block_vectors(
@@ -491,16 +491,5 @@ unsafe fn sum_each_in_order(
     for j in grid_stride(count) {
         let sum = sum_in_order((0..blocks).map(|block| value(j, block)));
         unsafe { out.add(j).write(sum) };
-    }
-}
-
-/// `out[0] = Σ partials`, added in order by one thread ([`sum_in_order`]), as the CPU adds
-/// its chunks' partials.
-#[inline(always)]
-pub(crate) unsafe fn sum_partials(partials: *const f64, count: usize, out: *mut f64) {
-    // SAFETY: the launcher passes `count` partials and one output slot.
-    let partials = unsafe { slice(partials, count) };
-    if global_thread_idx() == 0 {
-        unsafe { out.write(sum_in_order(partials.iter().copied())) };
     }
 }

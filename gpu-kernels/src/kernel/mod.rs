@@ -47,6 +47,12 @@ pub const GRAM_TILE: usize = 4;
 /// The rows of [`STEP_END_PARTIALS`]'s partials: four sums, then one maximum.
 pub const STEP_END_ROWS: usize = 5;
 
+/// The slots before the per-block partials in a term pass's `values` buffer: `values[0]`
+/// receives the value (every block's partial added in block order by the block that finishes
+/// last, in the same launch), `values[1]` is that launch's ticket (a u64 counter, 0 between
+/// launches), and `values[VALUE_HEAD + b]` is block `b`'s partial.
+pub const VALUE_HEAD: usize = 2;
+
 /// The window of term `k`.
 #[inline(always)]
 pub fn window<T: Term, V>(x: &[V], k: usize) -> &[V] {

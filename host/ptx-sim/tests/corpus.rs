@@ -93,9 +93,14 @@ fn corpus_vector_kernels_run() {
     assert!((total - want).abs() <= 1e-9 * want, "{total} vs {want}");
     let ds = dev.alloc(8);
     let bb = (blocks as u64).to_le_bytes();
+    let one = 1u64.to_le_bytes();
     let ps = ds.to_le_bytes();
-    dev.launch("cudamin_sum_partials", launch(1, 32), &[&pp, &bb, &ps])
-        .unwrap_or_else(|e| panic!("{e}"));
+    dev.launch(
+        "cudamin_sum_partial_rows",
+        launch(1, 32),
+        &[&pp, &bb, &one, &ps],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let s = read_f64s(&dev, ds, 1)[0];
     assert!((s - want).abs() <= 1e-9 * want, "{s} vs {want}");
     let count = dev.instructions() - before;

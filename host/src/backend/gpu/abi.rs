@@ -150,18 +150,19 @@ impl Launch {
         }
     }
 
-    /// A term's value kernel: one partial sum per block into `partials`.
-    pub fn value<T: Kernels>(buffers: TermBuffers, partials: u64) -> Launch {
-        Launch::value_entry(T::VALUE, buffers, partials)
+    /// A term's value kernel: the value into `sums[0]`, by way of one partial per block
+    /// (`gpu_kernels::kernel::VALUE_HEAD` lays `sums` out).
+    pub fn value<T: Kernels>(buffers: TermBuffers, sums: u64) -> Launch {
+        Launch::value_entry(T::VALUE, buffers, sums)
     }
 
     /// The value kernel `kernel`, as [`value`](Self::value).
-    fn value_entry(
+    pub fn value_entry(
         kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
-        partials: u64,
+        sums: u64,
     ) -> Launch {
-        Launch::term_entry(kernel, buffers, 0, partials)
+        Launch::term_entry(kernel, buffers, 0, sums)
     }
 
     /// Any of a term's kernels, by entry name: the value and gradient
@@ -177,8 +178,8 @@ impl Launch {
     }
 
     /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient (banded)
-    /// or per-block partials (dense) into `out`. With `values` not 0, the same pass writes the
-    /// value's per-block partials there.
+    /// or per-block partials (dense) into `out`. With `values` not 0, the same pass sums the
+    /// value there, as [`value`](Self::value) does.
     pub fn gradient(kernel: &'static str, buffers: TermBuffers, out: u64, values: u64) -> Launch {
         Launch::term_entry(kernel, buffers, out, values)
     }
@@ -415,10 +416,7 @@ impl TermEntries {
     /// against the PTX ([`check_launches`]).
     pub fn launches(&self) -> Vec<Launch> {
         let b = PLACEHOLDER_BUFFERS;
-        let mut launches = vec![
-            Launch::value_entry(self.value.clone(), b, 3),
-            Launch::sum_partials(3, 1, 4),
-        ];
+        let mut launches = vec![Launch::value_entry(self.value.clone(), b, 3)];
         for kind in Gradient::ALL {
             let gradient = self.gradients[kind as usize].clone();
             launches.push(Launch::term_entry(gradient, b, 3, 5));

@@ -1,9 +1,11 @@
-//! A term problem on the GPU: its data uploaded once, its launches planned once, and each
-//! evaluation a few launches between sending `x` and bringing `f` or `∇f` back.
+//! A term problem on the GPU: its data uploaded once, its launches sized once, and each
+//! evaluation one launch (two for a dense gradient) between sending `x` and bringing `f` or
+//! `∇f` back. The kernels sum the value in the same launch: the block that finishes last adds
+//! the blocks' partials (`gpu_kernels::kernel::VALUE_HEAD`).
 
 use super::abi::{Launch, TermBuffers};
 use super::driver::Buffer;
-use super::launcher::{Launcher, SINGLE_THREAD};
+use super::launcher::Launcher;
 use super::on_device::DeviceEvaluator;
 use super::vectors::{DeviceVector, DeviceVectors};
 use crate::backend::evaluator::Evaluator;
@@ -14,28 +16,23 @@ use crate::backend::step_bounds::StepBounds;
 use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use gpu_kernels::Kernels;
-use gpu_kernels::kernel::GradientWork;
 use gpu_kernels::kernel::exact::exact_supported;
+use gpu_kernels::kernel::{GradientWork, VALUE_HEAD};
 use gpu_kernels::scheme::SCHEMES;
 use std::sync::Arc;
 
-/// A term problem's gradient kernels, one per scheme, and where they write.
+/// A term problem's gradient kernels, one per scheme, and where their dense partials go.
 struct GradientTargets {
     /// The kernels, in scheme-table order (`Kernels::GRADIENTS`).
     entries: [&'static str; SCHEMES],
     /// Each scheme's launch configuration, or why it cannot run.
     configs: Vec<Result<LaunchConfig, BackendError>>,
-    g: u64,
     /// Dense windows: the per-block partial sums, finished into `g` by a second kernel.
     partials: Option<u64>,
-    /// The value's per-block partials, when a gradient pass also takes the value.
-    values: u64,
-    /// Where the value's sum goes.
-    f: u64,
 }
 
 impl GradientTargets {
-    /// Every scheme's launches on the term buffers `b`.
+    /// Every scheme's launch sizes on the term buffers `b`.
     fn plans(
         &self,
         b: TermBuffers,
@@ -43,79 +40,85 @@ impl GradientTargets {
     ) -> Vec<Result<GradientPlan, BackendError>> {
         (Gradient::ALL.iter().zip(&self.configs))
             .map(|(&kind, config)| {
-                let config = config.as_ref().map_err(Clone::clone)?;
-                self.plan(kind, b, launcher, *config)
+                let config = *config.as_ref().map_err(Clone::clone)?;
+                let finish = (self.finish(kind, b, config, 0))
+                    .map(|finish| launcher.config(&finish.kernel, b.n))
+                    .transpose()?;
+                Ok(GradientPlan { config, finish })
             })
             .collect()
     }
 
-    fn plan(
+    /// The launches of scheme `kind` at `b`'s `x` into `g`, sized by `plan`; with `values`
+    /// not 0, the same pass sums the value there (`gpu_kernels::kernel::VALUE_HEAD`).
+    fn launches(
         &self,
         kind: Gradient,
         b: TermBuffers,
-        launcher: &Launcher,
+        plan: &GradientPlan,
+        (g, values): (u64, u64),
+    ) -> (Launch, Option<Launch>) {
+        let out = self.partials.unwrap_or(g);
+        let kernel = Launch::gradient(self.entries[kind as usize], b, out, values);
+        (kernel, self.finish(kind, b, plan.config, g))
+    }
+
+    /// The dense gradient's second stage into `g`, for a first stage of `config`'s blocks.
+    fn finish(
+        &self,
+        kind: Gradient,
+        b: TermBuffers,
         config: LaunchConfig,
-    ) -> Result<GradientPlan, BackendError> {
-        let out = self.partials.unwrap_or(self.g);
-        let finish = match self.partials {
-            None => None,
-            Some(partials) => {
-                let blocks = config.blocks as usize;
-                let finish = Launch::dense_finish(kind, b, partials, blocks, self.g);
-                let config = launcher.config(&finish.kernel, b.n)?;
-                Some((finish, config))
-            }
-        };
-        let kernel = self.entries[kind as usize];
-        Ok(GradientPlan {
-            kernel: Launch::gradient(kernel, b, out, 0),
-            with_value: Launch::gradient(kernel, b, out, self.values),
-            value_sum: Launch::sum_partials(self.values, config.blocks as usize, self.f),
-            config,
-            finish,
-        })
+        g: u64,
+    ) -> Option<Launch> {
+        let partials = self.partials?;
+        Some(Launch::dense_finish(
+            kind,
+            b,
+            partials,
+            config.blocks as usize,
+            g,
+        ))
     }
 }
 
-/// The launches of one gradient scheme, built once per problem.
+/// The launch sizes of one gradient scheme, planned once per problem (and again for a new box).
 struct GradientPlan {
-    kernel: Launch,
-    /// The same pass, also writing the value's partials; `value_sum` adds them up.
-    with_value: Launch,
-    value_sum: Launch,
     config: LaunchConfig,
-    /// The dense second stage; banded gradients need none.
-    finish: Option<(Launch, LaunchConfig)>,
+    /// The dense second stage's; banded gradients need none.
+    finish: Option<LaunchConfig>,
 }
 
 /// A term problem on the GPU. Its data lives on the device from [`new`](GpuEvaluator::new)
-/// on; an evaluation sends `x` down and brings `f` or `∇f` back.
+/// on; an evaluation sends `x` down and brings `f` or `∇f` back. A solve whose vectors live on
+/// the device passes their addresses instead: its passes read `x` and write `∇f` where they
+/// lie, and bring back only `f`.
 pub struct GpuEvaluator {
     n: usize,
     /// The problem's device buffers, as the term kernels take them.
     pub(super) buffers: TermBuffers,
-    value: (Launch, LaunchConfig),
-    sum: (Launch, LaunchConfig),
+    value_kernel: &'static str,
+    value_config: LaunchConfig,
     /// Per scheme, in the table's order; or why the scheme cannot take this problem (the exact
     /// kernels past their window limit, or a launch size its kernels refuse).
     gradients: Vec<Result<GradientPlan, BackendError>>,
-    /// What the gradient launches are planned from, to plan them again for a new box.
+    /// What the gradient launches are built from.
     targets: GradientTargets,
-    // Device buffers; the launches above hold their addresses.
+    // Device buffers; the launches take their addresses.
     x: Buffer,
     /// The box finite-difference points stay in (lower, upper), while one is set.
     bounds: Option<(Buffer, Buffer)>,
     g: Buffer,
-    pub(super) f: Buffer,
+    /// The value, the blocks' ticket and their partials, as `VALUE_HEAD` lays them out: the
+    /// value pass and every gradient pass that takes the value share it, one after another.
+    sums: Buffer,
     _data: Buffer,
-    _value_partials: Buffer,
     _gradient_partials: Buffer,
-    _gradient_value_partials: Buffer,
     pub(super) launcher: Arc<Launcher>,
 }
 
 impl GpuEvaluator {
-    /// Uploads the problem's data and plans every launch.
+    /// Uploads the problem's data and plans every launch's size.
     pub fn new<T: Kernels>(
         launcher: Arc<Launcher>,
         problem: TermProblem<T>,
@@ -126,7 +129,6 @@ impl GpuEvaluator {
         let data = problem.data();
         let x = l.alloc("x", n)?;
         let g = l.alloc("the gradient", n)?;
-        let f = l.alloc("the value", 1)?;
         let data_buffer = l.upload_values("the data", data.values())?;
         let buffers = TermBuffers {
             x: x.address(),
@@ -138,21 +140,7 @@ impl GpuEvaluator {
             data_rows: data.rows(),
             data_type: data.values().data_type(),
         };
-
         let value_config = l.config(T::VALUE, terms)?;
-        let value_partials = l.alloc("value partial sums", value_config.blocks as usize)?;
-        let value = (
-            Launch::value::<T>(buffers, value_partials.address()),
-            value_config,
-        );
-        let sum = (
-            Launch::sum_partials(
-                value_partials.address(),
-                value_config.blocks as usize,
-                f.address(),
-            ),
-            SINGLE_THREAD,
-        );
 
         // Dense gradients need `n` partials per block; size them for the largest plan.
         let work = GradientWork::of::<T>(n, data);
@@ -178,32 +166,28 @@ impl GpuEvaluator {
             "gradient partial sums",
             if dense { partial_blocks * n } else { 0 },
         )?;
-        let gradient_value_partials = l.alloc("value partial sums", partial_blocks)?;
+        let blocks = partial_blocks.max(value_config.blocks as usize);
+        let sums = l.alloc("value partial sums", VALUE_HEAD + blocks)?;
         let targets = GradientTargets {
             entries: T::GRADIENTS,
             configs,
-            g: g.address(),
             partials: dense.then(|| gradient_partials.address()),
-            values: gradient_value_partials.address(),
-            f: f.address(),
         };
         let gradients = targets.plans(buffers, l);
 
         Ok(Self {
             n,
             buffers,
-            value,
-            sum,
+            value_kernel: T::VALUE,
+            value_config,
             gradients,
             targets,
             x,
             bounds: None,
             g,
-            f,
+            sums,
             _data: data_buffer,
-            _value_partials: value_partials,
             _gradient_partials: gradient_partials,
-            _gradient_value_partials: gradient_value_partials,
             launcher,
         })
     }
@@ -213,40 +197,37 @@ impl GpuEvaluator {
         self.launcher.write(&self.x, x)
     }
 
-    /// Copies a device vector into the evaluator's `x`, which the planned launches read.
-    fn take_x(&mut self, x: &DeviceVector) -> Result<(), BackendError> {
-        self.launcher.copy(x.buffer(), &self.x)
+    /// The term buffers with `x` at `address`.
+    fn at(&self, x: u64) -> TermBuffers {
+        TermBuffers { x, ..self.buffers }
     }
 
-    /// Launches the value kernels on the evaluator's `x` and brings `f` back.
-    fn value_at_x(&mut self) -> Result<f64, BackendError> {
-        let l = &self.launcher;
-        l.launch(&self.value.0, self.value.1)?;
-        l.launch(&self.sum.0, self.sum.1)?;
-        let after = self.value.0.kernel.clone(); // a constant's name: no allocation
-        self.read_f(&after)
+    /// Launches the value kernel at the device address `x` and brings `f` back.
+    fn value_at(&mut self, x: u64) -> Result<f64, BackendError> {
+        let launch = Launch::value_entry(self.value_kernel, self.at(x), self.sums.address());
+        self.launcher.launch(&launch, self.value_config)?;
+        self.read_f(self.value_kernel)
     }
 
-    /// Launches the gradient kernels on the evaluator's `x`, into its `g`; `with_value` also
-    /// takes the value in the same pass, into its `f`.
-    fn gradient_at_x(&mut self, gradient: Gradient, with_value: bool) -> Result<(), BackendError> {
+    /// Launches the gradient kernels at the device address `x`, into the device address `g`;
+    /// `with_value` also takes the value in the same pass, into the evaluator's `f`.
+    fn gradient_at(
+        &mut self,
+        (x, g): (u64, u64),
+        gradient: Gradient,
+        with_value: bool,
+    ) -> Result<(), BackendError> {
         let plan = self.gradients[gradient as usize]
             .as_ref()
             .map_err(Clone::clone)?;
+        let values = if with_value { self.sums.address() } else { 0 };
+        let (kernel, finish) = self
+            .targets
+            .launches(gradient, self.at(x), plan, (g, values));
         let l = &self.launcher;
-        l.launch(
-            if with_value {
-                &plan.with_value
-            } else {
-                &plan.kernel
-            },
-            plan.config,
-        )?;
-        if let Some((finish, config)) = &plan.finish {
-            l.launch(finish, *config)?;
-        }
-        if with_value {
-            l.launch(&plan.value_sum, SINGLE_THREAD)?;
+        l.launch(&kernel, plan.config)?;
+        if let (Some(finish), Some(config)) = (finish, plan.finish) {
+            l.launch(&finish, config)?;
         }
         Ok(())
     }
@@ -254,7 +235,7 @@ impl GpuEvaluator {
     /// Brings `f` back, after the work `after` names.
     pub(super) fn read_f(&mut self, after: &str) -> Result<f64, BackendError> {
         let mut f = [0.0];
-        self.launcher.read(&mut [(&self.f, &mut f)], after)?;
+        self.launcher.read(&mut [(&self.sums, &mut f)], after)?;
         Ok(f[0])
     }
 }
@@ -268,14 +249,15 @@ impl Evaluator for GpuEvaluator {
         match evaluation {
             Evaluation::Value => {
                 self.send_x(x)?;
-                self.value_at_x()
+                self.value_at(self.x.address())
             }
             Evaluation::Gradient { gradient, g, value } => {
                 self.send_x(x)?;
-                self.gradient_at_x(gradient, value)?;
+                let here = (self.x.address(), self.g.address());
+                self.gradient_at(here, gradient, value)?;
                 let mut f = [0.0];
                 let reads: &mut [(&Buffer, &mut [f64])] = if value {
-                    &mut [(&self.f, &mut f), (&self.g, g)]
+                    &mut [(&self.sums, &mut f), (&self.g, g)]
                 } else {
                     &mut [(&self.g, g)]
                 };
@@ -321,8 +303,7 @@ impl DeviceEvaluator for GpuEvaluator {
     }
 
     fn value_on_device(&mut self, x: &DeviceVector) -> Result<f64, BackendError> {
-        self.take_x(x)?;
-        self.value_at_x()
+        self.value_at(x.buffer().address())
     }
 
     fn gradient_on_device(
@@ -331,9 +312,8 @@ impl DeviceEvaluator for GpuEvaluator {
         gradient: Gradient,
         g: &mut DeviceVector,
     ) -> Result<(), BackendError> {
-        self.take_x(x)?;
-        self.gradient_at_x(gradient, false)?;
-        self.launcher.copy(&self.g, g.buffer())
+        let at = (x.buffer().address(), g.buffer().address());
+        self.gradient_at(at, gradient, false)
     }
 
     fn value_and_gradient_on_device(
@@ -342,9 +322,8 @@ impl DeviceEvaluator for GpuEvaluator {
         gradient: Gradient,
         g: &mut DeviceVector,
     ) -> Result<f64, BackendError> {
-        self.take_x(x)?;
-        self.gradient_at_x(gradient, true)?;
-        self.launcher.copy(&self.g, g.buffer())?;
+        let at = (x.buffer().address(), g.buffer().address());
+        self.gradient_at(at, gradient, true)?;
         self.read_f("the gradient kernels")
     }
 }

@@ -12,13 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The launch of [`SUM_PARTIALS`](gpu_kernels::kernel::SUM_PARTIALS) and the other one-thread
-/// sums, which add partials in order.
-pub(super) const SINGLE_THREAD: LaunchConfig = LaunchConfig {
-    blocks: 1,
-    threads: 1,
-};
-
 /// A device with cudamin's kernels loaded, shared by the evaluators and vectors it made.
 pub struct Launcher {
     driver: Arc<dyn Driver>,
