@@ -110,9 +110,9 @@ fn a_device_start_kept_on_the_device_moves_only_scalars() {
 }
 
 /// A device-resident solve's passes read `x` and write `∇f` where the solver keeps them, and
-/// sum the value in the same launch: each evaluation is one launch of the gradient kernel, and
-/// no vector is copied on the device after the start. On the simulator, which counts each
-/// kernel's launches.
+/// sum the value in the same launch: each evaluation is one launch of the gradient kernel, no
+/// vector is copied on the device after the start, and each trial waits once. On the
+/// simulator, which counts each kernel's launches.
 #[test]
 fn device_passes_read_and_write_the_solvers_vectors_where_they_lie() {
     let sim = cudamin::backend(BackendChoice::Simulated).unwrap().0;
@@ -134,6 +134,10 @@ fn device_passes_read_and_write_the_solvers_vectors_where_they_lie() {
     // Every launch the traffic counts is a kernel but one: the copy of the start into the
     // solve's own `x`, which keeps the caller's array unwritten.
     assert_eq!(traffic.launches, kernels + 1, "{traffic:?}");
+    // A line search's trial brings `f` and its slope back in one wait: 26 waits in this solve,
+    // where a wait for each would make 33 (7 trials after the start).
+    assert_eq!((kept.nit, kept.nfev), (5, 8));
+    assert!(traffic.waits <= 26, "{traffic:?}");
 }
 
 /// L-BFGS from `start` on the device, its solution kept there.

@@ -103,4 +103,20 @@ impl<'a> OnDevice<'a> {
             .evaluator()
             .value_and_gradient_on_device(x, gradient, g)?)
     }
+
+    /// `f(x)`, `∇f(x)` into `g`, and the slope `∇f(x)ᵀd` along `d`, the product taken by
+    /// `vectors`: a line search's trial, both numbers brought back in one wait where the
+    /// evaluator can.
+    pub fn value_and_slope(
+        &mut self,
+        x: &DeviceVector,
+        g: &mut DeviceVector,
+        d: &DeviceVector,
+        vectors: &mut DeviceVectors,
+    ) -> Result<(f64, f64), EvalError> {
+        let gradient = self.gradient;
+        Ok(self
+            .evaluator()
+            .value_and_slope_on_device(x, gradient, g, (d, vectors))?)
+    }
 }

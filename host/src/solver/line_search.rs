@@ -54,6 +54,19 @@ impl<'w, W: Workspace> Counted<'w, W> {
         self.njev += 1;
         self.workspace.value_and_gradient(x, g)
     }
+
+    /// A trial along `d`: the value, the gradient into `g` and its slope along `d`, counted as
+    /// one value and one gradient.
+    pub fn value_and_slope(
+        &mut self,
+        x: &W::Vector,
+        g: &mut W::Vector,
+        d: &W::Vector,
+    ) -> Result<(f64, f64), EvalError> {
+        self.nfev += 1;
+        self.njev += 1;
+        self.workspace.value_and_slope(x, g, d)
+    }
 }
 
 /// A trial a ray's `point` and `gradient` already hold, evaluated before the search (the trial
@@ -145,15 +158,7 @@ impl<W: Workspace> Line for Ray<'_, '_, W> {
         workspace
             .space_mut()
             .ray_point(self.origin, step, self.direction, self.point)?;
-        let value = self
-            .objective
-            .value_and_gradient(self.point, self.gradient)?;
-        let slope = self
-            .objective
-            .workspace
-            .space_mut()
-            .dot(self.gradient, self.direction)?;
-        Ok((value, slope))
+        (self.objective).value_and_slope(self.point, self.gradient, self.direction)
     }
 }
 

@@ -71,6 +71,17 @@ pub(super) trait Workspace {
         x: &Self::Vector,
         g: &mut Self::Vector,
     ) -> Result<f64, EvalError>;
+    /// A line search's trial: `f(x)`, `∇f(x)` into `g` in one evaluation, and the slope
+    /// `∇f(x)ᵀd`. A device brings both numbers back in one wait where it can.
+    fn value_and_slope(
+        &mut self,
+        x: &Self::Vector,
+        g: &mut Self::Vector,
+        d: &Self::Vector,
+    ) -> Result<(f64, f64), EvalError> {
+        let value = self.value_and_gradient(x, g)?;
+        Ok((value, self.space_mut().dot(g, d)?))
+    }
     /// An estimate of the error in the gradient `g` at `x`, against the objective's reference
     /// gradient (`Objective::reference_gradient`), in the norm `ord`.
     fn gradient_error(
@@ -278,6 +289,15 @@ impl Workspace for DeviceWorkspace<'_> {
         g: &mut DeviceVector,
     ) -> Result<f64, EvalError> {
         self.objective.value_and_gradient(x, g)
+    }
+
+    fn value_and_slope(
+        &mut self,
+        x: &DeviceVector,
+        g: &mut DeviceVector,
+        d: &DeviceVector,
+    ) -> Result<(f64, f64), EvalError> {
+        self.objective.value_and_slope(x, g, d, &mut self.space)
     }
 
     fn gradient_error(

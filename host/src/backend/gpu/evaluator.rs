@@ -326,4 +326,20 @@ impl DeviceEvaluator for GpuEvaluator {
         self.gradient_at(at, gradient, true)?;
         self.read_f("the gradient kernels")
     }
+
+    /// One wait for `f` and the slope: the product is taken before either comes back.
+    fn value_and_slope_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+        (d, vectors): (&DeviceVector, &mut DeviceVectors),
+    ) -> Result<(f64, f64), BackendError> {
+        let at = (x.buffer().address(), g.buffer().address());
+        self.gradient_at(at, gradient, true)?;
+        vectors.dot_unread(g, d)?;
+        let mut f = [0.0];
+        let slope = vectors.read_with((&self.sums, &mut f), "the gradient kernels")?;
+        Ok((f[0], slope))
+    }
 }

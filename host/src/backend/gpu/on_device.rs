@@ -32,4 +32,20 @@ pub trait DeviceEvaluator: Send {
         gradient: Gradient,
         g: &mut DeviceVector,
     ) -> Result<f64, BackendError>;
+
+    /// A line search's trial: `f(x)`, `∇f(x)` into `g`, and the slope `∇f(x)ᵀd`, the product
+    /// taken by `vectors`. This one waits for `f`, then for the slope; a term problem's own
+    /// evaluator brings both back in one wait.
+    fn value_and_slope_on_device(
+        &mut self,
+        x: &DeviceVector,
+        gradient: Gradient,
+        g: &mut DeviceVector,
+        (d, vectors): (&DeviceVector, &mut DeviceVectors),
+    ) -> Result<(f64, f64), BackendError> {
+        let f = self.value_and_gradient_on_device(x, gradient, g)?;
+        vectors.dot_unread(g, d)?;
+        let slope = vectors.read_scalar("the slope's product")?;
+        Ok((f, slope))
+    }
 }

@@ -338,7 +338,7 @@ impl DeviceVectors {
     }
 
     /// The first result, after the work `after` names.
-    fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
+    pub(super) fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
         let mut scalar = [0.0];
         self.read_scalars(after, &mut scalar)?;
         Ok(scalar[0])
@@ -347,6 +347,32 @@ impl DeviceVectors {
     /// The first `out.len()` results, after the work `after` names.
     fn read_scalars(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
         self.launcher.read(&mut [(&self.scalars, out)], after)
+    }
+
+    /// `aᵀb` into the first result, as [`dot`](VectorSpace::dot) sums it, left on the device
+    /// for [`read_with`](Self::read_with) to bring back with another number.
+    pub(super) fn dot_unread(
+        &mut self,
+        a: &DeviceVector,
+        b: &DeviceVector,
+    ) -> Result<(), BackendError> {
+        let partials = self.partials.address();
+        let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
+        self.launcher.launch(&first, self.reduction)?;
+        self.sum_rows(1)
+    }
+
+    /// The first result, and the first `out.len()` entries of `other`, in one wait for the
+    /// work `after` names.
+    pub(super) fn read_with(
+        &mut self,
+        (other, out): (&Buffer, &mut [f64]),
+        after: &str,
+    ) -> Result<f64, BackendError> {
+        let mut scalar = [0.0];
+        self.launcher
+            .read(&mut [(other, out), (&self.scalars, &mut scalar)], after)?;
+        Ok(scalar[0])
     }
 
     /// The address of `rows` rows of partials, and room for their `rows` results, grown if
@@ -402,10 +428,8 @@ impl VectorSpace for DeviceVectors {
 
     /// Summed in a fixed order: deterministic for a given launch configuration.
     fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
-        let partials = self.partials.address();
-        let first = Launch::dot_partials(self.n, a.0.address(), b.0.address(), partials);
-        self.launcher.launch(&first, self.reduction)?;
-        Ok(self.finish_sum(DOT_PARTIALS)?)
+        self.dot_unread(a, b)?;
+        Ok(self.read_scalar(DOT_PARTIALS)?)
     }
 
     /// One pass for the usual norms (∞ and 2); the others pass by pass.

@@ -584,12 +584,8 @@ where
             return Ok(known);
         }
         self.move_to(step)?;
-        let value = self.solver.evaluate(self.point, self.gradient)?;
-        let slope = self
-            .solver
-            .workspace
-            .space_mut()
-            .dot(self.gradient, self.direction)?;
-        Ok((value, slope))
+        self.solver.nfev += 1;
+        self.solver.njev += 1;
+        (self.solver.workspace).value_and_slope(self.point, self.gradient, self.direction)
     }
 }
