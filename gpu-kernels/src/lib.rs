@@ -33,7 +33,7 @@
 //! docs, is the one audited place with the GPU's `unsafe`: indices, shared memory, shuffles,
 //! atomics and entry points. With the `builtin` feature, `terms` holds cudamin's own problems.
 //! A user's kernel crate leaves it off, so its PTX holds its own kernels and the shared ones
-//! the host launches: sums, finishing, vector kernels.
+//! the host launches: sums and vector kernels.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",

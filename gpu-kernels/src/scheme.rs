@@ -4,9 +4,8 @@
 //! differences with the step rule `S`). [`__schemes!`](crate::__schemes)'s table lists them,
 //! one row each (variant, name, type, help), and everything that depends on the list is
 //! generated from it: the [`Gradient`] kinds and their names (`--grad`'s values), the PTX
-//! entries of every registered term (`<term>_gradient_<name>`, `<term>_triangle_<name>`), the
-//! dense gradient's finishing entries (`cudamin_dense_finish_<name>`), and the entry-name
-//! arrays the host launches by. Adding a finite-difference scheme is one `FdScheme`
+//! entries of every registered term (`<term>_gradient_<name>`, `<term>_triangle_<name>`), and
+//! the entry-name arrays the host launches by. Adding a finite-difference scheme is one `FdScheme`
 //! implementation (its stencil, in `fd`) and one row.
 
 use crate::fd::{FdScheme, Interval};
@@ -82,39 +81,6 @@ macro_rules! __schemes {
                 concat!(stringify!($name), "_gradient_", stringify!($suffix)),
                 $crate::device::entry::gradient::<$term, $ty>
             );
-        )*
-    };
-    // The dense gradient's finishing entries' names, in table order.
-    (@finish_names () [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
-        /// Per scheme, in table order: sums a dense gradient's per-block partials in block
-        /// order and divides by the scheme's divisor (`Scheme::divisor`).
-        pub const DENSE_FINISH: [&str; $crate::scheme::SCHEMES] =
-            [$(concat!("cudamin_dense_finish_", stringify!($suffix))),*];
-    };
-    // The finishing entries themselves, exported once by this crate.
-    (@finish_entries () [$(($variant:ident $suffix:ident $help:literal => $ty:ty))*]) => {
-        $(
-            #[cfg(target_arch = "nvptx64")]
-            const _: () = {
-                #[unsafe(export_name = concat!("cudamin_dense_finish_", stringify!($suffix)))]
-                unsafe extern "ptx-kernel" fn entry(
-                    x: *const f64,
-                    n: usize,
-                    lower: *const f64,
-                    upper: *const f64,
-                    partials: *const f64,
-                    blocks: usize,
-                    g: *mut f64,
-                ) {
-                    // SAFETY: the launcher passes `n` variables, a box of `n` each or none,
-                    // and `blocks · n` partials.
-                    unsafe {
-                        $crate::device::entry::dense_finish::<$ty>(
-                            x, n, lower, upper, partials, blocks, g,
-                        )
-                    }
-                }
-            };
         )*
     };
     // A residual term's triangle entries, one per scheme.

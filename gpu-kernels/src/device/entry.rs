@@ -1,17 +1,15 @@
 //! PTX entry-point bodies of the term kernels: raw arguments in, the shared per-thread work of
 //! [`crate::kernel`] over the grid, results out. The generic ones are instantiated per term by
-//! [`register_term!`](crate::register_term); the finishing kernels are exported here once.
+//! [`register_term!`](crate::register_term).
 //!
 //! Argument lists (the host launcher passes exactly these; a test checks them against the PTX):
 //! - term value / gradient: `(x: *const f64, n: u64, lower: *const f64, upper: *const f64,
 //!   data: *const f64, data_len: u64, data_rows: u64, data_type: u64, out: *mut f64,
-//!   values: *mut f64)`: the gradient (or its dense partials) in `out`, the value in
-//!   `values[0]` (the layout of `VALUE_HEAD`); `lower` and `upper` (`n` each, or both null for none) the box
+//!   values: *mut f64)`: the gradient in `out`, the value in `values[0]` (laid out as
+//!   `VALUE_HEAD` says); `lower` and `upper` (`n` each, or both null for none) the box
 //!   finite-difference points stay in; `data_len` values of type `DataType::ALL[data_type]`;
 //! - a residual term's triangle and cost kernels: the term kernels' list with `loss: u64,
 //!   f_scale: f64` before `out` (see `ResidualKernels`);
-//! - the dense finishing kernels (one per gradient scheme): `(x: *const f64, n: u64,
-//!   lower: *const f64, upper: *const f64, partials: *const f64, blocks: u64, g: *mut f64)`;
 //! - the vector kernels of a solver that keeps its vectors on the device are in
 //!   `vector_entry.rs`, and the least-squares triangle's block work in `triangle_entry.rs`.
 
@@ -23,8 +21,8 @@ mod nvptx {
     };
     use crate::device::triangle_entry::triangle_partials;
     use crate::device::{
-        block_dim, block_idx, block_reduce_sum, grid_dim, grid_stride, last_block, slice,
-        slice_mut, thread_idx,
+        block_dim, block_idx, block_reduce_sum, fence, grid_dim, grid_stride, last_block, slice,
+        slice_mut, sync_threads, thread_idx,
     };
     use crate::fd::{FdScheme, StepBox};
     use crate::kernel::exact::{EXACT_DENSE_WIDTH_MAX_GPU, banded_group_gradient_exact};
@@ -279,19 +277,19 @@ mod nvptx {
         }
     }
 
-    /// Gradient kernel, by scheme `D`. Banded windows: `out` is the gradient, each thread
-    /// gathers its groups. Dense windows: `out` holds `n` partial sums per block, finished by
-    /// the dense finishing kernels. Unless `values` is null, the same pass also sums the value
-    /// into `values[0]`, as [`value`] does (each term counted once: see
-    /// `banded_group_gradient`).
+    /// Gradient kernel, by scheme `D`, into `out`, the gradient. Banded windows: each thread
+    /// gathers its groups; unless `values` is null, the same pass also sums the value into
+    /// `values[0]`, as [`value`] does (each term counted once: see `banded_group_gradient`).
+    /// Dense windows: the blocks sum their terms' differences into partials in `values`, and
+    /// the last block finishes the value and the gradient ([`finish_dense`]).
     ///
     /// # Safety
-    /// As [`value`]; `out` holds `n` f64 (banded) or `n · gridDim` f64 (dense); `values` is null
-    /// or as [`value`]'s; for [`Exact`], a dense window has at most
+    /// As [`value`]; `out` holds `n` f64; `values` is null or as [`value`]'s for a banded
+    /// window, and as [`finish_dense`] needs for a dense one; for [`Exact`], a dense window has at most
     /// `EXACT_DENSE_WIDTH_MAX_GPU` variables.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn gradient<T: Term, D: GradientScheme>(
+    pub unsafe fn gradient<T: Term, D: GradientScheme + Scheme>(
         x: *const f64,
         n: usize,
         lower: *const f64,
@@ -305,13 +303,16 @@ mod nvptx {
     ) {
         let (x, bounds, data) =
             unsafe { term_inputs(x, n, (lower, upper), (data, data_len, data_rows, data_type)) };
-        let with_value = !values.is_null();
         let mut value = CompensatedSum::default();
         match GradientWork::of::<T>(n, data) {
             GradientWork::Terms(_) => unsafe {
-                D::dense_partials::<T>(x, data, bounds, out, with_value.then_some(&mut value))
+                // The blocks' partials of `∇f` lie after those of the value.
+                let partials = values.add(VALUE_HEAD + grid_dim());
+                D::dense_partials::<T>(x, data, bounds, partials, Some(&mut value));
+                finish_dense::<D>(x, bounds, value.value(), values, out);
             },
             GradientWork::Groups { groups, stride } => {
+                let with_value = !values.is_null();
                 for group in grid_stride(groups) {
                     let first = group * stride;
                     let len = stride.min(n - first);
@@ -319,10 +320,77 @@ mod nvptx {
                     let g = unsafe { slice_mut(out.add(first), len) };
                     value.add(D::group::<T>(group, x, data, bounds, g, with_value));
                 }
+                if with_value {
+                    unsafe { finish_value(value.value(), values) };
+                }
             }
         }
-        if with_value {
-            unsafe { finish_value(value.value(), values) };
+    }
+
+    /// Whether this block is the last of the launch to get here ([`last_block`] on the
+    /// ticket in `values[1]`), told to every thread of the block. The global writes every
+    /// thread of every block made before its call are then visible to the last block's
+    /// threads. Every thread of the block calls it, once.
+    ///
+    /// # Safety
+    /// `values` is laid out as [`VALUE_HEAD`] says, its ticket 0 at the launch.
+    #[inline(always)]
+    unsafe fn last_block_of_all(values: *mut f64) -> bool {
+        // Each thread orders its own writes before the block's ticket.
+        fence();
+        sync_threads();
+        let flag = crate::shared_array!(cudamin_last_block_flag, 1);
+        if thread_idx() == 0 {
+            let last = unsafe { last_block(values.add(1).cast::<u64>()) };
+            flag.set(0, if last { 1.0 } else { 0.0 });
+        }
+        sync_threads();
+        let last = flag.get(0) != 0.0;
+        if last {
+            // Orders the other blocks' writes, seen through thread 0's ticket, before this
+            // thread's reads.
+            fence();
+        }
+        last
+    }
+
+    /// The end of a dense gradient pass, in its own launch: the block's partial of the value
+    /// into its slot; then, in the block that finishes last, the value into `values[0]` and
+    /// each `g_i = Σ_b partials[b·n + i] / D::divisor(x_i)`, both summed in block order as
+    /// the CPU sums its chunks'. Every thread of the block calls it.
+    ///
+    /// # Safety
+    /// `values` holds [`VALUE_HEAD`] slots, one per block, then `n` per block, each block's
+    /// `∇f` partials written; `g` holds `n` f64.
+    #[inline(always)]
+    unsafe fn finish_dense<D: Scheme>(
+        x: &[f64],
+        bounds: StepBox<'_>,
+        value: f64,
+        values: *mut f64,
+        g: *mut f64,
+    ) {
+        let n = x.len();
+        let block_sum = block_reduce_sum(value);
+        // SAFETY (all below): the slots the layout above gives, each written by one thread;
+        // the last block reads them after every block's ticket.
+        let value_partials = unsafe { values.add(VALUE_HEAD) };
+        if thread_idx() == 0 {
+            unsafe { value_partials.add(block_idx()).write(block_sum) };
+        }
+        if !unsafe { last_block_of_all(values) } {
+            return;
+        }
+        let blocks = grid_dim();
+        if thread_idx() == 0 {
+            let parts = (0..blocks).map(|b| unsafe { value_partials.add(b).read_volatile() });
+            unsafe { values.write(sum_in_order(parts)) };
+        }
+        let partials = unsafe { value_partials.add(blocks) };
+        for i in (thread_idx()..n).step_by(block_dim()) {
+            let parts = (0..blocks).map(|b| unsafe { partials.add(b * n + i).read_volatile() });
+            let gi = dense_gradient_component(D::divisor(x[i], bounds.interval(i)), parts);
+            unsafe { g.add(i).write(gi) };
         }
     }
 
@@ -486,33 +554,4 @@ mod nvptx {
         };
         unsafe { P::run::<T>(x, data, bounds, (loss, reduction), out, values) }
     }
-
-    /// Second stage of the dense gradient of scheme `S`: `g_i = Σ_b partials[b·n + i] /
-    /// S::divisor(x_i)`, in the box `lower`, `upper`. Exported once per scheme as
-    /// `cudamin_dense_finish_<name>`.
-    ///
-    /// # Safety
-    /// `x` holds `n` f64, the box is as [`step_box`] needs, `partials` holds `blocks · n`, `g`
-    /// `n`.
-    #[inline(always)]
-    pub unsafe fn dense_finish<S: Scheme>(
-        x: *const f64,
-        n: usize,
-        lower: *const f64,
-        upper: *const f64,
-        partials: *const f64,
-        blocks: usize,
-        g: *mut f64,
-    ) {
-        let x = unsafe { slice(x, n) };
-        let bounds = unsafe { step_box(lower, upper, n) };
-        let partials = unsafe { slice(partials, n * blocks) };
-        for i in grid_stride(n) {
-            let parts = (0..blocks).map(|b| partials[b * n + i]);
-            let gi = dense_gradient_component(S::divisor(x[i], bounds.interval(i)), parts);
-            unsafe { g.add(i).write(gi) };
-        }
-    }
-
-    crate::__schemes! { @rows finish_entries () }
 }

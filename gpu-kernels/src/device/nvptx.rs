@@ -174,6 +174,14 @@ pub unsafe fn atomic_add_f64(address: *mut f64, value: f64) -> f64 {
     old
 }
 
+/// `__threadfence()`: this thread's global writes before it are seen by every thread of the
+/// device before its writes after it.
+#[inline(always)]
+pub fn fence() {
+    // SAFETY: a memory fence; no operands.
+    unsafe { asm!("membar.gl;") }
+}
+
 /// Whether this block is the last of the grid to get here: each block's caller takes one
 /// ticket from the counter at `ticket`, and the block that takes the last one gets `true`. The
 /// global writes any block made before its ticket are then visible to the caller, which may
@@ -202,11 +210,10 @@ pub unsafe fn last_block(ticket: *mut u64) -> bool {
     };
     let last = taken + 1 == grid_dim() as u64;
     if last {
-        // SAFETY: as above; the fence orders the other blocks' writes before this block's reads.
-        unsafe {
-            asm!("membar.gl;");
-            ticket.write_volatile(0);
-        }
+        // The fence orders the other blocks' writes before this block's reads.
+        fence();
+        // SAFETY: as above.
+        unsafe { ticket.write_volatile(0) };
     }
     last
 }

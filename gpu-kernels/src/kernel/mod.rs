@@ -33,7 +33,6 @@ use crate::term::{Data, Term, Vars, Window};
 
 // The shared kernels' entry names, from their table (`shared`).
 crate::__shared_kernels! { @rows names () }
-crate::__schemes! { @rows finish_names () }
 /// The rows of [`NEW_PAIR_PARTIALS`]' partials: five sums, then one maximum.
 pub const NEW_PAIR_ROWS: usize = 6;
 /// The widest group of vectors [`DOTS_PARTIALS`] sums in one sweep over the rows (one running
@@ -50,7 +49,8 @@ pub const STEP_END_ROWS: usize = 5;
 /// The slots before the per-block partials in a term pass's `values` buffer: `values[0]`
 /// receives the value (every block's partial added in block order by the block that finishes
 /// last, in the same launch), `values[1]` is that launch's ticket (a u64 counter, 0 between
-/// launches), and `values[VALUE_HEAD + b]` is block `b`'s partial.
+/// launches), and `values[VALUE_HEAD + b]` is block `b`'s partial. A dense gradient pass keeps
+/// its blocks' `n` partials of `∇f` after them, block `b`'s from `VALUE_HEAD + gridDim + b·n`.
 pub const VALUE_HEAD: usize = 2;
 
 /// The window of term `k`.

@@ -8,8 +8,6 @@
 //! 16-byte `(address, length)` struct; the launcher passes each as one or two `u64` words.
 
 use super::ptx::ParamType;
-use KernelArg::Ptr;
-use gpu_kernels::kernel::DENSE_FINISH;
 use gpu_kernels::kernel::gram::Reduction;
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::lm::batch;
@@ -177,35 +175,11 @@ impl Launch {
         Launch::of(kernel, buffers.args(out, values))
     }
 
-    /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient (banded)
-    /// or per-block partials (dense) into `out`. With `values` not 0, the same pass sums the
-    /// value there, as [`value`](Self::value) does.
+    /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient into
+    /// `out`. With `values` not 0, the same pass sums the value there, as
+    /// [`value`](Self::value) does; a dense window needs `values`, for its blocks' partials.
     pub fn gradient(kernel: &'static str, buffers: TermBuffers, out: u64, values: u64) -> Launch {
         Launch::term_entry(kernel, buffers, out, values)
-    }
-
-    /// The dense gradient's second stage, for scheme `kind`, at the term buffers' `x` in
-    /// their box.
-    pub fn dense_finish(
-        kind: Gradient,
-        buffers: TermBuffers,
-        partials: u64,
-        blocks: usize,
-        g: u64,
-    ) -> Launch {
-        let b = buffers;
-        Launch::of(
-            DENSE_FINISH[kind as usize],
-            vec![
-                Ptr(b.x),
-                count(b.n),
-                Ptr(b.lower),
-                Ptr(b.upper),
-                Ptr(partials),
-                count(blocks),
-                Ptr(g),
-            ],
-        )
     }
 }
 
@@ -420,7 +394,6 @@ impl TermEntries {
         for kind in Gradient::ALL {
             let gradient = self.gradients[kind as usize].clone();
             launches.push(Launch::term_entry(gradient, b, 3, 5));
-            launches.push(Launch::dense_finish(kind, b, 3, 1, 4));
         }
         if let Some(entries) = &self.least_squares {
             let loss = RobustLoss::default();
@@ -453,14 +426,12 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 
 /// Every launch the host would make on a kernel crate's `ptx`, derived from its entry names:
 /// those of each term it registered ([`registered_terms`]) and of the kernels every kernel
-/// crate's PTX holds (sums, finishing, vector kernels), and of each residual term's batch
+/// crate's PTX holds (sums and vector kernels), and of each residual term's batch
 /// kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch that does not match
 /// its entry and any entry that none of them explains (another raw kernel: add its
 /// [`Launch::raw`]).
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
-    let b = PLACEHOLDER_BUFFERS;
-    launches.extend(Gradient::ALL.map(|kind| Launch::dense_finish(kind, b, 3, 1, 4)));
     let entries = super::ptx::entries(ptx)?;
     let names: BTreeSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     for term in registered_terms(ptx)? {

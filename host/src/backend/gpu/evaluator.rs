@@ -1,7 +1,7 @@
 //! A term problem on the GPU: its data uploaded once, its launches sized once, and each
-//! evaluation one launch (two for a dense gradient) between sending `x` and bringing `f` or
-//! `∇f` back. The kernels sum the value in the same launch: the block that finishes last adds
-//! the blocks' partials (`gpu_kernels::kernel::VALUE_HEAD`).
+//! evaluation one launch between sending `x` and bringing `f` or `∇f` back. The kernels finish
+//! their sums in the same launch: the block that finishes last adds the blocks' partials
+//! (`gpu_kernels::kernel::VALUE_HEAD`).
 
 use super::abi::{Launch, TermBuffers};
 use super::driver::Buffer;
@@ -21,74 +21,6 @@ use gpu_kernels::kernel::{GradientWork, VALUE_HEAD};
 use gpu_kernels::scheme::SCHEMES;
 use std::sync::Arc;
 
-/// A term problem's gradient kernels, one per scheme, and where their dense partials go.
-struct GradientTargets {
-    /// The kernels, in scheme-table order (`Kernels::GRADIENTS`).
-    entries: [&'static str; SCHEMES],
-    /// Each scheme's launch configuration, or why it cannot run.
-    configs: Vec<Result<LaunchConfig, BackendError>>,
-    /// Dense windows: the per-block partial sums, finished into `g` by a second kernel.
-    partials: Option<u64>,
-}
-
-impl GradientTargets {
-    /// Every scheme's launch sizes on the term buffers `b`.
-    fn plans(
-        &self,
-        b: TermBuffers,
-        launcher: &Launcher,
-    ) -> Vec<Result<GradientPlan, BackendError>> {
-        (Gradient::ALL.iter().zip(&self.configs))
-            .map(|(&kind, config)| {
-                let config = *config.as_ref().map_err(Clone::clone)?;
-                let finish = (self.finish(kind, b, config, 0))
-                    .map(|finish| launcher.config(&finish.kernel, b.n))
-                    .transpose()?;
-                Ok(GradientPlan { config, finish })
-            })
-            .collect()
-    }
-
-    /// The launches of scheme `kind` at `b`'s `x` into `g`, sized by `plan`; with `values`
-    /// not 0, the same pass sums the value there (`gpu_kernels::kernel::VALUE_HEAD`).
-    fn launches(
-        &self,
-        kind: Gradient,
-        b: TermBuffers,
-        plan: &GradientPlan,
-        (g, values): (u64, u64),
-    ) -> (Launch, Option<Launch>) {
-        let out = self.partials.unwrap_or(g);
-        let kernel = Launch::gradient(self.entries[kind as usize], b, out, values);
-        (kernel, self.finish(kind, b, plan.config, g))
-    }
-
-    /// The dense gradient's second stage into `g`, for a first stage of `config`'s blocks.
-    fn finish(
-        &self,
-        kind: Gradient,
-        b: TermBuffers,
-        config: LaunchConfig,
-        g: u64,
-    ) -> Option<Launch> {
-        let partials = self.partials?;
-        Some(Launch::dense_finish(
-            kind,
-            b,
-            partials,
-            config.blocks as usize,
-            g,
-        ))
-    }
-}
-
-/// The launch sizes of one gradient scheme, planned once per problem (and again for a new box).
-struct GradientPlan {
-    config: LaunchConfig,
-    /// The dense second stage's; banded gradients need none.
-    finish: Option<LaunchConfig>,
-}
-
 /// A term problem on the GPU. Its data lives on the device from [`new`](GpuEvaluator::new)
 /// on; an evaluation sends `x` down and brings `f` or `∇f` back. A solve whose vectors live on
 /// the device passes their addresses instead: its passes read `x` and write `∇f` where they
@@ -99,21 +31,22 @@ pub struct GpuEvaluator {
     pub(super) buffers: TermBuffers,
     value_kernel: &'static str,
     value_config: LaunchConfig,
-    /// Per scheme, in the table's order; or why the scheme cannot take this problem (the exact
-    /// kernels past their window limit, or a launch size its kernels refuse).
-    gradients: Vec<Result<GradientPlan, BackendError>>,
-    /// What the gradient launches are built from.
-    targets: GradientTargets,
+    /// The gradient kernels, in scheme-table order (`Kernels::GRADIENTS`).
+    gradient_kernels: [&'static str; SCHEMES],
+    /// Per scheme, in the same order, its launch size; or why the scheme cannot take this
+    /// problem (the exact kernels past their window limit, or a launch size its kernel refuses).
+    gradients: Vec<Result<LaunchConfig, BackendError>>,
+    /// Whether the terms' window is dense: its gradient passes need the partials in `sums`.
+    dense: bool,
     // Device buffers; the launches take their addresses.
     x: Buffer,
     /// The box finite-difference points stay in (lower, upper), while one is set.
     bounds: Option<(Buffer, Buffer)>,
     g: Buffer,
-    /// The value, the blocks' ticket and their partials, as `VALUE_HEAD` lays them out: the
-    /// value pass and every gradient pass that takes the value share it, one after another.
+    /// The value, the blocks' ticket and their partials, then a dense gradient's, as
+    /// `VALUE_HEAD` lays them out: every pass uses it, one after another.
     sums: Buffer,
     _data: Buffer,
-    _gradient_partials: Buffer,
     pub(super) launcher: Arc<Launcher>,
 }
 
@@ -150,44 +83,33 @@ impl GpuEvaluator {
         // block size its kernel refuses) is refused when it is asked for, not here: a solve
         // that never uses it must load.
         let exact = exact_supported::<T>(n, true).map_err(BackendError::ExactUnsupported);
-        let configs: Vec<Result<LaunchConfig, BackendError>> = (Gradient::ALL.iter())
+        let gradients: Vec<Result<LaunchConfig, BackendError>> = (Gradient::ALL.iter())
             .map(|&kind| match (kind, &exact) {
                 (Gradient::Exact, Err(why)) => Err(why.clone()),
                 _ => l.config(T::GRADIENTS[kind as usize], work),
             })
             .collect();
-        let partial_blocks = configs
-            .iter()
-            .flatten()
-            .map(|c| c.blocks)
+        let gradient_blocks = (gradients.iter().flatten())
+            .map(|c| c.blocks as usize)
             .max()
-            .unwrap_or(1) as usize;
-        let gradient_partials = l.alloc(
-            "gradient partial sums",
-            if dense { partial_blocks * n } else { 0 },
-        )?;
-        let blocks = partial_blocks.max(value_config.blocks as usize);
-        let sums = l.alloc("value partial sums", VALUE_HEAD + blocks)?;
-        let targets = GradientTargets {
-            entries: T::GRADIENTS,
-            configs,
-            partials: dense.then(|| gradient_partials.address()),
-        };
-        let gradients = targets.plans(buffers, l);
+            .unwrap_or(1);
+        let blocks = gradient_blocks.max(value_config.blocks as usize);
+        let dense_partials = if dense { gradient_blocks * n } else { 0 };
+        let sums = l.alloc("partial sums", VALUE_HEAD + blocks + dense_partials)?;
 
         Ok(Self {
             n,
             buffers,
             value_kernel: T::VALUE,
             value_config,
+            gradient_kernels: T::GRADIENTS,
             gradients,
-            targets,
+            dense,
             x,
             bounds: None,
             g,
             sums,
             _data: data_buffer,
-            _gradient_partials: gradient_partials,
             launcher,
         })
     }
@@ -209,7 +131,7 @@ impl GpuEvaluator {
         self.read_f(self.value_kernel)
     }
 
-    /// Launches the gradient kernels at the device address `x`, into the device address `g`;
+    /// Launches the gradient kernel at the device address `x`, into the device address `g`;
     /// `with_value` also takes the value in the same pass, into the evaluator's `f`.
     fn gradient_at(
         &mut self,
@@ -217,19 +139,18 @@ impl GpuEvaluator {
         gradient: Gradient,
         with_value: bool,
     ) -> Result<(), BackendError> {
-        let plan = self.gradients[gradient as usize]
+        let config = *self.gradients[gradient as usize]
             .as_ref()
             .map_err(Clone::clone)?;
-        let values = if with_value { self.sums.address() } else { 0 };
-        let (kernel, finish) = self
-            .targets
-            .launches(gradient, self.at(x), plan, (g, values));
-        let l = &self.launcher;
-        l.launch(&kernel, plan.config)?;
-        if let (Some(finish), Some(config)) = (finish, plan.finish) {
-            l.launch(&finish, config)?;
-        }
-        Ok(())
+        // A dense pass always sums the value: its blocks' partials follow it in `sums`.
+        let values = if with_value || self.dense {
+            self.sums.address()
+        } else {
+            0
+        };
+        let kernel = self.gradient_kernels[gradient as usize];
+        let launch = Launch::gradient(kernel, self.at(x), g, values);
+        self.launcher.launch(&launch, config)
     }
 
     /// Brings `f` back, after the work `after` names.
@@ -274,8 +195,7 @@ impl Evaluator for GpuEvaluator {
         Some(self)
     }
 
-    /// Uploads the box (or lets it go) and plans the gradient launches again with its
-    /// addresses; the residual passes take them from `buffers` at each launch.
+    /// Uploads the box (or lets it go); every launch takes its addresses from `buffers`.
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), BackendError> {
         let bounds = bounds.checked(self.n)?;
         self.bounds = if bounds.is_open() {
@@ -292,7 +212,6 @@ impl Evaluator for GpuEvaluator {
         };
         self.buffers.lower = lower;
         self.buffers.upper = upper;
-        self.gradients = self.targets.plans(self.buffers, &self.launcher);
         Ok(())
     }
 }
