@@ -140,6 +140,51 @@ fn device_passes_read_and_write_the_solvers_vectors_where_they_lie() {
     assert!(traffic.waits <= 26, "{traffic:?}");
 }
 
+/// L-BFGS's pairs stay on the device with its vectors: asked for (`return_hess_inv`), they
+/// cost the solve no copy, and copied when wanted they are the CPU solve's pairs to rounding
+/// (its sums add in another order), oldest first, the newest meeting the secant condition.
+#[test]
+fn a_device_solves_pairs_stay_there_until_copied() {
+    let gpu = gpu();
+    let n = 40_000;
+    let (mut objective, x0) = seed_expsum(&gpu, n);
+    let options = Options {
+        return_hess_inv: true,
+        ..Options::default()
+    };
+    let lbfgs = |objective: &mut TermObjective| {
+        minimize_with_observer(objective, &x0, Method::Lbfgs, &options, &mut no_observer()).unwrap()
+    };
+    let without = counted(&gpu, || host_lbfgs(&mut objective, &x0)).1;
+    let (device, with) = counted(&gpu, || lbfgs(&mut objective));
+    assert_eq!(with.words_to_host, without.words_to_host, "{with:?}");
+    assert!(device.hess_inv_pairs.is_none());
+    let kept = device.hess_inv_pairs_on_device.as_ref().unwrap();
+    let before = gpu.traffic().unwrap();
+    let pairs = kept.to_host().unwrap();
+    let copied = gpu.traffic().unwrap() - before;
+    assert_eq!(copied.words_to_host, (2 * pairs.s().len() * n) as u64);
+
+    let (cpu, _) = cudamin::backend(BackendChoice::Cpu).unwrap();
+    let reference = lbfgs(&mut seed_expsum(&cpu, n).0);
+    let expected = reference.hess_inv_pairs.unwrap();
+    assert_eq!(
+        (device.nit, pairs.s().len()),
+        (reference.nit, expected.s().len())
+    );
+    assert!(pairs.s().len() >= 2);
+    for (got, want) in [(pairs.s(), expected.s()), (pairs.y(), expected.y())] {
+        let (got, want) = (got.concat(), want.concat());
+        let scale = want.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+        let apart = (got.iter().zip(&want)).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(apart <= 1e-12 * scale, "{apart:e} of {scale:e}");
+    }
+    let (s, y) = (pairs.s().last().unwrap(), pairs.y().last().unwrap());
+    let hy = pairs.dot(y).unwrap();
+    let apart = (hy.iter().zip(s)).fold(0.0_f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(apart <= 1e-12 * s.iter().fold(0.0_f64, |m, v| m.max(v.abs())));
+}
+
 /// L-BFGS from `start` on the device, its solution kept there.
 fn kept_lbfgs(objective: &mut TermObjective, start: &cudamin::DeviceArray) -> OptimizeResult {
     minimize_from_device(objective, start, Method::Lbfgs, &keep(), &mut no_observer()).unwrap()

@@ -59,8 +59,8 @@ pub use objective::{
     EvalError, GradientError, LeastSquaresObjective, Objective, OnBackend, TermObjective,
 };
 pub use solver::{
-    Bounds, CorrectionPairs, Covariance, DeviceSolution, Iterate, LeastSquaresResult, LmOptions,
-    LmStatus, LsqMethod, Method, OptimizeResult, Options, SolveError, Status, XScale, covariance,
-    covariance_of_free, least_squares, least_squares_with_observer, minimize, minimize_from_device,
-    minimize_with_observer,
+    Bounds, CorrectionPairs, Covariance, DevicePairs, DeviceSolution, Iterate, LeastSquaresResult,
+    LmOptions, LmStatus, LsqMethod, Method, OptimizeResult, Options, SolveError, Status, XScale,
+    covariance, covariance_of_free, least_squares, least_squares_with_observer, minimize,
+    minimize_from_device, minimize_with_observer,
 };

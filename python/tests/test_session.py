@@ -127,6 +127,31 @@ def test_a_session_held_start_kept_on_the_device_moves_only_scalars():
         np.testing.assert_array_equal(held.to_numpy(), x0)
 
 
+def test_l_bfgs_b_pairs_stay_on_the_device_until_used():
+    """L-BFGS-B returns hess_inv by default, as scipy's. On device vectors its pairs stay on the
+    device: the solve copies no more back than one without them; the first product copies them
+    once, and gives the CPU solve's product to rounding (the sums add in another order)."""
+    n = 100_000
+    x0 = seed_start(n)
+    cpu = cudamin.minimize("seed-expsum", x0, method="L-BFGS-B", backend="cpu")
+    with cudamin.Session("sim") as session:
+        start = session.traffic()
+        session.minimize("seed-expsum", x0, method="L-BFGS-B", options={"return_hess_inv": False})
+        without = session.traffic()
+        res = session.minimize("seed-expsum", x0, method="L-BFGS-B")
+        solved = session.traffic()
+        assert solved["d2h_bytes"] - without["d2h_bytes"] == without["d2h_bytes"] - start["d2h_bytes"]
+        assert res.nit == cpu.nit and res.hess_inv.n_corrs == cpu.hess_inv.n_corrs >= 2
+        v = np.linspace(-1.0, 1.0, n)
+        product = res.hess_inv.dot(v)
+        copied = session.traffic()["d2h_bytes"] - solved["d2h_bytes"]
+        assert copied == 2 * res.hess_inv.n_corrs * n * 8
+        np.testing.assert_allclose(product, cpu.hess_inv.dot(v), rtol=1e-9, atol=1e-12)
+        # Used again, the stacked pairs are used: nothing more is copied.
+        res.hess_inv.dot(v)
+        assert session.traffic()["d2h_bytes"] - solved["d2h_bytes"] == copied
+
+
 def test_numpy_session_held_and_foreign_starts_give_the_same_bits():
     """numpy arrays, lists, objects with __array__ (a torch CPU tensor's protocol) and
     session-held arrays start the same solve; a solve too small to keep its vectors on the

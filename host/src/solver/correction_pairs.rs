@@ -3,6 +3,8 @@
 
 use super::dense::bfgs_update;
 use super::two_loop::{PairList, two_loop};
+use crate::backend::DeviceArray;
+use crate::error::BackendError;
 use crate::linalg::try_zeros;
 use crate::linalg::vector::dot;
 use crate::objective::{EvalError, Held};
@@ -132,6 +134,70 @@ impl CorrectionPairs {
             n: held.whole_dim(),
             fixed: held.fixed(),
         })
+    }
+}
+
+/// The pairs of a solve whose vectors lived on a GPU backend's device, left there
+/// ([`OptimizeResult::hess_inv_pairs_on_device`](super::OptimizeResult::hess_inv_pairs_on_device)):
+/// nothing crosses to the host until [`to_host`](Self::to_host) copies them. Oldest first, as
+/// [`CorrectionPairs`]; no variable is fixed (a solve with fixed variables copies its pairs to
+/// the host, over every variable).
+#[derive(Clone, Debug)]
+pub struct DevicePairs {
+    s: Vec<DeviceArray>,
+    y: Vec<DeviceArray>,
+    n: usize,
+}
+
+impl DevicePairs {
+    pub(super) fn new(n: usize, s: Vec<DeviceArray>, y: Vec<DeviceArray>) -> Self {
+        debug_assert!(s.len() == y.len() && s.iter().chain(&y).all(|v| v.len() == n));
+        DevicePairs { s, y, n }
+    }
+
+    /// `sᵢ`, oldest first, on the device.
+    pub fn s(&self) -> &[DeviceArray] {
+        &self.s
+    }
+
+    /// `yᵢ`, matching [`s`](Self::s).
+    pub fn y(&self) -> &[DeviceArray] {
+        &self.y
+    }
+
+    /// The variables' count, `n`.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
+    /// `(s, y)`, for a caller that keeps the arrays (the Python package's).
+    pub fn into_parts(self) -> (Vec<DeviceArray>, Vec<DeviceArray>) {
+        (self.s, self.y)
+    }
+
+    /// The pairs in host memory: one copy of each vector.
+    pub fn to_host(&self) -> Result<CorrectionPairs, BackendError> {
+        let host = |vectors: &[DeviceArray]| -> Result<Vec<Vec<f64>>, BackendError> {
+            vectors.iter().map(DeviceArray::to_host).collect()
+        };
+        Ok(CorrectionPairs::new(self.n, host(&self.s)?, host(&self.y)?))
+    }
+}
+
+/// The pairs for a result: in host memory, or left on the device where the solve's vectors
+/// were ([`Workspace::result_pairs`](super::workspace::Workspace::result_pairs)).
+pub(super) enum ResultPairs {
+    Host(CorrectionPairs),
+    Device(DevicePairs),
+}
+
+impl ResultPairs {
+    /// `(hess_inv_pairs, hess_inv_pairs_on_device)`, the result's fields.
+    pub fn into_fields(self) -> (Option<CorrectionPairs>, Option<DevicePairs>) {
+        match self {
+            ResultPairs::Host(pairs) => (Some(pairs), None),
+            ResultPairs::Device(pairs) => (None, Some(pairs)),
+        }
     }
 }
 

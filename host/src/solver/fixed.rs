@@ -53,7 +53,12 @@ pub(super) fn minimize(
     let hess_inv = (result.hess_inv.take())
         .map(|h| whole_matrix(&h, &held))
         .transpose()?;
-    let hess_inv_pairs = (result.hess_inv_pairs.take())
+    // Pairs left on the device are over the free variables: copied here to be expanded.
+    let on_device = (result.hess_inv_pairs_on_device.take())
+        .map(|pairs| pairs.to_host())
+        .transpose()
+        .map_err(EvalError::from)?;
+    let hess_inv_pairs = (result.hess_inv_pairs.take().or(on_device))
         .map(|pairs| pairs.expanded(&held))
         .transpose()?;
     Ok(OptimizeResult {

@@ -110,14 +110,14 @@ fn run<W: Workspace>(
         &mut hessian,
     )?;
     // A pending pair is the last step's, which no direction used.
-    let hess_inv_pairs = if options.return_hess_inv {
-        let space = workspace.space_mut();
-        Some(hessian.memory.into_correction_pairs(space, x0.len())?)
+    let (hess_inv_pairs, hess_inv_pairs_on_device) = if options.return_hess_inv {
+        (workspace.result_pairs(hessian.memory.into_vectors(), x0.len())?).into_fields()
     } else {
-        None
+        (None, None)
     };
     Ok(OptimizeResult {
         hess_inv_pairs,
+        hess_inv_pairs_on_device,
         ..result
     })
 }

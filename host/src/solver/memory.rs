@@ -17,7 +17,6 @@
 //! L-BFGS-B's bounded step uses the same products in the compact form of `B` (`lbfgsb`'s
 //! `Compact`).
 
-use super::correction_pairs::CorrectionPairs;
 use super::quasi_newton::{self, DERIVED_MIN_SQUARED_RATIO};
 use crate::linalg::vector;
 use crate::objective::EvalError;
@@ -174,22 +173,9 @@ impl<V> Memory<V> {
         &self.y[j]
     }
 
-    /// The pairs over `n` variables, oldest first, in host memory: the vectors themselves
-    /// where they are host vectors (no copy), else copied over one at a time.
-    pub fn into_correction_pairs<S>(
-        self,
-        space: &mut S,
-        n: usize,
-    ) -> Result<CorrectionPairs, EvalError>
-    where
-        S: VectorSpace<Vector = V>,
-    {
-        let mut host = |vectors: VecDeque<V>| -> Result<Vec<Vec<f64>>, EvalError> {
-            vectors.into_iter().map(|v| space.host_vector(v)).collect()
-        };
-        let s = host(self.s)?;
-        let y = host(self.y)?;
-        Ok(CorrectionPairs::new(n, s, y))
+    /// The pairs' vectors, `(s, y)`, oldest first, as they are (where they live).
+    pub fn into_vectors(self) -> (VecDeque<V>, VecDeque<V>) {
+        (self.s, self.y)
     }
 
     /// The stored vectors in `W`'s column order, unscaled: `y₀ … y_{k−1}, s₀ … s_{k−1}`.

@@ -38,7 +38,7 @@ mod two_loop;
 mod workspace;
 
 pub use bounds::Bounds;
-pub use correction_pairs::CorrectionPairs;
+pub use correction_pairs::{CorrectionPairs, DevicePairs};
 pub use covariance::{Covariance, covariance, covariance_of_free};
 pub use least_squares::{
     LeastSquaresResult, LmOptions, LmStatus, LsqMethod, XScale, least_squares,

@@ -228,6 +228,7 @@ pub(super) fn run<W: Workspace>(
         jac_error,
         hess_inv: None,
         hess_inv_pairs: None,
+        hess_inv_pairs_on_device: None,
         nfev: objective.nfev,
         njev: objective.njev,
         nit,

@@ -1,7 +1,7 @@
 //! What a solve reports, in scipy's vocabulary: the result, each iterate as it goes, and the
 //! errors that stop a solve without a result.
 
-use super::correction_pairs::CorrectionPairs;
+use super::correction_pairs::{CorrectionPairs, DevicePairs};
 use crate::backend::DeviceArray;
 use crate::objective::{EvalError, GradientError};
 use crate::shown::Shown;
@@ -138,8 +138,13 @@ pub struct OptimizeResult {
     pub hess_inv: Option<Array2<f64>>,
     /// L-BFGS's and L-BFGS-B's inverse-Hessian approximation, as the pairs that define it
     /// (scipy's `LbfgsInvHessProduct`), when
-    /// [`Options::return_hess_inv`](super::Options::return_hess_inv) is set.
+    /// [`Options::return_hess_inv`](super::Options::return_hess_inv) is set; `None` where they
+    /// stayed on the device (see [`hess_inv_pairs_on_device`](Self::hess_inv_pairs_on_device)).
     pub hess_inv_pairs: Option<CorrectionPairs>,
+    /// The same pairs left on the device, where the solve kept its vectors there (L-BFGS and
+    /// L-BFGS-B from 2¹⁵ variables on a GPU backend, no variable fixed):
+    /// [`DevicePairs::to_host`] copies them when they are wanted.
+    pub hess_inv_pairs_on_device: Option<DevicePairs>,
     /// Objective value evaluations (one kernel pass each for term objectives).
     pub nfev: usize,
     /// Gradient evaluations (one kernel pass each).

@@ -9,10 +9,12 @@ use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, Objective, OnDevice, gradient_error,
 };
+use crate::solver::correction_pairs::{CorrectionPairs, DevicePairs, ResultPairs};
 use crate::solver::result::{DeviceSolution, SolveError};
 use crate::solver::start::{Start, non_finite};
 use crate::solver::trial_sweep::{TrialSweep, trial_sweep};
 use crate::space::{HostVectors, VectorSpace};
+use std::collections::VecDeque;
 
 /// The fewest variables for which a solve keeps its vectors on the GPU. Below it, an
 /// iteration's dozens of launches and scalar round trips cost more than host vectors; above it,
@@ -31,6 +33,9 @@ pub(super) fn device_of(
         _ => Ok(None),
     }
 }
+
+/// A memory's pairs, `(s, y)`, oldest first (`Memory::into_vectors`).
+pub(super) type Pairs<V> = (VecDeque<V>, VecDeque<V>);
 
 /// A distance between gradients at `x`: `distance(x, g, reference)`, on host vectors (the
 /// reference's may be overwritten).
@@ -98,6 +103,21 @@ pub(super) trait Workspace {
         g: &Self::Vector,
         distance: &mut Distance<'_>,
     ) -> Result<Option<GradientError>, EvalError>;
+    /// A memory's pairs `(s, y)` over `n` variables, oldest first, for a result
+    /// ([`Options::return_hess_inv`](super::Options::return_hess_inv)): in host memory (host
+    /// vectors are handed over, not copied); a device leaves them where they are.
+    fn result_pairs(
+        &mut self,
+        (s, y): Pairs<Self::Vector>,
+        n: usize,
+    ) -> Result<ResultPairs, EvalError> {
+        let space = self.space_mut();
+        let mut host = |vectors: VecDeque<Self::Vector>| -> Result<Vec<Vec<f64>>, EvalError> {
+            vectors.into_iter().map(|v| space.host_vector(v)).collect()
+        };
+        let s = host(s)?;
+        Ok(ResultPairs::Host(CorrectionPairs::new(n, s, host(y)?)))
+    }
     /// L-BFGS's direction and first trial in one sweep (`solver::trial_sweep`):
     /// `p ← Σ cᵢ·vᵢ` over `terms`, `x₊ ← x + p`, `f(x₊)`, `g₊ ← ∇f(x₊)` and `g₊`'s products,
     /// into `buffers = [p, x₊, g₊]`; `None` where the objective does not evaluate by pieces.
@@ -298,6 +318,23 @@ impl Workspace for DeviceWorkspace<'_> {
         d: &DeviceVector,
     ) -> Result<(f64, f64), EvalError> {
         self.objective.value_and_slope(x, g, d, &mut self.space)
+    }
+
+    /// The pairs stay on the device: each vector becomes an array there, no copy.
+    fn result_pairs(
+        &mut self,
+        (s, y): Pairs<DeviceVector>,
+        n: usize,
+    ) -> Result<ResultPairs, EvalError> {
+        let space = &self.space;
+        let arrays = |vectors: VecDeque<DeviceVector>| -> Vec<_> {
+            vectors.into_iter().map(|v| space.into_array(v)).collect()
+        };
+        Ok(ResultPairs::Device(DevicePairs::new(
+            n,
+            arrays(s),
+            arrays(y),
+        )))
     }
 
     fn gradient_error(

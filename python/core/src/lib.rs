@@ -32,6 +32,7 @@ mod catalog;
 mod device;
 mod errors;
 mod observe;
+mod pairs;
 mod session;
 mod solve;
 

@@ -9,6 +9,7 @@ use crate::catalog::{Place, Source};
 use crate::device::{DeviceArray, Given, Start};
 use crate::errors::Failure;
 use crate::observe::Observer;
+use crate::pairs;
 use crate::session::Session;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
@@ -297,13 +298,10 @@ impl Catalog {
                 result,
             })
         })?;
-        let (x, jac) = (
-            std::mem::take(&mut ran.result.x),
-            std::mem::take(&mut ran.result.jac),
-        );
-        let (hess_inv, hess_inv_pairs) =
-            (ran.result.hess_inv.take(), ran.result.hess_inv_pairs.take());
-        let on_device = ran.result.on_device.take();
+        let r = &mut ran.result;
+        let (x, jac) = (std::mem::take(&mut r.x), std::mem::take(&mut r.jac));
+        let (hess_inv, on_device) = (r.hess_inv.take(), r.on_device.take());
+        let pairs = (r.hess_inv_pairs.take(), r.hess_inv_pairs_on_device.take());
         let out = common(py, &ran, x)?;
         let r = &ran.result;
         out.set_item("fun", r.fun)?;
@@ -319,27 +317,17 @@ impl Catalog {
         out.set_item("success", r.success)?;
         out.set_item("message", &r.message)?;
         out.set_item("method", method.name())?;
-        let jac_error = match &r.jac_error {
-            Some(e) => {
+        let jac_error = (r.jac_error.as_ref())
+            .map(|e| -> PyResult<_> {
                 let error = PyDict::new(py);
                 error.set_item("estimate", e.estimate)?;
                 error.set_item("reference", e.reference.name())?;
-                Some(error)
-            }
-            None => None,
-        };
+                Ok(error)
+            })
+            .transpose()?;
         out.set_item("jac_error", jac_error)?;
-        // Each vector becomes an array's memory, not copied (the pairs are 2·k·n values, which
-        // the Python half stacks only where they are used).
-        if let Some(pairs) = hess_inv_pairs {
-            let n = pairs.dim();
-            let (s, y, fixed) = pairs.into_parts();
-            let arrays = |vectors: Vec<Vec<f64>>| -> Vec<_> {
-                (vectors.into_iter())
-                    .map(|v| PyArray1::from_vec(py, v))
-                    .collect()
-            };
-            out.set_item("hess_inv_pairs", (arrays(s), arrays(y), fixed, n))?;
+        if let Some(pairs) = pairs::for_python(py, pairs)? {
+            out.set_item("hess_inv_pairs", pairs)?;
         }
         if let Some(h) = hess_inv {
             out.set_item("hess_inv", h.into_pyarray(py))?;

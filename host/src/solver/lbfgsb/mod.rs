@@ -390,12 +390,15 @@ where
         };
         // An approximate gradient is checked at the solution (`Status::doubted`).
         let status = status.doubted(jac_error.as_ref(), options.gtol, tested_norm);
-        let space = self.workspace.space_mut();
-        let hess_inv_pairs = if options.return_hess_inv {
-            Some(memory.into_correction_pairs(space, x0.len())?)
+        let (hess_inv_pairs, hess_inv_pairs_on_device) = if options.return_hess_inv {
+            (self
+                .workspace
+                .result_pairs(memory.into_vectors(), x0.len())?)
+            .into_fields()
         } else {
-            None
+            (None, None)
         };
+        let space = self.workspace.space_mut();
         Ok(OptimizeResult {
             x: space.host_vector(x)?,
             fun: f,
@@ -404,6 +407,7 @@ where
             jac_error,
             hess_inv: None,
             hess_inv_pairs,
+            hess_inv_pairs_on_device,
             nfev: self.nfev,
             njev: self.njev,
             nit,
