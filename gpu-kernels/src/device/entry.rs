@@ -80,38 +80,45 @@ mod nvptx {
     /// launch asked for values (`values` not null: uniform over the grid, so every thread of
     /// the block reaches the reduction or none does).
     #[inline(always)]
-    pub(in crate::device) unsafe fn block_value(value: CompensatedSum, values: *mut f64) {
+    pub(in crate::device) unsafe fn block_value(value: f64, values: *mut f64) {
         if values.is_null() {
             return;
         }
-        let block_sum = block_reduce_sum(value.value());
+        let block_sum = block_reduce_sum(value);
         if thread_idx() == 0 {
             // SAFETY: the launcher passes one slot per block.
             unsafe { values.add(block_idx()).write(block_sum) };
         }
     }
 
-    /// Adds the threads' `value` partials over the block into the block's slot of `values`
-    /// (laid out as [`VALUE_HEAD`] says); the block that finishes last adds every block's, in
-    /// block order as the CPU adds its chunks' ([`sum_in_order`]), into `values[0]`. Every
-    /// thread of the block calls it.
+    /// The value into `values[0]`: every block's partial added in block order, as the CPU adds
+    /// its chunks' ([`sum_in_order`]). One thread of the last block calls it.
+    ///
+    /// # Safety
+    /// `values` holds `VALUE_HEAD` slots and one per block, every block's partial written and
+    /// visible to this thread.
+    #[inline(always)]
+    unsafe fn sum_blocks(values: *mut f64) {
+        // SAFETY: the head and one slot per block.
+        unsafe {
+            let partials = values.add(VALUE_HEAD);
+            let sum = sum_in_order((0..grid_dim()).map(|b| partials.add(b).read_volatile()));
+            values.write(sum);
+        }
+    }
+
+    /// Sums the threads' `value` partials into `values[0]` in the same launch: each block's
+    /// into its slot after the head ([`block_value`]), then the block that finishes last adds
+    /// them all ([`sum_blocks`]). Every thread of the block calls it.
     ///
     /// # Safety
     /// `values` holds `VALUE_HEAD` slots and one per block, its ticket 0 at the launch.
     #[inline(always)]
     unsafe fn finish_value(value: f64, values: *mut f64) {
-        let block_sum = block_reduce_sum(value);
-        if thread_idx() != 0 {
-            return;
-        }
-        // SAFETY: one slot per block after the head; the ticket is a u64 slot of its own.
-        unsafe {
-            let partials = values.add(VALUE_HEAD);
-            partials.add(block_idx()).write(block_sum);
-            if last_block(values.add(1).cast::<u64>()) {
-                let sum = sum_in_order((0..grid_dim()).map(|b| partials.add(b).read_volatile()));
-                values.write(sum);
-            }
+        unsafe { block_value(value, values.add(VALUE_HEAD)) };
+        // SAFETY: the ticket is a u64 slot of its own, taken after this block's partial.
+        if thread_idx() == 0 && unsafe { last_block(values.add(1).cast::<u64>()) } {
+            unsafe { sum_blocks(values) };
         }
     }
 
@@ -371,22 +378,17 @@ mod nvptx {
         g: *mut f64,
     ) {
         let n = x.len();
-        let block_sum = block_reduce_sum(value);
         // SAFETY (all below): the slots the layout above gives, each written by one thread;
         // the last block reads them after every block's ticket.
-        let value_partials = unsafe { values.add(VALUE_HEAD) };
-        if thread_idx() == 0 {
-            unsafe { value_partials.add(block_idx()).write(block_sum) };
-        }
+        unsafe { block_value(value, values.add(VALUE_HEAD)) };
         if !unsafe { last_block_of_all(values) } {
             return;
         }
-        let blocks = grid_dim();
         if thread_idx() == 0 {
-            let parts = (0..blocks).map(|b| unsafe { value_partials.add(b).read_volatile() });
-            unsafe { values.write(sum_in_order(parts)) };
+            unsafe { sum_blocks(values) };
         }
-        let partials = unsafe { value_partials.add(blocks) };
+        let blocks = grid_dim();
+        let partials = unsafe { values.add(VALUE_HEAD + blocks) };
         for i in (thread_idx()..n).step_by(block_dim()) {
             let parts = (0..blocks).map(|b| unsafe { partials.add(b * n + i).read_volatile() });
             let gi = dense_gradient_component(D::divisor(x[i], bounds.interval(i)), parts);
@@ -518,7 +520,7 @@ mod nvptx {
             for k in grid_stride(T::terms(x.len(), data)) {
                 sum.add(loss.cost(term_value::<T>(k, x, data)));
             }
-            unsafe { block_value(sum, values) };
+            unsafe { block_value(sum.value(), values) };
         }
     }
 

@@ -90,7 +90,7 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
         }
         tile += grid_dim();
     }
-    unsafe { block_value(cost, values) };
+    unsafe { block_value(cost.value(), values) };
 }
 
 /// Adds the products of the first `rows` held rows (each `width` values: `J`'s row, then the

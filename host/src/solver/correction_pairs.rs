@@ -184,22 +184,9 @@ impl DevicePairs {
     }
 }
 
-/// The pairs for a result: in host memory, or left on the device where the solve's vectors
-/// were ([`Workspace::result_pairs`](super::workspace::Workspace::result_pairs)).
-pub(super) enum ResultPairs {
-    Host(CorrectionPairs),
-    Device(DevicePairs),
-}
-
-impl ResultPairs {
-    /// `(hess_inv_pairs, hess_inv_pairs_on_device)`, the result's fields.
-    pub fn into_fields(self) -> (Option<CorrectionPairs>, Option<DevicePairs>) {
-        match self {
-            ResultPairs::Host(pairs) => (Some(pairs), None),
-            ResultPairs::Device(pairs) => (None, Some(pairs)),
-        }
-    }
-}
+/// A result's `(hess_inv_pairs, hess_inv_pairs_on_device)`: one of the two, or neither
+/// ([`Workspace::result_pairs`](super::workspace::Workspace::result_pairs)).
+pub(super) type ResultPairs = (Option<CorrectionPairs>, Option<DevicePairs>);
 
 /// The pairs with their `ρ`s, as the two-loop recursion reads them.
 struct WithRho<'p> {

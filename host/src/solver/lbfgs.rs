@@ -111,7 +111,7 @@ fn run<W: Workspace>(
     )?;
     // A pending pair is the last step's, which no direction used.
     let (hess_inv_pairs, hess_inv_pairs_on_device) = if options.return_hess_inv {
-        (workspace.result_pairs(hessian.memory.into_vectors(), x0.len())?).into_fields()
+        workspace.result_pairs(hessian.memory.into_vectors(), x0.len())?
     } else {
         (None, None)
     };

@@ -116,7 +116,7 @@ pub(super) trait Workspace {
             vectors.into_iter().map(|v| space.host_vector(v)).collect()
         };
         let s = host(s)?;
-        Ok(ResultPairs::Host(CorrectionPairs::new(n, s, host(y)?)))
+        Ok((Some(CorrectionPairs::new(n, s, host(y)?)), None))
     }
     /// L-BFGS's direction and first trial in one sweep (`solver::trial_sweep`):
     /// `p ← Σ cᵢ·vᵢ` over `terms`, `x₊ ← x + p`, `f(x₊)`, `g₊ ← ∇f(x₊)` and `g₊`'s products,
@@ -330,11 +330,7 @@ impl Workspace for DeviceWorkspace<'_> {
         let arrays = |vectors: VecDeque<DeviceVector>| -> Vec<_> {
             vectors.into_iter().map(|v| space.into_array(v)).collect()
         };
-        Ok(ResultPairs::Device(DevicePairs::new(
-            n,
-            arrays(s),
-            arrays(y),
-        )))
+        Ok((None, Some(DevicePairs::new(n, arrays(s), arrays(y)))))
     }
 
     fn gradient_error(

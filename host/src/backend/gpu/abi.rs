@@ -148,13 +148,8 @@ impl Launch {
         }
     }
 
-    /// A term's value kernel: the value into `sums[0]`, by way of one partial per block
-    /// (`gpu_kernels::kernel::VALUE_HEAD` lays `sums` out).
-    pub fn value<T: Kernels>(buffers: TermBuffers, sums: u64) -> Launch {
-        Launch::value_entry(T::VALUE, buffers, sums)
-    }
-
-    /// The value kernel `kernel`, as [`value`](Self::value).
+    /// A term's value kernel `kernel` (`Kernels::VALUE`): the value into `sums[0]`, by way
+    /// of one partial per block (`gpu_kernels::kernel::VALUE_HEAD` lays `sums` out).
     pub fn value_entry(
         kernel: impl Into<Cow<'static, str>>,
         buffers: TermBuffers,
@@ -177,7 +172,8 @@ impl Launch {
 
     /// A term's gradient kernel `kernel` (one of `Kernels::GRADIENTS`): the gradient into
     /// `out`. With `values` not 0, the same pass sums the value there, as
-    /// [`value`](Self::value) does; a dense window needs `values`, for its blocks' partials.
+    /// [`value_entry`](Self::value_entry) does; a dense window needs `values`, for its blocks'
+    /// partials.
     pub fn gradient(kernel: &'static str, buffers: TermBuffers, out: u64, values: u64) -> Launch {
         Launch::term_entry(kernel, buffers, out, values)
     }

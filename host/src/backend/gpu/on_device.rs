@@ -44,8 +44,6 @@ pub trait DeviceEvaluator: Send {
         (d, vectors): (&DeviceVector, &mut DeviceVectors),
     ) -> Result<(f64, f64), BackendError> {
         let f = self.value_and_gradient_on_device(x, gradient, g)?;
-        vectors.dot_unread(g, d)?;
-        let slope = vectors.read_scalar("the slope's product")?;
-        Ok((f, slope))
+        Ok((f, vectors.dot_read(g, d)?))
     }
 }

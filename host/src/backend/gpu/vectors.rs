@@ -338,7 +338,7 @@ impl DeviceVectors {
     }
 
     /// The first result, after the work `after` names.
-    pub(super) fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
+    fn read_scalar(&mut self, after: &str) -> Result<f64, BackendError> {
         let mut scalar = [0.0];
         self.read_scalars(after, &mut scalar)?;
         Ok(scalar[0])
@@ -347,6 +347,16 @@ impl DeviceVectors {
     /// The first `out.len()` results, after the work `after` names.
     fn read_scalars(&mut self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
         self.launcher.read(&mut [(&self.scalars, out)], after)
+    }
+
+    /// `aᵀb`, brought back: [`dot`](VectorSpace::dot), as the backend's own errors.
+    pub(super) fn dot_read(
+        &mut self,
+        a: &DeviceVector,
+        b: &DeviceVector,
+    ) -> Result<f64, BackendError> {
+        self.dot_unread(a, b)?;
+        self.read_scalar(DOT_PARTIALS)
     }
 
     /// `aᵀb` into the first result, as [`dot`](VectorSpace::dot) sums it, left on the device
@@ -428,8 +438,7 @@ impl VectorSpace for DeviceVectors {
 
     /// Summed in a fixed order: deterministic for a given launch configuration.
     fn dot(&mut self, a: &DeviceVector, b: &DeviceVector) -> Result<f64, EvalError> {
-        self.dot_unread(a, b)?;
-        Ok(self.read_scalar(DOT_PARTIALS)?)
+        Ok(self.dot_read(a, b)?)
     }
 
     /// One pass for the usual norms (∞ and 2); the others pass by pass.

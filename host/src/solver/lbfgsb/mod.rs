@@ -391,10 +391,7 @@ where
         // An approximate gradient is checked at the solution (`Status::doubted`).
         let status = status.doubted(jac_error.as_ref(), options.gtol, tested_norm);
         let (hess_inv_pairs, hess_inv_pairs_on_device) = if options.return_hess_inv {
-            (self
-                .workspace
-                .result_pairs(memory.into_vectors(), x0.len())?)
-            .into_fields()
+            (self.workspace).result_pairs(memory.into_vectors(), x0.len())?
         } else {
             (None, None)
         };
