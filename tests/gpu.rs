@@ -715,6 +715,31 @@ fn held_evaluations_match_the_host(sim: &Backend) {
     }
 }
 
+/// Every breakpoint of `times` after `after`, in order, as `space` gives them `batch` at a time
+/// once it has ordered them in `later`, with their rows of `rows`.
+fn ordered_later<S: BoxSpace>(
+    space: &mut S,
+    times: &S::Vector,
+    after: Breakpoint,
+    rows: &[&S::Vector],
+    batch: usize,
+    later: &mut S::Later,
+) -> (Vec<Breakpoint>, Vec<f64>) {
+    space.order_later(times, after, later).unwrap();
+    let (mut all, mut all_rows, mut batch_rows) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        let next = space
+            .next_later(later, rows, batch, &mut batch_rows)
+            .unwrap();
+        if next.is_empty() {
+            return (all, all_rows);
+        }
+        assert!(next.len() <= batch && batch_rows.len() == next.len() * rows.len());
+        all.extend(next);
+        all_rows.extend_from_slice(&batch_rows);
+    }
+}
+
 /// Every pass of a step within a box (`BoxSpace`) on device vectors against the host's on
 /// the same values: the elementwise results, maxima, minima, counts, breakpoints and gathered
 /// rows to the bit, the sums (slopes, products, the masked Gram) to 1e-12 of the sums of their
@@ -787,12 +812,11 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
             early
         );
         if let Some(&last) = early.0.last() {
-            let (mut h_rest, mut d_rest) = (Vec::new(), Vec::new());
-            host.breakpoints_after(&times, last, &mut h_rest).unwrap();
-            device
-                .breakpoints_after(&d_times, last, &mut d_rest)
-                .unwrap();
-            assert_eq!(d_rest, h_rest);
+            let mut later = Default::default();
+            let on_host = ordered_later(&mut host, &times, last, &[&x, &g], 100, &mut later);
+            let mut later = Default::default();
+            let on_device = ordered_later(device, &d_times, last, &[&dx, &dg], 100, &mut later);
+            assert_eq!(on_device, on_host);
         }
     }
     // A NaN in the gradient makes its projected norm NaN on both, with a box or without, and
@@ -1102,9 +1126,10 @@ fn a_scatter_of_every_variable_matches_the_host() {
     assert_eq!(device.download(&on_device).unwrap().into_owned(), on_host);
 }
 
-/// The earliest breakpoints picked from runs of the times are the host's whatever the launch:
-/// a warp per run with 1, 33 or 100 threads per block (warps of fewer than 32 lanes), on one
-/// block or three.
+/// The earliest breakpoints picked from runs of the times, and all of them after one put in
+/// order on the device, are the host's whatever the launch: a warp per run with 1, 33 or 100
+/// threads per block (warps of fewer than 32 lanes), on one block or three; ties (the same
+/// time at every fifth variable) in index order; the order's storage used again.
 #[test]
 fn earliest_breakpoints_match_the_host_at_any_block_size() {
     let n = sized(100_000, 2_000);
@@ -1134,6 +1159,18 @@ fn earliest_breakpoints_match_the_host_at_any_block_size() {
                     space.earliest_breakpoints(&on_device, None, count).unwrap(),
                     host.earliest_breakpoints(&times, None, count).unwrap(),
                     "{threads} threads × {blocks} blocks, the earliest {count}"
+                );
+            }
+            let (early, _) = host.earliest_breakpoints(&times, None, 30).unwrap();
+            let (mut on_host, mut on_gpu) = (Default::default(), Default::default());
+            for after in [early[29], Breakpoint(0.0, 0), early[3]] {
+                let rest = ordered_later(&mut host, &times, after, &[&times], 333, &mut on_host);
+                let rows = [&on_device];
+                let d_rest = ordered_later(&mut space, &on_device, after, &rows, 333, &mut on_gpu);
+                assert_eq!(rest.1, rest.0.iter().map(|b| b.0).collect::<Vec<_>>());
+                assert_eq!(
+                    d_rest, rest,
+                    "{threads} threads × {blocks} blocks, after {after:?}"
                 );
             }
         }
@@ -1871,13 +1908,15 @@ fn every_shipped_entry_executes_on_the_simulator() {
         run_batch(model, &sim, &data, &instance.x0, (2, 40));
         run_batch(model, &sim, &data, &instance.x0, (1, BLOCK_MIN_POINTS));
     }
-    // A solver's vectors on the device: every vector operation, against the host's.
+    // A solver's vectors on the device: every vector operation, against the host's. Past one
+    // tile of the breakpoint sort, so that a step between tiles runs too.
+    let n = 1_100;
     let problem = problems::find("seed-expsum").unwrap();
-    let instance = problem.instantiate(&sim, Some(1_000), None).unwrap();
+    let instance = problem.instantiate(&sim, Some(n), None).unwrap();
     let mut objective = TermObjective::new(instance.evaluator.into_sum(), Gradient::Exact);
     let mut space = objective.device().unwrap().unwrap().vectors().unwrap();
-    let a: Vec<f64> = (0..1_000).map(|i| (i as f64 * 0.37).sin()).collect();
-    let b: Vec<f64> = (0..1_000).map(|i| (i as f64 * 0.11).cos() - 0.5).collect();
+    let a: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+    let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos() - 0.5).collect();
     let (da, mut db) = (space.upload(&a).unwrap(), space.upload(&b).unwrap());
     let mut out = space.zeros().unwrap();
     space.ray_point(&da, 0.25, &db, &mut out).unwrap();
@@ -1910,7 +1949,7 @@ fn every_shipped_entry_executes_on_the_simulator() {
         db_host.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
     );
     // The passes of a step within a box.
-    box_passes_match_the_host(&mut space, 1_000);
+    box_passes_match_the_host(&mut space, n);
     // Variables held fixed: the free ones placed into the whole point, their partials gathered.
     held_evaluations_match_the_host(&sim);
     // The raw kernels' examples.

@@ -79,6 +79,7 @@ pub mod real;
 pub mod scheme;
 pub mod shared;
 mod single;
+pub mod sort;
 pub mod tape;
 pub mod term;
 #[cfg(feature = "builtin")]

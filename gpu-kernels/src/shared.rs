@@ -119,6 +119,13 @@ macro_rules! __shared_kernels {
             /// given breakpoint, from which the host picks the runs that hold the earliest.
             BREAKPOINT_CHUNKS breakpoint_chunks in box_entry
                 (n: U64, times: In, chunk: U64, after_time: F64, after_index: U64, out: Out);
+            /// The breakpoint sort's tiles, each in a block's shared memory
+            /// (`device::sort_entry`); with `times` not null, the sort's start.
+            SORT_TILES sort_tiles in sort_entry (n: U64, times: In, after_time: F64,
+                after_index: U64, keys: Out, indices: Out);
+            /// One step of the breakpoint sort whose pairs span tiles.
+            SORT_STEP sort_step in sort_entry
+                (n: U64, half: U64, flip: U64, keys: Out, indices: Out);
             /// A few rows of several vectors.
             GATHER gather in box_entry
                 (table: Words, count: U64, indices: Words, rows: U64, out: Out);

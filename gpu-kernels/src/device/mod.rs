@@ -18,6 +18,8 @@ mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
 #[cfg(target_arch = "nvptx64")]
+mod sort_entry;
+#[cfg(target_arch = "nvptx64")]
 mod triangle_entry;
 #[cfg(target_arch = "nvptx64")]
 mod vector_entry;

@@ -82,6 +82,9 @@ pub trait BoxSpace: VectorSpace {
     /// One flag per variable: whether it is free (strictly inside its bounds).
     type Mask;
 
+    /// Where the Cauchy walk's later breakpoints wait in order ([`order_later`](Self::order_later)).
+    type Later: Default;
+
     /// A mask of `n` flags.
     fn new_mask(&mut self) -> Result<Self::Mask, EvalError>;
 
@@ -117,22 +120,32 @@ pub trait BoxSpace: VectorSpace {
     ) -> Result<(Vec<Breakpoint>, usize), EvalError>;
 
     /// Whether the Cauchy walk past the earliest breakpoints should take the next ones from
-    /// [`earliest_breakpoints`](Self::earliest_breakpoints) again, batch by batch, rather than
-    /// from a heap of all the rest ([`breakpoints_after`](Self::breakpoints_after)). The
-    /// default, a heap, suits host memory; a GPU's space picks them on the device, where a
-    /// heap would first bring every time to the host.
+    /// [`earliest_breakpoints`](Self::earliest_breakpoints) again, batch by batch, while few
+    /// are held, before it orders all the rest ([`order_later`](Self::order_later)). The
+    /// default orders them at once, which suits host memory; a GPU's space picks the first
+    /// batches, each of which crosses fewer bytes than the order's passes over all `n`.
     fn picks_later_breakpoints(&self) -> bool {
         false
     }
 
-    /// Every breakpoint of `times` strictly after `after` in [`Breakpoint`]'s order, in no
-    /// particular order, appended to `out`.
-    fn breakpoints_after(
+    /// Every breakpoint of `times` strictly after `after`, put in order into `later` (storage
+    /// the walk keeps from one iteration to the next) for [`next_later`](Self::next_later).
+    fn order_later(
         &mut self,
         times: &Self::Vector,
         after: Breakpoint,
-        out: &mut Vec<Breakpoint>,
+        later: &mut Self::Later,
     ) -> Result<(), EvalError>;
+
+    /// The next `count` breakpoints of `later` in order (fewer at its end, none past it), with
+    /// their rows of `vectors` into `rows` as [`gather`](Self::gather) writes them.
+    fn next_later(
+        &mut self,
+        later: &mut Self::Later,
+        vectors: &[&Self::Vector],
+        count: usize,
+        rows: &mut Vec<f64>,
+    ) -> Result<Vec<Breakpoint>, EvalError>;
 
     /// `out[r·k + j] ← vectors[j][indices[r]]` (`k = vectors.len()`, `out` of
     /// `indices.len()·k` entries): a few rows of the vectors, brought to the host.

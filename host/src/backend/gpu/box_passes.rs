@@ -10,19 +10,22 @@
 //! consecutive times ([`earliest_runs`]) and the times of the runs that hold them: about
 //! `32·√(n·count)` bytes across, not the `8n` of the times. A Cauchy path that goes past them
 //! takes the next batches the same way, counting only the times after the last breakpoint held
-//! (`picks_later_breakpoints`); only a path past a large share of them has the times copied to
-//! the host for a heap of the rest.
+//! (`picks_later_breakpoints`); only a path past a large share of them has the rest sorted on
+//! the device ([`gpu_kernels::sort`]), then read in order a batch at a time: the times never
+//! cross to the host.
 
 use super::abi::Launch;
+use super::driver::Buffer;
 use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
 use crate::error::{BackendError, EvalError};
-use crate::space::{BoxSpace, BoxVectors, Breakpoint, HostVectors, PairSums, VectorSpace};
+use crate::space::{BoxSpace, BoxVectors, Breakpoint, PairSums, VectorSpace};
 use gpu_kernels::bounds::is_breakpoint_after;
 use gpu_kernels::kernel::{
     AIM_PARTIALS, BOX_PATH_PARTIALS, BREAKPOINT_CHUNKS, FREE_PARTIALS, GATHER,
     MASKED_GRAM_PARTIALS, NEW_PAIR_PARTIALS, NEW_PAIR_ROWS, PROJECT_AIM_PARTIALS, REACH_PARTIALS,
-    nan_max, sum_in_order,
+    SORT_STEP, SORT_TILES, nan_max, sum_in_order,
 };
+use gpu_kernels::sort::{SORT_TILE, SortLaunch, sort_launches};
 
 /// The shortest run of times [`BoxSpace::earliest_breakpoints`] asks the device about: a warp
 /// takes each run, and a shorter one would leave some of its lanes idle.
@@ -31,6 +34,16 @@ const RUN_MIN_LEN: usize = 32;
 /// The most entries one scatter launch writes: its table of two words an entry then holds
 /// 1 MB at most, where the whole scatter of a path past every breakpoint at `n = 10⁷` took 256 MB.
 const SCATTER_MOST: usize = 1 << 16;
+
+/// A Cauchy walk's breakpoints past the earliest, sorted on the device: their times (`∞` past
+/// the last) and their variables as `u64` words, and how many the walk has read. Kept from one
+/// iteration to the next, `2n` words at most.
+#[derive(Default)]
+pub struct DeviceLater {
+    keys: Option<Buffer>,
+    indices: Option<Buffer>,
+    read: usize,
+}
 
 /// The box's addresses, both 0 without one (no finite side).
 fn addresses(bounds: Option<&BoxVectors<DeviceVector>>) -> (u64, u64) {
@@ -43,6 +56,7 @@ fn address(v: &DeviceVector) -> u64 {
 
 impl BoxSpace for DeviceVectors {
     type Mask = DeviceVector;
+    type Later = DeviceLater;
 
     fn new_mask(&mut self) -> Result<DeviceVector, EvalError> {
         Ok(self.new_vector()?)
@@ -104,14 +118,93 @@ impl BoxSpace for DeviceVectors {
         true
     }
 
-    fn breakpoints_after(
+    /// Sorted on the device ([`gpu_kernels::sort`]): each tile of entries in a block's shared
+    /// memory, then the merges of longer runs, about `½·log²(n / 1024)` launches and no wait.
+    fn order_later(
         &mut self,
         times: &DeviceVector,
         after: Breakpoint,
-        out: &mut Vec<Breakpoint>,
+        later: &mut DeviceLater,
     ) -> Result<(), EvalError> {
-        let times = self.download(times)?.into_owned();
-        HostVectors::new(times.len()).breakpoints_after(&times, after, out)
+        let n = self.dim();
+        let launcher = self.launcher().clone();
+        let made = |slot: &mut Option<Buffer>| match slot {
+            Some(buffer) => Ok::<_, BackendError>(buffer.address()),
+            None => Ok(slot
+                .insert(launcher.alloc("ordered breakpoints", n)?)
+                .address()),
+        };
+        let (keys, indices) = (made(&mut later.keys)?, made(&mut later.indices)?);
+        later.read = 0;
+        let Breakpoint(after_time, after_index) = after;
+        let tile_threads = (SORT_TILE / 2) as u32;
+        let tiles = launcher.config_within(SORT_TILES, n.div_ceil(2), tile_threads)?;
+        let steps = launcher.config(SORT_STEP, n.next_power_of_two() / 2)?;
+        let mut plan = Vec::new();
+        sort_launches(n, |launch| plan.push(launch));
+        for launch in plan {
+            match launch {
+                SortLaunch::Tiles { start } => {
+                    let times = if start { address(times) } else { 0 };
+                    let launch =
+                        Launch::sort_tiles(n, times, after_time, after_index, keys, indices);
+                    launcher.launch(&launch, tiles)?;
+                }
+                SortLaunch::Step(step) => {
+                    let flip = usize::from(step.flip);
+                    let launch = Launch::sort_step(n, step.half, flip, keys, indices);
+                    launcher.launch(&launch, steps)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One gather of the rows, whose indices the kernel reads where the order left them, and
+    /// one wait for the rows, times and indices.
+    fn next_later(
+        &mut self,
+        later: &mut DeviceLater,
+        vectors: &[&DeviceVector],
+        count: usize,
+        rows: &mut Vec<f64>,
+    ) -> Result<Vec<Breakpoint>, EvalError> {
+        let at = later.read;
+        let count = count.min(self.dim().saturating_sub(at));
+        let views = (later.keys.as_ref()).zip(later.indices.as_ref());
+        let Some((keys, indices)) =
+            views.and_then(|(k, i)| k.view(at, count).zip(i.view(at, count)))
+        else {
+            return Ok(Vec::new());
+        };
+        if count == 0 || vectors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let words: Vec<f64> = vectors.iter().map(|v| address_word(v)).collect();
+        let table = self.table("gathered rows", &words)?;
+        let width = vectors.len();
+        let out = self.rows_out(count * width)?;
+        let launch = Launch::gather(table, width, indices.address(), count, out);
+        self.launcher()
+            .launch(&launch, thread_per_row(count * width))?;
+        let (mut times, mut variables) = (vec![0.0; count], vec![0.0; count]);
+        rows.resize(count * width, 0.0);
+        self.read_rows_out_with(
+            GATHER,
+            rows,
+            &mut [(&keys, &mut times), (&indices, &mut variables)],
+        )?;
+        // Past the last breakpoint the entries' times are ∞.
+        let found = times.iter().take_while(|t| t.is_finite()).count();
+        later.read = if found < count {
+            self.dim()
+        } else {
+            at + count
+        };
+        rows.truncate(found * width);
+        Ok((times.iter().zip(&variables).take(found))
+            .map(|(&t, &i)| Breakpoint(t, i.to_bits() as usize))
+            .collect())
     }
 
     /// `out[r·k + j] ← vectors[j][indices[r]]` (`k` vectors).

@@ -153,6 +153,18 @@ impl Buffer {
         }
     }
 
+    /// Entries `at..at + len` of this buffer, to read or write as a buffer of their own; the
+    /// memory stays this buffer's. `None` past its end.
+    pub(super) fn view(&self, at: usize, len: usize) -> Option<Buffer> {
+        let end = at.checked_add(len)?;
+        (end <= self.len).then(|| Buffer {
+            address: self.address + (at * size_of::<f64>()) as u64,
+            len,
+            driver: self.driver.clone(),
+            owned: false,
+        })
+    }
+
     /// The device address of the first entry (0 when empty), as kernels take it.
     pub fn address(&self) -> u64 {
         self.address

@@ -330,11 +330,23 @@ impl DeviceVectors {
 
     /// The first `out.len()` gathered values, after the work `after` names.
     pub(super) fn read_rows_out(&self, after: &str, out: &mut [f64]) -> Result<(), BackendError> {
+        self.read_rows_out_with(after, out, &mut [])
+    }
+
+    /// As [`read_rows_out`](Self::read_rows_out), with the `more` reads in the same wait.
+    pub(super) fn read_rows_out_with(
+        &self,
+        after: &str,
+        out: &mut [f64],
+        more: &mut [(&Buffer, &mut [f64])],
+    ) -> Result<(), BackendError> {
         let Some(rows) = &self.rows_out else {
-            return Ok(());
+            return self.launcher.read(more, after);
         };
         let len = out.len().min(rows.len());
-        self.launcher.read(&mut [(rows, &mut out[..len])], after)
+        let mut reads = vec![(rows, &mut out[..len])];
+        reads.extend(more.iter_mut().map(|(from, to)| (*from, &mut **to)));
+        self.launcher.read(&mut reads, after)
     }
 
     /// The first result, after the work `after` names.

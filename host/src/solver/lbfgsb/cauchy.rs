@@ -8,8 +8,6 @@ use super::{StepBuffers, made};
 use crate::linalg::vector::dot;
 use crate::objective::EvalError;
 use crate::space::{BoxSpace, BoxVectors, Breakpoint};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Breakpoints and the projected steepest-descent path at `(x, g)`, into `buffers.times` (when
 /// each variable meets its bound along `−g`) and `buffers.path` (`−g`, 0 where a variable
@@ -19,7 +17,7 @@ pub(super) fn steepest_path<S: BoxSpace>(
     bounds: Option<&BoxVectors<S::Vector>>,
     x: &S::Vector,
     g: &S::Vector,
-    buffers: &mut StepBuffers<S::Vector, S::Mask>,
+    buffers: &mut StepBuffers<S>,
 ) -> Result<f64, EvalError> {
     let times = made(&mut buffers.times, || space.zeros())?;
     let path = made(&mut buffers.path, || space.zeros())?;
@@ -35,7 +33,7 @@ pub(super) fn cauchy_point<S: BoxSpace>(
     g: &S::Vector,
     bounds: Option<&BoxVectors<S::Vector>>,
     compact: &Compact<'_, S::Vector>,
-    buffers: &mut StepBuffers<S::Vector, S::Mask>,
+    buffers: &mut StepBuffers<S>,
 ) -> Result<Vec<f64>, EvalError> {
     let width = compact.width();
     let theta = compact.theta();
@@ -68,7 +66,7 @@ pub(super) fn cauchy_point<S: BoxSpace>(
         rows.extend(compact.memory.columns());
         rows
     });
-    let mut breaks = Breakpoints::new(space, times, rows, std::mem::take(&mut buffers.breaks))?;
+    let mut breaks = Breakpoints::new(space, times, rows, std::mem::take(&mut buffers.later))?;
     let mut step_to_minimum = -slope / curvature;
     let mut t_old = 0.0;
     // Whether the path passed every breakpoint: only then may it have no direction left.
@@ -106,7 +104,7 @@ pub(super) fn cauchy_point<S: BoxSpace>(
             break;
         }
     }
-    buffers.breaks = breaks.into_storage();
+    buffers.later = breaks.into_later();
     // The variables at their bounds leave the path.
     let left: Vec<(usize, f64)> = met.iter().map(|&(b, _)| (b, 0.0)).collect();
     space.scatter(d, &left)?;
@@ -139,23 +137,21 @@ const GATHER_GROWTH: usize = 4;
 const MOST_ROWS_A_GATHER: usize = 1 << 16;
 
 /// Where the space picks later breakpoints batch by batch ([`BoxSpace::picks_later_breakpoints`]),
-/// it does so while they number at most `n` over this; past it, a heap of the rest. Each pick
-/// crosses about `32·√(n·count)` bytes, the heap `8n` once: with batches growing fourfold, the
-/// picks up to `n / 64` cross about `8n` bytes together, so a path past every breakpoint costs
-/// at most twice what the heap alone did, and a path past a few hundred a small part of it.
+/// it does so while they number at most `n` over this; past it, the space puts the rest in
+/// order ([`BoxSpace::order_later`]). Each pick crosses about `32·√(n·count)` bytes: with
+/// batches growing fourfold, the picks up to `n / 64` cross about `8n` bytes together, no more
+/// than one pass of the order reads.
 const PICKED_SHARE: usize = 64;
 
 /// The breakpoints in the order the path meets them, each with its row of the vectors the walk
 /// reads: the earliest [`EARLY_BREAKPOINTS`] from one pass, then, only where the path goes on
 /// past them, a growing batch at a time with the batch's rows in one gather. A GPU's space
-/// picks the first batches as it picked the earliest ([`PICKED_SHARE`]); the rest come from a
-/// heap (built in O(n), in storage kept from one iteration to the next). Sorting them all
-/// cost n·log n an iteration; a heap of them all, built every iteration, was the step's largest
-/// serial part.
-struct Breakpoints<'v, V> {
-    times: &'v V,
+/// picks the first batches as it picked the earliest ([`PICKED_SHARE`]); the rest the space
+/// puts in order once, in storage kept from one iteration to the next.
+struct Breakpoints<'v, S: BoxSpace> {
+    times: &'v S::Vector,
     /// The vectors a breakpoint's row is read from (none: there are no breakpoints).
-    rows: Vec<&'v V>,
+    rows: Vec<&'v S::Vector>,
     /// The batch held (first the earliest), in order, and its rows, one after another.
     batch: Vec<Breakpoint>,
     batch_rows: Vec<f64>,
@@ -165,28 +161,19 @@ struct Breakpoints<'v, V> {
     held: usize,
     /// Whether there are more breakpoints than the earliest (all after the last of them).
     more: bool,
-    /// The rest, once the path has passed the earliest.
-    rest: Option<BinaryHeap<Reverse<Breakpoint>>>,
-    storage: BreakpointStorage,
+    /// Whether the rest are in `later`, in order.
+    ordered: bool,
+    later: S::Later,
 }
 
-/// Storage for the breakpoints past the earliest, kept from one iteration to the next.
-#[derive(Default)]
-pub(super) struct BreakpointStorage {
-    /// As they come from the space.
-    later: Vec<Breakpoint>,
-    /// As a heap.
-    heap: Vec<Reverse<Breakpoint>>,
-}
-
-impl<'v, V> Breakpoints<'v, V> {
+impl<'v, S: BoxSpace> Breakpoints<'v, S> {
     /// The breakpoints of `times` (each variable's finite positive time to its bound), with
     /// rows of `rows` (`None`: no variable has a bound).
-    fn new<S: BoxSpace<Vector = V>>(
+    fn new(
         space: &mut S,
-        times: &'v V,
-        rows: Option<Vec<&'v V>>,
-        storage: BreakpointStorage,
+        times: &'v S::Vector,
+        rows: Option<Vec<&'v S::Vector>>,
+        later: S::Later,
     ) -> Result<Self, EvalError> {
         let mut breaks = Breakpoints {
             times,
@@ -196,8 +183,8 @@ impl<'v, V> Breakpoints<'v, V> {
             met: 0,
             held: 0,
             more: false,
-            rest: None,
-            storage,
+            ordered: false,
+            later,
         };
         if breaks.rows.is_empty() {
             return Ok(breaks);
@@ -209,10 +196,7 @@ impl<'v, V> Breakpoints<'v, V> {
     }
 
     /// The next breakpoint the path meets, and its row.
-    fn pop<S: BoxSpace<Vector = V>>(
-        &mut self,
-        space: &mut S,
-    ) -> Result<Option<(Breakpoint, &[f64])>, EvalError> {
+    fn pop(&mut self, space: &mut S) -> Result<Option<(Breakpoint, &[f64])>, EvalError> {
         if self.met == self.batch.len() && !self.next_batch(space)? {
             return Ok(None);
         }
@@ -223,11 +207,11 @@ impl<'v, V> Breakpoints<'v, V> {
     }
 
     /// Takes the next batch: picked by the space where it picks them and few are held yet,
-    /// else from the rest (made from the space's breakpoints after the last held, on the first
+    /// else the next of the rest in order (put in order after the last held, on the first
     /// call); false where there are none left.
-    fn next_batch<S: BoxSpace<Vector = V>>(&mut self, space: &mut S) -> Result<bool, EvalError> {
+    fn next_batch(&mut self, space: &mut S) -> Result<bool, EvalError> {
         let size = (self.batch.len() * GATHER_GROWTH).clamp(EARLY_BREAKPOINTS, MOST_ROWS_A_GATHER);
-        if self.rest.is_none() {
+        if !self.ordered {
             let Some(&last) = self.batch.last().filter(|_| self.more) else {
                 return Ok(false);
             };
@@ -240,33 +224,21 @@ impl<'v, V> Breakpoints<'v, V> {
                 self.hold(space, batch)?;
                 return Ok(true);
             }
-            let BreakpointStorage { later, heap } = &mut self.storage;
-            later.clear();
-            space.breakpoints_after(self.times, last, later)?;
-            let mut heap = std::mem::take(heap);
-            heap.clear();
-            heap.extend(later.drain(..).map(Reverse));
-            self.rest = Some(BinaryHeap::from(heap));
+            space.order_later(self.times, last, &mut self.later)?;
+            self.ordered = true;
         }
-        let Some(rest) = self.rest.as_mut() else {
-            return Ok(false);
-        };
-        let batch: Vec<Breakpoint> = std::iter::from_fn(|| rest.pop().map(|Reverse(b)| b))
-            .take(size)
-            .collect();
+        let batch = space.next_later(&mut self.later, &self.rows, size, &mut self.batch_rows)?;
         if batch.is_empty() {
             return Ok(false);
         }
-        self.hold(space, batch)?;
+        self.held += batch.len();
+        self.batch = batch;
+        self.met = 0;
         Ok(true)
     }
 
     /// Holds `batch` (in order) and its rows, none of it met yet.
-    fn hold<S: BoxSpace<Vector = V>>(
-        &mut self,
-        space: &mut S,
-        batch: Vec<Breakpoint>,
-    ) -> Result<(), EvalError> {
+    fn hold(&mut self, space: &mut S, batch: Vec<Breakpoint>) -> Result<(), EvalError> {
         let indices: Vec<usize> = batch.iter().map(|&Breakpoint(_, i)| i).collect();
         self.batch_rows.resize(indices.len() * self.rows.len(), 0.0);
         space.gather(&self.rows, &indices, &mut self.batch_rows)?;
@@ -276,11 +248,9 @@ impl<'v, V> Breakpoints<'v, V> {
         Ok(())
     }
 
-    /// The storage, for the next iteration's breakpoints.
-    fn into_storage(self) -> BreakpointStorage {
-        let BreakpointStorage { later, heap } = self.storage;
-        let heap = self.rest.map_or(heap, BinaryHeap::into_vec);
-        BreakpointStorage { later, heap }
+    /// The storage of the rest, for the next iteration's walk.
+    fn into_later(self) -> S::Later {
+        self.later
     }
 }
 
@@ -288,6 +258,8 @@ impl<'v, V> Breakpoints<'v, V> {
 mod tests {
     use super::*;
     use crate::space::HostVectors;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     /// The breakpoints come out in order of time, then index, past the earliest few too, and
     /// without the variables that never meet a bound (time 0 or ∞); ties and all; each with its
@@ -309,10 +281,7 @@ mod tests {
             .collect();
         expected.sort();
         let mut space = HostVectors::new(n);
-        let mut storage = BreakpointStorage {
-            later: Vec::new(),
-            heap: vec![Reverse(Breakpoint(1.0, 3)); 5],
-        };
+        let mut storage = BinaryHeap::from(vec![Reverse(Breakpoint(1.0, 3)); 5]);
         for _ in 0..2 {
             let rows = Some(vec![&index, &times]);
             let mut breaks = Breakpoints::new(&mut space, &times, rows, storage).unwrap();
@@ -336,7 +305,7 @@ mod tests {
             }
             assert!(sizes.contains(&MOST_ROWS_A_GATHER));
             assert_eq!(batches, sizes);
-            storage = breaks.into_storage();
+            storage = breaks.into_later();
             assert_eq!(met.len(), expected.len());
             assert!(met == expected, "out of order");
             assert!(met.len() > EARLY_BREAKPOINTS && met[0].0 > 0.0);

@@ -59,7 +59,7 @@ use super::workspace::{DeviceWorkspace, HostWorkspace, Workspace, device_of};
 use crate::objective::{EvalError, GradientError, Objective};
 use crate::solver::trial_sweep::TrialSweep;
 use crate::space::{BoxSpace, BoxVectors, VectorSpace};
-use cauchy::{BreakpointStorage, cauchy_point, steepest_path};
+use cauchy::{cauchy_point, steepest_path};
 use compact::Compact;
 use std::ops::ControlFlow;
 use step::{Target, subspace_step, unbounded_step};
@@ -448,7 +448,7 @@ where
         x: &W::Vector,
         g: &W::Vector,
         memory: &Memory<W::Vector>,
-        buffers: &mut StepBuffers<W::Vector, <W::Space as BoxSpace>::Mask>,
+        buffers: &mut StepBuffers<W::Space>,
         target: &mut W::Vector,
         direction: &mut W::Vector,
     ) -> Result<Option<(f64, f64)>, EvalError> {
@@ -478,23 +478,23 @@ where
 /// The `n`-vectors (and the mask) of the bounded step, kept from one iteration to the next,
 /// each made the first time it is needed: made afresh at each iteration, their pages were
 /// faulted in again every time, a large share of the step's time.
-struct StepBuffers<V, M> {
+struct StepBuffers<S: BoxSpace> {
     /// The Cauchy point.
-    cauchy: Option<V>,
+    cauchy: Option<S::Vector>,
     /// When each variable meets its bound along `−g` (0 for one that cannot move, ∞ for one
     /// that never meets one).
-    times: Option<V>,
+    times: Option<S::Vector>,
     /// The projected steepest-descent path's direction: `−g`, 0 where a variable cannot move.
-    path: Option<V>,
+    path: Option<S::Vector>,
     /// Whether each variable is free at the Cauchy point.
-    free: Option<M>,
+    free: Option<S::Mask>,
     /// The subspace step.
-    step: Option<V>,
-    /// The breakpoints past the earliest.
-    breaks: BreakpointStorage,
+    step: Option<S::Vector>,
+    /// The breakpoints past the earliest, in order.
+    later: S::Later,
 }
 
-impl<V, M> Default for StepBuffers<V, M> {
+impl<S: BoxSpace> Default for StepBuffers<S> {
     fn default() -> Self {
         StepBuffers {
             cauchy: None,
@@ -502,7 +502,7 @@ impl<V, M> Default for StepBuffers<V, M> {
             path: None,
             free: None,
             step: None,
-            breaks: BreakpointStorage::default(),
+            later: S::Later::default(),
         }
     }
 }

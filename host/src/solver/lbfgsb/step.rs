@@ -104,7 +104,7 @@ pub(super) fn subspace_step<S: BoxSpace>(
     g: &S::Vector,
     bounds: &BoxVectors<S::Vector>,
     compact: &Compact<'_, S::Vector>,
-    buffers: &mut StepBuffers<S::Vector, S::Mask>,
+    buffers: &mut StepBuffers<S>,
     c: &[f64],
     target: &mut S::Vector,
     direction: &mut S::Vector,

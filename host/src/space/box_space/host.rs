@@ -7,6 +7,8 @@ use crate::linalg::vector;
 use crate::space::{HostVectors, VectorSpace};
 use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
 use gpu_kernels::kernel::nan_max;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::ops::Range;
 
 fn sides(bounds: Option<&BoxVectors<Vec<f64>>>, i: usize) -> (f64, f64) {
@@ -17,6 +19,7 @@ fn sides(bounds: Option<&BoxVectors<Vec<f64>>>, i: usize) -> (f64, f64) {
 
 impl BoxSpace for HostVectors {
     type Mask = Vec<bool>;
+    type Later = BinaryHeap<Reverse<Breakpoint>>;
 
     fn new_mask(&mut self) -> Result<Vec<bool>, EvalError> {
         let n = self.dim();
@@ -80,18 +83,40 @@ impl BoxSpace for HostVectors {
         }))
     }
 
-    fn breakpoints_after(
+    /// A heap, built in O(n) in storage kept from one iteration to the next. Sorting them all
+    /// cost n·log n an iteration, where a path seldom passes more than a few.
+    fn order_later(
         &mut self,
         times: &Vec<f64>,
         after: Breakpoint,
-        out: &mut Vec<Breakpoint>,
+        later: &mut Self::Later,
     ) -> Result<(), EvalError> {
-        out.extend(
+        let mut heap = std::mem::take(later).into_vec();
+        heap.clear();
+        heap.extend(
             (0..times.len())
                 .filter_map(|i| breakpoint_of(times, i))
-                .filter(|&b| b > after),
+                .filter(|&b| b > after)
+                .map(Reverse),
         );
+        *later = BinaryHeap::from(heap);
         Ok(())
+    }
+
+    fn next_later(
+        &mut self,
+        later: &mut Self::Later,
+        vectors: &[&Vec<f64>],
+        count: usize,
+        rows: &mut Vec<f64>,
+    ) -> Result<Vec<Breakpoint>, EvalError> {
+        let batch: Vec<Breakpoint> = std::iter::from_fn(|| later.pop().map(|Reverse(b)| b))
+            .take(count)
+            .collect();
+        let indices: Vec<usize> = batch.iter().map(|&Breakpoint(_, i)| i).collect();
+        rows.resize(indices.len() * vectors.len(), 0.0);
+        self.gather(vectors, &indices, rows)?;
+        Ok(batch)
     }
 
     fn gather(
