@@ -206,7 +206,7 @@ fn a_non_finite_device_start_names_its_entry() {
         let kept = x0[index];
         x0[index] = value;
         let start = gpu.to_device(&x0).unwrap();
-        for method in [Method::Lbfgs, Method::Bfgs] {
+        for method in [Method::Lbfgs, Method::Bfgs, Method::LbfgsB] {
             let error =
                 minimize_from_device(&mut objective, &start, method, &keep(), &mut no_observer())
                     .unwrap_err();
@@ -222,9 +222,70 @@ fn a_non_finite_device_start_names_its_entry() {
     }
 }
 
+/// L-BFGS-B keeps its vectors on the device from a device start too: the start is clipped into
+/// the box there (entries outside it here), and the solution, its gradient and its active mask
+/// stay there. Each is the host start's to the bit, the mask [`Bounds::active_mask`]'s. Without
+/// bounds it keeps no mask.
+#[test]
+fn a_bounded_device_start_is_clipped_and_kept_there() {
+    let gpu = gpu();
+    let n = 40_000;
+    let (mut objective, mut x0) = seed_expsum(&gpu, n);
+    let upper: Vec<f64> = (0..n)
+        .map(|i| if i % 3 == 0 { -0.4 } else { f64::INFINITY })
+        .collect();
+    let bounds = cudamin::Bounds {
+        lower: vec![f64::NEG_INFINITY; n],
+        upper,
+    };
+    for i in (0..n).step_by(1_000) {
+        x0[i] = 0.5;
+    }
+    for bounds in [Some(bounds), None] {
+        let options = Options {
+            bounds: bounds.clone(),
+            ..Options::default()
+        };
+        let from_host = minimize_with_observer(
+            &mut objective,
+            &x0,
+            Method::LbfgsB,
+            &options,
+            &mut no_observer(),
+        )
+        .unwrap();
+        let start = gpu.to_device(&x0).unwrap();
+        let kept = Options {
+            keep_on_device: true,
+            ..options
+        };
+        let on_device = minimize_from_device(
+            &mut objective,
+            &start,
+            Method::LbfgsB,
+            &kept,
+            &mut no_observer(),
+        )
+        .unwrap();
+        assert!(on_device.x.is_empty() && on_device.jac.is_empty());
+        assert_eq!(
+            (on_device.nit, on_device.nfev, on_device.status),
+            (from_host.nit, from_host.nfev, from_host.status)
+        );
+        assert_eq!(on_device.fun.to_bits(), from_host.fun.to_bits());
+        let solution = on_device.on_device.as_ref().unwrap();
+        assert_eq!(bits(&solution.x.to_host().unwrap()), bits(&from_host.x));
+        assert_eq!(bits(&solution.jac.to_host().unwrap()), bits(&from_host.jac));
+        let mask = solution.active_mask.as_ref().map(|m| m.to_host().unwrap());
+        let expected = bounds.map(|b| b.active_mask(&from_host.x, None));
+        let expected: Option<Vec<f64>> = expected.map(|m| m.iter().map(|&a| a.into()).collect());
+        assert_eq!(mask, expected);
+    }
+}
+
 /// The solves that keep their vectors on the host take a device start too: copied to the host
-/// once, with the host start's bits. L-BFGS-B with bounds, and BFGS below its dense limit; a
-/// start of the wrong length is refused as a host start is.
+/// once, with the host start's bits. L-BFGS-B with bounds below the device's least size, and
+/// BFGS below its dense limit; a start of the wrong length is refused as a host start is.
 #[test]
 fn host_vector_solves_take_a_device_start() {
     let gpu = gpu();

@@ -34,6 +34,19 @@ pub fn is_breakpoint_after(t: f64, i: usize, after: (f64, usize)) -> bool {
     is_breakpoint(t) && (t > after.0 || (t == after.0 && i > after.1))
 }
 
+/// Which bound `x` is at: −1 its lower, 1 its upper, 0 neither (at equal bounds, its lower);
+/// scipy's `active_mask`.
+#[inline(always)]
+pub fn active(lower: f64, upper: f64, x: f64) -> f64 {
+    if x == lower {
+        -1.0
+    } else if x == upper {
+        1.0
+    } else {
+        0.0
+    }
+}
+
 /// The projected gradient's entry `x − P(x − g)` (sign aside): `g` where the variable may move
 /// along `−g`, what is left to its bound where that is nearer; NaN where `g` is NaN.
 #[inline(always)]

@@ -112,6 +112,9 @@ macro_rules! __shared_kernels {
             /// A point of the line search's ray within the box.
             CLIPPED_RAY_POINT clipped_ray_point in box_entry
                 (n: U64, lower: In, upper: In, x: In, step: F64, d: In, out: Out);
+            /// Which bound each variable is at: a kept solution's `active_mask`.
+            ACTIVE_MASK active_mask in box_entry
+                (n: U64, lower: In, upper: In, x: In, out: Out);
             /// The new pair and its products.
             NEW_PAIR_PARTIALS new_pair_partials in box_entry (n: U64, step: F64, d: In,
                 g_new: In, g: In, s: Out, y: Out, partials: Out);

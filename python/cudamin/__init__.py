@@ -185,9 +185,10 @@ class Solvers:
         On a device: ``x0`` may be a ``Session.to_device`` array of the same session, or a
         float64 CUDA array of torch, CuPy, JAX or Numba on the session's device, read where it
         lies. ``keep_on_device=True`` leaves ``x`` and ``jac`` there, as such arrays
-        (``np.asarray(res.x)`` copies one to the host); on the CPU it changes nothing. It is the
-        default for another library's CUDA array, and ``x`` and ``jac`` then come back as that
-        library's arrays (torch, CuPy, Numba), with no copy.
+        (``np.asarray(res.x)`` copies one to the host), and with bounds ``active_mask`` too
+        (−1.0, 0.0, 1.0) where L-BFGS-B kept its vectors there; on the CPU it changes nothing.
+        It is the default for another library's CUDA array, and those arrays then come back as
+        that library's (torch, CuPy, Numba), with no copy.
 
         Returns an ``OptimizeResult`` with scipy's fields and ``backend``, ``backend_reason``,
         ``jac_error`` and ``method``.
@@ -236,7 +237,9 @@ class Solvers:
         if pairs is not None:
             result["hess_inv"] = _PairsInvHessProduct(*pairs)
         if foreign is not None:
-            result["x"], result["jac"] = (foreign(result["x"]), foreign(result["jac"]))
+            for name in ("x", "jac", "active_mask"):
+                if _held(result.get(name)):
+                    result[name] = foreign(result[name])
         return OptimizeResult(result)
 
     def least_squares(self, fun, x0=None, jac="exact", bounds=(-np.inf, np.inf), method=None, ftol=1e-8,

@@ -152,6 +152,32 @@ def test_l_bfgs_b_pairs_stay_on_the_device_until_used():
         assert session.traffic()["d2h_bytes"] - solved["d2h_bytes"] == copied
 
 
+def test_a_bounded_device_start_keeps_its_solution_and_mask_on_the_device():
+    """L-BFGS-B from a session-held start, kept on the device: no vector comes back (the bounds
+    go up once), and x, jac and active_mask are device arrays holding the host start's bits."""
+    n = 40_000
+    x0 = seed_start(n)
+    upper = np.where(np.arange(n) % 3 == 0, -0.4, np.inf)
+    bounds = list(zip(np.full(n, -np.inf), upper))
+    with cudamin.Session("sim") as session:
+        expected = session.minimize("seed-expsum", x0, method="L-BFGS-B", bounds=bounds)
+        held = session.to_device(x0)
+        before = session.traffic()
+        res = session.minimize(
+            "seed-expsum", held, method="L-BFGS-B", bounds=bounds, keep_on_device=True,
+            options={"return_hess_inv": False},
+        )
+        after = session.traffic()
+        assert after["d2h_bytes"] - before["d2h_bytes"] < 8 * n, after
+        assert res.nit == expected.nit and res.nfev == expected.nfev and res.fun == expected.fun
+        for name in ("x", "jac", "active_mask"):
+            assert type(res[name]).__name__ == "DeviceArray", name
+        np.testing.assert_array_equal(np.asarray(res.x), expected.x)
+        np.testing.assert_array_equal(np.asarray(res.jac), expected.jac)
+        np.testing.assert_array_equal(np.asarray(res.active_mask), expected.active_mask)
+        assert np.asarray(res.active_mask)[::3].min() == 1.0
+
+
 def test_numpy_session_held_and_foreign_starts_give_the_same_bits():
     """numpy arrays, lists, objects with __array__ (a torch CPU tensor's protocol) and
     session-held arrays start the same solve; a solve too small to keep its vectors on the

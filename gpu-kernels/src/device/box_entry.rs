@@ -12,7 +12,8 @@
 pub(crate) use nvptx::*;
 
 mod nvptx {
-    use crate::bounds::{breakpoint, clip, is_breakpoint_after, projected, reach, room, truncated};
+    use crate::bounds::truncated;
+    use crate::bounds::{active, breakpoint, clip, is_breakpoint_after, projected, reach, room};
     use crate::device::vector_entry::vector_at;
     use crate::device::{WARP_SIZE, block_dim, block_idx, block_reduce, block_reduce_sum};
     use crate::device::{grid_dim, grid_stride, slice, thread_idx, warp_reduce};
@@ -308,6 +309,23 @@ mod nvptx {
         for i in grid_stride(n) {
             let (lo, hi) = unsafe { sides(lower, upper, i) };
             unsafe { out.add(i).write(clip(lo, hi, x[i] + step * d[i])) };
+        }
+    }
+
+    /// `out[i] ←` which bound `x[i]` is at ([`active`](crate::bounds::active)).
+    #[inline(always)]
+    pub(crate) unsafe fn active_mask(
+        n: usize,
+        lower: *const f64,
+        upper: *const f64,
+        x: *const f64,
+        out: *mut f64,
+    ) {
+        // SAFETY: as in `box_path_partials`.
+        let x = unsafe { slice(x, n) };
+        for i in grid_stride(n) {
+            let (lo, hi) = unsafe { sides(lower, upper, i) };
+            unsafe { out.add(i).write(active(lo, hi, x[i])) };
         }
     }
 

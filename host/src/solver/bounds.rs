@@ -86,12 +86,8 @@ impl Bounds {
             .map(|(i, &v)| {
                 if is_held(fixed, i) {
                     0
-                } else if v == self.lower[i] {
-                    -1
-                } else if v == self.upper[i] {
-                    1
                 } else {
-                    0
+                    gpu_kernels::bounds::active(self.lower[i], self.upper[i], v) as i32
                 }
             })
             .collect()

@@ -55,7 +55,7 @@
 
 use super::line_search::Evaluated;
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
-use super::options::{Options, check_memory, check_start_of_len};
+use super::options::{Options, check_limited_memory_len};
 use super::quasi_newton::{self, InverseHessian, Taken, Trial};
 use super::result::{Iterate, OptimizeResult, SolveError};
 use super::start::Start;
@@ -83,8 +83,7 @@ pub(super) fn minimize_from(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    check_start_of_len(objective, x0.len(), options)?;
-    check_memory(options)?;
+    check_limited_memory_len(objective, x0.len(), options)?;
     if let Some(on_device) = super::workspace::device_of(objective, x0.len())? {
         let mut workspace = super::workspace::DeviceWorkspace::new(on_device)?;
         return run(&mut workspace, x0, options, observer);

@@ -99,12 +99,12 @@ pub fn minimize_with_observer(
 }
 
 /// [`minimize_with_observer`] from a start kept on a GPU backend's device
-/// ([`Backend::to_device`](crate::backend::Backend::to_device)). L-BFGS, and BFGS past its
-/// dense limit, keep their vectors on that device for a term problem loaded there with at
-/// least 2¹⁵ variables: `x0` is copied on the device and checked finite there, and nothing but
-/// scalars crosses to the host until the end (see
-/// [`Options::keep_on_device`](Options::keep_on_device)). Every other solve (L-BFGS-B, bounds,
-/// fixed variables, a smaller or host problem) copies `x0` to the host once first.
+/// ([`Backend::to_device`](crate::backend::Backend::to_device)). L-BFGS, BFGS past its dense
+/// limit and L-BFGS-B keep their vectors on that device for a term problem loaded there with
+/// at least 2¹⁵ variables: `x0` is copied on the device and checked finite (and clipped into
+/// the box) there, and nothing but scalars and the Cauchy walk's rows crosses to the host until
+/// the end (see [`Options::keep_on_device`](Options::keep_on_device)). Every other solve
+/// (fixed variables, a smaller or host problem) copies `x0` to the host once first.
 pub fn minimize_from_device(
     objective: &mut dyn Objective,
     x0: &DeviceArray,
@@ -120,6 +120,9 @@ pub fn minimize_from_device(
             bfgs::minimize_with(objective, start, options, observer, switch)
         }
         Method::Lbfgs if free => lbfgs::minimize_from(objective, start, options, observer),
+        Method::LbfgsB if options.fixed.is_none() => {
+            lbfgsb::minimize_from(objective, start, options, observer)
+        }
         _ => {
             let x0 = x0.to_host().map_err(EvalError::from)?;
             minimize_with_observer(objective, &x0, method, options, observer)

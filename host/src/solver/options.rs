@@ -83,10 +83,11 @@ pub struct Options {
     /// columns); the counts are the evaluations made. `None`: every variable free.
     pub fixed: Option<Vec<bool>>,
     /// Leave the solution and its gradient on the device where the solve kept its vectors
-    /// there: L-BFGS, and BFGS past its dense limit, on a term problem loaded on a GPU backend,
-    /// from 2¹⁵ variables up. They are then in
-    /// [`OptimizeResult::on_device`](super::OptimizeResult::on_device), and its `x` and `jac`
-    /// are empty. Elsewhere it changes nothing. Default `false`.
+    /// there: L-BFGS, L-BFGS-B (without fixed variables), and BFGS past its dense limit, on a
+    /// term problem loaded on a GPU backend, from 2¹⁵ variables up. They are then in
+    /// [`OptimizeResult::on_device`](super::OptimizeResult::on_device) (with L-BFGS-B's
+    /// `active_mask` within bounds), and its `x` and `jac` are empty. Elsewhere it changes
+    /// nothing. Default `false`.
     pub keep_on_device: bool,
 }
 
@@ -195,6 +196,17 @@ pub(super) fn check_limited_memory_start(
     options: &Options,
 ) -> Result<(), SolveError> {
     check_start(objective, x0, options)?;
+    check_memory(options)
+}
+
+/// [`check_limited_memory_start`] but for finiteness, which the solve's workspace checks where
+/// the start lies.
+pub(super) fn check_limited_memory_len(
+    objective: &dyn Objective,
+    n: usize,
+    options: &Options,
+) -> Result<(), SolveError> {
+    check_start_of_len(objective, n, options)?;
     check_memory(options)
 }
 

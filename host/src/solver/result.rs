@@ -114,6 +114,9 @@ pub struct DeviceSolution {
     pub x: DeviceArray,
     /// `∇f(x)`, as the solver last computed it.
     pub jac: DeviceArray,
+    /// For a solve within bounds, which bound each variable is at: −1.0 its lower, 1.0 its
+    /// upper, 0.0 neither ([`Bounds::active_mask`](crate::Bounds::active_mask)'s rule).
+    pub active_mask: Option<DeviceArray>,
 }
 
 /// The result of a solve, like scipy's `OptimizeResult`.

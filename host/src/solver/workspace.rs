@@ -5,6 +5,7 @@
 //! that space's vectors. The solver's logic is written once, over the trait: its arithmetic goes
 //! through [`Workspace::space_mut`], its evaluations through the workspace itself.
 
+use crate::backend::DeviceArray;
 use crate::linalg::vector;
 use crate::objective::{
     DeviceVector, DeviceVectors, EvalError, GradientError, Objective, OnDevice, gradient_error,
@@ -65,6 +66,13 @@ pub(super) trait Workspace {
         g: Self::Vector,
         keep: bool,
     ) -> Result<Finished, EvalError>;
+
+    /// `v` as an array a result keeps on the device, where the vectors are there; `None` on
+    /// the host.
+    fn kept(&mut self, v: Self::Vector) -> Option<DeviceArray> {
+        let _ = v;
+        None
+    }
 
     /// `f(x)`.
     fn value(&mut self, x: &Self::Vector) -> Result<f64, EvalError>;
@@ -288,11 +296,16 @@ impl Workspace for DeviceWorkspace<'_> {
             let kept = DeviceSolution {
                 x: self.space.into_array(x),
                 jac: self.space.into_array(g),
+                active_mask: None,
             };
             return Ok((Vec::new(), Vec::new(), Some(kept)));
         }
         let x = self.space.host_vector(x)?;
         Ok((x, self.space.host_vector(g)?, None))
+    }
+
+    fn kept(&mut self, v: DeviceVector) -> Option<DeviceArray> {
+        Some(self.space.into_array(v))
     }
 
     fn value(&mut self, x: &DeviceVector) -> Result<f64, EvalError> {

@@ -257,6 +257,15 @@ pub trait BoxSpace: VectorSpace {
         out: &mut Self::Vector,
     ) -> Result<(), EvalError>;
 
+    /// `out[i] ←` which bound `x[i]` is at: −1 its lower, 1 its upper, 0 neither
+    /// ([`active`](gpu_kernels::bounds::active)).
+    fn active_mask(
+        &mut self,
+        bounds: &BoxVectors<Self::Vector>,
+        x: &Self::Vector,
+        out: &mut Self::Vector,
+    ) -> Result<(), EvalError>;
+
     /// The new pair from the step `step·d` that took the gradient from `g` to `g_new`:
     /// `s ← step·d` and `y ← g_new − g`, with their products, in one pass.
     fn new_pair(

@@ -281,14 +281,15 @@ impl Catalog {
                     cudamin::minimize_from_device(objective, x0, method, &options, &mut see)?
                 }
             };
-            // Bounded solves run on host vectors: their `x` is here.
             let active_mask = (options.bounds.as_ref())
+                .filter(|_| result.on_device.is_none())
                 .map(|b| b.active_mask(&result.x, options.fixed.as_deref()));
             // A solve whose vectors were on the host hands its solution to the device here.
             if keep_on_device && result.on_device.is_none() && backend.device_summary().is_some() {
                 result.on_device = Some(DeviceSolution {
                     x: backend.to_device(&std::mem::take(&mut result.x))?,
                     jac: backend.to_device(&std::mem::take(&mut result.jac))?,
+                    active_mask: None,
                 });
             }
             Ok(Ran {
@@ -309,6 +310,9 @@ impl Catalog {
         if let Some(kept) = on_device {
             out.set_item("x", DeviceArray { array: kept.x })?;
             out.set_item("jac", DeviceArray { array: kept.jac })?;
+            if let Some(mask) = kept.active_mask {
+                out.set_item("active_mask", DeviceArray { array: mask })?;
+            }
         }
         out.set_item("nit", r.nit)?;
         out.set_item("nfev", r.nfev)?;

@@ -418,6 +418,17 @@ impl BoxSpace for DeviceVectors {
         Ok(self.launch_elementwise(&launch)?)
     }
 
+    fn active_mask(
+        &mut self,
+        bounds: &BoxVectors<DeviceVector>,
+        x: &DeviceVector,
+        out: &mut DeviceVector,
+    ) -> Result<(), EvalError> {
+        let (n, (lower, upper)) = (self.dim(), addresses(Some(bounds)));
+        let launch = Launch::active_mask(n, lower, upper, address(x), address(out));
+        Ok(self.launch_elementwise(&launch)?)
+    }
+
     fn new_pair(
         &mut self,
         step: f64,

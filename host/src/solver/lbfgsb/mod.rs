@@ -47,20 +47,23 @@
 
 mod cauchy;
 mod compact;
+mod ray;
 mod step;
 
 use super::bounds::Bounds;
-use super::line_search::{Accepted, Evaluated, Line, PreEvaluated, search_in_box};
+use super::line_search::{Accepted, Evaluated, PreEvaluated, search_in_box};
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
-use super::options::{Options, check_limited_memory_start};
+use super::options::{Options, check_limited_memory_len, check_limited_memory_start};
 use super::quasi_newton::Trial;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use super::workspace::{DeviceWorkspace, HostWorkspace, Workspace, device_of};
+use super::start::Start;
+use super::workspace::{DeviceWorkspace, Finished, HostWorkspace, Workspace, device_of};
 use crate::objective::{EvalError, GradientError, Objective};
 use crate::solver::trial_sweep::TrialSweep;
 use crate::space::{BoxSpace, BoxVectors, VectorSpace};
 use cauchy::{cauchy_point, steepest_path};
 use compact::Compact;
+use ray::BoxRay;
 use std::ops::ControlFlow;
 use step::{Target, subspace_step, unbounded_step};
 
@@ -79,6 +82,18 @@ pub fn minimize(
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
     check_limited_memory_start(objective, x0, options)?;
+    minimize_from(objective, Start::Host(x0), options, observer)
+}
+
+/// [`minimize`] from `x0` where it lies: a start on the device is checked finite and moved into
+/// the box there.
+pub(super) fn minimize_from(
+    objective: &mut dyn Objective,
+    x0: Start<'_>,
+    options: &Options,
+    observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
+) -> Result<OptimizeResult, SolveError> {
+    check_limited_memory_len(objective, x0.len(), options)?;
     if options.maxls == 0 {
         return Err(super::result::invalid_option(
             "maxls",
@@ -104,7 +119,7 @@ pub fn minimize(
 /// objective loaded there and at least `DEVICE_MIN_LEN` variables, else in host memory.
 fn solve(
     objective: &mut dyn Objective,
-    x0: &[f64],
+    x0: Start<'_>,
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     bounds: &Bounds,
@@ -152,21 +167,36 @@ where
         })
     }
 
+    /// `x0` in the workspace's space, in the box: clipped on the host before its one copy to
+    /// the device, or where it lies on the device (`x0 + 0·x0` is `x0` to the bit, then
+    /// clipped).
+    fn start(&mut self, x0: Start<'_>) -> Result<W::Vector, SolveError> {
+        let Start::Host(values) = x0 else {
+            let x = self.workspace.start(x0)?;
+            let Some(box_) = &self.box_ else {
+                return Ok(x);
+            };
+            let space = self.workspace.space_mut();
+            let mut clipped = space.zeros()?;
+            space.clipped_ray_point(box_, &x, 0.0, &x, &mut clipped)?;
+            return Ok(clipped);
+        };
+        let bounds = self.bounds;
+        let clipped: Vec<f64> = (values.iter().enumerate())
+            .map(|(i, &v)| bounds.clip(i, v))
+            .collect();
+        Ok(self.workspace.space_mut().upload(&clipped)?)
+    }
+
     fn run(
         &mut self,
-        x0: &[f64],
+        x0: Start<'_>,
         options: &Options,
         observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     ) -> Result<OptimizeResult, SolveError> {
         let bounds = self.bounds;
-        let clipped: Vec<f64> = x0
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| bounds.clip(i, v))
-            .collect();
+        let mut x = self.start(x0)?;
         let space = self.workspace.space_mut();
-        let mut x = space.upload(&clipped)?;
-        drop(clipped);
         let mut g = space.zeros()?;
         let mut trial = space.zeros()?;
         let mut trial_g = space.zeros()?;
@@ -395,12 +425,12 @@ where
         } else {
             (None, None)
         };
-        let space = self.workspace.space_mut();
+        let (x, jac, on_device) = self.finish(x, g, options.keep_on_device)?;
         Ok(OptimizeResult {
-            x: space.host_vector(x)?,
+            x,
             fun: f,
-            jac: space.host_vector(g)?,
-            on_device: None,
+            jac,
+            on_device,
             jac_error,
             hess_inv: None,
             hess_inv_pairs,
@@ -412,6 +442,25 @@ where
             success: status.success(),
             message: status.message().to_owned(),
         })
+    }
+
+    /// The solution for the result ([`Workspace::finish`]); one kept on the device has its
+    /// `active_mask` made there.
+    fn finish(&mut self, x: W::Vector, g: W::Vector, keep: bool) -> Result<Finished, EvalError> {
+        let mask = match &self.box_ {
+            Some(box_) if keep => {
+                let space = self.workspace.space_mut();
+                let mut mask = space.zeros()?;
+                space.active_mask(box_, &x, &mut mask)?;
+                Some(mask)
+            }
+            _ => None,
+        };
+        let (x, jac, mut on_device) = self.workspace.finish(x, g, keep)?;
+        if let Some(kept) = on_device.as_mut() {
+            kept.active_mask = mask.and_then(|mask| self.workspace.kept(mask));
+        }
+        Ok((x, jac, on_device))
     }
 
     /// The error in the projected gradient at `x` (of `g`), against the objective's reference
@@ -517,76 +566,4 @@ fn made<T>(
         None => make()?,
     };
     Ok(slot.insert(value))
-}
-
-/// The line `x + α·d` within the box: at `α = 1` exactly the target `x̄` where one was
-/// written, and every point clipped into the box (rounding would otherwise put a point on a
-/// bound a hair outside).
-struct BoxRay<'r, 's, W: Workspace> {
-    solver: &'r mut Solver<'s, W>,
-    origin: &'r W::Vector,
-    direction: &'r W::Vector,
-    /// `x̄`; `None` after the unbounded step's trial sweep, whose line has no box: there
-    /// `x + 1·d` is `x̄`'s bits.
-    target: Option<&'r W::Vector>,
-    point: &'r mut W::Vector,
-    gradient: &'r mut W::Vector,
-    /// The trial `point` and `gradient` hold from before the search (the trial sweep's).
-    pre_evaluated: PreEvaluated,
-}
-
-impl<W> BoxRay<'_, '_, W>
-where
-    W: Workspace,
-    W::Space: BoxSpace,
-{
-    fn move_to(&mut self, step: f64) -> Result<(), EvalError> {
-        let Solver {
-            workspace, box_, ..
-        } = &mut *self.solver;
-        let space = workspace.space_mut();
-        let (origin, direction) = (self.origin, self.direction);
-        if step == 1.0
-            && let Some(target) = self.target
-        {
-            return space.copy(target, self.point);
-        }
-        match box_ {
-            // Nothing to clip to: the box's two vectors need no reading.
-            None => space.ray_point(origin, step, direction, self.point),
-            Some(box_) => space.clipped_ray_point(box_, origin, step, direction, self.point),
-        }
-    }
-}
-
-impl<W> Line for BoxRay<'_, '_, W>
-where
-    W: Workspace,
-    W::Space: BoxSpace,
-{
-    fn value(&mut self, step: f64) -> Result<f64, EvalError> {
-        self.pre_evaluated.release();
-        self.move_to(step)?;
-        self.solver.nfev += 1;
-        self.solver.workspace.value(self.point)
-    }
-
-    fn slope(&mut self) -> Result<f64, EvalError> {
-        self.solver.njev += 1;
-        let workspace = &mut *self.solver.workspace;
-        workspace.gradient(self.point, self.gradient)?;
-        workspace.space_mut().dot(self.gradient, self.direction)
-    }
-
-    fn value_and_slope(&mut self, step: f64) -> Result<(f64, f64), EvalError> {
-        if let Some(known) = self.pre_evaluated.take(step) {
-            self.solver.nfev += 1;
-            self.solver.njev += 1;
-            return Ok(known);
-        }
-        self.move_to(step)?;
-        self.solver.nfev += 1;
-        self.solver.njev += 1;
-        (self.solver.workspace).value_and_slope(self.point, self.gradient, self.direction)
-    }
 }

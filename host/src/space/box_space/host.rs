@@ -5,7 +5,8 @@ use super::{BoxSpace, BoxVectors, Breakpoint, PairSums};
 use crate::error::EvalError;
 use crate::linalg::vector;
 use crate::space::{HostVectors, VectorSpace};
-use gpu_kernels::bounds::{breakpoint, clip, is_breakpoint, projected, reach, room, truncated};
+use gpu_kernels::bounds::truncated;
+use gpu_kernels::bounds::{active, breakpoint, clip, is_breakpoint, projected, reach, room};
 use gpu_kernels::kernel::nan_max;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -305,6 +306,17 @@ impl BoxSpace for HostVectors {
     ) -> Result<(), EvalError> {
         let (lower, upper) = (&bounds.lower, &bounds.upper);
         vector::update_indexed(out, |i, _| clip(lower[i], upper[i], x[i] + step * d[i]));
+        Ok(())
+    }
+
+    fn active_mask(
+        &mut self,
+        bounds: &BoxVectors<Vec<f64>>,
+        x: &Vec<f64>,
+        out: &mut Vec<f64>,
+    ) -> Result<(), EvalError> {
+        let (lower, upper) = (&bounds.lower, &bounds.upper);
+        vector::update_indexed(out, |i, _| active(lower[i], upper[i], x[i]));
         Ok(())
     }
 
