@@ -1056,6 +1056,20 @@ fn box_passes_match_the_host(device: &mut DeviceVectors, n: usize) {
         .clipped_ray_point(&device_box, &dx, 0.7, &d_direction, &mut d_point)
         .unwrap();
     assert_eq!(down(device, &d_point), point);
+    // Which bound each clipped point is at: some at each, the rest inside.
+    let mut mask = vec![0.0; n];
+    host.active_mask(&host_box, &point, &mut mask).unwrap();
+    let mut d_mask = device.zeros().unwrap();
+    device
+        .active_mask(&device_box, &d_point, &mut d_mask)
+        .unwrap();
+    assert_eq!(down(device, &d_mask), mask);
+    let expected = bounds.active_mask(&point, None);
+    assert_eq!(
+        mask,
+        expected.iter().map(|&a| f64::from(a)).collect::<Vec<_>>()
+    );
+    assert!([-1.0, 0.0, 1.0].iter().all(|a| mask.contains(a)));
     let g_new = ramp(&|i| (i as f64 * 0.23).sin() - 0.1);
     let d_g_new = up(device, &g_new);
     let (mut s, mut y) = (vec![0.0; n], vec![0.0; n]);
