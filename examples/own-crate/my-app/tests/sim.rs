@@ -6,7 +6,7 @@
 use cudamin::kernels::{L2Penalty, LeastSquares, SumOfSquares};
 use cudamin::plumbing::gpu::{DeviceVectors, ptx, simulated_entries};
 use cudamin::plumbing::objective::{FixedObjective, Held};
-use cudamin::plumbing::space::{BoxSpace, BoxVectors, VectorSpace};
+use cudamin::plumbing::space::{BoxSpace, BoxVectors, Breakpoint, HostVectors, VectorSpace};
 use cudamin::problems::fit::Model;
 use cudamin::problems::fit_batch::{
     BLOCK_MIN_POINTS, Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
@@ -421,6 +421,50 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         .unwrap();
     // s = (0.125, −1), y = x − g = (2, 6).
     assert_eq!([pair.sy, pair.gs, pair.g_new_max], [-5.75, 3.875, 2.0]);
+
+    // The Cauchy walk's later breakpoints sorted on the device, past one tile of the sort so
+    // that a step between tiles runs too, and a solution's active mask: over 1 100 variables of
+    // cudamin's L2Penalty, against the host's. Times 0 to 12, many alike; 0 is no breakpoint.
+    let n = 1_100;
+    let weights: Vec<f64> = (0..2 * n).map(|i| if i < n { 1.0 } else { 0.0 }).collect();
+    let problem = TermProblem::<L2Penalty>::with_data(n, weights, n).unwrap();
+    let mut wide = TermObjective::new(sim.load(problem).unwrap(), Gradient::Exact);
+    let mut space = cudamin::OnBackend::device(&mut wide)
+        .unwrap()
+        .unwrap()
+        .vectors()
+        .unwrap();
+    let mut host = HostVectors::new(n);
+    let times: Vec<f64> = (0..n).map(|i| ((i * 7) % 13) as f64).collect();
+    let on_device = space.upload(&times).unwrap();
+    let (mut d_later, mut h_later) = (Default::default(), Default::default());
+    let after = Breakpoint(3.0, 500);
+    space.order_later(&on_device, after, &mut d_later).unwrap();
+    host.order_later(&times, after, &mut h_later).unwrap();
+    let (mut d_rows, mut h_rows, mut met) = (Vec::new(), Vec::new(), 0);
+    loop {
+        let d = (space.next_later(&mut d_later, &[&on_device], 400, &mut d_rows)).unwrap();
+        let h = (host.next_later(&mut h_later, &[&times], 400, &mut h_rows)).unwrap();
+        assert_eq!((&d, &d_rows), (&h, &h_rows));
+        if d.is_empty() {
+            break;
+        }
+        met += d.len();
+    }
+    assert_eq!(
+        met,
+        (0..n).filter(|&i| Breakpoint(times[i], i) > after).count()
+    );
+    let bounds = BoxVectors {
+        lower: space.upload(&vec![0.0; n]).unwrap(),
+        upper: space.upload(&vec![12.0; n]).unwrap(),
+    };
+    let mut mask = space.zeros().unwrap();
+    space.active_mask(&bounds, &on_device, &mut mask).unwrap();
+    let expected: Vec<f64> = (times.iter())
+        .map(|&t| f64::from(i8::from(t == 12.0) - i8::from(t == 0.0)))
+        .collect();
+    assert_eq!(space.download(&mask).unwrap().to_vec(), expected);
 
     // A variable held fixed (the intercept, at 2): the free one placed into the whole point and
     // its partial gathered out, on the device, as the host writes and reads them.

@@ -169,6 +169,7 @@ impl BoxSpace for DeviceVectors {
         count: usize,
         rows: &mut Vec<f64>,
     ) -> Result<Vec<Breakpoint>, EvalError> {
+        rows.clear();
         let at = later.read;
         let count = count.min(self.dim().saturating_sub(at));
         let views = (later.keys.as_ref()).zip(later.indices.as_ref());
