@@ -2,7 +2,7 @@
 
 mod solver_common;
 
-use cudamin::{Method, Options, SolveError};
+use cudamin::{Bounds, Method, Options, SolveError};
 use ndarray::{Array2, array};
 use proptest::prelude::*;
 use solver_common::*;
@@ -43,11 +43,23 @@ fn x0_of_the_wrong_length() {
 
 #[test]
 fn non_finite_x0() {
-    for method in METHODS {
+    // L-BFGS-B too, in a box: a start is refused before it is clipped into it.
+    let boxed = Options {
+        bounds: Some(Bounds {
+            lower: vec![-1.0; 2],
+            upper: vec![1.0; 2],
+        }),
+        ..Options::default()
+    };
+    let cases = (METHODS.iter().map(|&method| (method, Options::default()))).chain([
+        (Method::LbfgsB, Options::default()),
+        (Method::LbfgsB, boxed),
+    ]);
+    for (method, options) in cases {
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let error = error_for(method, &[0.0, bad], &Options::default());
+            let error = error_for(method, &[0.0, bad], &options);
             let SolveError::NonFiniteX0 { index: 1, value } = error else {
-                panic!("{error:?}")
+                panic!("{method:?}: {error:?}")
             };
             assert_eq!(value.to_bits(), bad.to_bits());
         }

@@ -189,18 +189,9 @@ pub(super) fn held(fixed: Option<&[bool]>, x0: &[f64]) -> Result<Option<Held>, S
     Ok(Held::new(x0, fixed))
 }
 
-/// [`check_start`], and a memory of at least one pair: what the limited-memory methods check.
-pub(super) fn check_limited_memory_start(
-    objective: &dyn Objective,
-    x0: &[f64],
-    options: &Options,
-) -> Result<(), SolveError> {
-    check_start(objective, x0, options)?;
-    check_memory(options)
-}
-
-/// [`check_limited_memory_start`] but for finiteness, which the solve's workspace checks where
-/// the start lies.
+/// The length and the shared options ([`check_start_of_len`]), and a memory of at least one
+/// pair: what the limited-memory methods check before their workspace checks the start where it
+/// lies.
 pub(super) fn check_limited_memory_len(
     objective: &dyn Objective,
     n: usize,

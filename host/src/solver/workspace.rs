@@ -67,6 +67,10 @@ pub(super) trait Workspace {
         keep: bool,
     ) -> Result<Finished, EvalError>;
 
+    /// Whether the vectors live on a device, where [`finish`](Workspace::finish) can keep
+    /// them.
+    const ON_DEVICE: bool = false;
+
     /// `v` as an array a result keeps on the device, where the vectors are there; `None` on
     /// the host.
     fn kept(&mut self, v: Self::Vector) -> Option<DeviceArray> {
@@ -254,6 +258,7 @@ impl<'e> DeviceWorkspace<'e> {
 impl Workspace for DeviceWorkspace<'_> {
     type Vector = DeviceVector;
     type Space = DeviceVectors;
+    const ON_DEVICE: bool = true;
 
     fn space(&self) -> &DeviceVectors {
         &self.space

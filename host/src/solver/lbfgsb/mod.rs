@@ -53,10 +53,10 @@ mod step;
 use super::bounds::Bounds;
 use super::line_search::{Accepted, Evaluated, PreEvaluated, search_in_box};
 use super::memory::{DirectionProducts, Memory, Pair, PairProducts, SweptGradient};
-use super::options::{Options, check_limited_memory_len, check_limited_memory_start};
+use super::options::{Options, check_limited_memory_len};
 use super::quasi_newton::Trial;
 use super::result::{Iterate, OptimizeResult, SolveError, Status};
-use super::start::Start;
+use super::start::{Start, non_finite};
 use super::workspace::{DeviceWorkspace, Finished, HostWorkspace, Workspace, device_of};
 use crate::objective::{EvalError, GradientError, Objective};
 use crate::solver::trial_sweep::TrialSweep;
@@ -81,7 +81,6 @@ pub fn minimize(
     options: &Options,
     observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
 ) -> Result<OptimizeResult, SolveError> {
-    check_limited_memory_start(objective, x0, options)?;
     minimize_from(objective, Start::Host(x0), options, observer)
 }
 
@@ -167,25 +166,29 @@ where
         })
     }
 
-    /// `x0` in the workspace's space, in the box: clipped on the host before its one copy to
-    /// the device, or where it lies on the device (`x0 + 0·x0` is `x0` to the bit, then
-    /// clipped).
-    fn start(&mut self, x0: Start<'_>) -> Result<W::Vector, SolveError> {
+    /// `x0` in the workspace's space, in the box, refused unless every entry is finite:
+    /// clipped on the host before its one copy to the device, or where it lies on the device
+    /// (`x0 + 0·x0` is `x0` to the bit, then clipped). A start clipped on the device comes
+    /// with its unclipped copy, spare storage for the solve's next vector.
+    fn start(&mut self, x0: Start<'_>) -> Result<(W::Vector, Option<W::Vector>), SolveError> {
         let Start::Host(values) = x0 else {
             let x = self.workspace.start(x0)?;
             let Some(box_) = &self.box_ else {
-                return Ok(x);
+                return Ok((x, None));
             };
             let space = self.workspace.space_mut();
             let mut clipped = space.zeros()?;
             space.clipped_ray_point(box_, &x, 0.0, &x, &mut clipped)?;
-            return Ok(clipped);
+            return Ok((clipped, Some(x)));
         };
+        if let Some(error) = non_finite(values) {
+            return Err(error);
+        }
         let bounds = self.bounds;
         let clipped: Vec<f64> = (values.iter().enumerate())
             .map(|(i, &v)| bounds.clip(i, v))
             .collect();
-        Ok(self.workspace.space_mut().upload(&clipped)?)
+        Ok((self.workspace.space_mut().upload(&clipped)?, None))
     }
 
     fn run(
@@ -195,9 +198,13 @@ where
         observer: &mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
     ) -> Result<OptimizeResult, SolveError> {
         let bounds = self.bounds;
-        let mut x = self.start(x0)?;
+        let (mut x, spare_start) = self.start(x0)?;
         let space = self.workspace.space_mut();
-        let mut g = space.zeros()?;
+        // The first evaluation writes every entry of g.
+        let mut g = match spare_start {
+            Some(storage) => storage,
+            None => space.zeros()?,
+        };
         let mut trial = space.zeros()?;
         let mut trial_g = space.zeros()?;
         let mut direction = space.zeros()?;
@@ -445,10 +452,11 @@ where
     }
 
     /// The solution for the result ([`Workspace::finish`]); one kept on the device has its
-    /// `active_mask` made there.
+    /// `active_mask` made there. Host vectors are never kept: the result's caller makes their
+    /// mask from `x`.
     fn finish(&mut self, x: W::Vector, g: W::Vector, keep: bool) -> Result<Finished, EvalError> {
         let mask = match &self.box_ {
-            Some(box_) if keep => {
+            Some(box_) if keep && W::ON_DEVICE => {
                 let space = self.workspace.space_mut();
                 let mut mask = space.zeros()?;
                 space.active_mask(box_, &x, &mut mask)?;
