@@ -127,7 +127,14 @@ mod nvptx {
             if l >= n {
                 continue;
             }
-            let (a, b) = unsafe { (entry(keys, indices, i), entry(keys, indices, l)) };
+            let (key_a, key_b) = unsafe { (keys.add(i).read(), keys.add(l).read()) };
+            // Where the keys alone keep the pair as it is, its indices are not read: only a
+            // swap moves them, and only a tie compares them.
+            if key_a < key_b {
+                continue;
+            }
+            let index = |at: usize| unsafe { indices.add(at).read().to_bits() };
+            let (a, b) = ((key_a, index(i)), (key_b, index(l)));
             if sorts_before(b, a) {
                 unsafe {
                     store(keys, indices, i, b);
