@@ -11,12 +11,15 @@ use crate::Dual;
 use crate::float::Float;
 use crate::kernel::normal::{ExactRow, JacobianRow};
 use crate::kernel::triangle::{Reflection, reflection};
-use crate::raw::{Out, RawParam, Thread};
+use crate::raw::{Out, Thread};
 use crate::single::Single;
 use crate::term::{Data, Term, Vars};
 use core::iter::StepBy;
 use core::marker::PhantomData;
 use core::ops::Range;
+
+mod names;
+pub use names::{PARAMS, POISSON_SUFFIX, SUFFIX, is_named};
 
 /// The rows a fit folds at once into its triangle: a reflection waits on a square root and two
 /// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
@@ -293,55 +296,6 @@ fn fit_into<T: Term, F: Float, const L: usize, C: Crew>(
     }
 }
 
-/// The end of a batch kernel's name by least squares: its residual term's registered name,
-/// then this (`fit_gauss_2d_batch`). The host finds a kernel crate's batch kernels by it and
-/// checks that a model runs its own term's.
-pub const SUFFIX: &str = "_batch";
-
-/// The same for a batch kernel by Poisson likelihood (`fit_gauss_2d_poisson_batch`).
-pub const POISSON_SUFFIX: &str = "_poisson_batch";
-
-/// Whether `kernel` is named `term` then `suffix`, in a `const` context.
-pub const fn is_named(kernel: &str, term: &str, suffix: &str) -> bool {
-    let (kernel, term, suffix) = (kernel.as_bytes(), term.as_bytes(), suffix.as_bytes());
-    if kernel.len() != term.len() + suffix.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < kernel.len() {
-        let expected = if i < term.len() {
-            term[i]
-        } else {
-            suffix[i - term.len()]
-        };
-        if kernel[i] != expected {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// The parameters of every batch kernel and of its block form, in order (see
-/// [`batch_kernel!`](crate::batch_kernel)).
-pub const PARAMS: &[RawParam] = {
-    use crate::raw::Arg::{F64, In, Out, U64};
-    &[
-        In(()),
-        In(()),
-        In(()),
-        Out(()),
-        U64(()),
-        U64(()),
-        F64(()),
-        F64(()),
-        F64(()),
-        F64(()),
-        U64(()),
-        U64(()),
-    ]
-};
-
 /// Who computes a batch's fits: a thread alone ([`Alone`]), one fit after another, or on the
 /// GPU a block's threads together (`lm::block::Together`), each fit by all of them. Every thread
 /// of a crew runs the same loop on the same sums, so each barrier a crew's methods wait at is
@@ -584,37 +538,5 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Passes<F> for Rows<'_, T, F, L,
             sum += residual * residual;
         }
         Ok(self.crew.total(sum))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A batch kernel is its term's by name alone: the whole name, the term's then the suffix.
-    #[test]
-    fn a_kernel_is_named_after_its_terms_registration() {
-        assert!(is_named("fit_gauss_2d_batch", "fit_gauss_2d", SUFFIX));
-        assert!(is_named(
-            "fit_gauss_2d_poisson_batch",
-            "fit_gauss_2d",
-            POISSON_SUFFIX
-        ));
-        assert!(!is_named(
-            "fit_gauss_2d_poisson_batch",
-            "fit_gauss_2d",
-            SUFFIX
-        ));
-        assert!(!is_named(
-            "fit_gauss_2d_elliptic_batch",
-            "fit_gauss_2d",
-            SUFFIX
-        ));
-        assert!(!is_named(
-            "fit_gauss_2d_batch",
-            "fit_gauss_2d_elliptic",
-            SUFFIX
-        ));
-        assert!(!is_named("fit_gauss_2e_batch", "fit_gauss_2d", SUFFIX));
     }
 }

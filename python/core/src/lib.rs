@@ -20,9 +20,9 @@
 //! );
 //! ```
 //!
-//! Each call converts its arguments (args.rs), solves with the GIL released, watched by the
-//! observer that calls back into Python (observe.rs), and returns a dict (solve.rs); failures
-//! become Python exceptions (errors.rs).
+//! Each call converts its arguments (args.rs; a problem named by the call, named.rs), solves
+//! with the GIL released, watched by the observer that calls back into Python (observe.rs),
+//! and returns a dict (solve.rs); failures become Python exceptions (errors.rs).
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +31,7 @@ mod batch;
 mod catalog;
 mod device;
 mod errors;
+mod named;
 mod observe;
 mod pairs;
 mod session;

@@ -16,7 +16,8 @@
 
 use super::abi::Launch;
 use super::driver::Buffer;
-use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
+use super::launcher::thread_per_row;
+use super::vectors::{DeviceVector, DeviceVectors, address_word};
 use crate::error::{BackendError, EvalError};
 use crate::space::{BoxSpace, BoxVectors, Breakpoint, PairSums, VectorSpace};
 use gpu_kernels::bounds::is_breakpoint_after;

@@ -6,9 +6,10 @@
 
 use super::abi::Launch;
 use super::driver::Buffer;
+use super::launcher::thread_per_row;
 use super::launcher::{Launcher, check_lengths};
 use super::on_device::DeviceEvaluator;
-use super::vectors::{DeviceVector, DeviceVectors, address_word, thread_per_row};
+use super::vectors::{DeviceVector, DeviceVectors, address_word};
 use crate::error::BackendError;
 use gpu_kernels::Gradient;
 use std::sync::Arc;

@@ -411,3 +411,12 @@ pub(super) fn check_lengths(what: &str, buffer: usize, other: usize) -> Result<(
         })
     }
 }
+
+/// A thread for each of `rows` rows of partials, whole warps, as few blocks as that takes.
+pub(super) fn thread_per_row(rows: usize) -> LaunchConfig {
+    let warps = rows.div_ceil(32) as u32;
+    LaunchConfig {
+        blocks: warps.div_ceil(32),
+        threads: 32 * warps.min(32),
+    }
+}

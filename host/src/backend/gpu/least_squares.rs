@@ -10,7 +10,7 @@ use super::abi::Launch;
 use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
 use super::launcher::Launcher;
-use super::vectors::thread_per_row;
+use super::launcher::thread_per_row;
 use crate::backend::launch::LaunchConfig;
 use crate::backend::mpi::{Factor, Layout, Partials, Share};
 use crate::backend::problem::TermProblem;

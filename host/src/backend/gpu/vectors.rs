@@ -9,7 +9,7 @@
 use super::abi::Launch;
 use super::array::DeviceArray;
 use super::driver::Buffer;
-use super::launcher::Launcher;
+use super::launcher::{Launcher, thread_per_row};
 use super::tables::Tables;
 use crate::backend::launch::LaunchConfig;
 use crate::error::{BackendError, EvalError};
@@ -573,15 +573,6 @@ impl VectorSpace for DeviceVectors {
 
     fn copy(&mut self, from: &DeviceVector, to: &mut DeviceVector) -> Result<(), EvalError> {
         Ok(self.launcher.copy(&from.0, &to.0)?)
-    }
-}
-
-/// A thread for each of `rows` rows of partials, whole warps, as few blocks as that takes.
-pub(super) fn thread_per_row(rows: usize) -> LaunchConfig {
-    let warps = rows.div_ceil(32) as u32;
-    LaunchConfig {
-        blocks: warps.div_ceil(32),
-        threads: 32 * warps.min(32),
     }
 }
 
