@@ -28,7 +28,10 @@ use cudamin::{
     Method, Objective, OnBackend, OptimizeResult, Options, RawArg, TermObjective, Traffic,
 };
 use cudamin::{LeastSquaresEvaluator, StepBounds};
-use cudamin::{LeastSquaresResult, LmOptions, least_squares, minimize, minimize_with_observer};
+use cudamin::{
+    LeastSquaresObjective, LeastSquaresResult, LmOptions, least_squares, minimize,
+    minimize_with_observer,
+};
 use std::io::Write;
 use std::ops::ControlFlow;
 
@@ -1879,8 +1882,23 @@ fn normal_equations_agree_with_the_cpu() {
         let solve = |objective: &mut TermObjective<dyn LeastSquaresEvaluator>| {
             least_squares(objective, &x0, &LmOptions::default()).unwrap()
         };
-        let (r_gpu, r_cpu) = (solve(&mut on_gpu), solve(&mut on_cpu));
+        let before = gpu.traffic().unwrap();
+        let r_gpu = solve(&mut on_gpu);
+        let waits = (gpu.traffic().unwrap() - before).waits as usize;
+        let r_cpu = solve(&mut on_cpu);
         say_solves(&name, &r_gpu, &r_cpu);
+        if on_gpu.factors_trials() {
+            // Each trial's sum comes from a factor pass, which an accepted step keeps: one
+            // wait per pass, and a second where `JᵀJ` refuses Cholesky and the rows are folded.
+            let nfev = r_gpu.nfev;
+            assert!(
+                nfev <= waits && waits <= 2 * nfev,
+                "{name}: {waits} waits for {nfev} passes"
+            );
+            if name == "expsin fit" {
+                assert_eq!(waits, nfev, "{name}: one wait per pass");
+            }
+        }
         // Both fold the rows, in blocks on the GPU and in chunks on the CPU: the paths part at
         // rounding level, may end by different tests, and each ends where `ftol` (1e-8,
         // relative) stops it.

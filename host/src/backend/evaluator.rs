@@ -219,6 +219,14 @@ pub trait LeastSquaresEvaluator: Evaluator {
         };
         self.evaluate(x, evaluation)
     }
+
+    /// Whether a solver that steps on the factor should take a trial point's sum of squares
+    /// from a factor pass rather than the value pass: where a pass's fixed cost, a launch and
+    /// a wait for its result, outweighs the factor's extra work, as on a GPU for small fits.
+    /// An accepted trial then needs no second pass for its factor. The default: no.
+    fn factors_trials(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

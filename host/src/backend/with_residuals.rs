@@ -55,6 +55,11 @@ pub trait NormalPass<E>: Send {
         loss: RobustLoss,
         share: Share,
     ) -> Result<Partials, BackendError>;
+    /// See [`LeastSquaresEvaluator::factors_trials`]. The default: no.
+    fn factors_trials(&self, sum: &E) -> bool {
+        let _ = sum;
+        false
+    }
 }
 
 /// A sum of squares loaded on a backend: its evaluator `sum` answers for the objective, `pass`
@@ -116,5 +121,9 @@ impl<E: Evaluator, P: NormalPass<E> + 'static> Evaluator for WithResiduals<E, P>
 impl<E: Evaluator, P: NormalPass<E> + 'static> LeastSquaresEvaluator for WithResiduals<E, P> {
     fn residuals(&self) -> usize {
         self.pass.residuals(&self.sum)
+    }
+
+    fn factors_trials(&self) -> bool {
+        self.pass.factors_trials(&self.sum)
     }
 }

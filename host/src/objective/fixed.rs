@@ -257,6 +257,10 @@ impl LeastSquaresObjective for FixedObjective<'_, dyn LeastSquaresObjective + '_
         Ok(sum_of_squares)
     }
 
+    fn factors_trials(&self) -> bool {
+        self.inner.factors_trials()
+    }
+
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.check_free_len(bounds)?;
         self.inner.confine_steps(&self.held.expand_bounds(bounds)?)

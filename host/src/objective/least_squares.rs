@@ -46,6 +46,12 @@ pub trait LeastSquaresObjective {
         let _ = bounds;
         Ok(())
     }
+    /// Whether Levenberg–Marquardt should take each trial's sum of squares from
+    /// [`factor`](Self::factor), keeping the factor for the step it may accept
+    /// ([`LeastSquaresEvaluator::factors_trials`]). The default: no.
+    fn factors_trials(&self) -> bool {
+        false
+    }
 }
 
 /// A term objective loaded as a sum of squares (`Backend::load_least_squares`): its Jacobian
@@ -84,5 +90,9 @@ impl LeastSquaresObjective for TermObjective<dyn LeastSquaresEvaluator> {
     /// As the term objective's own (an exact Jacobian keeps no box).
     fn confine_steps(&mut self, bounds: &StepBounds) -> Result<(), EvalError> {
         self.confine_evaluator_steps(bounds)
+    }
+
+    fn factors_trials(&self) -> bool {
+        self.evaluator.factors_trials()
     }
 }

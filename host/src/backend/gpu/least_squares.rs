@@ -11,6 +11,7 @@ use super::driver::Buffer;
 use super::evaluator::GpuEvaluator;
 use super::launcher::Launcher;
 use super::launcher::thread_per_row;
+use crate::backend::evaluator::Evaluator;
 use crate::backend::launch::LaunchConfig;
 use crate::backend::mpi::{Factor, Layout, Partials, Share};
 use crate::backend::problem::TermProblem;
@@ -22,6 +23,12 @@ use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::{held_rows_gpu, triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
 use std::sync::Arc;
+
+/// The most residual-row work, `m·n²`, for which a solver factors its trial points
+/// ([`NormalPass::factors_trials`]): below it, a factor pass's arithmetic beyond the value
+/// pass's costs less than the write, launch and wait an accepted step's own factor pass would
+/// (the cost model's figures: BENCHMARKS.md, "LM trials").
+const TRIAL_FACTOR_WORK_MAX: usize = 1 << 24;
 
 /// The least-squares passes of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
@@ -199,6 +206,14 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         }
         let (costs, triangles) = plan.run(sum, launch(Reduction::Fold), triangle_len(n))?;
         Ok(Partials::of_chunks(costs, triangles, layout))
+    }
+
+    /// Where the triangle kernels take the problem and its rows' work, `m·n²`, is at most
+    /// 2²⁴ (`TRIAL_FACTOR_WORK_MAX`).
+    fn factors_trials(&self, sum: &GpuEvaluator) -> bool {
+        let n = sum.dim();
+        let work = (self.residuals).saturating_mul(n.saturating_mul(n));
+        self.triangles.is_ok() && work <= TRIAL_FACTOR_WORK_MAX
     }
 
     /// The points' costs, one sum per block.
