@@ -1826,15 +1826,26 @@ fn bounded_fits_on_the_gpu_match_the_cpu() {
         }),
         ..LmOptions::default()
     };
+    // The fit, and where its trials are factored, the waits it took.
     let fit = |backend: &Backend| {
         let instance = model.instantiate(backend, Some(5), &data, None).unwrap();
         let residuals = instance.evaluator.into_least_squares().unwrap();
         let mut objective = TermObjective::new(residuals, Gradient::Exact);
         let x0 = vec![1.0, 0.2, 1.0, 0.5, 1.0];
-        least_squares(&mut objective, &x0, &options).unwrap()
+        let before = backend.traffic();
+        let result = least_squares(&mut objective, &x0, &options).unwrap();
+        let waits = (backend.traffic().zip(before)).map(|(after, before)| (after - before).waits);
+        (result, waits.filter(|_| objective.factors_trials()))
     };
-    let (on_gpu, on_cpu) = (fit(&gpu()), fit(&Backend::Cpu));
+    let ((on_gpu, waits), (on_cpu, _)) = (fit(&gpu()), fit(&Backend::Cpu));
     say_solves("bounded expsin", &on_gpu, &on_cpu);
+    if let Some(waits) = waits {
+        // trf factors each trial too: one pass and one wait a trial, its start's included.
+        assert_eq!(
+            waits as usize, on_gpu.nfev,
+            "bounded expsin: one wait per pass"
+        );
+    }
     assert!(on_cpu.success, "{}", on_cpu.message);
     assert_eq!(on_cpu.active_mask.as_deref(), Some(&[0, 1, 0, -1, 0][..]));
     assert_eq!(

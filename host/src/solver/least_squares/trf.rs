@@ -56,6 +56,9 @@ pub(super) fn least_squares(
     }
     let mut alpha = 0.0;
     let mut ended = None;
+    // Where the objective factors its trials (`factors_trials`), the last trial's factor: the
+    // step that accepts that trial then needs no pass of its own.
+    let mut trial_factor = objective.factors_trials().then(|| Factor::new(n));
     let (status, optimality) = loop {
         let (mut v, dv) = bounds.coleman_li(&x, &g);
         let optimality = scaled_gradient_norm(&g, &v);
@@ -81,7 +84,11 @@ pub(super) fn least_squares(
             let step = model.step(&x, bounds, scaled, delta, theta);
             let moved: Vec<f64> = x.iter().zip(&step.x).map(|(x, p)| x + p).collect();
             trial = bounds.strictly_feasible(&moved, 0.0);
-            trial_cost = 0.5 * objective.sum_of_squares(&trial, loss)?;
+            trial_cost = 0.5
+                * match &mut trial_factor {
+                    Some(kept) => objective.factor(&trial, loss, kept)?,
+                    None => objective.sum_of_squares(&trial, loss)?,
+                };
             nfev += 1;
             let scaled_norm = vector::norm2(&step.scaled);
             if !trial_cost.is_finite() {
@@ -122,7 +129,13 @@ pub(super) fn least_squares(
         if actual_reduction > 0.0 {
             x = trial;
             cost = trial_cost;
-            objective.factor(&x, loss, &mut factor)?;
+            // The accepted trial is the last one evaluated.
+            match &mut trial_factor {
+                Some(kept) => std::mem::swap(&mut factor, kept),
+                None => {
+                    objective.factor(&x, loss, &mut factor)?;
+                }
+            }
             njev += 1;
             nit += 1;
             finite_jacobian(&factor, nit)?;
