@@ -12,8 +12,8 @@ use cudamin::problems::fit_batch::{
     BLOCK_MIN_POINTS, Batch, BatchResult, Estimator, Points, Precision, fit_batch_on,
 };
 use cudamin::{
-    Backend, BackendChoice, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator, LmOptions,
-    Loss, TermObjective, TermProblem, least_squares,
+    Backend, BackendChoice, Evaluation, Evaluator, Gradient, LaunchOverride, LeastSquaresEvaluator,
+    LmOptions, Loss, RobustLoss, TermObjective, TermProblem, least_squares,
 };
 use my_kernels::michaelis_menten::MICHAELIS_MENTEN_BATCH;
 use my_kernels::{BrownAlmostLinear, MichaelisMenten, RobustLine, TwoPredictors};
@@ -88,9 +88,8 @@ fn surface(points: usize) -> Vec<f64> {
 }
 
 /// A residual problem loaded by `load` on the simulator and on the CPU: the normal equations
-/// of each scheme at `at`, the gradient of its sum of squares (BFGS's), and
-/// Levenberg–Marquardt from `at`, least squares and with a robust loss (the `_cost` kernel's
-/// trial points), agree.
+/// of each scheme at `at`, the gradient of its sum of squares (BFGS's), its value and costs,
+/// and Levenberg–Marquardt from `at`, least squares and with a robust loss, agree.
 fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedResiduals) {
     let (mut on_sim, mut on_cpu) = (load(sim), load(&Backend::Cpu));
     let n = at.len();
@@ -106,6 +105,22 @@ fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedR
             "{scheme:?}: {sim_normal:?} vs {cpu_normal:?}"
         );
         gradients_agree(on_sim.as_mut(), on_cpu.as_mut(), at, scheme);
+    }
+    // The sum of squares (the `_value` kernel) and each loss's cost (the `_cost` kernel) at
+    // `at`: a GPU's small fits take their trials' sums from the factor pass, so the fits below
+    // need not run these.
+    let (f_sim, f_cpu) = (on_sim.value(at).unwrap(), on_cpu.value(at).unwrap());
+    assert!(close(&[f_sim], &[f_cpu], 1e-12), "{f_sim} vs {f_cpu}");
+    for loss in [Loss::Linear, Loss::SoftL1] {
+        let loss = RobustLoss { loss, f_scale: 1.0 };
+        let mut cost = |residuals: &mut dyn LeastSquaresEvaluator| {
+            residuals.evaluate(at, Evaluation::Cost { loss }).unwrap()
+        };
+        let (c_sim, c_cpu) = (cost(on_sim.as_mut()), cost(on_cpu.as_mut()));
+        assert!(
+            close(&[c_sim], &[c_cpu], 1e-12),
+            "{loss:?}: {c_sim} vs {c_cpu}"
+        );
     }
     let mut sim_objective = TermObjective::new(on_sim, Gradient::Exact);
     let mut cpu_objective = TermObjective::new(on_cpu, Gradient::Exact);
