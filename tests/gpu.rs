@@ -1906,7 +1906,9 @@ fn normal_equations_agree_with_the_cpu() {
                 nfev <= waits && waits <= 2 * nfev,
                 "{name}: {waits} waits for {nfev} passes"
             );
-            if name == "expsin fit" {
+            // expsin's columns are well apart; mgh-24's pivots stay near the refusal, so after
+            // the first factor each pass folds its rows at once.
+            if name == "expsin fit" || name == "mgh-24" {
                 assert_eq!(waits, nfev, "{name}: one wait per pass");
             }
         }

@@ -114,6 +114,26 @@ pub fn gram_triangle(gram: &[f64], n: usize, triangle: &mut [f64]) -> bool {
     qtr.iter().all(|v| v.is_finite())
 }
 
+/// Whether Cholesky of `RᵀR`, which is `JᵀJ`, would find every pivot above `margin` times
+/// [`GRAM_PIVOT_MIN`] of its diagonal entry, for `R` of the packed `triangle` over `n`
+/// variables: each `R_jj²` against its column's squared length, the test [`gram_triangle`]
+/// makes, up to rounding. With `margin` above 1, `false` also where the Gram sums of a nearby
+/// point may be refused.
+pub fn pivots_clear(triangle: &[f64], n: usize, margin: f64) -> bool {
+    let r = &triangle[..packed_len(n)];
+    (0..n).all(|j| {
+        let column: f64 = (0..=j)
+            .map(|k| {
+                let entry = r[packed_row(k, n) + j - k];
+                entry * entry
+            })
+            .sum();
+        let diagonal = r[packed_row(j, n)];
+        let pivot = diagonal * diagonal;
+        pivot.is_finite() && pivot > margin * GRAM_PIVOT_MIN * column
+    })
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -182,6 +202,8 @@ mod tests {
             .collect();
         let mut triangle = vec![f64::NAN; triangle_len(n)];
         assert!(gram_triangle(&gram_of(&rows, n), n, &mut triangle));
+        // The folded triangle predicts it, with room to spare.
+        assert!(pivots_clear(&folded(&rows, n), n, 1e3));
         let reference = signed(folded(&rows, n), n);
         for (got, want) in triangle.iter().zip(&reference) {
             assert!(
@@ -203,8 +225,10 @@ mod tests {
             })
             .collect();
         assert!(!gram_triangle(&gram_of(&near, n), n, triangle));
+        assert!(!pivots_clear(&folded(&near, n), n, 1.0));
         let zero: Vec<Vec<f64>> = (0..10).map(|i| vec![f64::from(i), 0.0, 1.0]).collect();
         assert!(!gram_triangle(&gram_of(&zero, n), n, triangle));
+        assert!(!pivots_clear(&folded(&zero, n), n, 1.0));
         let mut broken = gram_of(&zero, n);
         broken[1] = f64::NAN;
         assert!(!gram_triangle(&broken, n, triangle));

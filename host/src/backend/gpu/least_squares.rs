@@ -18,7 +18,7 @@ use crate::backend::problem::TermProblem;
 use crate::backend::with_residuals::{NormalPass, WithResiduals};
 use crate::error::BackendError;
 use gpu_kernels::Gradient;
-use gpu_kernels::kernel::gram::{Reduction, gram_len, gram_triangle};
+use gpu_kernels::kernel::gram::{Reduction, gram_len, gram_triangle, pivots_clear};
 use gpu_kernels::kernel::loss::RobustLoss;
 use gpu_kernels::kernel::triangle::{held_rows_gpu, triangle_len, triangle_supported_on_gpu};
 use gpu_kernels::{ResidualKernels, SumOfSquares};
@@ -30,12 +30,20 @@ use std::sync::Arc;
 /// (the cost model's figures: BENCHMARKS.md, "LM trials").
 const TRIAL_FACTOR_WORK_MAX: usize = 1 << 24;
 
+/// How far above [`GRAM_PIVOT_MIN`](gpu_kernels::kernel::gram::GRAM_PIVOT_MIN) each pivot of
+/// the last factor must be for the next factor pass to try the Gram sums first: nearer, they
+/// would likely be refused at the next point too, and their pass and wait wasted.
+const GRAM_MARGIN: f64 = 4.0;
+
 /// The least-squares passes of a sum of squares loaded in a [`GpuEvaluator`].
 pub struct GpuResiduals {
     residuals: usize,
     /// The triangle kernels' plans; or why the pass does not take this problem at all.
     triangles: Result<Triangles, &'static str>,
     cost: BlockPass,
+    /// Whether the next factor pass folds the rows at once: the last factor's pivots were
+    /// within [`GRAM_MARGIN`] of what Cholesky of `JᵀJ` refuses.
+    fold_first: bool,
 }
 
 /// The plans of a residual term's triangle kernels.
@@ -129,6 +137,7 @@ pub fn load_least_squares<T: ResidualKernels>(
         residuals,
         triangles,
         cost: BlockPass::plan(l, T::COST, (residuals, u32::MAX), 0)?,
+        fold_first: false,
     };
     Ok(WithResiduals { pass, sum })
 }
@@ -157,9 +166,9 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
 
     /// The blocks' Gram matrices, added on the device in block order and factored here as one
     /// triangle: one download of `gram_len(n)` values and the blocks' costs. Where the columns
-    /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded by the
-    /// caller in block order. The GPU takes no share of the terms: rank 0 evaluates the whole
-    /// pass.
+    /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded here in
+    /// block order. Where the last factor was near that refusal, the fold alone. The GPU takes
+    /// no share of the terms: rank 0 evaluates the whole pass.
     fn factor_partials(
         &mut self,
         sum: &mut GpuEvaluator,
@@ -188,24 +197,29 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
         let launch =
             |reduction| Launch::triangle(plan.kernel, sum.buffers, (loss, reduction), out, values);
         let l = &sum.launcher;
-        l.launch(&launch(Reduction::Gram), plan.config)?;
-        let (blocks, len) = (plan.config.blocks as usize, gram_len(n));
-        let total = triangles.total.address();
-        l.launch(
-            &Launch::sum_block_vectors(out, blocks, len, total),
-            thread_per_row(len),
-        )?;
-        let (mut gram, mut costs) = (vec![0.0; len], vec![0.0; plan.values.len()]);
-        l.read(
-            &mut [(&triangles.total, &mut gram), (&plan.values, &mut costs)],
-            plan.kernel,
-        )?;
-        let mut triangle = vec![0.0; triangle_len(n)];
-        if gram_triangle(&gram, n, &mut triangle) {
-            return Ok(Partials::of_chunks(costs, triangle, layout));
+        if !self.fold_first {
+            l.launch(&launch(Reduction::Gram), plan.config)?;
+            let (blocks, len) = (plan.config.blocks as usize, gram_len(n));
+            let total = triangles.total.address();
+            l.launch(
+                &Launch::sum_block_vectors(out, blocks, len, total),
+                thread_per_row(len),
+            )?;
+            let (mut gram, mut costs) = (vec![0.0; len], vec![0.0; plan.values.len()]);
+            l.read(
+                &mut [(&triangles.total, &mut gram), (&plan.values, &mut costs)],
+                plan.kernel,
+            )?;
+            let mut triangle = vec![0.0; triangle_len(n)];
+            if gram_triangle(&gram, n, &mut triangle) {
+                self.fold_first = !pivots_clear(&triangle, n, GRAM_MARGIN);
+                return Ok(Partials::of_chunks(costs, triangle, layout));
+            }
         }
         let (costs, triangles) = plan.run(sum, launch(Reduction::Fold), triangle_len(n))?;
-        Ok(Partials::of_chunks(costs, triangles, layout))
+        let mut partials = Partials::of_chunks(costs, triangles, layout);
+        self.fold_first = !pivots_clear(partials.fold_triangles(n)?, n, GRAM_MARGIN);
+        Ok(partials)
     }
 
     /// Where the triangle kernels take the problem and its rows' work, `m·n²`, is at most
