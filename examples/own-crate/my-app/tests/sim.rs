@@ -113,7 +113,7 @@ fn residuals_agree(sim: &Backend, at: &[f64], load: impl Fn(&Backend) -> LoadedR
     assert!(close(&[f_sim], &[f_cpu], 1e-12), "{f_sim} vs {f_cpu}");
     for loss in [Loss::Linear, Loss::SoftL1] {
         let loss = RobustLoss { loss, f_scale: 1.0 };
-        let mut cost = |residuals: &mut dyn LeastSquaresEvaluator| {
+        let cost = |residuals: &mut dyn LeastSquaresEvaluator| {
             residuals.evaluate(at, Evaluation::Cost { loss }).unwrap()
         };
         let (c_sim, c_cpu) = (cost(on_sim.as_mut()), cost(on_cpu.as_mut()));
