@@ -7,22 +7,44 @@ use super::driver::Buffer;
 use super::launcher::Launcher;
 use crate::error::BackendError;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `len` f64 in a GPU backend's device memory (or the simulator's), with the launcher that
 /// owns that memory: the array keeps its device open while it lives. Solves only read it; a
 /// clone shares the memory.
 #[derive(Clone)]
 pub struct DeviceArray {
-    buffer: Arc<Buffer>,
+    memory: Arc<Memory>,
+}
+
+/// A device array's memory, shared by its clones.
+struct Memory {
+    buffer: Buffer,
     launcher: Arc<Launcher>,
+    /// Whether another library may have read it ([`DeviceArray::wait`]).
+    lent: AtomicBool,
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        // A free is queued behind cudamin's work alone. Memory another library may have read,
+        // on its own stream, waits for the whole device first, so that no read of it is in
+        // flight when the memory is handed out again.
+        if *self.lent.get_mut() {
+            self.launcher.settle();
+        }
+    }
 }
 
 impl DeviceArray {
     /// Wraps `buffer`, made by `launcher`.
     pub(super) fn new(buffer: Buffer, launcher: Arc<Launcher>) -> Self {
         Self {
-            buffer: Arc::new(buffer),
-            launcher,
+            memory: Arc::new(Memory {
+                buffer,
+                launcher,
+                lent: AtomicBool::new(false),
+            }),
         }
     }
 
@@ -47,49 +69,53 @@ impl DeviceArray {
     /// The device address of the first entry, as another library takes it (CUDA's
     /// `__cuda_array_interface__`); on the simulator, an address in its memory.
     pub fn device_address(&self) -> u64 {
-        self.buffer.address()
+        self.memory.buffer.address()
     }
 
     /// Whether it lives in the PTX simulator's memory, which no other library can read.
     pub fn is_simulated(&self) -> bool {
-        self.launcher.is_simulated()
+        self.memory.launcher.is_simulated()
     }
 
     /// Waits until the work that writes the array is complete, so that another library may
-    /// read it from its [`device_address`](Self::device_address).
+    /// read it from its [`device_address`](Self::device_address). The array is then lent: its
+    /// memory, once dropped, is freed only after all work on the device is done.
     pub fn wait(&self) -> Result<(), BackendError> {
-        self.launcher.wait()
+        self.memory.lent.store(true, Ordering::Relaxed);
+        self.memory.launcher.wait()
     }
 
     /// The number of entries.
     pub fn len(&self) -> usize {
-        self.buffer.len()
+        self.memory.buffer.len()
     }
 
     /// Whether it has no entries.
     pub fn is_empty(&self) -> bool {
-        self.buffer.is_empty()
+        self.memory.buffer.is_empty()
     }
 
     /// A host copy of the entries: one copy from the device, counted in the backend's
     /// [`Traffic`](super::Traffic).
     pub fn to_host(&self) -> Result<Vec<f64>, BackendError> {
-        self.launcher.read_new(&self.buffer, "an array's download")
+        self.memory
+            .launcher
+            .read_new(&self.memory.buffer, "an array's download")
     }
 
     /// The device memory.
     pub(super) fn buffer(&self) -> &Buffer {
-        &self.buffer
+        &self.memory.buffer
     }
 
     /// The launcher that owns the memory.
     pub(super) fn launcher(&self) -> &Arc<Launcher> {
-        &self.launcher
+        &self.memory.launcher
     }
 
     /// Whether this array lives where `launcher` launches: then its kernels may read it.
     pub(super) fn is_on(&self, launcher: &Arc<Launcher>) -> bool {
-        Arc::ptr_eq(&self.launcher, launcher)
+        Arc::ptr_eq(&self.memory.launcher, launcher)
     }
 }
 
@@ -99,7 +125,7 @@ impl std::fmt::Debug for DeviceArray {
             f,
             "DeviceArray({} f64 on {})",
             self.len(),
-            self.launcher.device_summary()
+            self.memory.launcher.device_summary()
         )
     }
 }

@@ -21,6 +21,9 @@ use std::ffi::{CString, c_void};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+mod pool;
+use pool::Pool;
+
 /// The driver's message and code, e.g. "no CUDA-capable device is detected (CUDA error 100)".
 fn describe(err: CudaError) -> String {
     format!(
@@ -81,6 +84,9 @@ pub(crate) struct CustDriver {
     /// Page-locked host memory for copies; held for a whole write or read, so that two threads
     /// sharing the driver never stage through it at once.
     staging: Mutex<LockedBuffer<f64>>,
+    /// The device memory, allocated and freed in stream order; `None` where the driver has no
+    /// memory pools, and each buffer is a `cuMemAlloc` of its own.
+    pool: Option<Pool>,
     context: Context,
     /// The device's ordinal, as the driver numbers it.
     ordinal: i32,
@@ -138,10 +144,12 @@ impl CustDriver {
             memory as f64 / (1u64 << 30) as f64
         );
         let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;
+        let pool = Pool::open(&device)?;
         Ok(Self {
             loaded: Mutex::default(),
             stream,
             staging: Mutex::new(staging),
+            pool,
             context,
             ordinal: ordinal as i32,
             multiprocessors,
@@ -244,21 +252,21 @@ impl Driver for CustDriver {
             return Ok(0);
         }
         self.make_current()?;
-        // SAFETY: the memset below is ordered before any use of the memory on the stream.
-        let mut buffer =
-            unsafe { DeviceBuffer::<f64>::uninitialized(len) }.map_err(|err| match err {
-                CudaError::OutOfMemory => BackendError::OutOfMemory {
-                    what,
-                    bytes: len * size_of::<f64>(),
-                },
-                other => driver("cuMemAlloc")(other),
+        let bytes = len
+            .checked_mul(size_of::<f64>())
+            .ok_or(BackendError::OutOfMemory {
+                what,
+                bytes: usize::MAX,
             })?;
-        // SAFETY: the memset covers exactly this allocation, on the stream.
-        unsafe { buffer.set_zero_async(&self.stream) }.map_err(driver("cuMemsetD8Async"))?;
-        let address = buffer.as_device_ptr().as_raw();
-        // Owned from here on by the `Buffer` that the launcher wraps around `address`, which
-        // hands it back to `free`.
-        std::mem::forget(buffer);
+        let address = match &self.pool {
+            Some(pool) => pool.alloc(what, bytes, &self.stream)?,
+            None => alloc_unpooled(what, len)?,
+        };
+        // SAFETY: exactly this allocation, zeroed on the stream before any work that uses it.
+        let mut zeros =
+            unsafe { DeviceSlice::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) };
+        // SAFETY: as above.
+        unsafe { zeros.set_zero_async(&self.stream) }.map_err(driver("cuMemsetD8Async"))?;
         Ok(address)
     }
 
@@ -267,12 +275,28 @@ impl Driver for CustDriver {
             // Nothing was allocated; or the context is gone, and the memory with it.
             return;
         }
+        if let Some(pool) = &self.pool {
+            // SAFETY: `address` is an allocation of `alloc`, freed once: only its `Buffer`'s
+            // drop calls this, and nothing uses a buffer after its drop. Work already queued
+            // that reads it is on the stream, ahead of the free; work of another library
+            // finished before the drop (`settle`).
+            unsafe { pool.free(address, &self.stream) };
+            return;
+        }
         // The memory may still be in use by work on the stream: wait for it. A fault found now
         // was or will be reported by the operation that waits for it; a drop cannot report it.
         let _ = self.stream.synchronize();
         // SAFETY: `address` and `len` are an allocation of `alloc`, freed once: only its
         // `Buffer`'s drop calls this, and nothing uses a buffer after its drop.
         drop(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) });
+    }
+
+    fn settle(&self) {
+        // Every stream of the context: another library's work is on its own streams. A fault
+        // found now is that work's, and its library reports it.
+        if self.make_current().is_ok() {
+            let _ = CurrentContext::synchronize();
+        }
     }
 
     fn wait(&self) -> Result<(), BackendError> {
@@ -452,6 +476,23 @@ impl Drop for CustDriver {
         // them with.
         let _ = CurrentContext::set_current(&self.context);
     }
+}
+
+/// `len` f64 of device memory by `cuMemAlloc`, not yet zeroed, for a driver without memory
+/// pools; its address, which [`CustDriver::free`] hands back.
+fn alloc_unpooled(what: &'static str, len: usize) -> Result<u64, BackendError> {
+    // SAFETY: the caller zeroes the memory on the stream before any use of it.
+    let buffer = unsafe { DeviceBuffer::<f64>::uninitialized(len) }.map_err(|err| match err {
+        CudaError::OutOfMemory => BackendError::OutOfMemory {
+            what,
+            bytes: len * size_of::<f64>(),
+        },
+        other => driver("cuMemAlloc")(other),
+    })?;
+    let address = buffer.as_device_ptr().as_raw();
+    // Owned from here on by the `Buffer` that the launcher wraps around `address`.
+    std::mem::forget(buffer);
+    Ok(address)
 }
 
 /// `kernel`'s function in its loaded module.

@@ -76,6 +76,10 @@ pub(crate) trait Driver: Send + Sync {
     fn wait(&self) -> Result<(), BackendError> {
         Ok(())
     }
+    /// Waits until all work on the device is complete, another library's too: before memory
+    /// that library may have read is freed, since a free is queued behind this driver's work
+    /// alone.
+    fn settle(&self) {}
     /// Checks that `len` f64 from `address` are memory another library allocated on this
     /// device, for kernels to read where they lie; `synchronize` first waits for all work on
     /// the device, so that its producer's writes are complete.

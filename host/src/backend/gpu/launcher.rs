@@ -136,6 +136,12 @@ impl Launcher {
         self.driver.wait()
     }
 
+    /// Waits until all work on the device is complete, another library's too
+    /// ([`Driver::settle`]).
+    pub(super) fn settle(&self) {
+        self.driver.settle()
+    }
+
     /// Refuses `threads` per block where `kernel` cannot run them: the limit depends on the
     /// kernel's registers (a kernel using 80 registers cannot launch 1024 threads).
     fn check_threads(&self, kernel: &str, threads: u32) -> Result<(), BackendError> {

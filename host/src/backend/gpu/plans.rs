@@ -1,10 +1,10 @@
 //! Tests of the launch plans against a driver that only answers limits: which kernels a load
-//! plans, and when a refusal surfaces. No PTX runs here (tests/gpu.rs runs it, on the
-//! simulator or a device).
+//! plans, and when a refusal surfaces; and of the order in which a device array's memory is
+//! freed. No PTX runs here (tests/gpu.rs runs it, on the simulator or a device).
 
 use super::abi::KernelArg;
 use super::driver::{Buffer, Driver, KernelLimits, ModuleLoads};
-use super::{GpuEvaluator, Launcher, load_least_squares};
+use super::{DeviceArray, GpuEvaluator, Launcher, load_least_squares};
 use crate::backend::evaluator::Evaluator;
 use crate::backend::launch::{LaunchConfig, LaunchOverride};
 use crate::backend::{Gradient, LeastSquaresEvaluator, TermProblem};
@@ -17,11 +17,12 @@ use std::sync::{Arc, Mutex};
 
 /// A device whose exact-scheme kernels (a dense exact pass needs many registers) take at most
 /// 256 threads per block, as on a GPU, and whose other kernels take 1024. It records the
-/// kernels launched and runs none of them.
+/// kernels launched, the frees and the waits for the whole device, and runs none of them.
 #[derive(Default)]
 struct LimitsOnly {
     next: AtomicU64,
     launched: Mutex<Vec<String>>,
+    memory: Mutex<Vec<&'static str>>,
 }
 
 impl Driver for LimitsOnly {
@@ -55,7 +56,13 @@ impl Driver for LimitsOnly {
         Ok(0x1000 + self.next.fetch_add(8 * len as u64 + 256, Ordering::Relaxed))
     }
 
-    fn free(&self, _address: u64, _len: usize) {}
+    fn free(&self, _address: u64, _len: usize) {
+        self.memory.lock().unwrap().push("free");
+    }
+
+    fn settle(&self) {
+        self.memory.lock().unwrap().push("settle");
+    }
 
     fn check_foreign(&self, _address: u64, _len: usize, _sync: bool) -> Result<(), BackendError> {
         Ok(())
@@ -133,4 +140,22 @@ fn a_block_size_every_kernel_takes_plans_every_scheme() {
         evaluator.gradient(&[0.5; 8], scheme, &mut g).unwrap();
     }
     assert_eq!(driver.launched.lock().unwrap().len(), Gradient::ALL.len());
+}
+
+/// A free is queued behind cudamin's own work. An array another library may have read
+/// (`wait`, as CUDA's array interface calls it) waits for the whole device before its free;
+/// one only cudamin used, and its clones while one lives, do not.
+#[test]
+fn a_lent_array_waits_for_the_device_before_its_memory_goes() {
+    let (driver, launcher) = launcher(128);
+    let memory = || std::mem::take(&mut *driver.memory.lock().unwrap());
+    drop(DeviceArray::upload(&launcher, &[1.0, 2.0]).unwrap());
+    assert_eq!(memory(), ["free"]);
+    let lent = DeviceArray::upload(&launcher, &[1.0, 2.0]).unwrap();
+    let clone = lent.clone();
+    clone.wait().unwrap();
+    drop(clone);
+    assert_eq!(memory(), [""; 0]);
+    drop(lent);
+    assert_eq!(memory(), ["settle", "free"]);
 }
