@@ -11,6 +11,7 @@
 # --peers also runs benches/gpu_peers.py (torch, JAX/optimistix, CuPy, Numba side by side);
 # with the bundle's Python wheel, it times cudamin from Python on torch tensors too. Then
 # benches/gpu_fit_peers.py: large fits against NLSQ, optimistix and torch.
+# benches/gpu_fit_loop.py: 1 000 consecutive small fits, one session, against NLSQ and scipy.
 #
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
@@ -278,6 +279,9 @@ if [ $peers = 1 ]; then
   fit_args=(--cudamin "$cudamin" --out "$out/fit-peers.json")
   [ $quick = 1 ] && fit_args+=(--points 100000 --repeats 1)
   check "GPU fit peers (benches/gpu_fit_peers.py)" python3 benches/gpu_fit_peers.py "${fit_args[@]}"
+  loop_args=(--out "$out/fit-loop.json")
+  [ $quick = 1 ] && loop_args+=(--fits 100 --repeats 1)
+  check "Consecutive Python fits (benches/gpu_fit_loop.py)" python3 benches/gpu_fit_loop.py "${loop_args[@]}"
 fi
 
 {
