@@ -279,16 +279,11 @@ impl Partials {
     pub fn factor_into(&self, factor: &mut Factor) -> Result<f64, BackendError> {
         let n = factor.qtr.len();
         self.check(factor.r.len() == n * n, n * n)?;
-        let mut folded = Folded {
-            packed: None,
-            scratch: vec![0.0; fold_scratch_len(n)],
-            n,
-        };
+        let mut folded = Folded::new(n);
         for part in std::iter::once(self).chain(&self.further) {
             part.own_triangles(n, &mut folded)?;
         }
-        let packed = folded.packed.unwrap_or_else(|| vec![0.0; triangle_len(n)]);
-        factor.unpack(&packed);
+        factor.unpack(&folded.finish());
         Ok(self.value())
     }
 
@@ -296,13 +291,9 @@ impl Partials {
     /// [`factor_into`](Self::factor_into) gives the same bits after. For a backend that reads
     /// its `R` at once, to choose its next pass.
     pub fn fold_triangles(&mut self, n: usize) -> Result<&[f64], BackendError> {
-        let mut folded = Folded {
-            packed: None,
-            scratch: vec![0.0; fold_scratch_len(n)],
-            n,
-        };
+        let mut folded = Folded::new(n);
         self.own_triangles(n, &mut folded)?;
-        self.vectors = folded.packed.unwrap_or_else(|| vec![0.0; triangle_len(n)]);
+        self.vectors = folded.finish();
         Ok(&self.vectors)
     }
 
@@ -417,6 +408,20 @@ struct Folded {
 }
 
 impl Folded {
+    /// No triangle yet, for `n` variables.
+    fn new(n: usize) -> Self {
+        Folded {
+            packed: None,
+            scratch: vec![0.0; fold_scratch_len(n)],
+            n,
+        }
+    }
+
+    /// The folded triangle: zeros where there were no rows.
+    fn finish(self) -> Vec<f64> {
+        (self.packed).unwrap_or_else(|| vec![0.0; triangle_len(self.n)])
+    }
+
     fn fold(&mut self, triangle: &[f64]) {
         match &mut self.packed {
             None => self.packed = Some(triangle.to_vec()),
