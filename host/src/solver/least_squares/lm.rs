@@ -7,6 +7,7 @@
 use super::checks::{check_start, finite_jacobian, gradient};
 use super::options::LmOptions;
 use super::result::LeastSquaresResult;
+use super::trials::Trials;
 use crate::backend::Factor;
 use crate::backend::RobustLoss;
 use crate::linalg::vector;
@@ -39,17 +40,10 @@ pub(super) fn least_squares(
         factor: options.factor,
         max_nfev: options.max_nfev.unwrap_or(n.saturating_mul(100)),
     };
-    let trial = (objective.factors_trials()).then(|| TrialFactor {
-        point: Vec::with_capacity(n),
-        factor: Factor::new(n),
-        sum_of_squares: f64::NAN,
-        fresh: false,
-    });
     let mut passes = ObjectivePasses {
-        objective,
+        objective: Trials::new(objective, n),
         loss: options.robust_loss(),
         factor: Factor::new(n),
-        trial,
         observer,
     };
     let mut x = x0.to_vec();
@@ -68,47 +62,20 @@ pub(super) fn least_squares(
 }
 
 /// The objective's passes as the loop asks for them, each factor checked as it comes, and the
-/// caller's observer after each iteration.
+/// caller's observer after each iteration. A trial's pass may be a factor pass, kept for the
+/// step that accepts it ([`Trials`]).
 struct ObjectivePasses<'o, 'b> {
-    objective: &'o mut dyn LeastSquaresObjective,
+    objective: Trials<'o>,
     loss: RobustLoss,
     factor: Factor,
-    /// Where the objective factors its trials
-    /// ([`factors_trials`](LeastSquaresObjective::factors_trials)), the last trial's factor.
-    trial: Option<TrialFactor>,
     observer: &'b mut dyn FnMut(&Iterate<'_>) -> ControlFlow<()>,
-}
-
-/// The factor pass at the last trial point: its sum of squares was the trial's, and the loop's
-/// next factor takes it without a pass where it asks at that very point (the step accepted).
-struct TrialFactor {
-    point: Vec<f64>,
-    factor: Factor,
-    sum_of_squares: f64,
-    /// Whether it is the last trial's and not yet taken.
-    fresh: bool,
-}
-
-impl TrialFactor {
-    /// Whether it is the factor at `x`, bit for bit, not yet taken.
-    fn is_at(&self, x: &[f64]) -> bool {
-        self.fresh && (self.point.iter().zip(x)).all(|(a, b)| a.to_bits() == b.to_bits())
-    }
 }
 
 impl Passes for ObjectivePasses<'_, '_> {
     type Error = SolveError;
 
     fn factor(&mut self, x: &[f64], at: FactorAt) -> Result<f64, SolveError> {
-        let sum_of_squares = match &mut self.trial {
-            // The accepted trial's factor: the pass already made.
-            Some(trial) if trial.is_at(x) => {
-                trial.fresh = false;
-                std::mem::swap(&mut self.factor, &mut trial.factor);
-                trial.sum_of_squares
-            }
-            _ => self.objective.factor(x, self.loss, &mut self.factor)?,
-        };
+        let sum_of_squares = self.objective.factor(x, self.loss, &mut self.factor)?;
         match at {
             FactorAt::Start => {
                 check_start(sum_of_squares, &self.factor)?;
@@ -124,19 +91,8 @@ impl Passes for ObjectivePasses<'_, '_> {
         (&self.factor.r, &self.factor.qtr)
     }
 
-    /// The value pass; or where the objective factors its trials, the factor pass, whose
-    /// factor is kept for the step that may accept `x`. Its `R` is checked only if taken: a
-    /// rejected trial's Jacobian is never used.
     fn sum_of_squares(&mut self, x: &[f64]) -> Result<f64, SolveError> {
-        let Some(trial) = &mut self.trial else {
-            return Ok(self.objective.sum_of_squares(x, self.loss)?);
-        };
-        trial.fresh = false;
-        trial.sum_of_squares = self.objective.factor(x, self.loss, &mut trial.factor)?;
-        trial.point.clear();
-        trial.point.extend_from_slice(x);
-        trial.fresh = true;
-        Ok(trial.sum_of_squares)
+        Ok(self.objective.sum_of_squares(x, self.loss)?)
     }
 
     fn iterate(&mut self, progress: Progress<'_>) -> Result<ControlFlow<()>, SolveError> {

@@ -8,6 +8,7 @@ mod lm;
 pub(super) mod options;
 pub(super) mod result;
 mod trf;
+mod trials;
 
 pub use options::{LmOptions, LsqMethod, XScale};
 pub use result::{LeastSquaresResult, LmStatus};

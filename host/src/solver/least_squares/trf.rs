@@ -13,6 +13,7 @@ mod step;
 use super::checks::{check_start, finite_jacobian, gradient};
 use super::options::{LmOptions, XScale};
 use super::result::{LeastSquaresResult, LmStatus};
+use super::trials::Trials;
 use crate::backend::Factor;
 use crate::linalg::vector;
 use crate::objective::LeastSquaresObjective;
@@ -33,6 +34,8 @@ pub(super) fn least_squares(
 ) -> Result<LeastSquaresResult, SolveError> {
     let n = x0.len();
     let m = objective.residuals();
+    // A trial's pass may be a factor pass, kept for the step that accepts it.
+    let objective = &mut Trials::new(objective, n);
     let loss = options.robust_loss();
     let max_nfev = options.max_nfev.unwrap_or(n.saturating_mul(100));
     let mut x = bounds.strictly_feasible(x0, 1e-10);
@@ -56,9 +59,6 @@ pub(super) fn least_squares(
     }
     let mut alpha = 0.0;
     let mut ended = None;
-    // Where the objective factors its trials (`factors_trials`), the last trial's factor: the
-    // step that accepts that trial then needs no pass of its own.
-    let mut trial_factor = objective.factors_trials().then(|| Factor::new(n));
     let (status, optimality) = loop {
         let (mut v, dv) = bounds.coleman_li(&x, &g);
         let optimality = scaled_gradient_norm(&g, &v);
@@ -84,11 +84,7 @@ pub(super) fn least_squares(
             let step = model.step(&x, bounds, scaled, delta, theta);
             let moved: Vec<f64> = x.iter().zip(&step.x).map(|(x, p)| x + p).collect();
             trial = bounds.strictly_feasible(&moved, 0.0);
-            trial_cost = 0.5
-                * match &mut trial_factor {
-                    Some(kept) => objective.factor(&trial, loss, kept)?,
-                    None => objective.sum_of_squares(&trial, loss)?,
-                };
+            trial_cost = 0.5 * objective.sum_of_squares(&trial, loss)?;
             nfev += 1;
             let scaled_norm = vector::norm2(&step.scaled);
             if !trial_cost.is_finite() {
@@ -129,13 +125,7 @@ pub(super) fn least_squares(
         if actual_reduction > 0.0 {
             x = trial;
             cost = trial_cost;
-            // The accepted trial is the last one evaluated.
-            match &mut trial_factor {
-                Some(kept) => std::mem::swap(&mut factor, kept),
-                None => {
-                    objective.factor(&x, loss, &mut factor)?;
-                }
-            }
+            objective.factor(&x, loss, &mut factor)?;
             njev += 1;
             nit += 1;
             finite_jacobian(&factor, nit)?;
