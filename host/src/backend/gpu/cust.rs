@@ -144,7 +144,7 @@ impl CustDriver {
             memory as f64 / (1u64 << 30) as f64
         );
         let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;
-        let pool = Pool::open(&device)?;
+        let pool = Pool::open(&device, ordinal as i32)?;
         Ok(Self {
             loaded: Mutex::default(),
             stream,

@@ -30,9 +30,10 @@ fn check(call: &'static str, result: cuda::CUresult) -> Result<(), BackendError>
 }
 
 impl Pool {
-    /// A pool on `device`, or `None` where the device or its driver offers no memory pools
-    /// (CUDA 11.2 and later do). Then the driver allocates with `cuMemAlloc` instead.
-    pub(super) fn open(device: &Device) -> Result<Option<Self>, BackendError> {
+    /// A pool on `device`, the driver's device `ordinal`, or `None` where the device or its
+    /// driver offers no memory pools (CUDA 11.2 and later do). Then the driver allocates with
+    /// `cuMemAlloc` instead.
+    pub(super) fn open(device: &Device, ordinal: i32) -> Result<Option<Self>, BackendError> {
         let mut supported = 0;
         // SAFETY: `supported` is a valid place for the attribute's int.
         let result = unsafe {
@@ -51,7 +52,7 @@ impl Pool {
             handleTypes: cuda::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
             location: cuda::CUmemLocation {
                 type_: cuda::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device.as_raw(),
+                id: ordinal,
             },
             win32SecurityAttributes: std::ptr::null_mut(),
             reserved: [0; 64],
