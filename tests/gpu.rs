@@ -1928,6 +1928,35 @@ fn normal_equations_agree_with_the_cpu() {
     }
 }
 
+/// An exp-decay fit at a point where its first amplitude is 0: the column of its rate in `J`
+/// vanishes. The instances on `backend` and on the CPU, both at that point.
+fn vanishing_column(backend: &Backend, points: usize) -> (Instance, Instance) {
+    let model = MODELS.iter().find(|m| m.name == "exp-decay").unwrap();
+    let data = fit_data(points);
+    let mut cpu = common::fit_instance(model, &Backend::Cpu, &data);
+    cpu.x0[0] = 0.0;
+    let mut on = common::fit_instance(model, backend, &data);
+    on.x0 = cpu.x0.clone();
+    (on, cpu)
+}
+
+/// Where `JᵀJ` refuses Cholesky, the GPU folds each block's rows into a triangle and the blocks'
+/// triangles into one on the device, a level of pair folds at a time, and only that triangle
+/// comes back: the normal equations still agree with the CPU's. The first pass waits for the
+/// refused Gram sums, then for the fold; the later ones fold at once, one wait each.
+#[test]
+fn a_vanishing_column_folds_the_blocks_triangles_on_the_device() {
+    let gpu = gpu();
+    let (mut on_gpu, mut on_cpu) = vanishing_column(&gpu, sized(100_000, 1_000));
+    for (pass, scheme) in Gradient::ALL.into_iter().enumerate() {
+        let before = gpu.traffic().unwrap();
+        let error = normal_agreement(&mut on_gpu, &mut on_cpu, scheme).unwrap();
+        let waits = (gpu.traffic().unwrap() - before).waits;
+        assert!(error <= 1e-10, "{}: {error:e}", scheme.name());
+        assert_eq!(waits, if pass == 0 { 2 } else { 1 }, "{}", scheme.name());
+    }
+}
+
 /// Every entry of the embedded PTX executes on the simulator, each through the path that
 /// ships it (a problem's evaluation, a fit's normal equations, a solver's device vectors, a
 /// raw launch), with no fault; the line `simulated entries: executed E of T` says how many.
@@ -1953,6 +1982,12 @@ fn every_shipped_entry_executes_on_the_simulator() {
         run_batch(model, &sim, &data, &instance.x0, (2, 40));
         run_batch(model, &sim, &data, &instance.x0, (1, BLOCK_MIN_POINTS));
     }
+    // A fit whose `JᵀJ` refuses Cholesky: its blocks' triangles fold on the device.
+    let (mut folded, _) = vanishing_column(&sim, 300);
+    let n = folded.x0.len();
+    let (mut jtj, mut jtr) = (vec![0.0; n * n], vec![0.0; n]);
+    let residuals = folded.evaluator.least_squares().unwrap();
+    (residuals.normal_equations(&folded.x0.clone(), Gradient::Exact, &mut jtj, &mut jtr)).unwrap();
     // A solver's vectors on the device: every vector operation, against the host's. Past one
     // tile of the breakpoint sort, so that a step between tiles runs too.
     let n = 1_100;

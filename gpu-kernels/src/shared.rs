@@ -79,6 +79,11 @@ macro_rules! __shared_kernels {
             /// least-squares blocks' Gram matrices). Launch at least `len` threads.
             SUM_BLOCK_VECTORS sum_block_vectors in vector_entry
                 (vectors: In, blocks: U64, len: U64, out: Out);
+            /// One level of a tree fold of `count` least-squares triangles laid end to end, a
+            /// block a pair: triangle `2k·stride` takes in triangle `(2k + 1)·stride`; levels
+            /// at strides 1, 2, 4, … leave them all folded into the first.
+            FOLD_TRIANGLE_PAIRS fold_triangle_pairs in triangle_entry
+                (triangles: Out, count: U64, stride: U64, n: U64);
             /// The Gram matrix of several vectors, and their products with one more, over the
             /// rows a mask keeps (its nonzero or its zero entries), in one pass:
             /// [`DOTS_PARTIALS`]' sums.

@@ -8,6 +8,7 @@ use crate::kernel::CompensatedSum;
 use crate::kernel::gram::{Reduction, gram_len};
 use crate::kernel::loss::RobustLoss;
 use crate::kernel::normal::JacobianRow;
+use crate::kernel::triangle::triangle_len;
 use crate::kernel::triangle::{
     FOLD_ROWS_GPU, HELD_VALUES_GPU, Reflection, held_rows_gpu, packed_len, packed_row, reflection,
     row_width,
@@ -18,6 +19,12 @@ use crate::term::{Data, Term};
 type Held = SharedArray<2176>;
 const _: () = assert!(HELD_VALUES_GPU == 2176);
 
+/// The block's [`Held`] rows: one declaration of the array, for each kernel that folds rows.
+#[inline(always)]
+fn held_rows() -> Held {
+    crate::shared_array!(cudamin_fold_held, 2176)
+}
+
 /// Least-squares triangle of residual term `T` (dense, `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`):
 /// tile after tile of terms, one term per thread, each thread makes its term's residual and
 /// Jacobian row (by `rows`) straight into the block's shared rows and rescales them there for
@@ -27,8 +34,8 @@ const _: () = assert!(HELD_VALUES_GPU == 2176);
 /// in a thread's local memory. A tile is [`held_rows_gpu`] terms, or the block's threads where
 /// there are fewer; the host launches no more threads than that, and any more would only help
 /// fold. The block's packed `R` and `Qᵀr` (or its Gram matrix) go to `out`; the sum of the
-/// points' costs `C²ρ(r²/C²)` to `values[block]`. The host folds the blocks' triangles in
-/// block order; their Gram matrices are added in block order by `SUM_BLOCK_VECTORS`.
+/// points' costs `C²ρ(r²/C²)` to `values[block]`. The blocks' triangles are folded by
+/// [`fold_triangle_pairs`], their Gram matrices added in block order by `SUM_BLOCK_VECTORS`.
 ///
 /// # Safety
 /// `out` holds `reduction.len(n) · gridDim` f64, `values` one slot per block.
@@ -45,7 +52,7 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
     let terms = T::terms(n, data);
     let width = row_width(n);
     let mine = unsafe { block_partials(out, reduction.len(n)) };
-    let held: Held = crate::shared_array!(cudamin_fold_held, 2176);
+    let held = held_rows();
     let tile_rows = held_rows_gpu(n).min(block_dim());
     let groups = tile_rows.div_ceil(FOLD_ROWS_GPU);
     let mut cost = CompensatedSum::default();
@@ -91,6 +98,59 @@ pub(super) unsafe fn triangle_partials<T: Term, J: JacobianRow>(
         tile += grid_dim();
     }
     unsafe { block_value(cost.value(), values) };
+}
+
+/// One level of a tree fold of `count` triangles (`R` packed, then `Qᵀr`: `triangle_len(n)`
+/// values each, end to end): for each `k`, triangle `2k·stride` takes in triangle
+/// `(2k + 1)·stride` where there is one. Block `k` (and every `gridDim` after) holds the other
+/// triangle's rows in shared memory, [`FOLD_ROWS_GPU`] at a time, and folds them into its own
+/// by [`fold_held`], as a block folds its residual rows. Levels at strides 1, 2, 4, … fold
+/// every triangle into the first, in a fixed order.
+///
+/// # Safety
+/// `triangles` holds `count · triangle_len(n)` f64; `n ≤ EXACT_DENSE_WIDTH_MAX_GPU`.
+#[inline(always)]
+pub(crate) unsafe fn fold_triangle_pairs(
+    triangles: *mut f64,
+    count: usize,
+    stride: usize,
+    n: usize,
+) {
+    let (len, width) = (triangle_len(n), row_width(n));
+    let held = held_rows();
+    let mut k = block_idx();
+    while k < count.div_ceil(2 * stride) {
+        let (first, other) = (2 * k * stride, (2 * k + 1) * stride);
+        // The same on every thread of the block: the whole block skips a pair without one.
+        if other < count {
+            // SAFETY: triangles `first` and `other` lie within the `count`; this block alone
+            // touches either at this level.
+            let (mine, from) = unsafe { (triangles.add(first * len), triangles.add(other * len)) };
+            for top in (0..n).step_by(FOLD_ROWS_GPU) {
+                // Held row i is the other triangle's row top + i: zeros left of its diagonal,
+                // its packed entries, then its Qᵀr entry in column n; zeros past its n rows.
+                let mut at = thread_idx();
+                while at < FOLD_ROWS_GPU * width {
+                    let (i, column) = (at / width, at % width);
+                    let row = top + i;
+                    let value = if row >= n || column > n || (column < n && column < row) {
+                        0.0
+                    } else if column == n {
+                        // SAFETY: Qᵀr's entry `row < n`, after the packed R.
+                        unsafe { from.add(packed_len(n) + row).read() }
+                    } else {
+                        // SAFETY: entry `column ≥ row` of packed row `row`.
+                        unsafe { from.add(packed_row(row, n) + column - row).read() }
+                    };
+                    held.set(at, value);
+                    at += block_dim();
+                }
+                sync_threads();
+                unsafe { fold_held(mine, n, held, 0, width) };
+            }
+        }
+        k += grid_dim();
+    }
 }
 
 /// Adds the products of the first `rows` held rows (each `width` values: `J`'s row, then the

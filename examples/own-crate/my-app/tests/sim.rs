@@ -341,6 +341,24 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
             TermProblem::<SumOfSquares<TwoPredictors>>::with_data(3, surface(points), points);
         backend.load_least_squares(problem.unwrap()).unwrap()
     });
+    // MichaelisMenten at V = 0, where K's column of J vanishes: `JᵀJ` refuses Cholesky, so the
+    // blocks fold their rows into triangles and the triangles into one on the device.
+    let load = |backend: &Backend| {
+        let problem =
+            TermProblem::<SumOfSquares<MichaelisMenten>>::with_data(2, rates(points), points);
+        backend.load_least_squares(problem.unwrap()).unwrap()
+    };
+    let (mut on_sim, mut on_cpu) = (load(&sim), load(&Backend::Cpu));
+    let normal = |residuals: &mut dyn LeastSquaresEvaluator| {
+        let (mut jtj, mut jtr) = (vec![0.0; 4], vec![0.0; 2]);
+        let f = residuals.normal_equations(&[0.0, 0.6], Gradient::Exact, &mut jtj, &mut jtr);
+        [&[f.unwrap()][..], &jtj, &jtr].concat()
+    };
+    let (sim_normal, cpu_normal) = (normal(on_sim.as_mut()), normal(on_cpu.as_mut()));
+    assert!(
+        close(&sim_normal, &cpu_normal, 1e-10),
+        "V = 0: {sim_normal:?} vs {cpu_normal:?}"
+    );
     residuals_agree(&sim, &[0.5; 5], |backend| {
         let problem = TermProblem::<LeastSquares<BrownAlmostLinear>>::new(5).unwrap();
         backend.load_least_squares(problem).unwrap()

@@ -2,9 +2,9 @@
 //! sums each block's residual rows' products into its Gram matrix, a second kernel adds the
 //! blocks' in block order, and the host factors the sum by Cholesky where the columns allow
 //! (`kernel::gram`); where they do not, the same kernel folds each block's rows into a
-//! triangle (`R`, `Qᵀr`), which the host folds in block order as it folds the CPU's chunks. A
-//! `_cost` kernel sums the points' costs. The normal equations, where asked for, are the
-//! triangle's (`JᵀJ = RᵀR`).
+//! triangle (`R`, `Qᵀr`), and a tree of `fold_triangle_pairs` launches folds the blocks'
+//! triangles into one on the device, which alone comes back. A `_cost` kernel sums the points'
+//! costs. The normal equations, where asked for, are the triangle's (`JᵀJ = RᵀR`).
 
 use super::abi::Launch;
 use super::driver::Buffer;
@@ -88,23 +88,49 @@ impl BlockPass {
         })
     }
 
-    /// Launches `launch` (this pass's kernel) and reads the blocks' values and their vectors,
-    /// `len` values each, back.
-    fn run(
+    /// Launches `launch` (this pass's kernel), whose blocks each write a triangle of `n`
+    /// variables, folds the triangles into the first on the device (`fold_triangle_pairs`, a
+    /// launch a level, a block a pair) and reads the blocks' values and that one triangle back.
+    fn run_folded(
         &self,
         sum: &GpuEvaluator,
         launch: Launch,
-        len: usize,
+        n: usize,
     ) -> Result<(Vec<f64>, Vec<f64>), BackendError> {
         let l = &sum.launcher;
         l.launch(&launch, self.config)?;
-        let mut vectors = vec![0.0; len * self.config.blocks as usize];
+        let count = self.config.blocks as usize;
+        let mut stride = 1;
+        while stride < count {
+            let fold = Launch::fold_triangle_pairs(self.out.address(), count, stride, n);
+            l.launch(&fold, fold_config(count.div_ceil(2 * stride), n))?;
+            stride *= 2;
+        }
+        let mut triangle = vec![0.0; triangle_len(n)];
         let mut values = vec![0.0; self.values.len()];
         l.read(
-            &mut [(&self.out, &mut vectors), (&self.values, &mut values)],
+            &mut [(&self.out, &mut triangle), (&self.values, &mut values)],
             self.kernel,
         )?;
-        Ok((values, vectors))
+        Ok((values, triangle))
+    }
+
+    /// Launches `launch` (this pass's kernel) and reads the blocks' values back.
+    fn run(&self, sum: &GpuEvaluator, launch: Launch) -> Result<Vec<f64>, BackendError> {
+        let l = &sum.launcher;
+        l.launch(&launch, self.config)?;
+        let mut values = vec![0.0; self.values.len()];
+        l.read(&mut [(&self.values, &mut values)], self.kernel)?;
+        Ok(values)
+    }
+}
+
+/// A level of the triangles' fold: a block a pair, a thread for each column a reflection
+/// updates (`n` of them, and `Qᵀr`), in whole warps.
+fn fold_config(pairs: usize, n: usize) -> LaunchConfig {
+    LaunchConfig {
+        blocks: u32::try_from(pairs).unwrap_or(u32::MAX),
+        threads: (32 * n.div_ceil(32)).max(32) as u32,
     }
 }
 
@@ -166,9 +192,10 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
 
     /// The blocks' Gram matrices, added on the device in block order and factored here as one
     /// triangle: one download of `gram_len(n)` values and the blocks' costs. Where the columns
-    /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded here in
-    /// block order. Where the last factor was near that refusal, the fold alone. The GPU takes
-    /// no share of the terms: rank 0 evaluates the whole pass.
+    /// refuse Cholesky ([`gram_triangle`]), a second launch's triangle per block, folded into
+    /// one on the device (`BlockPass::run_folded`). Where the last factor was near that
+    /// refusal, the fold alone. The GPU takes no share of the terms: rank 0 evaluates the whole
+    /// pass.
     fn factor_partials(
         &mut self,
         sum: &mut GpuEvaluator,
@@ -216,10 +243,10 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
                 return Ok(Partials::of_chunks(costs, triangle, layout));
             }
         }
-        let (costs, triangles) = plan.run(sum, launch(Reduction::Fold), triangle_len(n))?;
-        let mut partials = Partials::of_chunks(costs, triangles, layout);
-        self.fold_first = !pivots_clear(partials.fold_triangles(n)?, n, GRAM_MARGIN);
-        Ok(partials)
+        let fold = launch(Reduction::Fold);
+        let (costs, triangle) = plan.run_folded(sum, fold, n)?;
+        self.fold_first = !pivots_clear(&triangle, n, GRAM_MARGIN);
+        Ok(Partials::of_chunks(costs, triangle, layout))
     }
 
     /// Where the triangle kernels take the problem and its rows' work, `m·n²`, is at most
@@ -249,7 +276,7 @@ impl NormalPass<GpuEvaluator> for GpuResiduals {
             loss,
             self.cost.values.address(),
         );
-        let (costs, _) = self.cost.run(sum, launch, 0)?;
+        let costs = self.cost.run(sum, launch)?;
         Ok(Partials::of_chunks(costs, Vec::new(), layout))
     }
 }

@@ -287,16 +287,6 @@ impl Partials {
         Ok(self.value())
     }
 
-    /// Folds this part's own triangles into one, in chunk order, and returns it:
-    /// [`factor_into`](Self::factor_into) gives the same bits after. For a backend that reads
-    /// its `R` at once, to choose its next pass.
-    pub fn fold_triangles(&mut self, n: usize) -> Result<&[f64], BackendError> {
-        let mut folded = Folded::new(n);
-        self.own_triangles(n, &mut folded)?;
-        self.vectors = folded.finish();
-        Ok(&self.vectors)
-    }
-
     /// Folds this part's own triangles (not its further parts') into `folded`.
     fn own_triangles(&self, n: usize, folded: &mut Folded) -> Result<(), BackendError> {
         let len = triangle_len(n);
