@@ -67,8 +67,12 @@ impl DeviceArray {
     }
 
     /// The device address of the first entry, as another library takes it (CUDA's
-    /// `__cuda_array_interface__`); on the simulator, an address in its memory.
+    /// `__cuda_array_interface__`); on the simulator, an address in its memory. Handing it out
+    /// lends the array, as [`wait`](Self::wait) does: another library may read it on its own
+    /// streams, so its memory, once dropped, is freed only after all work on the device is
+    /// done. Call `wait` before another library reads it.
     pub fn device_address(&self) -> u64 {
+        self.memory.lent.store(true, Ordering::Relaxed);
         self.memory.buffer.address()
     }
 

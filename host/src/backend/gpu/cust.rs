@@ -13,7 +13,7 @@ use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::function::{BlockSize, Function, FunctionAttribute, GridSize};
-use cust::memory::{AsyncCopyDestination, DeviceBuffer, DevicePointer, DeviceSlice, LockedBuffer};
+use cust::memory::{AsyncCopyDestination, DevicePointer, DeviceSlice, LockedBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use std::collections::HashMap;
@@ -21,8 +21,8 @@ use std::ffi::{CString, c_void};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-mod pool;
-use pool::Pool;
+mod memory;
+use memory::Memory;
 
 /// The driver's message and code, e.g. "no CUDA-capable device is detected (CUDA error 100)".
 fn describe(err: CudaError) -> String {
@@ -84,9 +84,9 @@ pub(crate) struct CustDriver {
     /// Page-locked host memory for copies; held for a whole write or read, so that two threads
     /// sharing the driver never stage through it at once.
     staging: Mutex<LockedBuffer<f64>>,
-    /// The device memory, allocated and freed in stream order; `None` where the driver has no
-    /// memory pools, and each buffer is a `cuMemAlloc` of its own.
-    pool: Option<Pool>,
+    /// The device memory: a pool's, allocated and freed in stream order, where the driver has
+    /// pools.
+    memory: Memory,
     context: Context,
     /// The device's ordinal, as the driver numbers it.
     ordinal: i32,
@@ -144,12 +144,12 @@ impl CustDriver {
             memory as f64 / (1u64 << 30) as f64
         );
         let staging = LockedBuffer::new(&0.0, 1).map_err(driver("cuMemAllocHost"))?;
-        let pool = Pool::open(&device, ordinal as i32)?;
+        let memory = Memory::open(&device, ordinal as i32);
         Ok(Self {
             loaded: Mutex::default(),
             stream,
             staging: Mutex::new(staging),
-            pool,
+            memory,
             context,
             ordinal: ordinal as i32,
             multiprocessors,
@@ -252,22 +252,7 @@ impl Driver for CustDriver {
             return Ok(0);
         }
         self.make_current()?;
-        let bytes = len
-            .checked_mul(size_of::<f64>())
-            .ok_or(BackendError::OutOfMemory {
-                what,
-                bytes: usize::MAX,
-            })?;
-        let address = match &self.pool {
-            Some(pool) => pool.alloc(what, bytes, &self.stream)?,
-            None => alloc_unpooled(what, len)?,
-        };
-        // SAFETY: exactly this allocation, zeroed on the stream before any work that uses it.
-        let mut zeros =
-            unsafe { DeviceSlice::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) };
-        // SAFETY: as above.
-        unsafe { zeros.set_zero_async(&self.stream) }.map_err(driver("cuMemsetD8Async"))?;
-        Ok(address)
+        self.memory.alloc(what, len, &self.stream)
     }
 
     fn free(&self, address: u64, len: usize) {
@@ -275,20 +260,11 @@ impl Driver for CustDriver {
             // Nothing was allocated; or the context is gone, and the memory with it.
             return;
         }
-        if let Some(pool) = &self.pool {
-            // SAFETY: `address` is an allocation of `alloc`, freed once: only its `Buffer`'s
-            // drop calls this, and nothing uses a buffer after its drop. Work already queued
-            // that reads it is on the stream, ahead of the free; work of another library
-            // finished before the drop (`settle`).
-            unsafe { pool.free(address, &self.stream) };
-            return;
-        }
-        // The memory may still be in use by work on the stream: wait for it. A fault found now
-        // was or will be reported by the operation that waits for it; a drop cannot report it.
-        let _ = self.stream.synchronize();
-        // SAFETY: `address` and `len` are an allocation of `alloc`, freed once: only its
-        // `Buffer`'s drop calls this, and nothing uses a buffer after its drop.
-        drop(unsafe { DeviceBuffer::from_raw_parts(DevicePointer::<f64>::from_raw(address), len) });
+        // SAFETY: `address` is an allocation of `alloc` for `len` values, freed once: only its
+        // `Buffer`'s drop calls this, and nothing uses a buffer after its drop. Work already
+        // queued that reads it is on the stream, ahead of the free; another library's work
+        // finished before the drop (`settle`).
+        unsafe { self.memory.free(address, len, &self.stream) };
     }
 
     fn settle(&self) {
@@ -329,6 +305,16 @@ impl Driver for CustDriver {
             |why: &str| BackendError::Foreign(format!("{bytes} bytes at {address:#x} {why}"));
         if address % size_of::<f64>() as u64 != 0 {
             return Err(refuse("are not aligned to 8 bytes"));
+        }
+        // This driver's own memory, come back through another library: its allocation is known
+        // exactly, where a pool's ranges may not be.
+        if let Some((start, size)) = self.memory.allocation_of(address) {
+            if address - start + bytes as u64 > size as u64 {
+                return Err(refuse(&format!(
+                    "run past their allocation of {size} bytes"
+                )));
+            }
+            return Ok(());
         }
         let unknown = |_| refuse("are not memory the CUDA driver knows");
         let memory_type: u32 =
@@ -476,23 +462,6 @@ impl Drop for CustDriver {
         // them with.
         let _ = CurrentContext::set_current(&self.context);
     }
-}
-
-/// `len` f64 of device memory by `cuMemAlloc`, not yet zeroed, for a driver without memory
-/// pools; its address, which [`CustDriver::free`] hands back.
-fn alloc_unpooled(what: &'static str, len: usize) -> Result<u64, BackendError> {
-    // SAFETY: the caller zeroes the memory on the stream before any use of it.
-    let buffer = unsafe { DeviceBuffer::<f64>::uninitialized(len) }.map_err(|err| match err {
-        CudaError::OutOfMemory => BackendError::OutOfMemory {
-            what,
-            bytes: len * size_of::<f64>(),
-        },
-        other => driver("cuMemAlloc")(other),
-    })?;
-    let address = buffer.as_device_ptr().as_raw();
-    // Owned from here on by the `Buffer` that the launcher wraps around `address`.
-    std::mem::forget(buffer);
-    Ok(address)
 }
 
 /// `kernel`'s function in its loaded module.

@@ -129,7 +129,8 @@ impl BlockPass {
 /// updates (`n` of them, and `Qᵀr`), in whole warps.
 fn fold_config(pairs: usize, n: usize) -> LaunchConfig {
     LaunchConfig {
-        blocks: u32::try_from(pairs).unwrap_or(u32::MAX),
+        // Past CUDA's grid limit, blocks loop over the pairs.
+        blocks: pairs.min(i32::MAX as usize) as u32,
         threads: (32 * n.div_ceil(32)).max(32) as u32,
     }
 }
