@@ -3,23 +3,15 @@
 //! scalars, and gives the bits of the same solve from host memory. On the PTX simulator, as CI
 //! runs it; with `CUDAMIN_REQUIRE_GPU=1` (feature `cuda`) on a device.
 
+mod common;
+
+use common::device_backend;
 use cudamin::problems::{self, Instance};
 use cudamin::{
     Backend, BackendChoice, BackendError, Gradient, Method, OptimizeResult, Options, SolveError,
     TermObjective, Traffic, minimize_from_device, minimize_with_observer,
 };
 use std::ops::ControlFlow;
-
-/// The simulator, or with `CUDAMIN_REQUIRE_GPU=1` a device.
-fn gpu() -> Backend {
-    let on_device = std::env::var_os("CUDAMIN_REQUIRE_GPU").is_some_and(|v| v == "1");
-    let choice = if on_device {
-        BackendChoice::Cuda
-    } else {
-        BackendChoice::Simulated
-    };
-    cudamin::backend(choice).unwrap().0
-}
 
 /// seed-expsum with `n` variables loaded on `backend`, as an exact-gradient objective.
 fn seed_expsum(backend: &Backend, n: usize) -> (TermObjective, Vec<f64>) {
@@ -70,7 +62,7 @@ fn host_lbfgs(objective: &mut TermObjective, x0: &[f64]) -> OptimizeResult {
 /// tables in all), and its solution is the host start's, bit for bit.
 #[test]
 fn a_device_start_kept_on_the_device_moves_only_scalars() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let n = 40_000;
     let (mut objective, x0) = seed_expsum(&gpu, n);
     let from_host = host_lbfgs(&mut objective, &x0);
@@ -145,7 +137,7 @@ fn device_passes_read_and_write_the_solvers_vectors_where_they_lie() {
 /// (its sums add in another order), oldest first, the newest meeting the secant condition.
 #[test]
 fn a_device_solves_pairs_stay_there_until_copied() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let n = 40_000;
     let (mut objective, x0) = seed_expsum(&gpu, n);
     let options = Options {
@@ -199,7 +191,7 @@ fn assert_same(a: &OptimizeResult, b: &OptimizeResult) {
 /// A device start with a NaN or an infinity is refused, naming the entry, as a host start is.
 #[test]
 fn a_non_finite_device_start_names_its_entry() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let n = 1 << 15;
     let (mut objective, mut x0) = seed_expsum(&gpu, n);
     for (index, value) in [(12_345, f64::NAN), (n - 1, f64::NEG_INFINITY)] {
@@ -228,7 +220,7 @@ fn a_non_finite_device_start_names_its_entry() {
 /// bounds it keeps no mask.
 #[test]
 fn a_bounded_device_start_is_clipped_and_kept_there() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let n = 40_000;
     let (mut objective, mut x0) = seed_expsum(&gpu, n);
     let upper: Vec<f64> = (0..n)
@@ -288,7 +280,7 @@ fn a_bounded_device_start_is_clipped_and_kept_there() {
 /// BFGS below its dense limit; a start of the wrong length is refused as a host start is.
 #[test]
 fn host_vector_solves_take_a_device_start() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let n = 300;
     let (mut objective, x0) = seed_expsum(&gpu, n);
     let start = gpu.to_device(&x0).unwrap();
@@ -339,7 +331,7 @@ fn the_cpu_has_no_device_arrays() {
 /// leaves the memory to its owner. Memory outside the device's allocations is refused.
 #[test]
 fn memory_at_a_device_address_starts_a_solve_where_it_lies() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let (mut objective, x0) = seed_expsum(&gpu, 40_000);
     let expected = host_lbfgs(&mut objective, &x0);
     let owner = gpu.to_device(&x0).unwrap();
@@ -368,7 +360,7 @@ fn memory_at_a_device_address_starts_a_solve_where_it_lies() {
 /// one word comes back.
 #[test]
 fn a_kept_array_has_its_norm_taken_on_the_device() {
-    let gpu = gpu();
+    let gpu = device_backend();
     let mut values: Vec<f64> = (0..50_000).map(|i| (i as f64 * 0.37).sin()).collect();
     values[31_337] = -4.25;
     let array = gpu.to_device(&values).unwrap();

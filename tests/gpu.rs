@@ -2053,6 +2053,23 @@ fn every_shipped_entry_executes_on_the_simulator() {
     ))
     .unwrap();
     assert_eq!((squares, dot), ([2.25, 0.0, 9.0], [5.25]));
+    // A fit's weights made on the device by the host's rule: 1/σ, NaN unless σ is positive
+    // and finite.
+    let sigma = [0.25, -1.0, f64::INFINITY, 3.0, f64::MIN_POSITIVE];
+    let on_device = sim.to_device(&sigma).unwrap();
+    let w = sim.device_weights(Some(&on_device), sigma.len()).unwrap();
+    let rule = |s: f64| {
+        if s > 0.0 && s.is_finite() {
+            1.0 / s
+        } else {
+            f64::NAN
+        }
+    };
+    let expected: Vec<f64> = sigma.into_iter().map(rule).collect();
+    assert_eq!(
+        format!("{:?}", w.to_host().unwrap()),
+        format!("{expected:?}")
+    );
 
     let shipped: Vec<String> = ptx::entries(cudamin::PTX.unwrap())
         .unwrap()

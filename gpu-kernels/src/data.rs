@@ -174,6 +174,25 @@ impl<'a> Data<'a> {
         }
     }
 
+    /// The shape of a table of `rows` by `cols` that lies on a device, as the host checks a
+    /// term against it ([`Term::check`](crate::Term::check), [`Term::terms`](crate::Term::terms))
+    /// before any kernel reads it: [`rows`](Data::rows) and [`cols`](Data::cols) are the
+    /// table's, every value reads NaN and [`values`](Data::values) is empty.
+    #[inline(always)]
+    pub const fn shape(rows: usize, cols: usize) -> Self {
+        Data {
+            values: RawTable::absent(rows.saturating_mul(cols)),
+            rows,
+            by_row: &[],
+        }
+    }
+
+    /// Whether this is a [`shape`](Data::shape) alone, its values on a device.
+    #[inline(always)]
+    pub fn is_shape(&self) -> bool {
+        self.values.is_absent()
+    }
+
     /// This data with `by_row`, the same table row after row (row `k`'s columns at
     /// `by_row[k·cols ..]`), from which [`row`](Data::row) reads. Ignored unless it holds
     /// exactly the table's values. Why: a row of a column-major table is `cols` reads each a

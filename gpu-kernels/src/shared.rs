@@ -50,6 +50,9 @@ macro_rules! __shared_kernels {
             RAY_POINT ray_point in vector_entry (n: U64, x: In, step: F64, p: In, out: Out);
             /// `old ← new − old`.
             DIFFERENCE difference in vector_entry (n: U64, new: In, old: Out);
+            /// `w ← 1/σ`, a fit's weights, NaN where `σ` is not positive and finite; all 1
+            /// where `sigma` is null.
+            WEIGHTS weights in vector_entry (n: U64, sigma: In, w: Out);
             /// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIAL_ROWS`] adds them.
             DOT_PARTIALS dot_partials in vector_entry (n: U64, a: In, b: In, partials: Out);
             /// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one

@@ -350,14 +350,17 @@ pub trait Term {
     /// variables) is always differentiated forward.
     const DIFFERENTIATION: Differentiation = Differentiation::Auto;
 
-    /// The number of terms `K` for `n` variables.
+    /// The number of terms `K` for `n` variables. Like [`check`](Term::check), it may see the
+    /// data's [`shape`](Data::shape) alone.
     #[inline(always)]
     fn terms(n: usize, data: Data<'_>) -> usize {
         Self::WINDOW.default_terms(n, data)
     }
 
     /// Rejects an `n` (or data) the term cannot work with, beyond what its window rules out (the
-    /// host checks [`Window::check`] first). The default accepts everything.
+    /// host checks [`Window::check`] first). The default accepts everything. Where the data
+    /// lie on a device, `data` is their [`shape`](Data::shape): rows and columns, every value
+    /// NaN: check the shape there, and values only where they are not NaN.
     fn check(n: usize, data: Data<'_>) -> Result<(), &'static str> {
         let _ = (n, data);
         Ok(())

@@ -48,8 +48,9 @@ class BackendError(RuntimeError):
 from . import _batch, _native  # noqa: E402
 from ._session import Session  # noqa: E402
 from ._args import (  # noqa: E402
-    _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _data_dtype, _fixed, _jac,
-    _leastsq_message, _minimize_box, _number, _observer, _predictors, _tolerances, _x_scale,
+    _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _data_dtype,
+    _device_predictors, _fixed, _jac, _leastsq_message, _minimize_box, _number, _observer, _on_device,
+    _points, _predictors, _tolerances, _x_scale,
 )
 
 __all__ = [
@@ -321,12 +322,19 @@ class Solvers:
         if nan_policy not in (None, "raise"):
             raise ValueError("nan_policy must be None or 'raise': cudamin does not drop points")
         stored = _data_dtype(data_dtype, xdata, ydata, sigma)
-        ydata = _array("ydata", ydata, check_finite)
-        xdata = _predictors(xdata, ydata.size, check_finite)
-        if sigma is not None:
+        if _on_device(xdata) or _on_device(ydata) or _on_device(sigma):
+            # Read where they lie; the core checks them there (finite, σ > 0) whatever
+            # check_finite says, and receives the host ones.
+            points = _points(ydata)
+            ydata = ydata if _on_device(ydata) else _array("ydata", ydata, check_finite)
+            xdata = _device_predictors(xdata, points, check_finite)
+        else:
+            ydata = _array("ydata", ydata, check_finite)
+            xdata = _predictors(xdata, ydata.size, check_finite)
+        if sigma is not None and not _on_device(sigma):
             # One number (of any shape, as scipy reads `sigma.size == 1`) is every point's.
             one = np.size(sigma) == 1
-            sigma = _array("sigma", np.broadcast_to(np.ravel(sigma), ydata.shape) if one else sigma)
+            sigma = _array("sigma", np.broadcast_to(np.ravel(sigma), (_points(ydata),)) if one else sigma)
         if maxfev is not None and max_nfev is not None:
             raise ValueError("give max_nfev or maxfev (leastsq's name for it), not both")
         p0 = None if p0 is None else _array("p0", p0, True)
@@ -443,7 +451,7 @@ class Solvers:
 
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
-_INTERFACE = 8
+_INTERFACE = 9
 
 
 def _held(array):

@@ -73,6 +73,42 @@ def _predictors(xdata, points, check_finite):
     return [_array("xdata", array, check_finite)]
 
 
+def _on_device(values):
+    """Whether ``values`` is an array on a device, which the core reads where it lies: a
+    session's ``DeviceArray``, or a CUDA array (torch, CuPy, JAX, Numba), or a list of
+    predictors holding one."""
+    if isinstance(values, (list, tuple)):
+        return any(_on_device(v) for v in values)
+    return hasattr(values, "__cudamin_device__") or hasattr(values, "__cuda_array_interface__")
+
+
+def _points(ydata):
+    """The number of points of ``ydata``, on the host or on a device."""
+    shape = getattr(ydata, "shape", None)
+    shape = (len(ydata),) if shape is None else tuple(shape)
+    if len(shape) != 1:
+        raise ValueError(f"ydata must be 1-D; it has shape {shape}")
+    return shape[0]
+
+
+def _device_predictors(xdata, points, check_finite):
+    """``xdata`` where some of it lies on a device, as a list of 1-D columns, each read where it
+    lies: a 1-D array; a list of columns (host ones converted as ``_array`` converts them); or
+    ``(k, M)``, whose rows are the columns. An ``(M, k)`` array's columns are strided, which
+    the core does not read: it is refused."""
+    if isinstance(xdata, (list, tuple)):
+        return [x if _on_device(x) else _array(f"xdata[{i}]", x, check_finite) for i, x in enumerate(xdata)]
+    shape = tuple(xdata.shape)
+    if len(shape) == 1:
+        return [xdata]
+    if len(shape) == 2 and not (shape[0] == points and shape[1] != points):
+        return [xdata[i] for i in range(shape[0])]
+    raise ValueError(
+        f"xdata on a device must be 1-D, (k, M) or a list of columns; it has shape {shape}: "
+        "give (M, k) data as its transpose, made contiguous there (x.T.contiguous())"
+    )
+
+
 _LIMITS = ("maxiter", "maxfun", "max_nfev", "maxfev")
 
 

@@ -309,3 +309,65 @@ def test_float32_data_stay_float32_and_fit_as_their_values():
     np.testing.assert_array_equal(kept, given)
     with pytest.raises(ValueError, match="data_dtype must be float64 or float32, not 'float16'"):
         cudamin.curve_fit("poly", x, y, data_dtype="float16")
+
+
+class DeviceColumn:
+    """What another library's CUDA column (torch, CuPy, JAX) shows: its
+    __cuda_array_interface__, here describing a session-held array's memory on the simulator."""
+
+    def __init__(self, held):
+        self.shape = (len(held),)
+        self.__cuda_array_interface__ = dict(
+            shape=self.shape, typestr="<f8", data=(held.device_address, False), strides=None, version=3
+        )
+
+
+class Rows:
+    """A 2-D CUDA array of `rows` rows, each the column `held`; `columns` makes it (M, k)."""
+
+    def __init__(self, held, rows, columns=None):
+        self.shape = (rows, columns or len(held))
+        self.__cuda_array_interface__ = dict(shape=self.shape, typestr="<f8", data=(0, False), version=3)
+        self.row = DeviceColumn(held)
+
+    def __getitem__(self, i):
+        return self.row
+
+
+def test_curve_fit_reads_its_data_where_they_lie_on_the_device():
+    """xdata, ydata and sigma held on the session's device, or another library's CUDA arrays,
+    fit as numpy arrays do, bit for bit; the fit's table is made, checked and read on the
+    device, so it moves no more than a kilobyte to the device. Host and device columns mix;
+    another session's arrays come through the host; bad values are named as on the host."""
+    x, y = poly_data(3)
+    sigma = 0.5 + 0.01 * np.arange(x.size)
+    with cudamin.Session("sim") as session, cudamin.Session("sim") as other:
+        popt, pcov, info, _, _ = session.curve_fit("poly", x, y, sigma=sigma, full_output=True, **TIGHT)
+        dx, dy, ds = (session.to_device(a) for a in (x, y, sigma))
+        before = session.traffic()
+        got, got_pcov, got_info, _, _ = session.curve_fit("poly", dx, dy, sigma=ds, full_output=True, **TIGHT)
+        assert session.traffic()["h2d_bytes"] - before["h2d_bytes"] <= 1024
+        np.testing.assert_array_equal(got, popt)
+        np.testing.assert_array_equal(got_pcov, pcov)
+        np.testing.assert_array_equal(got_info["fvec"], info["fvec"])
+        assert got_info["nfev"] == info["nfev"]
+        for xdata, ydata, s in [
+            (x, dy, sigma),
+            ([dx], DeviceColumn(dy), DeviceColumn(ds)),
+            (other.to_device(x), dy, other.to_device(sigma)),
+        ]:
+            np.testing.assert_array_equal(session.curve_fit("poly", xdata, ydata, sigma=s, **TIGHT)[0], popt)
+        # A (k, M) array on a device: its rows are the predictors, read where they lie.
+        np.testing.assert_array_equal(session.curve_fit("poly", Rows(dx, 1), dy, sigma=ds, **TIGHT)[0], popt)
+        bad = y.copy()
+        bad[5] = np.nan
+        with pytest.raises(ValueError, match="column 1, row 5 is NaN"):
+            session.curve_fit("poly", dx, session.to_device(bad))
+        bad_sigma = sigma.copy()
+        bad_sigma[9] = 0.0
+        with pytest.raises(ValueError, match="sigma at index 9 is 0"):
+            session.curve_fit("poly", dx, dy, sigma=session.to_device(bad_sigma))
+        with pytest.raises(ValueError, match="float64 where they lie"):
+            session.curve_fit("poly", dx, dy, data_dtype="float32")
+        with pytest.raises(ValueError, match="xdata on a device must be"):
+            session.curve_fit("poly", Rows(dx, x.size, columns=2), dy)

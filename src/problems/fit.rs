@@ -5,7 +5,7 @@
 use super::problem::{Instance, LoadError, load_least_squares};
 use cudamin_host::Bounds;
 use cudamin_host::plumbing::gpu::abi::{Launch, residual_launches};
-use cudamin_host::{Backend, DataType, ProblemError, TermProblem};
+use cudamin_host::{Backend, Columns as Stored, DataType, ProblemError, TermProblem};
 use gpu_kernels::kernel::term_value;
 use gpu_kernels::lm::batch;
 use gpu_kernels::raw::RawKernel;
@@ -16,7 +16,9 @@ use gpu_kernels::{Data, ResidualKernels, SumOfSquares, Term};
 use std::borrow::Cow;
 
 mod error;
+mod on_device;
 pub use error::{FitError, check_determined};
+pub use on_device::DeviceColumns;
 
 /// The points of a fit: `y ≈ m(θ, x)`, with optional standard deviations `σ` of `y`.
 #[derive(Clone, Debug)]
@@ -45,8 +47,9 @@ pub struct Columns<'a> {
     pub data_type: DataType,
 }
 
-/// How a model is set up with `p` parameters on data laid out as the fit terms read it.
-type Setup = fn(&Backend, usize, Vec<f64>, usize, DataType) -> Result<Instance, LoadError>;
+/// How a model is set up with `p` parameters on data laid out as the fit terms read it, on
+/// the host or on the backend's device.
+type Setup = fn(&Backend, usize, Stored, usize, DataType) -> Result<Instance, LoadError>;
 
 /// A fit model: a residual term with its name and rules ([`Model::of`]).
 pub struct Model {
@@ -115,12 +118,12 @@ fn predict<T: Term>(theta: &[f64], x: &[&[f64]]) -> Vec<f64> {
 fn setup<T: ResidualKernels + 'static>(
     backend: &Backend,
     p: usize,
-    values: Vec<f64>,
+    values: Stored,
     rows: usize,
     data_type: DataType,
 ) -> Result<Instance, LoadError> {
     let problem =
-        TermProblem::<SumOfSquares<T>>::with_data(p, values, rows)?.stored_as(data_type)?;
+        TermProblem::<SumOfSquares<T>>::with_columns(p, values, rows)?.stored_as(data_type)?;
     load_least_squares(backend, problem, vec![1.0; p], None)
 }
 
@@ -415,22 +418,11 @@ impl Model {
         (total_points, held): (usize, usize),
     ) -> Result<Instance, FitError> {
         let p = params.unwrap_or_else(|| self.params_for(data.x.len()));
-        let points = data.x.first().map_or(0, |x| x.len());
-        let sigma_len = data.sigma.map(<[f64]>::len);
-        if let Some((index, other)) = data.x.iter().enumerate().find(|(_, x)| x.len() != points) {
-            return Err(FitError::Predictors {
-                points,
-                index,
-                len: other.len(),
-            });
-        }
-        if data.y.len() != points || sigma_len.is_some_and(|len| len != points) {
-            return Err(FitError::Lengths {
-                x: points,
-                y: data.y.len(),
-                sigma: sigma_len,
-            });
-        }
+        let points = lengths(
+            data.x.iter().map(|x| x.len()),
+            data.y.len(),
+            data.sigma.map(<[f64]>::len),
+        )?;
         check_determined(total_points, p, held)?;
         // The predictors, y and w.
         let columns = data.x.len() + 2;
@@ -457,10 +449,24 @@ impl Model {
                 }
             }
         }
+        self.set_up(backend, p, Stored::F64(values), points, data.data_type, p0)
+    }
+
+    /// The model's problem with `p` parameters on `values`, the fit's table of `points` rows,
+    /// loaded on `backend`, starting from `p0` where given.
+    fn set_up(
+        &self,
+        backend: &Backend,
+        p: usize,
+        values: Stored,
+        points: usize,
+        data_type: DataType,
+        p0: Option<Vec<f64>>,
+    ) -> Result<Instance, FitError> {
         // The term names itself (`fit_exp_decay`) and its variables `n`: the fit's words are
         // the model's name and its parameters.
-        let mut instance = (self.setup)(backend, p, values, points, data.data_type).map_err(
-            |error| match error {
+        let mut instance =
+            (self.setup)(backend, p, values, points, data_type).map_err(|error| match error {
                 LoadError::Problem(ProblemError::InvalidN { reason, .. }) => FitError::Params {
                     model: self.name,
                     params: p,
@@ -468,8 +474,7 @@ impl Model {
                 },
                 LoadError::Problem(error) => LoadError::Problem(error.named(self.name)).into(),
                 other => other.into(),
-            },
-        )?;
+            })?;
         if let Some(p0) = p0 {
             if p0.len() != p {
                 return Err(FitError::StartLength {
@@ -492,4 +497,29 @@ impl Model {
     pub fn launches(&self) -> Vec<Launch> {
         (self.launches)()
     }
+}
+
+/// The number of points of a fit whose predictors, `y` and `σ` have these lengths; an error
+/// unless all are one.
+fn lengths(
+    mut x: impl Iterator<Item = usize>,
+    y: usize,
+    sigma: Option<usize>,
+) -> Result<usize, FitError> {
+    let points = x.next().unwrap_or(0);
+    if let Some((index, len)) = x.enumerate().find(|&(_, len)| len != points) {
+        return Err(FitError::Predictors {
+            points,
+            index: index + 1,
+            len,
+        });
+    }
+    if y != points || sigma.is_some_and(|len| len != points) {
+        return Err(FitError::Lengths {
+            x: points,
+            y,
+            sigma,
+        });
+    }
+    Ok(points)
 }

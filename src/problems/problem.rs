@@ -423,8 +423,7 @@ pub(super) fn load_least_squares<T: ResidualKernels + 'static>(
 
 /// A problem's terms and data bytes, for [`Instance`].
 fn shape_of<T: Kernels>(problem: &TermProblem<T>) -> (usize, usize) {
-    let data = problem.data();
-    let bytes = data.values().len() * problem.data_type().bytes();
+    let bytes = problem.data_len() * problem.data_type().bytes();
     (problem.terms(), bytes)
 }
 

@@ -3,6 +3,18 @@
 
 pub mod cli;
 
+/// The simulator, or with `CUDAMIN_REQUIRE_GPU=1` (feature `cuda`) a device: where the tests of
+/// arrays and data kept on a device run.
+pub fn device_backend() -> cudamin::Backend {
+    let on_device = std::env::var_os("CUDAMIN_REQUIRE_GPU").is_some_and(|v| v == "1");
+    let choice = if on_device {
+        cudamin::BackendChoice::Cuda
+    } else {
+        cudamin::BackendChoice::Simulated
+    };
+    cudamin::backend(choice).unwrap().0
+}
+
 /// `max(‖v‖∞, 1)`: what gradient errors are measured relative to.
 pub fn gradient_scale(v: &[f64]) -> f64 {
     v.iter().fold(1.0_f64, |m, x| m.max(x.abs()))

@@ -223,6 +223,27 @@ impl<'a> RawTable<'a> {
         }
     }
 
+    /// The shape of `len` f64 that lie where this side cannot read them, on a device: every
+    /// read gives NaN or nothing, as past the end. Only the host makes one; no kernel gets one.
+    #[inline(always)]
+    pub const fn absent(len: usize) -> Self {
+        RawTable {
+            first: core::ptr::null(),
+            len,
+            values: core::marker::PhantomData,
+        }
+    }
+
+    /// Whether the values lie elsewhere ([`absent`](Self::absent)). A kernel's table never
+    /// does, so the device does not test it.
+    #[inline(always)]
+    pub fn is_absent(&self) -> bool {
+        #[cfg(not(target_arch = "nvptx64"))]
+        return self.first.is_null();
+        #[cfg(target_arch = "nvptx64")]
+        return false;
+    }
+
     /// Whether the values are f32.
     #[inline(always)]
     pub fn is_narrow(&self) -> bool {
@@ -232,7 +253,7 @@ impl<'a> RawTable<'a> {
     /// The f64 values, or none where they are f32.
     #[inline(always)]
     pub fn as_wide(&self) -> &'a [f64] {
-        if self.is_narrow() || self.len == 0 {
+        if self.is_narrow() || self.len == 0 || self.is_absent() {
             return &[];
         }
         // SAFETY: `len` f64 from `first`, borrowed for `'a`.
@@ -269,7 +290,7 @@ impl<'a> RawTable<'a> {
     /// Value `i`, as f64; `None` past the end.
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<f64> {
-        if i >= self.len {
+        if i >= self.len || self.is_absent() {
             None
         } else if !self.is_narrow() {
             // SAFETY: `i` is below the count of f64 from `first`.

@@ -19,7 +19,7 @@ pub(crate) fn terms<T: Kernels + 'static>(
     launcher: Option<&Arc<Launcher>>,
 ) -> Result<Box<dyn Evaluator>, BackendError> {
     match launcher {
-        None => Ok(Box::new(CpuEvaluator::new(problem))),
+        None => Ok(Box::new(CpuEvaluator::new(on_host(problem)?))),
         Some(launcher) => Ok(Box::new(gpu::GpuEvaluator::new(launcher.clone(), problem)?)),
     }
 }
@@ -31,10 +31,20 @@ pub(crate) fn residuals<T: ResidualKernels + 'static>(
     launcher: Option<&Arc<Launcher>>,
 ) -> Result<Box<dyn LeastSquaresEvaluator>, BackendError> {
     match launcher {
-        None => Ok(Box::new(CpuLeastSquares::new(problem))),
+        None => Ok(Box::new(CpuLeastSquares::new(on_host(problem)?))),
         Some(launcher) => Ok(Box::new(gpu::load_least_squares(
             launcher.clone(),
             problem,
         )?)),
+    }
+}
+
+/// `problem`, whose data the CPU must read on the host: data on a device are refused.
+fn on_host<T: Kernels>(problem: TermProblem<T>) -> Result<TermProblem<T>, BackendError> {
+    match problem.device_data() {
+        None => Ok(problem),
+        Some(_) => Err(BackendError::NoDevice(
+            "the data lie on a device; the CPU backend reads them from host memory".to_owned(),
+        )),
     }
 }

@@ -159,9 +159,7 @@ impl Backend {
     pub fn to_device(&self, values: &[f64]) -> Result<DeviceArray, BackendError> {
         match self.launcher() {
             Some(launcher) => DeviceArray::upload(launcher, values),
-            None => Err(BackendError::NoDevice(
-                "the CPU backend keeps arrays in host memory".to_owned(),
-            )),
+            None => Err(no_device()),
         }
     }
 
@@ -183,6 +181,37 @@ impl Backend {
             None => Err(BackendError::NoDevice(
                 "the CPU backend cannot read device memory: open a cuda session".to_owned(),
             )),
+        }
+    }
+
+    /// Whether `array` lies on this backend's device, where its kernels read it; an array of
+    /// another session's device is read through the host.
+    pub fn holds(&self, array: &DeviceArray) -> bool {
+        self.launcher()
+            .is_some_and(|launcher| array.is_on(launcher))
+    }
+
+    /// A fit's weights on this backend's device: `1/σᵢ` of `sigma` there, NaN where `σᵢ` is
+    /// not positive and finite (which loading the data then refuses), or `rows` ones; formed
+    /// there, nothing crossing to the host. The CPU has no device: an error says so.
+    pub fn device_weights(
+        &self,
+        sigma: Option<&DeviceArray>,
+        rows: usize,
+    ) -> Result<DeviceArray, BackendError> {
+        match self.launcher() {
+            Some(launcher) => gpu::weights(launcher, sigma, rows),
+            None => Err(no_device()),
+        }
+    }
+
+    /// `columns`, each on this backend's device and of one length, laid end to end in a new
+    /// array there by copies on the device: a term problem's data where they lie
+    /// ([`Columns::Device`]). The CPU has no device: an error says so.
+    pub fn device_columns(&self, columns: &[&DeviceArray]) -> Result<DeviceArray, BackendError> {
+        match self.launcher() {
+            Some(launcher) => gpu::concatenated(launcher, columns),
+            None => Err(no_device()),
         }
     }
 
@@ -283,4 +312,9 @@ impl Backend {
             _ => Ok(Box::new(SumEvaluator::new(parts))),
         }
     }
+}
+
+/// The error of a device array asked of the CPU backend.
+fn no_device() -> BackendError {
+    BackendError::NoDevice("the CPU backend keeps arrays in host memory".to_owned())
 }

@@ -1,5 +1,6 @@
 //! A term objective's instance: which term, how many variables, which data.
 
+use super::gpu::DeviceArray;
 use gpu_kernels::{Data, DataType, Kernels, Term, Values, Window};
 use std::borrow::Cow;
 use std::fmt;
@@ -76,6 +77,15 @@ pub enum ProblemError {
         /// The type asked for.
         data_type: DataType,
     },
+    /// Data on a device could not be taken as they are: checking them there failed, or they
+    /// were asked to be stored as f32.
+    #[error("{term} data on the device: {reason}")]
+    DeviceData {
+        /// The term's registered name.
+        term: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// A part added to a sum of term problems has another number of variables than the sum.
     #[error("{term} has n = {n} variables; the sum it is added to ({first}, ...) has {expected}")]
     PartSize {
@@ -100,6 +110,7 @@ impl ProblemError {
             | Self::DataShape { term, .. }
             | Self::NonFiniteData { term, .. }
             | Self::DataRange { term, .. }
+            | Self::DeviceData { term, .. }
             | Self::NoTerms { term, .. } => *term = name,
             Self::PartSize { .. } => {}
         }
@@ -114,15 +125,32 @@ pub enum Columns {
     F64(Vec<f64>),
     /// 4 bytes a value, read as the f64 each widens to.
     F32(Vec<f32>),
+    /// f64 on a GPU backend's device (or the simulator's), which its kernels read where they
+    /// lie: nothing crosses to the host. Only that backend loads the problem.
+    Device(DeviceArray),
 }
 
 impl Columns {
-    /// The values, as the terms read them.
+    /// The values on the host, as the terms read them; none for data on a device.
     pub fn view(&self) -> Values<'_> {
         match self {
             Columns::F64(values) => Values::F64(values),
             Columns::F32(values) => Values::F32(values),
+            Columns::Device(_) => Values::F64(&[]),
         }
+    }
+
+    /// The number of values, wherever they lie.
+    pub fn len(&self) -> usize {
+        match self {
+            Columns::Device(array) => array.len(),
+            host => host.view().len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The values stored as `data_type`: widened exactly, or each rounded to the nearest f32.
@@ -151,6 +179,12 @@ impl From<Vec<f32>> for Columns {
     }
 }
 
+impl From<DeviceArray> for Columns {
+    fn from(values: DeviceArray) -> Self {
+        Columns::Device(values)
+    }
+}
+
 /// A registered term `T` with `n` variables and its read-only data (column-major, one row per
 /// data point, stored as f64 or f32), checked and ready to load on a backend.
 ///
@@ -176,7 +210,7 @@ impl<T> Clone for TermProblem<T> {
 
 impl<T> fmt::Debug for TermProblem<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let columns = Data::of(self.values.view(), self.rows).cols();
+        let columns = data_of(&self.values, self.rows).cols();
         f.debug_struct("TermProblem")
             .field("term", &std::any::type_name::<T>())
             .field("n", &self.n)
@@ -215,29 +249,25 @@ impl<T: Kernels> TermProblem<T> {
         Self::with_columns(n, Columns::F64(values), rows)
     }
 
-    /// A problem with data stored as given, f64 or f32: `values` holds whole columns of `rows`
-    /// values each. f32 data moves half the bytes of f64; every term reads it as f64.
+    /// A problem with data stored as given, f64 or f32, on the host or on a device: `values`
+    /// holds whole columns of `rows` values each. f32 data moves half the bytes of f64; every
+    /// term reads it as f64. Data on a device are checked there, one word coming back; the
+    /// term's own checks see their [`shape`](Data::shape).
     pub fn with_columns(
         n: usize,
         values: impl Into<Columns>,
         rows: usize,
     ) -> Result<Self, ProblemError> {
         let values = values.into();
-        let view = values.view();
+        let len = values.len();
         let term = T::NAME;
-        let whole_columns = if rows == 0 {
-            view.is_empty()
-        } else {
-            view.len() % rows == 0
-        };
+        let whole_columns = if rows == 0 { len == 0 } else { len % rows == 0 };
         if !whole_columns {
-            return Err(ProblemError::DataShape {
-                term,
-                len: view.len(),
-                rows,
-            });
+            return Err(ProblemError::DataShape { term, len, rows });
         }
-        if let Some((index, value)) = view.find(|v| !v.is_finite()) {
+        if let Some((index, value)) =
+            first_not_finite(&values).map_err(|reason| ProblemError::DeviceData { term, reason })?
+        {
             // Whole columns of `rows` values (checked above, `rows` > 0 where there are values).
             let (column, row) = (index / rows, index % rows);
             return Err(ProblemError::NonFiniteData {
@@ -247,7 +277,7 @@ impl<T: Kernels> TermProblem<T> {
                 value,
             });
         }
-        let data = Data::of(view, rows);
+        let data = data_of(&values, rows);
         let invalid = |reason| ProblemError::InvalidN { term, n, reason };
         T::WINDOW
             .check(n)
@@ -270,6 +300,15 @@ impl<T: Kernels> TermProblem<T> {
     /// value rounded to the nearest f32. A finite value beyond f32's range is refused
     /// ([`ProblemError::DataRange`]).
     pub fn stored_as(self, data_type: DataType) -> Result<Self, ProblemError> {
+        if matches!(self.values, Columns::Device(_)) && data_type == DataType::F32 {
+            return Err(ProblemError::DeviceData {
+                term: T::NAME,
+                reason: "they are read as f64 where they lie; store them as f32 on the host".into(),
+            });
+        }
+        if data_type == self.data_type() {
+            return Ok(self);
+        }
         let view = self.values.view();
         let beyond = |v: f64| data_type == DataType::F32 && (v as f32).is_infinite();
         if let Some((index, value)) = view.find(beyond) {
@@ -296,15 +335,51 @@ impl<T: Term> TermProblem<T> {
         self.n
     }
 
-    /// A view of the data, as the term's `prepare` reads it.
+    /// A view of the data, as the term's `prepare` reads it; for data on a device, their
+    /// [`shape`](Data::shape).
     pub fn data(&self) -> Data<'_> {
-        Data::of(self.values.view(), self.rows)
+        data_of(&self.values, self.rows)
+    }
+
+    /// The number of data values, wherever they lie.
+    pub fn data_len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The data's array where they lie on a device; `None` on the host.
+    pub fn device_data(&self) -> Option<&DeviceArray> {
+        match &self.values {
+            Columns::Device(array) => Some(array),
+            _ => None,
+        }
     }
 
     /// The number of terms `K`.
     pub fn terms(&self) -> usize {
         T::terms(self.n, self.data())
     }
+}
+
+/// `values` as the terms see them: on the host, the values; on a device, their shape.
+fn data_of(values: &Columns, rows: usize) -> Data<'_> {
+    match values {
+        Columns::Device(array) => Data::shape(rows, array.len().checked_div(rows).unwrap_or(0)),
+        host => Data::of(host.view(), rows),
+    }
+}
+
+/// The first value that is not finite, with its index. Data on a device are checked there in
+/// one pass, one word coming back; only where one is not finite do they come to the host to
+/// name it.
+fn first_not_finite(values: &Columns) -> Result<Option<(usize, f64)>, String> {
+    let Columns::Device(array) = values else {
+        return Ok(values.view().find(|v| !v.is_finite()));
+    };
+    if array.max_abs().map_err(|e| e.to_string())?.is_finite() {
+        return Ok(None);
+    }
+    let host = array.to_host().map_err(|e| e.to_string())?;
+    Ok(Values::F64(&host).find(|v| !v.is_finite()))
 }
 
 #[cfg(test)]

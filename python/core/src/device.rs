@@ -118,19 +118,28 @@ impl Given {
         let Some(x0) = x0 else {
             return Ok(None);
         };
-        if let Ok(device) = x0.cast::<DeviceArray>() {
-            return Ok(Some(Given::Start(Start::Device(
-                device.get().array.clone(),
-            ))));
-        }
-        if let Ok(interface) = x0.getattr("__cuda_array_interface__") {
-            return foreign(&interface).map(Some);
+        if let Some(given) = Given::on_device("x0", x0)? {
+            return Ok(Some(given));
         }
         let values: PyReadonlyArray1<'_, f64> = x0.extract().map_err(|_| {
             Failure::Input("x0 must be a 1-D float64 array, on the host or on a CUDA device".into())
         })?;
         let values = args::slice("x0", &values)?.to_vec();
         Ok(Some(Given::Start(Start::Host(values))))
+    }
+
+    /// `value`, named `what` in errors, where it is an array on a device: a [`DeviceArray`]
+    /// or another library's CUDA array as it lies; `None` for anything else.
+    pub(crate) fn on_device(what: &str, value: &Bound<'_, PyAny>) -> Result<Option<Self>, Failure> {
+        if let Ok(device) = value.cast::<DeviceArray>() {
+            return Ok(Some(Given::Start(Start::Device(
+                device.get().array.clone(),
+            ))));
+        }
+        match value.getattr("__cuda_array_interface__") {
+            Ok(interface) => foreign(what, &interface).map(Some),
+            Err(_) => Ok(None),
+        }
     }
 
     /// The number of variables.
@@ -183,10 +192,10 @@ impl Start {
     }
 }
 
-/// A start from `__cuda_array_interface__` (versions 2 and 3): a contiguous float64 vector,
-/// unmasked, its memory checked by the backend later.
-fn foreign(interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
-    let refuse = |why: String| Failure::Input(format!("x0 on a CUDA device {why}"));
+/// An array `what` from `__cuda_array_interface__` (versions 2 and 3): a contiguous float64
+/// vector, unmasked, its memory checked by the backend later.
+fn foreign(what: &str, interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
+    let refuse = |why: String| Failure::Input(format!("{what} on a CUDA device {why}"));
     let interface = (interface.cast::<PyDict>())
         .map_err(|_| refuse("has a __cuda_array_interface__ that is not a dict".into()))?;
     let item = |key: &str| {
@@ -204,7 +213,7 @@ fn foreign(interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
     let typestr: String = (item("typestr").and_then(|t| t.extract().ok())).unwrap_or_default();
     if typestr != "<f8" {
         return Err(refuse(format!(
-            "must be float64 ('<f8'), not '{typestr}': convert it there first, e.g. x0.double()"
+            "must be float64 ('<f8'), not '{typestr}': convert it there first, e.g. {what}.double()"
         )));
     }
     if let Some(strides) = item("strides") {

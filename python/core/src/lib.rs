@@ -29,6 +29,7 @@
 mod args;
 mod batch;
 mod catalog;
+mod columns;
 mod device;
 mod errors;
 mod named;
@@ -54,8 +55,9 @@ use pyo3::prelude::*;
 /// Version 2: `minimize`'s `return_hess_inv` may be `None` (the method's default). Version 3:
 /// `minimize` takes `maxls` (L-BFGS-B's line-search limit), and `parameter_names` lists a
 /// model's names for its parameters. Version 7: `backend` may be a session (`catalog.session`).
-/// Version 8: `minimize` takes a session's `DeviceArray` as `x0`, and `keep_on_device`.
-pub const INTERFACE: u32 = 8;
+/// Version 8: `minimize` takes a session's `DeviceArray` as `x0`, and `keep_on_device`. Version 9:
+/// `curve_fit` takes its data columns on a device.
+pub const INTERFACE: u32 = 9;
 
 /// Puts `catalog` in extension module `module` as `module.catalog`, which the Python half binds.
 pub fn export(module: &Bound<'_, PyModule>, catalog: Catalog) -> PyResult<()> {

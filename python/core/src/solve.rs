@@ -5,6 +5,7 @@
 
 use crate::Catalog;
 use crate::args;
+use crate::columns::FitColumns;
 use crate::device::{DeviceArray, Start};
 use crate::errors::Failure;
 use crate::named::Named;
@@ -13,7 +14,6 @@ use crate::pairs;
 use crate::session::Session;
 use cudamin::Bounds;
 use cudamin::problems::Solvable;
-use cudamin::problems::fit::Columns;
 use cudamin::{BackendChoice, DeviceSolution, Options};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -388,10 +388,10 @@ impl Catalog {
         &self,
         py: Python<'py>,
         model: &str,
-        xdata: Vec<PyReadonlyArray1<'py, f64>>,
-        ydata: PyReadonlyArray1<'py, f64>,
+        xdata: Vec<Bound<'py, PyAny>>,
+        ydata: Bound<'py, PyAny>,
         p0: Option<PyReadonlyArray1<'py, f64>>,
-        sigma: Option<PyReadonlyArray1<'py, f64>>,
+        sigma: Option<Bound<'py, PyAny>>,
         absolute_sigma: bool,
         lower: Option<PyReadonlyArray1<'py, f64>>,
         upper: Option<PyReadonlyArray1<'py, f64>>,
@@ -416,18 +416,8 @@ impl Catalog {
         let gradient = args::gradient(jac)?;
         let data_type = args::data_type(data_dtype)?;
         let place = self.place(backend.as_ref(), BackendChoice::Auto)?;
-        let predictors = (xdata.iter())
-            .map(|x| args::slice("xdata", x))
-            .collect::<Result<Vec<_>, _>>()?;
-        let columns = Columns {
-            x: &predictors,
-            y: args::slice("ydata", &ydata)?,
-            sigma: sigma
-                .as_ref()
-                .map(|s| args::slice("sigma", s))
-                .transpose()?,
-            data_type,
-        };
+        let given = FitColumns::read(&xdata, &ydata, sigma.as_ref())?;
+        let columns = given.sources()?;
         let p0 = args::owned("p0", p0)?;
         let (lower, upper) = (args::owned("lower", lower)?, args::owned("upper", upper)?);
         let method = args::lsq_method(method, x_scale_jac, x_scale)?;
@@ -435,7 +425,7 @@ impl Catalog {
         let p = [&p0, &lower, &upper]
             .into_iter()
             .find_map(|given| given.as_ref().map(Vec::len))
-            .unwrap_or_else(|| model.params_for(columns.x.len()));
+            .unwrap_or_else(|| model.params_for(columns.predictors()));
         let mut bounds = args::bounds(lower, upper, p)?;
         if bounds.is_none() && natural_bounds {
             bounds = model.natural_bounds(p);
@@ -449,12 +439,12 @@ impl Catalog {
             let (backend, backend_reason) = self.open(place)?;
             // curve_fit's start: ones, or inside the bounds when there are some.
             let p0 = p0.or_else(|| bounds.as_ref().map(Bounds::curve_fit_start));
-            let instance = model.instantiate_columns(
+            let instance = columns.instantiate(
+                model,
                 &backend,
-                Some(p),
-                columns,
+                (p, data_type),
                 p0,
-                (columns.y.len(), held),
+                (columns.points(), held),
             )?;
             let options = args::lm_options(
                 ftol, xtol, gtol, max_nfev, loss, f_scale, fixed, bounds, method,
@@ -471,15 +461,20 @@ impl Catalog {
                 &options,
                 &mut |iterate| observer.see(iterate),
             )?;
-            Ok(Ran {
+            // curve_fit's fvec, while the backend that holds any device columns is open.
+            let fvec = (full_output)
+                .then(|| columns.fvec(model, &backend, &result.x))
+                .transpose()?;
+            let ran = Ran {
                 backend: backend.name(),
                 backend_reason,
                 active_mask: result.active_mask.clone(),
                 result,
-            })
+            };
+            Ok((ran, fvec))
         })?;
+        let (ran, fvec) = ran;
         let r = &ran.result;
-        // A fit's p parameters: a copy, as `fvec` below needs them too.
         let out = common(py, &ran, r.x.clone())?;
         least_squares_fields(&out, r)?;
         let covariance = r.covariance(absolute_sigma);
@@ -491,12 +486,7 @@ impl Catalog {
             }
             None => out.set_item("pcov", py.None())?,
         }
-        if full_output {
-            // curve_fit's fvec: the weighted residuals (m(θ, x) − y)/σ at the solution.
-            let model_values = model.predict(&r.x, columns.x);
-            let fvec: Vec<f64> = (model_values.iter().zip(columns.y).enumerate())
-                .map(|(i, (m, y))| (m - y) / columns.sigma.map_or(1.0, |s| s[i]))
-                .collect();
+        if let Some(fvec) = fvec {
             out.set_item("fvec", array(py, &fvec))?;
         }
         Ok(out)

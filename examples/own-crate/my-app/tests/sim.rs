@@ -307,6 +307,27 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         assert!(close(&[f], &[f_cpu], 1e-12), "fused {scheme:?}: f {f}");
     }
 
+    // The same data as columns kept on the device, laid into a table there: the terms read it
+    // where it lies, with the host table's bits.
+    let table = line(points);
+    let columns: Vec<_> = (table.chunks(points))
+        .map(|column| sim.to_device(column).unwrap())
+        .collect();
+    let on_device = sim.device_columns(&columns.iter().collect::<Vec<_>>());
+    let problem = TermProblem::<RobustLine>::with_columns(2, on_device.unwrap(), points);
+    let mut from_device = sim.load(problem.unwrap()).unwrap();
+    assert_eq!(from_device.value(&ab).unwrap(), f_sim);
+    // A fit's weights formed there: 1/σ, NaN where σ is not positive, ones without σ.
+    let sigma = sim.to_device(&[2.0, 0.0, 4.0]).unwrap();
+    let w = sim
+        .device_weights(Some(&sigma), 3)
+        .unwrap()
+        .to_host()
+        .unwrap();
+    assert_eq!((w[0], w[1].is_nan(), w[2]), (0.5, true, 0.25));
+    let ones = sim.device_weights(None, 2).unwrap().to_host().unwrap();
+    assert_eq!(ones, [1.0; 2]);
+
     // RobustLine with cudamin's L2Penalty beside it: an objective of two terms, whose
     // penalty's entries every kernel crate ships.
     let load = |backend: &Backend| {

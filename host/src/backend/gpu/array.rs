@@ -118,8 +118,15 @@ impl DeviceArray {
     }
 
     /// Whether this array lives where `launcher` launches: then its kernels may read it.
-    pub(super) fn is_on(&self, launcher: &Arc<Launcher>) -> bool {
+    pub(crate) fn is_on(&self, launcher: &Arc<Launcher>) -> bool {
         Arc::ptr_eq(&self.memory.launcher, launcher)
+    }
+}
+
+/// Equal when they are one array: clones of one another, sharing its memory.
+impl PartialEq for DeviceArray {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.memory, &other.memory)
     }
 }
 

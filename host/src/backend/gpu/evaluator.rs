@@ -4,6 +4,7 @@
 //! (`gpu_kernels::kernel::VALUE_HEAD`).
 
 use super::abi::{Launch, TermBuffers};
+use super::array::DeviceArray;
 use super::driver::Buffer;
 use super::launcher::Launcher;
 use super::on_device::DeviceEvaluator;
@@ -47,11 +48,14 @@ pub struct GpuEvaluator {
     /// `VALUE_HEAD` lays them out: every pass uses it, one after another.
     sums: Buffer,
     _data: Buffer,
+    /// The array the data lie in where they came on the device: `_data` reads its memory.
+    _kept: Option<DeviceArray>,
     pub(super) launcher: Arc<Launcher>,
 }
 
 impl GpuEvaluator {
-    /// Uploads the problem's data and plans every launch's size.
+    /// Uploads the problem's data, or reads them where they lie on this device, and plans
+    /// every launch's size.
     pub fn new<T: Kernels>(
         launcher: Arc<Launcher>,
         problem: TermProblem<T>,
@@ -62,14 +66,22 @@ impl GpuEvaluator {
         let data = problem.data();
         let x = l.alloc("x", n)?;
         let g = l.alloc("the gradient", n)?;
-        let data_buffer = l.upload_values("the data", data.values())?;
+        let (data_buffer, kept) = match problem.device_data() {
+            None => (l.upload_values("the data", data.values())?, None),
+            Some(array) if array.is_on(&launcher) => (array.buffer().whole(), Some(array.clone())),
+            Some(_) => {
+                return Err(BackendError::Foreign(
+                    "the data lie on another backend's device".into(),
+                ));
+            }
+        };
         let buffers = TermBuffers {
             x: x.address(),
             n,
             lower: 0,
             upper: 0,
             data: data_buffer.address(),
-            data_len: data.values().len(),
+            data_len: problem.data_len(),
             data_rows: data.rows(),
             data_type: data.values().data_type(),
         };
@@ -110,6 +122,7 @@ impl GpuEvaluator {
             g,
             sums,
             _data: data_buffer,
+            _kept: kept,
             launcher,
         })
     }
