@@ -2070,6 +2070,12 @@ fn every_shipped_entry_executes_on_the_simulator() {
         format!("{:?}", w.to_host().unwrap()),
         format!("{expected:?}")
     );
+    // A column of a row-major table gathered on the device; one reaching past it is refused.
+    let rows = sim.to_device(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+    let column = sim.device_strided(&rows, (1, 2), 3).unwrap();
+    assert_eq!(column.to_host().unwrap(), [2.0, 4.0, 6.0]);
+    assert!(sim.device_strided(&rows, (1, 3), 2).is_ok());
+    assert!(sim.device_strided(&rows, (1, 3), 3).is_err());
 
     let shipped: Vec<String> = ptx::entries(cudamin::PTX.unwrap())
         .unwrap()

@@ -53,6 +53,8 @@ macro_rules! __shared_kernels {
             /// `w ← 1/σ`, a fit's weights, NaN where `σ` is not positive and finite; all 1
             /// where `sigma` is null.
             WEIGHTS weights in vector_entry (n: U64, sigma: In, w: Out);
+            /// `to[i] ← from[i·stride]`: a strided column copied into a contiguous one.
+            STRIDED_COPY strided_copy in vector_entry (n: U64, from: In, stride: U64, to: Out);
             /// One partial sum of `Σ a_i·b_i` per block; [`SUM_PARTIAL_ROWS`] adds them.
             DOT_PARTIALS dot_partials in vector_entry (n: U64, a: In, b: In, partials: Out);
             /// One partial `max |v_i|` per block (NaN if any is NaN); launched again with one

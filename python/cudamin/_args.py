@@ -93,20 +93,19 @@ def _points(ydata):
 
 def _device_predictors(xdata, points, check_finite):
     """``xdata`` where some of it lies on a device, as a list of 1-D columns, each read where it
-    lies: a 1-D array; a list of columns (host ones converted as ``_array`` converts them); or
-    ``(k, M)``, whose rows are the columns. An ``(M, k)`` array's columns are strided, which
-    the core does not read: it is refused."""
+    lies: a 1-D array; a list of columns (host ones converted as ``_array`` converts them);
+    ``(k, M)``, whose rows are the columns; or ``(M, k)``, row after row as torch and CuPy keep
+    a table, whose columns are views a row apart (the core gathers them on the device)."""
     if isinstance(xdata, (list, tuple)):
         return [x if _on_device(x) else _array(f"xdata[{i}]", x, check_finite) for i, x in enumerate(xdata)]
     shape = tuple(xdata.shape)
     if len(shape) == 1:
         return [xdata]
-    if len(shape) == 2 and not (shape[0] == points and shape[1] != points):
+    if len(shape) == 2 and shape[0] == points and shape[1] != points:
+        return [xdata[:, i] for i in range(shape[1])]
+    if len(shape) == 2:
         return [xdata[i] for i in range(shape[0])]
-    raise ValueError(
-        f"xdata on a device must be 1-D, (k, M) or a list of columns; it has shape {shape}: "
-        "give (M, k) data as its transpose, made contiguous there (x.T.contiguous())"
-    )
+    raise ValueError(f"xdata on a device must be 1-D, (k, M), (M, k) or a list of columns; it has shape {shape}")
 
 
 _LIMITS = ("maxiter", "maxfun", "max_nfev", "maxfev")

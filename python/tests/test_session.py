@@ -323,15 +323,36 @@ class DeviceColumn:
 
 
 class Rows:
-    """A 2-D CUDA array of `rows` rows, each the column `held`; `columns` makes it (M, k)."""
+    """A (k, M) CUDA array of `rows` rows, each the column `held`."""
 
-    def __init__(self, held, rows, columns=None):
-        self.shape = (rows, columns or len(held))
+    def __init__(self, held, rows):
+        self.shape = (rows, len(held))
         self.__cuda_array_interface__ = dict(shape=self.shape, typestr="<f8", data=(0, False), version=3)
         self.row = DeviceColumn(held)
 
     def __getitem__(self, i):
         return self.row
+
+
+class Table:
+    """An (M, k) CUDA array kept row after row in `held`, as torch and CuPy keep one; its
+    columns, `table[:, j]`, are views a row apart."""
+
+    def __init__(self, held, shape):
+        self.held, self.shape = held, shape
+        self.__cuda_array_interface__ = dict(
+            shape=shape, typestr="<f8", data=(held.device_address, False), strides=None, version=3
+        )
+
+    def __getitem__(self, key):
+        rows, j = key
+        assert rows == slice(None)
+        column = DeviceColumn(self.held)
+        column.shape = (self.shape[0],)
+        column.__cuda_array_interface__.update(
+            shape=column.shape, data=(self.held.device_address + 8 * j, False), strides=(8 * self.shape[1],)
+        )
+        return column
 
 
 def test_curve_fit_reads_its_data_where_they_lie_on_the_device():
@@ -369,5 +390,28 @@ def test_curve_fit_reads_its_data_where_they_lie_on_the_device():
             session.curve_fit("poly", dx, dy, sigma=session.to_device(bad_sigma))
         with pytest.raises(ValueError, match="float64 where they lie"):
             session.curve_fit("poly", dx, dy, data_dtype="float32")
+
+
+def test_an_m_by_k_table_on_the_device_is_read_as_it_lies():
+    """An (M, k) table on the device, row after row, needs no transpose: each column is a view
+    a row apart, gathered into the fit's table on the device. The fit is the host fit's, bit for
+    bit; a column that steps backward, and a 3-D array, are refused."""
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((500, 2))
+    y = 1.0 + 2.0 * table[:, 0] - 0.5 * table[:, 1] + 0.01 * rng.standard_normal(500)
+    with cudamin.Session("sim") as session:
+        popt, pcov = session.curve_fit("linear", table.T.copy(), y, **TIGHT)
+        on_device = Table(session.to_device(table.ravel()), table.shape)
+        dy = session.to_device(y)
+        before = session.traffic()
+        got, got_pcov = session.curve_fit("linear", on_device, dy, **TIGHT)
+        assert session.traffic()["h2d_bytes"] - before["h2d_bytes"] <= 1024
+        np.testing.assert_array_equal(got, popt)
+        np.testing.assert_array_equal(got_pcov, pcov)
+        backward = on_device[:, 1]
+        backward.__cuda_array_interface__["strides"] = (-16,)
+        with pytest.raises(ValueError, match="must step forward by whole float64s"):
+            session.curve_fit("linear", [on_device[:, 0], backward], dy)
+        cube = Table(session.to_device(table.ravel()), (250, 2, 2))
         with pytest.raises(ValueError, match="xdata on a device must be"):
-            session.curve_fit("poly", Rows(dx, x.size, columns=2), dy)
+            session.curve_fit("linear", cube, dy)

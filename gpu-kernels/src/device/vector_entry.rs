@@ -72,6 +72,15 @@ pub(crate) unsafe fn weights(n: usize, sigma: *const f64, w: *mut f64) {
     }
 }
 
+/// `to[i] ← from[i·stride]`: a column of a row-major table, gathered where it lies.
+#[inline(always)]
+pub(crate) unsafe fn strided_copy(n: usize, from: *const f64, stride: usize, to: *mut f64) {
+    for i in grid_stride(n) {
+        // SAFETY: the launcher passes `from` holding `(n − 1)·stride + 1` f64 and `to` `n`.
+        unsafe { *to.add(i) = *from.add(i * stride) };
+    }
+}
+
 /// `to[indices[r]] ← from[r]` for the `count` indices (`u64` words, distinct) at
 /// `indices`: a solve's free variables written into the whole point.
 #[inline(always)]

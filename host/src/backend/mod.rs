@@ -205,6 +205,21 @@ impl Backend {
         }
     }
 
+    /// `len` values of `array`, on this backend's device, a `stride` apart from its value
+    /// `start`, in a new array there: column `start` of a row-major table of `stride` columns,
+    /// copied on the device. The CPU has no device: an error says so.
+    pub fn device_strided(
+        &self,
+        array: &DeviceArray,
+        (start, stride): (usize, usize),
+        len: usize,
+    ) -> Result<DeviceArray, BackendError> {
+        match self.launcher() {
+            Some(launcher) => gpu::strided(launcher, array, (start, stride), len),
+            None => Err(no_device()),
+        }
+    }
+
     /// `columns`, each on this backend's device and of one length, laid end to end in a new
     /// array there by copies on the device: a term problem's data where they lie
     /// ([`Columns::Device`]). The CPU has no device: an error says so.

@@ -22,7 +22,7 @@ impl<'py> Column<'py> {
     /// `value`, named `what` in errors: an array on a device as it lies, else a 1-D float64
     /// array on the host.
     fn read(what: &str, value: &Bound<'py, PyAny>) -> Result<Self, Failure> {
-        if let Some(given) = Given::on_device(what, value)? {
+        if let Some(given) = Given::on_device(what, value, true)? {
             return Ok(Column::Device(given));
         }
         value.extract().map(Column::Host).map_err(|_| {
@@ -70,8 +70,25 @@ impl Source<'_> {
             Source::Device(Given::Foreign {
                 address,
                 len,
+                stride: 1,
                 synchronize,
             }) => Ok(backend.device_array_at(*address, *len, *synchronize)?),
+            // A column of a row-major table: the span it lies in, gathered on the device.
+            Source::Device(Given::Foreign {
+                address,
+                len,
+                stride,
+                synchronize,
+            }) => {
+                let span = (len.saturating_sub(1))
+                    .checked_mul(*stride)
+                    .and_then(|end| end.checked_add(1))
+                    .ok_or_else(|| {
+                        Failure::Input("a strided column past the address space".into())
+                    })?;
+                let lying = backend.device_array_at(*address, span, *synchronize)?;
+                Ok(backend.device_strided(&lying, (0, *stride), *len)?)
+            }
         }
     }
 }

@@ -102,11 +102,12 @@ impl DeviceArray {
 /// ([`Given::on`]).
 pub(crate) enum Given {
     Start(Start),
-    /// By its `__cuda_array_interface__`: `len` f64 from `address`; `synchronize` when its
-    /// producer named a stream to wait for.
+    /// By its `__cuda_array_interface__`: `len` f64 from `address`, `stride` apart (1 for a
+    /// start); `synchronize` when its producer named a stream to wait for.
     Foreign {
         address: u64,
         len: usize,
+        stride: usize,
         synchronize: bool,
     },
 }
@@ -118,7 +119,7 @@ impl Given {
         let Some(x0) = x0 else {
             return Ok(None);
         };
-        if let Some(given) = Given::on_device("x0", x0)? {
+        if let Some(given) = Given::on_device("x0", x0, false)? {
             return Ok(Some(given));
         }
         let values: PyReadonlyArray1<'_, f64> = x0.extract().map_err(|_| {
@@ -129,15 +130,20 @@ impl Given {
     }
 
     /// `value`, named `what` in errors, where it is an array on a device: a [`DeviceArray`]
-    /// or another library's CUDA array as it lies; `None` for anything else.
-    pub(crate) fn on_device(what: &str, value: &Bound<'_, PyAny>) -> Result<Option<Self>, Failure> {
+    /// or another library's CUDA array as it lies, with a stride where `strided` allows one;
+    /// `None` for anything else.
+    pub(crate) fn on_device(
+        what: &str,
+        value: &Bound<'_, PyAny>,
+        strided: bool,
+    ) -> Result<Option<Self>, Failure> {
         if let Ok(device) = value.cast::<DeviceArray>() {
             return Ok(Some(Given::Start(Start::Device(
                 device.get().array.clone(),
             ))));
         }
         match value.getattr("__cuda_array_interface__") {
-            Ok(interface) => foreign(what, &interface).map(Some),
+            Ok(interface) => foreign(what, &interface, strided).map(Some),
             Err(_) => Ok(None),
         }
     }
@@ -159,6 +165,7 @@ impl Given {
                 address,
                 len,
                 synchronize,
+                ..
             } => Ok(Start::Device(backend.device_array_at(
                 address,
                 len,
@@ -192,9 +199,10 @@ impl Start {
     }
 }
 
-/// An array `what` from `__cuda_array_interface__` (versions 2 and 3): a contiguous float64
-/// vector, unmasked, its memory checked by the backend later.
-fn foreign(what: &str, interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
+/// An array `what` from `__cuda_array_interface__` (versions 2 and 3): a float64 vector,
+/// unmasked, contiguous unless `strided` allows whole float64s between its values; its memory
+/// is checked by the backend later.
+fn foreign(what: &str, interface: &Bound<'_, PyAny>, strided: bool) -> Result<Given, Failure> {
     let refuse = |why: String| Failure::Input(format!("{what} on a CUDA device {why}"));
     let interface = (interface.cast::<PyDict>())
         .map_err(|_| refuse("has a __cuda_array_interface__ that is not a dict".into()))?;
@@ -216,12 +224,23 @@ fn foreign(what: &str, interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
             "must be float64 ('<f8'), not '{typestr}': convert it there first, e.g. {what}.double()"
         )));
     }
+    let mut stride = 1;
     if let Some(strides) = item("strides") {
         let strides: Vec<i64> = strides.extract().unwrap_or_default();
-        if len > 1 && strides != [8] {
-            return Err(refuse(format!(
-                "must be contiguous, not of strides {strides:?}: copy it there first"
-            )));
+        match strides[..] {
+            _ if len <= 1 => {}
+            [8] => {}
+            [bytes] if strided && bytes > 0 && bytes % 8 == 0 => stride = bytes as usize / 8,
+            _ if strided => {
+                return Err(refuse(format!(
+                    "must step forward by whole float64s, not by strides {strides:?}"
+                )));
+            }
+            _ => {
+                return Err(refuse(format!(
+                    "must be contiguous, not of strides {strides:?}: copy it there first"
+                )));
+            }
         }
     }
     if item("mask").is_some() {
@@ -232,6 +251,7 @@ fn foreign(what: &str, interface: &Bound<'_, PyAny>) -> Result<Given, Failure> {
     Ok(Given::Foreign {
         address,
         len,
+        stride,
         synchronize: item("stream").is_some(),
     })
 }

@@ -307,16 +307,20 @@ fn every_kernel_of_my_crate_runs_on_the_simulator_as_on_the_cpu() {
         assert!(close(&[f], &[f_cpu], 1e-12), "fused {scheme:?}: f {f}");
     }
 
-    // The same data as columns kept on the device, laid into a table there: the terms read it
-    // where it lies, with the host table's bits.
+    // The same data kept row after row on the device, as torch keeps an (M, 2) tensor: each
+    // column gathered there and laid into a table, which the terms read where it lies, with the
+    // host table's bits.
     let table = line(points);
-    let columns: Vec<_> = (table.chunks(points))
-        .map(|column| sim.to_device(column).unwrap())
+    let rows: Vec<f64> = (0..points)
+        .flat_map(|k| [table[k], table[points + k]])
         .collect();
-    let on_device = sim.device_columns(&columns.iter().collect::<Vec<_>>());
+    let rows = sim.to_device(&rows).unwrap();
+    let columns = [0, 1].map(|c| sim.device_strided(&rows, (c, 2), points).unwrap());
+    let on_device = sim.device_columns(&[&columns[0], &columns[1]]);
     let problem = TermProblem::<RobustLine>::with_columns(2, on_device.unwrap(), points);
     let mut from_device = sim.load(problem.unwrap()).unwrap();
     assert_eq!(from_device.value(&ab).unwrap(), f_sim);
+
     // A fit's weights formed there: 1/σ, NaN where σ is not positive, ones without σ.
     let sigma = sim.to_device(&[2.0, 0.0, 4.0]).unwrap();
     let w = sim

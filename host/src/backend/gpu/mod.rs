@@ -43,7 +43,7 @@ pub use launcher::{Launcher, Traffic};
 pub use least_squares::{GpuLeastSquares, GpuResiduals, load_least_squares};
 pub use on_device::DeviceEvaluator;
 pub use sim::simulated_entries;
-pub(crate) use table::{concatenated, weights};
+pub(crate) use table::{concatenated, strided, weights};
 pub use vectors::{DeviceVector, DeviceVectors};
 
 /// Opens a CUDA device with the cust driver (this process's, see `ordinal.rs`) and loads

@@ -1,16 +1,18 @@
 //! A fit's data made on the device from arrays that lie there: the weights `1/σ` formed in
-//! place, and the columns laid end to end as the terms read them. Data that came on the device
-//! never cross to the host. [`Backend::device_weights`] and [`Backend::device_columns`] call
-//! these.
+//! place, a row-major table's columns gathered, and the columns laid end to end as the terms
+//! read them. Data that came on the device
+//! never cross to the host. [`Backend::device_weights`], [`Backend::device_strided`] and
+//! [`Backend::device_columns`] call these.
 //!
 //! [`Backend::device_weights`]: crate::backend::Backend::device_weights
+//! [`Backend::device_strided`]: crate::backend::Backend::device_strided
 //! [`Backend::device_columns`]: crate::backend::Backend::device_columns
 
 use super::abi::Launch;
 use super::array::DeviceArray;
 use super::launcher::Launcher;
 use crate::error::BackendError;
-use gpu_kernels::kernel::WEIGHTS;
+use gpu_kernels::kernel::{STRIDED_COPY, WEIGHTS};
 use std::sync::Arc;
 
 /// `rows` weights in a new array: `1/σᵢ` of `sigma` (NaN where `σᵢ` is not positive and
@@ -33,6 +35,35 @@ pub(crate) fn weights(
         launcher.launch(&Launch::weights(rows, sigma, w.address()), config)?;
     }
     Ok(DeviceArray::new(w, launcher.clone()))
+}
+
+/// `len` values of `array` a `stride` apart from its value `start`, in a new array: a column
+/// of a row-major table, copied on the device.
+pub(crate) fn strided(
+    launcher: &Arc<Launcher>,
+    array: &DeviceArray,
+    (start, stride): (usize, usize),
+    len: usize,
+) -> Result<DeviceArray, BackendError> {
+    let end = match len.checked_sub(1) {
+        None => Some(start),
+        Some(last) => (last.checked_mul(stride)).and_then(|span| span.checked_add(start)),
+    };
+    if stride == 0 || end.is_none_or(|end| len > 0 && end >= array.len()) {
+        return Err(BackendError::InvalidLaunch(format!(
+            "{len} values {stride} apart from value {start} do not lie in a device array of {}",
+            array.len()
+        )));
+    }
+    readable(launcher, array, array.len())?;
+    let column = launcher.alloc("a strided column", len)?;
+    if len > 0 {
+        let config = launcher.config(STRIDED_COPY, len)?;
+        let from = array.buffer().address() + (start * size_of::<f64>()) as u64;
+        let copy = Launch::strided_copy(len, from, stride, column.address());
+        launcher.launch(&copy, config)?;
+    }
+    Ok(DeviceArray::new(column, launcher.clone()))
 }
 
 /// `columns`, each of one length, laid end to end in a new array by copies on the device.
