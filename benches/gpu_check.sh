@@ -12,6 +12,7 @@
 # with the bundle's Python wheel, it times cudamin from Python on torch tensors too. Then
 # benches/gpu_fit_peers.py: large fits against NLSQ, optimistix and torch.
 # benches/gpu_fit_loop.py: 1 000 consecutive small fits, one session, against NLSQ and scipy.
+# benches/device_data_traffic.py: a 10⁷-point fit from numpy, session and torch CUDA columns.
 #
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
@@ -282,6 +283,9 @@ if [ $peers = 1 ]; then
   loop_args=(--out "$out/fit-loop.json")
   [ $quick = 1 ] && loop_args+=(--fits 100 --repeats 1)
   check "Consecutive Python fits (benches/gpu_fit_loop.py)" python3 benches/gpu_fit_loop.py "${loop_args[@]}"
+  data_args=(--backend cuda --points 10000000 --out "$out/device-data.json")
+  [ $quick = 1 ] && data_args+=(--points 1000000 --repeats 1)
+  check "A fit from device data (benches/device_data_traffic.py)" python3 benches/device_data_traffic.py "${data_args[@]}"
 fi
 
 {
