@@ -177,7 +177,8 @@ impl<'a> Data<'a> {
     /// The shape of a table of `rows` by `cols` that lies on a device, as the host checks a
     /// term against it ([`Term::check`](crate::Term::check), [`Term::terms`](crate::Term::terms))
     /// before any kernel reads it: [`rows`](Data::rows) and [`cols`](Data::cols) are the
-    /// table's, every value reads NaN and [`values`](Data::values) is empty.
+    /// table's, every value reads NaN and [`values`](Data::values) is empty. Host only.
+    #[cfg(not(target_arch = "nvptx64"))]
     #[inline(always)]
     pub const fn shape(rows: usize, cols: usize) -> Self {
         Data {
@@ -188,6 +189,7 @@ impl<'a> Data<'a> {
     }
 
     /// Whether this is a [`shape`](Data::shape) alone, its values on a device.
+    #[cfg(not(target_arch = "nvptx64"))]
     #[inline(always)]
     pub fn is_shape(&self) -> bool {
         self.values.is_absent()

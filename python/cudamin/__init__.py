@@ -314,6 +314,11 @@ class Solvers:
         directions); for ``'trf'`` the pseudo-inverse, as scipy's. ``infodict``'s ``rank`` and
         ``not_identifiable`` say which parameters the data fix only in combination. Raises ``RuntimeError`` when the fit does not converge, as scipy's.
 
+        ``xdata``, ``ydata`` and ``sigma`` may lie on the session's device: its ``DeviceArray``s,
+        or float64 CUDA arrays of torch, CuPy, JAX or Numba (``(M, k)`` tables too; a square one
+        is read as ``(k, M)``, as on the host). The fit reads them there, checks them there
+        whatever ``check_finite`` says, and uploads only the columns given on the host.
+
         ``data_dtype`` (cudamin's extra): how the backend stores the data, ``float64`` or
         ``float32``. The default keeps float32 ``xdata`` and ``ydata`` (and ``sigma``) as
         float32; anything else is stored as float64. float32 halves the bytes every pass reads;
@@ -457,18 +462,6 @@ _INTERFACE = 9
 def _held(array):
     """Whether ``array`` is a session's ``DeviceArray`` (of any module's)."""
     return getattr(type(array), "__cudamin_device__", False) is True
-
-
-def _on_device(array):
-    """Whether ``array`` lies on a device and is passed as it lies: a session's
-    ``DeviceArray`` (of any module's), or another library's CUDA array (torch, CuPy, JAX,
-    Numba), which ``__cuda_array_interface__`` describes."""
-    if _held(array):
-        return True
-    try:
-        return getattr(array, "__cuda_array_interface__", None) is not None
-    except Exception:  # torch raises more than AttributeError for a tensor on the CPU
-        return False
 
 
 def _foreign_cuda(x0):

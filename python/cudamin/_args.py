@@ -74,12 +74,17 @@ def _predictors(xdata, points, check_finite):
 
 
 def _on_device(values):
-    """Whether ``values`` is an array on a device, which the core reads where it lies: a
-    session's ``DeviceArray``, or a CUDA array (torch, CuPy, JAX, Numba), or a list of
-    predictors holding one."""
+    """Whether ``values`` lies on a device and is passed as it lies: a session's
+    ``DeviceArray`` (of any module's), or another library's CUDA array (torch, CuPy, JAX,
+    Numba), which ``__cuda_array_interface__`` describes; or a list of predictors holding one."""
     if isinstance(values, (list, tuple)):
         return any(_on_device(v) for v in values)
-    return hasattr(values, "__cudamin_device__") or hasattr(values, "__cuda_array_interface__")
+    if getattr(type(values), "__cudamin_device__", False) is True:
+        return True
+    try:
+        return getattr(values, "__cuda_array_interface__", None) is not None
+    except Exception:  # torch raises more than AttributeError for a tensor on the CPU
+        return False
 
 
 def _points(ydata):
@@ -95,7 +100,10 @@ def _device_predictors(xdata, points, check_finite):
     """``xdata`` where some of it lies on a device, as a list of 1-D columns, each read where it
     lies: a 1-D array; a list of columns (host ones converted as ``_array`` converts them);
     ``(k, M)``, whose rows are the columns; or ``(M, k)``, row after row as torch and CuPy keep
-    a table, whose columns are views a row apart (the core gathers them on the device)."""
+    a table, whose columns are views a row apart (the core gathers them on the device). Host
+    ``xdata`` beside device ``ydata`` is read as on the host."""
+    if not _on_device(xdata):
+        return _predictors(xdata, points, check_finite)
     if isinstance(xdata, (list, tuple)):
         return [x if _on_device(x) else _array(f"xdata[{i}]", x, check_finite) for i, x in enumerate(xdata)]
     shape = tuple(xdata.shape)

@@ -374,6 +374,8 @@ def test_curve_fit_reads_its_data_where_they_lie_on_the_device():
         assert got_info["nfev"] == info["nfev"]
         for xdata, ydata, s in [
             (x, dy, sigma),
+            (list(x), dy, sigma),
+            ([dx], y, sigma),
             ([dx], DeviceColumn(dy), DeviceColumn(ds)),
             (other.to_device(x), dy, other.to_device(sigma)),
         ]:

@@ -225,6 +225,7 @@ impl<'a> RawTable<'a> {
 
     /// The shape of `len` f64 that lie where this side cannot read them, on a device: every
     /// read gives NaN or nothing, as past the end. Only the host makes one; no kernel gets one.
+    #[cfg(not(target_arch = "nvptx64"))]
     #[inline(always)]
     pub const fn absent(len: usize) -> Self {
         RawTable {

@@ -1,6 +1,7 @@
 //! A term objective's instance: which term, how many variables, which data.
 
 use super::gpu::DeviceArray;
+use crate::error::BackendError;
 use gpu_kernels::{Data, DataType, Kernels, Term, Values, Window};
 use std::borrow::Cow;
 use std::fmt;
@@ -77,14 +78,21 @@ pub enum ProblemError {
         /// The type asked for.
         data_type: DataType,
     },
-    /// Data on a device could not be taken as they are: checking them there failed, or they
-    /// were asked to be stored as f32.
+    /// Data on a device were asked to be stored as f32: they are read as f64 where they lie.
     #[error("{term} data on the device: {reason}")]
     DeviceData {
         /// The term's registered name.
         term: &'static str,
         /// Why.
         reason: String,
+    },
+    /// Checking data on a device failed there: the device's error, not the data's.
+    #[error("{term} data on the device could not be checked: {source}")]
+    Device {
+        /// The term's registered name.
+        term: &'static str,
+        /// The backend's error.
+        source: BackendError,
     },
     /// A part added to a sum of term problems has another number of variables than the sum.
     #[error("{term} has n = {n} variables; the sum it is added to ({first}, ...) has {expected}")]
@@ -111,6 +119,7 @@ impl ProblemError {
             | Self::NonFiniteData { term, .. }
             | Self::DataRange { term, .. }
             | Self::DeviceData { term, .. }
+            | Self::Device { term, .. }
             | Self::NoTerms { term, .. } => *term = name,
             Self::PartSize { .. } => {}
         }
@@ -120,6 +129,7 @@ impl ProblemError {
 
 /// A problem's data values, column after column, as they are stored ([`DataType`]).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Columns {
     /// 8 bytes a value.
     F64(Vec<f64>),
@@ -266,7 +276,7 @@ impl<T: Kernels> TermProblem<T> {
             return Err(ProblemError::DataShape { term, len, rows });
         }
         if let Some((index, value)) =
-            first_not_finite(&values).map_err(|reason| ProblemError::DeviceData { term, reason })?
+            first_not_finite(&values).map_err(|source| ProblemError::Device { term, source })?
         {
             // Whole columns of `rows` values (checked above, `rows` > 0 where there are values).
             let (column, row) = (index / rows, index % rows);
@@ -371,14 +381,14 @@ fn data_of(values: &Columns, rows: usize) -> Data<'_> {
 /// The first value that is not finite, with its index. Data on a device are checked there in
 /// one pass, one word coming back; only where one is not finite do they come to the host to
 /// name it.
-fn first_not_finite(values: &Columns) -> Result<Option<(usize, f64)>, String> {
+fn first_not_finite(values: &Columns) -> Result<Option<(usize, f64)>, BackendError> {
     let Columns::Device(array) = values else {
         return Ok(values.view().find(|v| !v.is_finite()));
     };
-    if array.max_abs().map_err(|e| e.to_string())?.is_finite() {
+    if array.max_abs()?.is_finite() {
         return Ok(None);
     }
-    let host = array.to_host().map_err(|e| e.to_string())?;
+    let host = array.to_host()?;
     Ok(Values::F64(&host).find(|v| !v.is_finite()))
 }
 

@@ -5,7 +5,7 @@
 use cudamin::BackendError as HostBackendError;
 use cudamin::problems::LoadError;
 use cudamin::problems::fit::FitError;
-use cudamin::{EvalError, SolveError};
+use cudamin::{EvalError, ProblemError, SolveError};
 use pyo3::PyErr;
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 
@@ -51,6 +51,8 @@ impl From<LoadError> for Failure {
         match error {
             LoadError::TooLarge { .. } => Failure::Memory(error.to_string()),
             LoadError::Backend(error) => error.into(),
+            // The device failed while checking data there: not the caller's input.
+            LoadError::Problem(ProblemError::Device { .. }) => Failure::Backend(error.to_string()),
             other => Failure::Input(other.to_string()),
         }
     }

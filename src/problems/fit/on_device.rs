@@ -1,6 +1,6 @@
 //! A fit whose data lie on the backend's device: its predictors, `y` and `σ` as arrays there,
 //! made into the terms' table there. Only a few words cross to the host, unless a value is
-//! refused: then the column that holds it comes back to name it.
+//! refused: then `σ`, or the table, comes back to name it.
 
 use super::{FitError, Model, check_determined, lengths};
 use crate::problems::problem::{Instance, LoadError};

@@ -49,7 +49,12 @@ pub(crate) fn strided(
         None => Some(start),
         Some(last) => (last.checked_mul(stride)).and_then(|span| span.checked_add(start)),
     };
-    if stride == 0 || end.is_none_or(|end| len > 0 && end >= array.len()) {
+    if stride == 0 {
+        return Err(BackendError::InvalidLaunch(
+            "a strided column needs a stride of at least 1".into(),
+        ));
+    }
+    if end.is_none_or(|end| len > 0 && end >= array.len()) {
         return Err(BackendError::InvalidLaunch(format!(
             "{len} values {stride} apart from value {start} do not lie in a device array of {}",
             array.len()
