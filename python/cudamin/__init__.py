@@ -49,7 +49,7 @@ from . import _batch, _native  # noqa: E402
 from ._session import Session  # noqa: E402
 from ._args import (  # noqa: E402
     _LEASTSQ_IER, _array, _binds, _bounds_size, _box, _check_method, _count, _data, _data_dtype,
-    _device_predictors, _fixed, _jac, _leastsq_message, _minimize_box, _number, _observer, _on_device,
+    _device_predictors, _fixed, _held, _jac, _leastsq_message, _minimize_box, _number, _observer, _on_device,
     _points, _predictors, _tolerances, _x_scale,
 )
 
@@ -457,11 +457,6 @@ class Solvers:
 # The version of the calls a catalog answers that this package makes (python/core's INTERFACE,
 # raised with it whenever a call changes).
 _INTERFACE = 9
-
-
-def _held(array):
-    """Whether ``array`` is a session's ``DeviceArray`` (of any module's)."""
-    return getattr(type(array), "__cudamin_device__", False) is True
 
 
 def _foreign_cuda(x0):

@@ -73,13 +73,18 @@ def _predictors(xdata, points, check_finite):
     return [_array("xdata", array, check_finite)]
 
 
+def _held(array):
+    """Whether ``array`` is a session's ``DeviceArray`` (of any module's)."""
+    return getattr(type(array), "__cudamin_device__", False) is True
+
+
 def _on_device(values):
     """Whether ``values`` lies on a device and is passed as it lies: a session's
     ``DeviceArray`` (of any module's), or another library's CUDA array (torch, CuPy, JAX,
     Numba), which ``__cuda_array_interface__`` describes; or a list of predictors holding one."""
     if isinstance(values, (list, tuple)):
         return any(_on_device(v) for v in values)
-    if getattr(type(values), "__cudamin_device__", False) is True:
+    if _held(values):
         return True
     try:
         return getattr(values, "__cuda_array_interface__", None) is not None

@@ -442,7 +442,7 @@ impl Model {
             None => values.resize(columns * points, 1.0),
             Some(sigma) => {
                 for (index, &value) in sigma.iter().enumerate() {
-                    if !(value > 0.0 && value.is_finite()) {
+                    if !sigma_ok(value) {
                         return Err(FitError::Sigma { index, value });
                     }
                     values.push(1.0 / value);
@@ -497,6 +497,12 @@ impl Model {
     pub fn launches(&self) -> Vec<Launch> {
         (self.launches)()
     }
+}
+
+/// Whether `σ` is a standard deviation a fit takes: positive and finite. The `WEIGHTS` kernel
+/// keeps the same rule on the device.
+fn sigma_ok(sigma: f64) -> bool {
+    sigma > 0.0 && sigma.is_finite()
 }
 
 /// The number of points of a fit whose predictors, `y` and `σ` have these lengths; an error

@@ -2,7 +2,7 @@
 //! made into the terms' table there. Only a few words cross to the host, unless a value is
 //! refused: then `σ`, or the table, comes back to name it.
 
-use super::{FitError, Model, check_determined, lengths};
+use super::{FitError, Model, check_determined, lengths, sigma_ok};
 use crate::problems::problem::{Instance, LoadError};
 use cudamin_host::{Backend, BackendError, Columns as Stored, DataType, DeviceArray};
 
@@ -63,7 +63,7 @@ fn check_sigma(sigma: &DeviceArray, w: &DeviceArray) -> Result<(), FitError> {
         return Ok(());
     }
     let values = sigma.to_host().map_err(load)?;
-    match values.iter().position(|&v| !(v > 0.0 && v.is_finite())) {
+    match values.iter().position(|&v| !sigma_ok(v)) {
         Some(index) => Err(FitError::Sigma {
             index,
             value: values[index],

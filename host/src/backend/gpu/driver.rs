@@ -157,16 +157,6 @@ impl Buffer {
         }
     }
 
-    /// All of this buffer, to read or write as a buffer of its own; the memory stays this
-    /// buffer's.
-    pub(super) fn whole(&self) -> Buffer {
-        Buffer {
-            owned: false,
-            driver: self.driver.clone(),
-            ..*self
-        }
-    }
-
     /// Entries `at..at + len` of this buffer, to read or write as a buffer of their own; the
     /// memory stays this buffer's. `None` past its end.
     pub(super) fn view(&self, at: usize, len: usize) -> Option<Buffer> {

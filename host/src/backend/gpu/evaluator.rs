@@ -47,9 +47,8 @@ pub struct GpuEvaluator {
     /// The value, the blocks' ticket and their partials, then a dense gradient's, as
     /// `VALUE_HEAD` lays them out: every pass uses it, one after another.
     sums: Buffer,
-    _data: Buffer,
-    /// The array the data lie in where they came on the device: `_data` reads its memory.
-    _kept: Option<DeviceArray>,
+    /// The data: uploaded here, or the array they came in on the device.
+    _data: DeviceArray,
     pub(super) launcher: Arc<Launcher>,
 }
 
@@ -66,9 +65,12 @@ impl GpuEvaluator {
         let data = problem.data();
         let x = l.alloc("x", n)?;
         let g = l.alloc("the gradient", n)?;
-        let (data_buffer, kept) = match problem.device_data() {
-            None => (l.upload_values("the data", data.values())?, None),
-            Some(array) if array.is_on(&launcher) => (array.buffer().whole(), Some(array.clone())),
+        let data_array = match problem.device_data() {
+            None => DeviceArray::new(
+                l.upload_values("the data", data.values())?,
+                launcher.clone(),
+            ),
+            Some(array) if array.is_on(&launcher) => array.clone(),
             Some(_) => {
                 return Err(BackendError::Foreign(
                     "the data lie on another backend's device".into(),
@@ -80,7 +82,7 @@ impl GpuEvaluator {
             n,
             lower: 0,
             upper: 0,
-            data: data_buffer.address(),
+            data: data_array.buffer().address(),
             data_len: problem.data_len(),
             data_rows: data.rows(),
             data_type: data.values().data_type(),
@@ -121,8 +123,7 @@ impl GpuEvaluator {
             bounds: None,
             g,
             sums,
-            _data: data_buffer,
-            _kept: kept,
+            _data: data_array,
             launcher,
         })
     }
