@@ -153,3 +153,27 @@ fn bad_batches_are_one_line_errors() {
     let out = cudamin(&["fit", data, "--model", "gauss-2d", "--estimator", "poisson"]);
     assert!(!out.status.success());
 }
+
+/// `--cost` counts the batch kernel on the simulator, per fit, and models its rate; single
+/// precision moves fewer bytes of stack than double. On the CPU it is a one-line error.
+#[test]
+fn batch_cost_counts_the_kernel_per_fit() {
+    let csv = spots_csv("cost.csv", 0);
+    let data = csv.to_str().unwrap();
+    let cost = |dtype: &str| {
+        let cost = ["--backend", "sim", "--cost", "--json", "--dtype", dtype];
+        let v = json(&[&["fit", data][..], &SPOT, &["--p0", "320,2,2,1,9"], &cost].concat());
+        assert_eq!(v["fits"].as_u64(), Some(3), "{v}");
+        assert_eq!(v["launches"].as_u64(), Some(1), "{v}");
+        assert!(v["modelled_h100_fits_per_s"].as_f64().unwrap() > 0.0, "{v}");
+        let kernel = v["kernels"][0].clone();
+        assert_eq!(kernel["kernel"], "fit_gauss_2d_batch", "{v}");
+        // A fit's table: 25 rows of px, py and counts.
+        assert_eq!(kernel["data_bytes_per_point"].as_f64(), Some(600.0), "{v}");
+        kernel["local_bytes_per_point"].as_f64().unwrap()
+    };
+    let (double, single) = (cost("f64"), cost("f32"));
+    assert!(0.0 < single && single < double, "{single} B, {double} B");
+    let error = one_line_error(&[&["fit", data][..], &SPOT, &["--cost"]].concat());
+    assert!(error.contains("--backend sim"), "{error}");
+}

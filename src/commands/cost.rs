@@ -1,6 +1,7 @@
 //! `cudamin eval PROBLEM --backend sim --cost`: what each pass's kernels cost, counted on the
-//! simulator, and the time those counts model on an H100 at 10⁷ points. It needs no GPU, so
-//! the GPU work can be steered between device runs.
+//! simulator, and the time those counts model on an H100 at 10⁷ points. `cudamin fit DATA
+//! --batch COLUMN --backend sim --cost` does the same for a batch of fits, per fit, at 10⁷
+//! fits. It needs no GPU, so the GPU work can be steered between device runs.
 //!
 //! The simulator counts, per kernel: instructions, f64 operations, bytes per memory space, and
 //! the distinct 32-byte sectors of global memory each launch touched. The sectors are what a
@@ -13,6 +14,7 @@
 //! The model is a guide to calibrate against hardware runs, not a measurement.
 
 use super::{Setup, print_json};
+use anyhow::bail;
 use cudamin::{Backend, Factor, Gradient, KernelCounts, Loss, RobustLoss, SECTOR_BYTES, Traffic};
 use std::io::Write;
 
@@ -34,7 +36,7 @@ const LINEAR: RobustLoss = RobustLoss {
     loss: Loss::Linear,
     f_scale: 1.0,
 };
-/// The size the model reports at.
+/// The size the model reports at: points of a pass, or fits of a batch.
 const MODEL_POINTS: f64 = 1e7;
 
 /// One kernel's share of one pass, per point.
@@ -80,13 +82,81 @@ struct CostReport<'a> {
     cost: Cost,
 }
 
+/// What `fit --batch --cost` reports: the batch's kernels per fit, and the rate they model.
+#[derive(serde::Serialize)]
+struct BatchCostReport<'a> {
+    model: &'a str,
+    fits: usize,
+    dtype: &'a str,
+    backend: &'static str,
+    kernels: Vec<KernelCost>,
+    launches: u64,
+    waits: u64,
+    modelled_h100_ms_at_1e7: f64,
+    modelled_h100_fits_per_s: f64,
+}
+
+/// Runs `fit`, a batch of `fits` fits of `model` in `dtype` on `backend`, which must be the
+/// simulator, and reports what its kernels cost per fit and the rate they model on an H100 at
+/// 10⁷ fits (`json`: as JSON). `data_bytes` is the size of the batch's table.
+pub fn batch(
+    backend: &Backend,
+    (model, dtype): (&str, &str),
+    (fits, data_bytes): (usize, usize),
+    json: bool,
+    fit: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if !backend.count_kernels(true) {
+        bail!("--cost counts on the simulator: add --backend sim");
+    }
+    let fits = fits.max(1);
+    let mut counter = Counter {
+        backend,
+        points: fits,
+        data_bytes_per_point: data_bytes as f64 / fits as f64,
+        kernels: Vec::new(),
+        totals: Vec::new(),
+    };
+    let ms = counter.pass("batch", fit)?;
+    backend.count_kernels(false);
+    let total = &counter.totals[0];
+    let report = BatchCostReport {
+        model,
+        fits,
+        dtype,
+        backend: backend.name(),
+        launches: total.launches,
+        waits: total.waits,
+        kernels: counter.kernels,
+        modelled_h100_ms_at_1e7: ms,
+        modelled_h100_fits_per_s: MODEL_POINTS / (ms * 1e-3),
+    };
+    if json {
+        return print_json(&report);
+    }
+    let mut out = super::stdout();
+    writeln!(
+        out,
+        "model     {} ({fits} fits, {dtype}) on the simulator; per fit, and modelled on an H100 \
+         at 10⁷ fits",
+        report.model
+    )?;
+    print_kernels(&mut out, &report.kernels)?;
+    writeln!(
+        out,
+        "batch                {} launches, {} waits: {:.1} ms modelled, {:.3e} fits/s",
+        report.launches, report.waits, ms, report.modelled_h100_fits_per_s
+    )?;
+    Ok(())
+}
+
 /// Counts the passes of the problem `setup` loaded and reports them (`json`: as JSON).
 pub fn run(problem: &str, setup: Setup, fd: Gradient, json: bool) -> anyhow::Result<()> {
     let Setup {
         instance, backend, ..
     } = setup;
     if !backend.count_kernels(true) {
-        anyhow::bail!("--cost counts on the simulator: add --backend sim");
+        bail!("--cost counts on the simulator: add --backend sim");
     }
     let x = instance.x0;
     let n = x.len();
@@ -212,12 +282,31 @@ fn print_table(report: &CostReport<'_>) -> anyhow::Result<()> {
          at 10⁷ points",
         report.problem, report.n, cost.points
     )?;
+    print_kernels(&mut out, &cost.passes)?;
+    for t in &cost.totals {
+        writeln!(
+            out,
+            "{:<20} {} launches, {} waits: {:.4} ms modelled",
+            t.pass, t.launches, t.waits, t.modelled_h100_ms_at_1e7
+        )?;
+    }
+    if let Some(ms) = cost.modelled_h100_lm_iteration_ms_at_1e7 {
+        writeln!(
+            out,
+            "LM iteration         {ms:.4} ms modelled (a factor pass and a trial value)"
+        )?;
+    }
+    Ok(())
+}
+
+/// The kernels' table: a header, then a line per kernel of a pass.
+fn print_kernels(out: &mut impl Write, kernels: &[KernelCost]) -> anyhow::Result<()> {
     writeln!(
         out,
         "{:<20} {:<36} {:>8} {:>8} {:>7} {:>7} {:>8} {:>9} {:>9}",
         "pass", "kernel", "DRAM B", "data B", "local B", "barrier", "instr", "f64 ops", "H100 ms"
     )?;
-    for k in &cost.passes {
+    for k in kernels {
         writeln!(
             out,
             "{:<20} {:<36} {:>8.1} {:>8.1} {:>7.1} {:>7.3} {:>8.0} {:>9.1} {:>9.4}",
@@ -230,19 +319,6 @@ fn print_table(report: &CostReport<'_>) -> anyhow::Result<()> {
             k.instructions_per_point,
             k.fp64_ops_per_point,
             k.modelled_h100_ms_at_1e7
-        )?;
-    }
-    for t in &cost.totals {
-        writeln!(
-            out,
-            "{:<20} {} launches, {} waits: {:.4} ms modelled",
-            t.pass, t.launches, t.waits, t.modelled_h100_ms_at_1e7
-        )?;
-    }
-    if let Some(ms) = cost.modelled_h100_lm_iteration_ms_at_1e7 {
-        writeln!(
-            out,
-            "LM iteration         {ms:.4} ms modelled (a factor pass and a trial value)"
         )?;
     }
     Ok(())

@@ -83,6 +83,10 @@ pub struct FitArgs {
     /// With --batch: f64 (default) or f32, single precision.
     #[arg(long, value_enum, requires = "batch")]
     pub dtype: Option<DtypeArg>,
+    /// With --batch: count what the batch kernel costs on the simulator (`--backend sim`), per
+    /// fit, and model its rate on an H100 at 10⁷ fits, instead of printing the fits.
+    #[arg(long, requires = "batch")]
+    pub cost: bool,
 }
 
 fn models_help() -> String {

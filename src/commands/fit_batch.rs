@@ -134,9 +134,20 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
         precision: args.dtype.unwrap_or_default().into(),
         estimator: args.estimator.unwrap_or_default().into(),
     };
+    let fit = |batch| {
+        fit_batch_on(&backend, model, p, batch, &lm, args.absolute_sigma)
+            .map_err(|e| anyhow!("{shown}: {e}"))
+    };
+    let dtype = args.dtype.unwrap_or_default().name();
+    if args.cost {
+        let data_bytes = (k + 1 + usize::from(sigma.is_some())) * y.len() * size_of::<f64>();
+        let sizes = (groups.len(), data_bytes);
+        return super::cost::batch(&backend, (model.name, dtype), sizes, args.json, || {
+            fit(batch).map(drop)
+        });
+    }
     let start = Instant::now();
-    let result = fit_batch_on(&backend, model, p, batch, &lm, args.absolute_sigma)
-        .map_err(|e| anyhow!("{shown}: {e}"))?;
+    let result = fit(batch)?;
     let report = BatchReport {
         data: shown.to_string(),
         model: model.name,
@@ -146,7 +157,7 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
         params: p,
         names,
         estimator: args.estimator.unwrap_or_default().name(),
-        dtype: args.dtype.unwrap_or_default().name(),
+        dtype,
         backend: backend.name(),
         backend_reason: &backend_reason,
         successes: result.status.iter().filter(|&&s| s > 0).count(),
