@@ -1,15 +1,14 @@
 //! One small fit, whole: MINPACK's loop ([`solve`]) over the residual rows of one data set,
-//! each row exact (on [`Dual`]s), folded into `R` by Householder reflections [`BLOCK`] rows at
-//! a time. `J` is never squared: the normal equations by Cholesky were faster, but squaring
-//! `J`'s condition number moved some fits off scipy's answers. It borrows no memory but its
-//! stack, so a CPU task or a GPU thread runs one fit of a batch with it, the same code on both.
-//! A fit runs in `f64` or, asked, in single precision ([`Single`]): the rows, the fold and the
-//! loop alike, the data and the report read and written as `f64`.
+//! each row exact (on [`Dual`](crate::Dual)s, `row.rs`), folded into `R` by Householder
+//! reflections [`BLOCK`] rows at a time. `J` is never squared: the normal equations by Cholesky
+//! were faster, but squaring `J`'s condition number moved some fits off scipy's answers. It
+//! borrows no memory but its stack, so a CPU task or a GPU thread runs one fit of a batch with
+//! it, the same code on both, to the same bits. A fit runs in `f64` or, asked, in single
+//! precision ([`Single`]): the rows, the fold and the loop alike, the data and the report read
+//! and written as `f64`.
 
 use super::{End, FactorAt, Passes, Settings, solve, work_len};
-use crate::Dual;
 use crate::float::Float;
-use crate::kernel::normal::{ExactRow, JacobianRow};
 use crate::kernel::triangle::{Reflection, reflection};
 use crate::raw::{Out, Thread};
 use crate::single::Single;
@@ -19,21 +18,22 @@ use core::marker::PhantomData;
 use core::ops::Range;
 
 mod names;
+mod row;
 pub use names::{PARAMS, POISSON_SUFFIX, SUFFIX, is_named};
+use row::ExactRows;
 
-/// The rows a fit folds at once into its triangle: a reflection waits on a square root and two
-/// divisions, so fewer and longer ones are faster (BENCHMARKS.md).
-pub const BLOCK: usize = 32;
+/// The rows a fit folds at once into its triangle. Eight: a sweep over them is a constant
+/// length, unrolled, its reflection's vector held in registers; on the GPU the block of rows
+/// is a small part of a thread's stack. At least [`PARAMS_MAX`]: a block form's fold of
+/// another thread's triangle takes its rows as one block.
+pub const BLOCK: usize = 8;
 
-/// The values a thread works on side by side in `f64`: the derivative lanes of a row's
-/// evaluation, and the running sums of a dot product. A GPU thread takes four, a row in two
+/// The derivative lanes of a row's evaluation in `f64`. A GPU thread takes four, a row in two
 /// evaluations past four parameters: eight held more values than its registers. A CPU core
-/// takes eight, one vector register. The rows' bits are the same either way; the sums' differ
-/// in their last digits.
+/// takes eight, one vector register. The rows' bits are the same either way.
 pub const LANES: usize = if cfg!(target_arch = "nvptx64") { 4 } else { 8 };
 
-/// The same in single precision: eight on both, the registers of four doubles, so that the GPU
-/// sums as the CPU does and gives its bits.
+/// The same in single precision: eight on both, the registers of four doubles.
 pub const SINGLE_LANES: usize = 8;
 
 /// The threads of a block of a batch kernel's block form (`lm::block`), one fit per block: the
@@ -124,6 +124,7 @@ pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
         n,
         k: 0,
         free: [0; PARAMS_MAX],
+        held: fixed & ((1 << n) - 1),
         whole: [F::ZERO; PARAMS_MAX],
         term: PhantomData,
     };
@@ -308,7 +309,7 @@ pub trait Crew: Copy {
     /// `R`, `Qᵀr` and `Σ r²` of the crew's rows, from this thread's own (`r`, `qtr` and `sum`,
     /// in `k = qtr.len()` free parameters), folded in a fixed order: every thread gets the
     /// whole's.
-    fn combine<F: Float, const L: usize>(self, r: &mut [F], qtr: &mut [F], sum: F) -> F;
+    fn combine<F: Float>(self, r: &mut [F], qtr: &mut [F], sum: F) -> F;
     /// The sum of every thread's `value`, in a fixed order.
     fn total<F: Float>(self, value: F) -> F;
     /// Whether this thread writes the fit's report.
@@ -331,7 +332,7 @@ impl Crew for Alone {
     }
 
     #[inline(always)]
-    fn combine<F: Float, const L: usize>(self, _r: &mut [F], _qtr: &mut [F], sum: F) -> F {
+    fn combine<F: Float>(self, _r: &mut [F], _qtr: &mut [F], sum: F) -> F {
         sum
     }
 
@@ -359,6 +360,8 @@ struct Rows<'d, T, F, const L: usize, C> {
     k: usize,
     /// The free parameters' indices, `k`, rising.
     free: [usize; PARAMS_MAX],
+    /// The held parameters' bits, below `n`.
+    held: u64,
     /// All `n` parameters, the held ones at their values; the free ones are written in turn.
     whole: [F; PARAMS_MAX],
     term: PhantomData<T>,
@@ -386,10 +389,10 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
             qtr,
             n,
             k,
-            free,
+            held,
             ..
         } = self;
-        let (crew, n, k, data, x) = (*crew, *n, *k, *data, &whole[..*n]);
+        let (crew, n, k, data, held) = (*crew, *n, *k, *data, *held);
         let (r, qtr) = (&mut r[..k * k], &mut qtr[..k]);
         // The rows not yet folded, column by column: `J`'s column in free parameter `a` at
         // `a·BLOCK`, then the residuals. A column is contiguous, so that a reflection sweeps it
@@ -399,27 +402,24 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
         let columns = &mut block[..(k + 1) * BLOCK];
         r.fill(F::ZERO);
         qtr.fill(F::ZERO);
-        let mut window = [Dual::<L, F>::constant_of(F::ZERO); PARAMS_MAX];
-        let mut rows = ExactRow::new::<T>(&mut window[..n], x);
-        let mut row = [F::ZERO; PARAMS_MAX + 1];
+        let rows = ExactRows::<F, L>::new(&whole, n);
         let (mut filled, mut sum) = (0, F::ZERO);
         for term in crew.share(T::terms(n, data)) {
-            // A row of all `L` lanes where one evaluation takes every parameter: its copy is
-            // then of a constant length, not a call to `memcpy` per row.
-            let residual = match n <= L {
-                true => rows.row::<T>(term, x, data, &mut row[..L]),
-                false => rows.row::<T>(term, x, data, &mut row[..n]),
-            };
-            sum += residual * residual;
-            // The free parameters' derivatives, in turn, then the residual.
             let (jacobian, rest) = columns.split_at_mut(k * BLOCK);
-            for (column, &j) in jacobian.chunks_exact_mut(BLOCK).zip(&free[..k]) {
-                column[filled] = row[j];
-            }
+            let residual = rows.row::<T>(term, data, |j, derivative| {
+                // A free parameter's column: the free ones before it.
+                if held >> j & 1 == 0 {
+                    let a = j - (held & ((1 << j) - 1)).count_ones() as usize;
+                    if let Some(entry) = jacobian.get_mut(a * BLOCK + filled) {
+                        *entry = derivative;
+                    }
+                }
+            });
+            sum += residual * residual;
             rest[filled] = residual;
             filled += 1;
             if filled == BLOCK {
-                fold_block::<F, L>(r, qtr, columns, filled);
+                fold_block(r, qtr, columns);
                 filled = 0;
             }
         }
@@ -428,32 +428,20 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
             for column in columns.chunks_exact_mut(BLOCK) {
                 column[filled..].fill(F::ZERO);
             }
-            fold_block::<F, L>(r, qtr, columns, filled);
+            fold_block(r, qtr, columns);
         }
-        crew.combine::<F, L>(r, qtr, sum)
+        crew.combine(r, qtr, sum)
     }
 }
 
-/// Folds the rows of `columns` (`J`'s `n` columns of [`BLOCK`] rows, then the residuals'; the
-/// first `filled` rows data, the rest zeros) into `R` (`n × n`, row-major, upper) and `Qᵀr`:
+/// Folds the rows of `columns` (`J`'s `n` columns of [`BLOCK`] rows, then the residuals'; rows
+/// past the data are zeros) into `R` (`n × n`, row-major, upper) and `Qᵀr`:
 /// afterwards they are those of the stacked rows `[R; rows]`, and `columns` holds scratch. One
 /// Householder reflection per column, the triangle pass's ([`reflection`]).
 #[inline(always)]
-pub(super) fn fold_block<F: Float, const L: usize>(
-    r: &mut [F],
-    qtr: &mut [F],
-    columns: &mut [F],
-    filled: usize,
-) {
+pub(super) fn fold_block<F: Float>(r: &mut [F], qtr: &mut [F], columns: &mut [F]) {
+    const { assert!(BLOCK >= PARAMS_MAX) };
     let n = qtr.len();
-    // The rows a sweep runs over: all of them on the CPU, whose compiler then makes each
-    // sweep vector steps; on the GPU the filled ones (to whole lanes; the rest are zeros),
-    // where sweeps of constant length unrolled into a larger stack frame.
-    let rows = if cfg!(target_arch = "nvptx64") {
-        filled.next_multiple_of(L)
-    } else {
-        BLOCK
-    };
     for j in 0..n {
         let (column, rest) = columns[j * BLOCK..].split_at_mut(BLOCK);
         let Ok(v) = <&mut [F; BLOCK]>::try_from(column) else {
@@ -462,6 +450,8 @@ pub(super) fn fold_block<F: Float, const L: usize>(
         let Some(Reflection { beta, tau }) = reflection(r[j * n + j], v) else {
             continue;
         };
+        // A copy, so that the compiler keeps it in registers across the columns.
+        let v = *v;
         r[j * n + j] = beta;
         // Column k of the stacked rows: R's entry (j, k) above the rows' column k; k = n is
         // the residuals', with Qᵀr's entry j above.
@@ -470,30 +460,29 @@ pub(super) fn fold_block<F: Float, const L: usize>(
                 return;
             };
             let top = if k < n { r[j * n + k] } else { qtr[j] };
-            let w = top + dot::<F, L>(&v[..rows], &column[..rows]);
+            let w = top + dot(&v, column);
             if k < n {
                 r[j * n + k] = top - tau * w;
             } else {
                 qtr[j] = top - tau * w;
             }
-            for (entry, &vi) in column[..rows].iter_mut().zip(&v[..rows]) {
+            for (entry, &vi) in column.iter_mut().zip(&v) {
                 *entry -= (tau * vi) * w;
             }
         }
     }
 }
 
-/// `Σ v_i·c_i` over a block's rows, in `L` running sums: one chain of additions waited
-/// on itself at every row.
+/// `Σ v_i·c_i` over a block's rows, the products added pairwise in a fixed tree: no chain of
+/// additions waits on itself, and every target adds in the same order, whatever its lanes, so
+/// a fit has the same bits on a GPU thread and a CPU core.
 #[inline(always)]
-fn dot<F: Float, const L: usize>(v: &[F], column: &[F]) -> F {
-    let mut lanes = [F::ZERO; L];
-    for (v, c) in v.chunks_exact(L).zip(column.chunks_exact(L)) {
-        for lane in 0..L {
-            lanes[lane] += v[lane] * c[lane];
-        }
-    }
-    lanes.iter().copied().sum()
+fn dot<F: Float>(v: &[F; BLOCK], column: &[F; BLOCK]) -> F {
+    // Written out for eight: a loop over the tree's levels kept the sums in memory.
+    const { assert!(BLOCK == 8) };
+    let p: [F; BLOCK] = core::array::from_fn(|i| v[i] * column[i]);
+    let (q0, q1, q2, q3) = (p[0] + p[4], p[1] + p[5], p[2] + p[6], p[3] + p[7]);
+    (q0 + q2) + (q1 + q3)
 }
 
 impl<T: Term, F: Float, const L: usize, C: Crew> Passes<F> for Rows<'_, T, F, L, C> {

@@ -48,7 +48,7 @@ impl Crew for Together {
         (self.block.thread_idx()..terms).step_by(self.block.block_dim())
     }
 
-    fn combine<F: Float, const L: usize>(self, r: &mut [F], qtr: &mut [F], sum: F) -> F {
+    fn combine<F: Float>(self, r: &mut [F], qtr: &mut [F], sum: F) -> F {
         let shared = crate::shared_array!(cudamin_lm_block_triangles, 4672);
         const _: () = assert!(THREADS * SLOT == 4672);
         let (t, threads, k) = (self.block.thread_idx(), self.block.block_dim(), qtr.len());
@@ -74,7 +74,7 @@ impl Crew for Together {
                     }
                     columns[k * BLOCK + i] = F::from_f64(shared.get(other + k * k + i));
                 }
-                fold_block::<F, L>(r, qtr, &mut columns[..(k + 1) * BLOCK], k);
+                fold_block(r, qtr, &mut columns[..(k + 1) * BLOCK]);
                 sum += F::from_f64(shared.get(other + k * k + k));
                 store(r, qtr, sum);
             }

@@ -33,18 +33,13 @@ pub fn archs_of(entry: &str) -> &'static [&'static str] {
 
 /// The bytes of spills, stored and loaded alike, that entry `entry` may have. A batch kernel
 /// (`gpu_kernels::batch_kernel!`, its name ending in `_batch`, or its block form's in
-/// `_batch_block`) runs a whole fit's
-/// Levenberg–Marquardt loop per thread, its MINPACK memory on the stack by design, and holds
-/// the loop twice, in `f64` and in `f32`, each a function: at 255 registers they spill a few
-/// hundred bytes together, next to a stack frame seven times as large (BENCHMARKS.md lists
-/// both); the block form, with its fold of the threads' triangles, a little more. Reading data
-/// stored as f64 or f32 costs their rows a register for the type, and the 2-D models about 80 B
-/// more. Bounded, so that it cannot grow unseen; every other entry may spill nothing.
+/// `_batch_block`) runs a whole fit's Levenberg–Marquardt loop per thread, its MINPACK memory
+/// on the stack by design, and holds the loop twice, in `f64` and in `f32`, each a function:
+/// at 255 registers they spill a few hundred bytes together (BENCHMARKS.md lists them).
+/// Bounded, so that it cannot grow unseen; every other entry may spill nothing.
 pub fn spills_allowed(entry: &str) -> u32 {
-    if entry.ends_with("_batch") {
-        1024
-    } else if entry.ends_with("_batch_block") {
-        1152
+    if entry.ends_with("_batch") || entry.ends_with("_batch_block") {
+        896
     } else {
         0
     }
