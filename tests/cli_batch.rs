@@ -155,7 +155,8 @@ fn bad_batches_are_one_line_errors() {
 }
 
 /// `--cost` counts the batch kernel on the simulator, per fit, and models its rate; single
-/// precision moves fewer bytes of stack than double. On the CPU it is a one-line error.
+/// precision moves fewer bytes of stack than double. Off the simulator, or for fits that run
+/// one at a time on the CPU, it is a one-line error.
 #[test]
 fn batch_cost_counts_the_kernel_per_fit() {
     let csv = spots_csv("cost.csv", 0);
@@ -168,12 +169,15 @@ fn batch_cost_counts_the_kernel_per_fit() {
         assert!(v["modelled_h100_fits_per_s"].as_f64().unwrap() > 0.0, "{v}");
         let kernel = v["kernels"][0].clone();
         assert_eq!(kernel["kernel"], "fit_gauss_2d_batch", "{v}");
-        // A fit's table: 25 rows of px, py and counts.
-        assert_eq!(kernel["data_bytes_per_point"].as_f64(), Some(600.0), "{v}");
+        // A fit's table: 25 rows of px, py, counts and weights.
+        assert_eq!(kernel["data_bytes_per_point"].as_f64(), Some(800.0), "{v}");
         kernel["local_bytes_per_point"].as_f64().unwrap()
     };
     let (double, single) = (cost("f64"), cost("f32"));
     assert!(0.0 < single && single < double, "{single} B, {double} B");
     let error = one_line_error(&[&["fit", data][..], &SPOT, &["--cost"]].concat());
     assert!(error.contains("--backend sim"), "{error}");
+    let boxed = ["--backend", "sim", "--cost", "--upper", "1e4,5,5,3,100"];
+    let error = one_line_error(&[&["fit", data][..], &SPOT, &boxed].concat());
+    assert!(error.contains("one at a time on the CPU"), "{error}");
 }

@@ -119,6 +119,12 @@ pub fn batch(
     };
     let ms = counter.pass("batch", fit)?;
     backend.count_kernels(false);
+    if counter.kernels.is_empty() {
+        bail!(
+            "--cost counts the batch kernel, and these fits ran one at a time on the CPU \
+             (bounds, a robust loss or more than 8 parameters)"
+        );
+    }
     let total = &counter.totals[0];
     let report = BatchCostReport {
         model,

@@ -140,7 +140,8 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
     };
     let dtype = args.dtype.unwrap_or_default().name();
     if args.cost {
-        let data_bytes = (k + 1 + usize::from(sigma.is_some())) * y.len() * size_of::<f64>();
+        // The kernel's table: the predictors, y and the weights (1/σ, or ones).
+        let data_bytes = (k + 2) * y.len() * size_of::<f64>();
         let sizes = (groups.len(), data_bytes);
         return super::cost::batch(&backend, (model.name, dtype), sizes, args.json, || {
             fit(batch).map(drop)
