@@ -91,7 +91,7 @@ impl Failure {
 /// the function of the `k` free ones. `r` (`k × k`, row-major) receives `R` of `J = Q·R` in
 /// the free parameters at the end point, from which `curve_fit`'s covariance follows. Every
 /// term of `data` is one residual. It computes in `F`, `L` values side by side ([`LANES`] for
-/// `f64`, [`SINGLE_LANES`] for [`Single`]).
+/// `f64`, [`SINGLE_LANES`] for [`Single`]; at least half of [`PARAMS_MAX`]). `T` is dense.
 pub fn fit<T: Term, F: Float, const L: usize>(
     x: &mut [F],
     fixed: u64,
@@ -396,7 +396,7 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
         let (r, qtr) = (&mut r[..k * k], &mut qtr[..k]);
         // The rows not yet folded, column by column: `J`'s column in free parameter `a` at
         // `a·BLOCK`, then the residuals. A column is contiguous, so that a reflection sweeps it
-        // in vector steps. Here rather than in `Rows`: a GPU thread's stack frame was then 20%
+        // in vector steps. Here rather than in `Rows`: there it made a GPU thread's stack frame
         // larger.
         let mut block = [F::ZERO; BLOCK * (PARAMS_MAX + 1)];
         let columns = &mut block[..(k + 1) * BLOCK];

@@ -2,16 +2,17 @@
 //! the grid form of `lm::batch`, one fit per thread on either backend, and the block form of
 //! `lm::block`, one fit per block on the GPU.
 
-/// Registers the batch kernel of residual term `$term`: `batch_kernel!(NAME = function(Term))`
-/// declares the grid kernel `NAME` (PTX entry `function`), which runs
-/// [`entry`](crate::lm::batch::entry) on the GPU or on the CPU, and its block form
-/// `NAME.block` (entry `function_block`), a block per fit on the GPU. Both take `(data: In,
-/// offsets: In, starts: In, out: Out, params: U64, fixed: U64, ftol: F64, xtol: F64, gtol: F64,
-/// factor: F64, max_nfev: U64, single: U64)`: `fixed` holds the parameters of its set bits at
-/// their starts, and `single` other than 0 runs the fits in single precision. Name `function`
-/// after the term's registration, with [`SUFFIX`](crate::lm::batch::SUFFIX) (or
-/// [`POISSON_SUFFIX`](crate::lm::batch::POISSON_SUFFIX) for `PoissonDeviance<Term>`): a model
-/// takes only its own term's batch kernel, and a kernel crate's test finds it by that name.
+/// Registers the batch kernel of residual term `$term`, whose window is
+/// [`Window::Dense`](crate::Window): `batch_kernel!(NAME = function(Term))` declares the grid
+/// kernel `NAME` (PTX entry `function`), which runs [`entry`](crate::lm::batch::entry) on the GPU
+/// or on the CPU, and its block form `NAME.block` (entry `function_block`), a block per fit on
+/// the GPU. Both take `(data: In, offsets: In, starts: In, out: Out, params: U64, fixed: U64,
+/// ftol: F64, xtol: F64, gtol: F64, factor: F64, max_nfev: U64, single: U64)`: `fixed` holds the
+/// parameters of its set bits at their starts, and `single` other than 0 runs the fits in
+/// single precision. Name `function` after the term's registration, with
+/// [`SUFFIX`](crate::lm::batch::SUFFIX) (or [`POISSON_SUFFIX`](crate::lm::batch::POISSON_SUFFIX)
+/// for `PoissonDeviance<Term>`): a model takes only its own term's batch kernel, and a kernel
+/// crate's test finds it by that name.
 ///
 /// ```ignore
 /// register_residuals!(MichaelisMenten, michaelis_menten);

@@ -235,8 +235,7 @@ fn batch_on(
 }
 
 /// The batch kernel gives each fit what `least_squares` gives it alone, on the CPU; the
-/// simulator gives the CPU's answers. In `f64` they agree to where the stopping tests leave
-/// them (their sums round differently on the way), in `f32` to the bit.
+/// simulator gives the CPU's bits, in `f64` and `f32`: both fold a fit's rows in one order.
 fn batch_fits_agree(sim: &Backend) {
     let fits = 40;
     let (s, v, p0) = rate_curves(fits, 12);
@@ -263,16 +262,12 @@ fn batch_fits_agree(sim: &Backend) {
             close(pcov, &covariance, 1e-6),
             "fit {f}: {pcov:?} vs {covariance:?}"
         );
-        assert!(on_sim.status[f] > 0, "fit {f}: {}", on_sim.message[f]);
-        let on_sim_popt = &on_sim.popt[2 * f..2 * f + 2];
-        assert!(
-            close(on_sim_popt, popt, 1e-7),
-            "fit {f}: {on_sim_popt:?} vs {popt:?}"
-        );
     }
+    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&cpu.popt), bits(&on_sim.popt));
+    assert_eq!(cpu.status, on_sim.status);
     let cpu = batch_on(&Backend::Cpu, Precision::F32, &s, &v, &p0);
     let on_sim = batch_on(sim, Precision::F32, &s, &v, &p0);
-    let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&cpu.popt), bits(&on_sim.popt));
     assert_eq!(cpu.status, on_sim.status);
     // Fits of many points run one per block on a GPU, the kernel's block form.

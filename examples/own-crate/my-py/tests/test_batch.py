@@ -43,9 +43,9 @@ def test_the_simulator_runs_the_kernel_as_the_cpu(curves):
     s, v, p0 = curves
     cpu = my_kernels.curve_fit_batch("michaelis-menten", s, v[:50], p0=p0[:50])
     sim = my_kernels.curve_fit_batch("michaelis-menten", s, v[:50], p0=p0[:50], backend="sim")
-    np.testing.assert_allclose(sim[0], cpu[0], rtol=1e-10)
+    # Both fold each fit's rows in one order: the same bits, in either precision.
+    np.testing.assert_array_equal(sim[0], cpu[0])
     assert (sim[2]["status"] == cpu[2]["status"]).all()
-    # In single precision both sum as the GPU does: the same bits.
     cpu = my_kernels.curve_fit_batch("michaelis-menten", s, v[:50], p0=p0[:50], dtype=np.float32)
     sim = my_kernels.curve_fit_batch(
         "michaelis-menten", s, v[:50], p0=p0[:50], dtype=np.float32, backend="sim"

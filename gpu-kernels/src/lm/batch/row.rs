@@ -8,7 +8,6 @@
 use super::PARAMS_MAX;
 use crate::Dual;
 use crate::float::Float;
-use crate::kernel::normal::{ExactRow, JacobianRow};
 use crate::term::{Data, Term, Vars, Window};
 
 /// The rows of a pass at the parameters `x` (the first `n ≤` [`PARAMS_MAX`]; the rest 0), `L`
@@ -16,16 +15,16 @@ use crate::term::{Data, Term, Vars, Window};
 pub(super) struct ExactRows<'x, F: Float, const L: usize> {
     x: &'x [F; PARAMS_MAX],
     n: usize,
-    /// The window seeded along every parameter, held for the pass: on the CPU, where `n ≤ L`.
-    held: Option<[Dual<L, F>; PARAMS_MAX]>,
+    /// The window seeded along every parameter, kept for the pass: on the CPU, where `n ≤ L`.
+    seeded: Option<[Dual<L, F>; PARAMS_MAX]>,
 }
 
 impl<'x, F: Float, const L: usize> ExactRows<'x, F, L> {
     #[inline(always)]
     pub(super) fn new(x: &'x [F; PARAMS_MAX], n: usize) -> Self {
         const { assert!(2 * L >= PARAMS_MAX, "a row takes at most two evaluations") };
-        let held = (!cfg!(target_arch = "nvptx64") && n <= L).then(|| seeded(x, 0));
-        ExactRows { x, n, held }
+        let seeded = (!cfg!(target_arch = "nvptx64") && n <= L).then(|| seeded(x, 0));
+        ExactRows { x, n, seeded }
     }
 
     /// Residual `term` of `T`; its derivative in each parameter `j < n` is handed to
@@ -37,18 +36,17 @@ impl<'x, F: Float, const L: usize> ExactRows<'x, F, L> {
         data: Data<'_>,
         mut put: impl FnMut(usize, F),
     ) -> F {
+        // A residual of a fit reads every parameter: a window that moves with the term would
+        // number its derivatives by their place in it, not by parameter.
+        const {
+            assert!(
+                matches!(T::WINDOW, Window::Dense),
+                "a batch fit's term is dense"
+            )
+        };
         let (x, n) = (self.x, self.n);
-        if !matches!(T::WINDOW, Window::Dense) {
-            // A window that moves with the term: the general rows. No fit model has one.
-            let mut window = [Dual::<L, F>::constant_of(F::ZERO); PARAMS_MAX];
-            let mut row = [F::ZERO; PARAMS_MAX];
-            let mut rows = ExactRow::new::<T>(&mut window[..n], &x[..n]);
-            let residual = rows.row::<T>(term, &x[..n], data, &mut row[..n]);
-            row[..n].iter().enumerate().for_each(|(j, &d)| put(j, d));
-            return residual;
-        }
         let local = T::prepare(term, n, data);
-        if let Some(window) = &self.held {
+        if let Some(window) = &self.seeded {
             return evaluate::<T, F, L>(window, 0, n, &local, &mut put);
         }
         // The two evaluations written out, not a loop: a loop kept `first`, and so the window,
