@@ -7,9 +7,12 @@ simulator with `--cost`, in float64 and float32.
     python3 benches/batch_cost.py [--fits 512] [--cudamin target/release/cudamin]
 
 A batch kernel runs each fit's whole Levenberg–Marquardt loop in one thread, so its stack
-(local memory) is most of what it moves. The table gives, per fit, the local and DRAM bytes,
-the instructions and f64 operations, and the fits a second the counts model on an H100 at 10⁷
-fits (docs/src/gpu.md). A model steers the work between device runs; it is no measurement.
+(local memory) is most of what it moves. The table gives, per fit, the batch kernel's local and
+DRAM bytes, instructions and f64 operations, and the fits a second the counts model on an H100
+at 10⁷ fits (docs/src/gpu.md), the tables' kernel included; then the words copied to the device
+and back per fit, and the rate from host memory, copies included. The CSV gives each point its
+own predictors, so they cross with every fit; from Python, predictors every fit shares cross
+once. A model steers the work between device runs; it is no measurement.
 """
 
 import argparse
@@ -56,19 +59,23 @@ def main():
         spots(args.fits, data)
         print(f"gauss-2d, {args.fits} fits of 25 points on the simulator; per fit, "
               "H100 modelled at 10⁷ fits")
-        print("| dtype | local B | DRAM B | instructions | f64 ops | ms at 10⁷ | fits/s |")
-        print("|---|---|---|---|---|---|---|")
+        print("| dtype | local B | DRAM B | instructions | f64 ops | ms at 10⁷ | fits/s "
+              "| words up | words back | fits/s from host |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for dtype in ("f64", "f32"):
             command = [args.cudamin, "fit", data, "--model", "gauss-2d", "--x", "u", "--x", "v",
                        "--batch", "id", "--p0", "300,2,2,1,10", "--backend", "sim", "--cost",
                        "--json", "--dtype", dtype]
             run = subprocess.run(command, check=True, capture_output=True, text=True)
             report = json.loads(run.stdout)
-            k = report["kernels"][0]
+            k = next(k for k in report["kernels"] if k["kernel"] == "fit_gauss_2d_batch")
             names = ("local_bytes", "dram_bytes", "instructions", "fp64_ops")
             counts = [f"{k[name + '_per_point']:,.0f}" for name in names]
             ms, rate = report["modelled_h100_ms_at_1e7"], report["modelled_h100_fits_per_s"]
-            print(f"| {dtype} | {' | '.join(counts)} | {ms:.1f} | {rate:.3g} |")
+            up, back = report["words_to_device_per_fit"], report["words_to_host_per_fit"]
+            from_host = report["modelled_h100_fits_per_s_from_host"]
+            print(f"| {dtype} | {' | '.join(counts)} | {ms:.1f} | {rate:.3g} | {up:.1f} | {back:.1f} "
+                  f"| {from_host:.3g} |")
 
 
 if __name__ == "__main__":

@@ -165,10 +165,17 @@ fn batch_cost_counts_the_kernel_per_fit() {
         let cost = ["--backend", "sim", "--cost", "--json", "--dtype", dtype];
         let v = json(&[&["fit", data][..], &SPOT, &["--p0", "320,2,2,1,9"], &cost].concat());
         assert_eq!(v["fits"].as_u64(), Some(3), "{v}");
-        assert_eq!(v["launches"].as_u64(), Some(1), "{v}");
+        // The tables' kernel, then the batch kernel.
+        assert_eq!(v["launches"].as_u64(), Some(2), "{v}");
         assert!(v["modelled_h100_fits_per_s"].as_f64().unwrap() > 0.0, "{v}");
-        let kernel = v["kernels"][0].clone();
-        assert_eq!(kernel["kernel"], "fit_gauss_2d_batch", "{v}");
+        let names = (v["kernels"].as_array().unwrap().iter()).map(|k| k["kernel"].clone());
+        assert!(names.eq(["batch_table", "fit_gauss_2d_batch"]), "{v}");
+        // Up: the columns (px, py and counts: CSV gives a value per point), the offsets and the
+        // one start; back: the report, 5 + 5 + 15 values.
+        let up = (3 * 25 * 3 + 4 + 5) as f64 / 3.0;
+        assert_eq!(v["words_to_device_per_fit"].as_f64(), Some(up), "{v}");
+        assert_eq!(v["words_to_host_per_fit"].as_f64(), Some(25.0), "{v}");
+        let kernel = v["kernels"][1].clone();
         // A fit's table: 25 rows of px, py, counts and weights.
         assert_eq!(kernel["data_bytes_per_point"].as_f64(), Some(800.0), "{v}");
         kernel["local_bytes_per_point"].as_f64().unwrap()

@@ -165,7 +165,9 @@ fn a_bad_fit_fails_alone_and_bad_shapes_are_refused() {
 
 /// The batch kernel on the simulator (the PTX a GPU runs, one fit per thread) gives the CPU's
 /// answers, to the bit: 200 noisy spots, each from its own start. The GPU evaluates a row in two
-/// groups of lanes where the CPU takes one, and both fold the rows in one order.
+/// groups of lanes where the CPU takes one, and both fold the rows in one order. Only the
+/// columns cross to the device, the grid shared by every fit once, and only the reports come
+/// back.
 #[test]
 fn the_simulator_gives_the_cpus_answers() {
     let grid = grid();
@@ -173,8 +175,16 @@ fn the_simulator_gives_the_cpus_answers() {
     let (y, p0) = rippled_spots(&grid, fits);
     let cpu = run(&y, &p0, &grid).unwrap();
     let (sim, _) = cudamin::backend(BackendChoice::Simulated).unwrap();
+    let before = sim.traffic().unwrap();
     let on_sim = run_on(&sim, Precision::F64, &y, &p0, &grid).unwrap();
+    let traffic = sim.traffic().unwrap() - before;
     assert!(simulated_entries().contains("fit_gauss_2d_batch"));
+    // Up: the grid (2 × 25), y (25 a fit), the offsets (F + 1) and the starts (5 a fit); back:
+    // each fit's parameters, report and triangle (5 + 5 + 15).
+    let up = 2 * 25 + fits * 25 + fits + 1 + fits * 5;
+    assert_eq!(traffic.words_to_device, up as u64);
+    assert_eq!(traffic.words_to_host, (fits * 25) as u64);
+    assert_eq!((traffic.launches, traffic.waits), (2, 1));
     for f in 0..fits {
         assert!(cpu.status[f] > 0, "fit {f}: {}", cpu.message[f]);
     }

@@ -156,7 +156,7 @@ const STACK_FRAMES: [(&str, u32); 2] = [
 ];
 
 /// The bound on a batch kernel's stack frame, its block form's too, in bytes.
-const BATCH_STACK: u32 = 4864;
+const BATCH_STACK: u32 = 4608;
 
 /// `(arch, entry, bytes)` for each entry of a ptxas report (`ptxas::table`s) whose stack frame
 /// is larger than [`STACK_FRAMES`] allows it.

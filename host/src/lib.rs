@@ -49,10 +49,10 @@ macro_rules! include_ptx {
 
 pub use backend::sum::{IntoPart, Part, ResidualPart};
 pub use backend::{
-    Backend, BackendChoice, BackendError, Columns, DeviceArray, Evaluation, Evaluator, Factor,
-    Gradient, KernelCounts, LaunchConfig, LaunchOverride, LeastSquaresEvaluator, Loss,
-    ProblemError, RawArg, ResidualSum, RobustLoss, SECTOR_BYTES, StepBounds, TermProblem, TermSum,
-    Traffic,
+    Backend, BackendChoice, BackendError, BatchColumns, Columns, DeviceArray, Evaluation,
+    Evaluator, Factor, Gradient, KernelCounts, LaunchConfig, LaunchOverride, LeastSquaresEvaluator,
+    Loss, ProblemError, RawArg, ResidualSum, RobustLoss, SECTOR_BYTES, StepBounds, TermProblem,
+    TermSum, Traffic,
 };
 pub use gpu_kernels::DataType;
 pub use objective::{

@@ -50,9 +50,17 @@ def test_every_fit_is_scipys():
 
 
 def test_the_simulator_runs_the_gpu_kernel_with_the_cpus_answers():
-    _, y, p0 = spots(50)
+    fits = 50
+    _, y, p0 = spots(fits)
     on_cpu = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, **TIGHT)
-    on_sim = cudamin.curve_fit_batch("gauss-2d", GRID, y, p0, backend="sim", **TIGHT)
+    with cudamin.Session(backend="sim") as session:
+        before = session.traffic()
+        on_sim = session.curve_fit_batch("gauss-2d", GRID, y, p0, **TIGHT)
+        after = session.traffic()
+    # Up: the grid every fit shares, once; each fit's 25 counts, its offset and its start. Back:
+    # each fit's parameters, status and counts, and its triangle, 5 + 5 + 15 values.
+    assert after["h2d_bytes"] - before["h2d_bytes"] == 8 * (2 * 25 + fits * 25 + fits + 1 + fits * 5)
+    assert after["d2h_bytes"] - before["d2h_bytes"] == 8 * fits * 25
     # The same bits: both fold a fit's rows in one order.
     np.testing.assert_array_equal(on_cpu[2]["status"], on_sim[2]["status"])
     np.testing.assert_array_equal(on_sim[0], on_cpu[0])

@@ -31,6 +31,9 @@ const LAUNCH_S: f64 = 4e-6;
 /// Modelled cost of one host wait (a copy back that waits for the stream), seconds: an
 /// assumption, to calibrate on hardware runs.
 const WAIT_S: f64 = 10e-6;
+/// Modelled rate of a copy between host memory and an H100, bytes a second each way: an
+/// assumption (PCIe 5 from pageable memory), to calibrate on hardware runs.
+const COPY_BYTES_PER_S: f64 = 25e9;
 /// Ordinary least squares, the loss `cudamin fit` uses by default.
 const LINEAR: RobustLoss = RobustLoss {
     loss: Loss::Linear,
@@ -92,8 +95,15 @@ struct BatchCostReport<'a> {
     kernels: Vec<KernelCost>,
     launches: u64,
     waits: u64,
+    /// `f64` words copied to the device and back, per fit.
+    words_to_device_per_fit: f64,
+    words_to_host_per_fit: f64,
+    /// The kernels and waits alone.
     modelled_h100_ms_at_1e7: f64,
     modelled_h100_fits_per_s: f64,
+    /// The copies, at [`COPY_BYTES_PER_S`]; and the rate from host memory, copies included.
+    modelled_h100_copy_ms_at_1e7: f64,
+    modelled_h100_fits_per_s_from_host: f64,
 }
 
 /// Runs `fit`, a batch of `fits` fits of `model` in `dtype` on `backend`, which must be the
@@ -106,9 +116,7 @@ pub fn batch(
     json: bool,
     fit: impl FnOnce() -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    if !backend.count_kernels(true) {
-        bail!("--cost counts on the simulator: add --backend sim");
-    }
+    start_counting(backend)?;
     let fits = fits.max(1);
     let mut counter = Counter {
         backend,
@@ -117,7 +125,9 @@ pub fn batch(
         kernels: Vec::new(),
         totals: Vec::new(),
     };
+    let before = backend.traffic().unwrap_or_default();
     let ms = counter.pass("batch", fit)?;
+    let copied = backend.traffic().unwrap_or_default() - before;
     backend.count_kernels(false);
     if counter.kernels.is_empty() {
         bail!(
@@ -126,6 +136,9 @@ pub fn batch(
         );
     }
     let total = &counter.totals[0];
+    let per_fit = |words: u64| words as f64 / fits as f64;
+    let words = per_fit(copied.words_to_device + copied.words_to_host);
+    let copy_ms = words * size_of::<f64>() as f64 * MODEL_POINTS / COPY_BYTES_PER_S * 1e3;
     let report = BatchCostReport {
         model,
         fits,
@@ -134,8 +147,12 @@ pub fn batch(
         launches: total.launches,
         waits: total.waits,
         kernels: counter.kernels,
+        words_to_device_per_fit: per_fit(copied.words_to_device),
+        words_to_host_per_fit: per_fit(copied.words_to_host),
         modelled_h100_ms_at_1e7: ms,
         modelled_h100_fits_per_s: MODEL_POINTS / (ms * 1e-3),
+        modelled_h100_copy_ms_at_1e7: copy_ms,
+        modelled_h100_fits_per_s_from_host: MODEL_POINTS / ((ms + copy_ms) * 1e-3),
     };
     if json {
         return print_json(&report);
@@ -153,6 +170,23 @@ pub fn batch(
         "batch                {} launches, {} waits: {:.1} ms modelled, {:.3e} fits/s",
         report.launches, report.waits, ms, report.modelled_h100_fits_per_s
     )?;
+    writeln!(
+        out,
+        "copies               {:.1} words to the device, {:.1} back, per fit: {:.1} ms \
+         modelled, {:.3e} fits/s from host memory",
+        report.words_to_device_per_fit,
+        report.words_to_host_per_fit,
+        copy_ms,
+        report.modelled_h100_fits_per_s_from_host
+    )?;
+    Ok(())
+}
+
+/// Starts the simulator's counts on `backend`; an error off the simulator.
+fn start_counting(backend: &Backend) -> anyhow::Result<()> {
+    if !backend.count_kernels(true) {
+        bail!("--cost counts on the simulator: add --backend sim");
+    }
     Ok(())
 }
 
@@ -161,9 +195,7 @@ pub fn run(problem: &str, setup: Setup, fd: Gradient, json: bool) -> anyhow::Res
     let Setup {
         instance, backend, ..
     } = setup;
-    if !backend.count_kernels(true) {
-        bail!("--cost counts on the simulator: add --backend sim");
-    }
+    start_counting(&backend)?;
     let x = instance.x0;
     let n = x.len();
     let points = instance.terms.max(1);

@@ -5,17 +5,16 @@
 //! The fits run in `f64`, or in single precision where the batch asks ([`Precision`]); by
 //! least squares, or for counts by Poisson maximum likelihood ([`Estimator`]).
 
-use super::fit::{Columns, FitError, Model, check_determined};
-use super::problem::LoadError;
-use cudamin_host::{
-    Backend, Factor, Gradient, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
-    TermObjective, covariance, least_squares,
-};
-use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
-use gpu_kernels::raw::RawKernel;
-use gpu_kernels::{Data, DataType};
+use super::fit::{Columns, FitError, Model};
+use cudamin_host::{Backend, Gradient, LmOptions, TermObjective, least_squares};
+use gpu_kernels::DataType;
+use gpu_kernels::lm::batch::PARAMS_MAX;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::ops::Range;
+
+mod kernel;
+pub use kernel::BLOCK_MIN_POINTS;
 
 /// The data of `F` fits, their `N` points one fit after another.
 #[derive(Clone, Copy, Debug)]
@@ -86,22 +85,68 @@ pub struct BatchResult {
     /// Each fit's status: scipy's `least_squares` codes, above 0 a success; −1 where the fit
     /// could not run (its data or start), with the reason in `message`.
     pub status: Vec<i32>,
-    /// Each fit's message.
-    pub message: Vec<String>,
+    /// Each fit's message: its status's, or why it could not run.
+    pub message: Vec<Cow<'static, str>>,
     /// Each fit's residual evaluations.
     pub nfev: Vec<usize>,
     /// Each fit's `½ Σ r²` at its parameters, scipy's `cost` (`χ²/2` with `σ`).
     pub cost: Vec<f64>,
 }
 
-/// One fit's outcome, before the batch gathers them.
-struct Outcome {
-    popt: Vec<f64>,
-    pcov: Vec<f64>,
-    status: i32,
-    message: String,
-    nfev: usize,
-    cost: f64,
+impl BatchResult {
+    /// Room for `fits` fits of `p` parameters.
+    fn sized(fits: usize, p: usize) -> BatchResult {
+        BatchResult {
+            popt: vec![0.0; fits * p],
+            pcov: vec![0.0; fits * p * p],
+            status: vec![0; fits],
+            message: vec![Cow::Borrowed(""); fits],
+            nfev: vec![0; fits],
+            cost: vec![0.0; fits],
+        }
+    }
+
+    /// Each fit's place in the results, in order, in parallel.
+    fn slots(&mut self, p: usize) -> impl IndexedParallelIterator<Item = Slot<'_>> {
+        let values = self
+            .popt
+            .par_chunks_mut(p)
+            .zip(self.pcov.par_chunks_mut(p * p));
+        let counts = self.status.par_iter_mut().zip(self.message.par_iter_mut());
+        let sums = self.nfev.par_iter_mut().zip(self.cost.par_iter_mut());
+        (values.zip(counts).zip(sums)).map(|(((popt, pcov), (status, message)), (nfev, cost))| {
+            Slot {
+                popt,
+                pcov,
+                status,
+                message,
+                nfev,
+                cost,
+            }
+        })
+    }
+}
+
+/// One fit's place in a [`BatchResult`].
+struct Slot<'a> {
+    popt: &'a mut [f64],
+    pcov: &'a mut [f64],
+    status: &'a mut i32,
+    message: &'a mut Cow<'static, str>,
+    nfev: &'a mut usize,
+    cost: &'a mut f64,
+}
+
+impl Slot<'_> {
+    /// A fit that could not run, for `reason`.
+    fn fail(self, reason: Cow<'static, str>) {
+        self.popt.fill(f64::NAN);
+        self.pcov.fill(f64::INFINITY);
+        *self.status = -1;
+        *self.message = reason;
+        *self.nfev = 0;
+        *self.cost = f64::NAN;
+    }
 }
 
 /// Fits `model` with `p` parameters to each data set of `batch` by Levenberg–Marquardt (trf
@@ -203,38 +248,24 @@ pub fn fit_batch_on(
         one_start,
         fixed: (options.fixed.clone()).unwrap_or_else(|| vec![false; p]),
     };
-    let on_kernel = match plain {
-        true => batched(backend, model, &view, options, absolute_sigma)?,
-        false => None,
-    };
-    let outcomes = match (on_kernel, batch.precision) {
-        (Some(outcomes), _) => outcomes,
-        (None, _) if poisson => return Err(refuse("are not offered for this model")),
-        (None, Precision::F64) => one_by_one(model, &view, options, absolute_sigma)?,
-        (None, Precision::F32) => return Err(FitError::SinglePrecision { model: model.name }),
-    };
-    let mut result = BatchResult::default();
-    for outcome in outcomes {
-        result.popt.extend(outcome.popt);
-        result.pcov.extend(outcome.pcov);
-        result.status.push(outcome.status);
-        result.message.push(outcome.message);
-        result.nfev.push(outcome.nfev);
-        result.cost.push(outcome.cost);
+    let mut result = BatchResult::sized(fits, p);
+    let on_kernel = plain
+        && kernel::batched(
+            backend,
+            model,
+            &view,
+            options,
+            (absolute_sigma, &mut result),
+        )?;
+    match (on_kernel, batch.precision) {
+        (true, _) => {}
+        (false, _) if poisson => return Err(refuse("are not offered for this model")),
+        (false, Precision::F64) => {
+            one_by_one(model, &view, options, absolute_sigma, &mut result)?;
+        }
+        (false, Precision::F32) => return Err(FitError::SinglePrecision { model: model.name }),
     }
     Ok(result)
-}
-
-/// A fit that could not run, for `reason`.
-fn failed(p: usize, reason: String) -> Outcome {
-    Outcome {
-        popt: vec![f64::NAN; p],
-        pcov: vec![f64::INFINITY; p * p],
-        status: -1,
-        message: reason,
-        nfev: 0,
-        cost: f64::NAN,
-    }
 }
 
 /// A batch with its shape worked out: `fits` fits of `p` parameters.
@@ -285,240 +316,55 @@ impl FitView<'_> {
     }
 }
 
-/// Every fit as `least_squares` runs it, one per task. A parameter count the model does not
-/// take is the caller's error, not one fit's.
+/// Every fit as `least_squares` runs it, one per task, into `result`. A parameter count the
+/// model does not take is the caller's error, not one fit's.
 fn one_by_one(
     model: &Model,
     view: &FitView<'_>,
     options: &LmOptions,
     absolute_sigma: bool,
-) -> Result<Vec<Outcome>, FitError> {
-    (0..view.fits)
-        .into_par_iter()
-        .map(|f| {
-            let mut x = Vec::new();
-            let columns = view.columns(f, &mut x);
-            fit_one(
-                model,
-                view.p,
-                columns,
-                view.start(f),
-                options,
-                absolute_sigma,
-            )
-        })
-        .collect()
-}
-
-/// Every fit at once on the model's batch kernel, on `backend`; `None` where the model has
-/// none. A fit whose data or start cannot run fails alone, before the launch.
-fn batched(
-    backend: &Backend,
-    model: &Model,
-    view: &FitView<'_>,
-    options: &LmOptions,
-    absolute_sigma: bool,
-) -> Result<Option<Vec<Outcome>>, FitError> {
-    let (p, fits) = (view.p, view.fits);
-    let Some(largest) = (0..fits).max_by_key(|&f| view.range(f).len()) else {
-        return Ok(Some(Vec::new()));
-    };
-    let cols = view.batch.x.len() + 2;
-    let mut data = vec![0.0; cols * view.batch.y.len()];
-    let poisson = view.batch.estimator == Estimator::Poisson;
-    let mut tables = Vec::with_capacity(fits);
-    let mut rest = &mut data[..];
-    for f in 0..fits {
-        let (own, tail) = rest.split_at_mut(cols * view.range(f).len());
-        tables.push(own);
-        rest = tail;
-    }
-    // Each fit's table in the fit layout (the predictors, y, w = 1/σ), and what stops it.
-    let refusals: Vec<Option<String>> = (tables.into_par_iter().enumerate())
-        .map(|(f, own)| {
-            let mut x = Vec::new();
-            let columns = view.columns(f, &mut x);
-            let negative = (columns.y.iter().enumerate()).find(|(_, y)| poisson && **y < 0.0);
-            match negative {
-                Some((index, y)) => {
-                    Some(format!("a poisson fit takes counts: y at {index} is {y}"))
-                }
-                None => pack(own, columns, view.start(f), &view.fixed),
-            }
-        })
-        .collect();
-    // The model's check, on the largest fit's table.
-    let rows = view.range(largest);
-    let table = Data::new(&data[cols * rows.start..cols * rows.end], rows.len());
-    let Some(kernel) = model.batch_kernel(p, table, poisson)? else {
-        return Ok(None);
-    };
-    let offsets: Vec<f64> = (0..fits)
-        .map(|f| view.range(f).start as f64)
-        .chain([view.batch.y.len() as f64])
-        .collect();
-    // A count's variance is its mean: the Fisher information's inverse is the covariance.
-    let absolute_sigma = absolute_sigma || poisson;
-    let starts: Vec<f64> = (0..fits).flat_map(|f| view.start(f).to_vec()).collect();
-    let stride = out_stride(p);
-    let mut out = vec![0.0; fits * stride];
-    let single = view.batch.precision == Precision::F32;
-    launch(
-        backend,
-        kernel,
-        (&data, &offsets),
-        &starts,
-        &mut out,
-        &view.fixed,
-        options,
-        single,
-    )?;
-    let outcomes = (out.par_chunks(stride).zip(refusals).enumerate())
-        .map(|(f, (own, refusal))| match refusal {
-            Some(reason) => failed(p, reason),
-            None => outcome(own, view.range(f).len(), &view.fixed, absolute_sigma),
-        })
-        .collect();
-    Ok(Some(outcomes))
-}
-
-/// Packs one fit's columns into `own` in the fit layout; the reason it cannot run, if any,
-/// with the parameters `fixed` holds.
-fn pack(own: &mut [f64], columns: Columns<'_>, start: &[f64], fixed: &[bool]) -> Option<String> {
-    let (p, points) = (start.len(), columns.y.len());
-    let held = fixed.iter().filter(|&&h| h).count();
-    if let Err(error) = check_determined(points, p, held) {
-        return Some(error.to_string());
-    }
-    let mut chunks = own.chunks_exact_mut(points);
-    // The predictors first in the zip: it stops at their end without taking a chunk.
-    for (x, to) in columns.x.iter().zip(chunks.by_ref()) {
-        to.copy_from_slice(x);
-    }
-    chunks.next()?.copy_from_slice(columns.y);
-    let weights = chunks.next()?;
-    match columns.sigma {
-        None => weights.fill(1.0),
-        Some(sigma) => {
-            for (index, (w, &value)) in weights.iter_mut().zip(sigma).enumerate() {
-                if !(value > 0.0 && value.is_finite()) {
-                    return Some(FitError::Sigma { index, value }.to_string());
-                }
-                *w = 1.0 / value;
-            }
-        }
-    }
-    let bad = start.iter().enumerate().find(|(_, v)| !v.is_finite());
-    bad.map(|(index, &value)| SolveError::NonFiniteX0 { index, value }.to_string())
-}
-
-/// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
-/// their tables in `data` as `offsets` say, in single precision where `single` says so. On the
-/// CPU, one fit per task, as rayon splits them. On a GPU, one fit per thread in blocks of 64
-/// (the loop's memory is per thread); or, where a fit has [`BLOCK_MIN_POINTS`] points or more,
-/// one fit per block of [`BLOCK_THREADS`], on the kernel's block form.
-#[allow(clippy::too_many_arguments)]
-fn launch(
-    backend: &Backend,
-    kernel: &RawKernel,
-    (data, offsets): (&[f64], &[f64]),
-    starts: &[f64],
-    out: &mut [f64],
-    fixed: &[bool],
-    options: &LmOptions,
-    single: bool,
+    result: &mut BatchResult,
 ) -> Result<(), FitError> {
-    let p = fixed.len();
-    let fixed = (fixed.iter().enumerate()).fold(0u64, |bits, (j, &h)| bits | u64::from(h) << j);
-    let fits = starts.len() / p;
-    let most = (offsets.windows(2).map(|w| w[1] - w[0])).fold(0.0, f64::max);
-    let on_gpu = !matches!(backend, Backend::Cpu);
-    let (kernel, config) = match kernel.block {
-        Some(block) if on_gpu && most >= BLOCK_MIN_POINTS as f64 => (block, per_block(fits)),
-        _ => (kernel, per_thread(fits)),
-    };
-    let max_nfev = options.max_nfev.unwrap_or(p.saturating_mul(100));
-    let mut args = [
-        RawArg::In(data),
-        RawArg::In(offsets),
-        RawArg::In(starts),
-        RawArg::Out(out),
-        RawArg::U64(p as u64),
-        RawArg::U64(fixed),
-        RawArg::F64(options.ftol),
-        RawArg::F64(options.xtol),
-        RawArg::F64(options.gtol),
-        RawArg::F64(options.factor),
-        RawArg::U64(max_nfev as u64),
-        RawArg::U64(u64::from(single)),
-    ];
-    (backend.launch_raw(kernel, config, &mut args)).map_err(LoadError::from)?;
-    Ok(())
+    result.slots(view.p).enumerate().try_for_each(|(f, slot)| {
+        let mut x = Vec::new();
+        let columns = view.columns(f, &mut x);
+        let outcome = fit_one(
+            model,
+            view.p,
+            columns,
+            view.start(f),
+            options,
+            absolute_sigma,
+        )?;
+        slot.popt.copy_from_slice(&outcome.popt);
+        slot.pcov.copy_from_slice(&outcome.pcov);
+        *slot.status = outcome.status;
+        *slot.message = Cow::Owned(outcome.message);
+        *slot.nfev = outcome.nfev;
+        *slot.cost = outcome.cost;
+        Ok(())
+    })
 }
 
-/// The fewest points of a batch's largest fit that make a GPU run one fit per block rather than
-/// per thread: a block's 64 threads then take four rows each or more.
-pub const BLOCK_MIN_POINTS: usize = 4 * BLOCK_THREADS;
-
-/// A launch of one thread per fit, in blocks of 64.
-fn per_thread(fits: usize) -> LaunchConfig {
-    let threads = 64;
-    LaunchConfig {
-        blocks: u32::try_from(fits.div_ceil(threads)).unwrap_or(u32::MAX),
-        threads: threads as u32,
-    }
+/// One fit's outcome on the CPU, one fit per task.
+struct Outcome {
+    popt: Vec<f64>,
+    pcov: Vec<f64>,
+    status: i32,
+    message: String,
+    nfev: usize,
+    cost: f64,
 }
 
-/// A launch of one block of [`BLOCK_THREADS`] per fit; past `u32::MAX` blocks, a block takes
-/// several fits in turn.
-fn per_block(fits: usize) -> LaunchConfig {
-    LaunchConfig {
-        blocks: u32::try_from(fits.max(1)).unwrap_or(u32::MAX),
-        threads: BLOCK_THREADS as u32,
-    }
-}
-
-/// One fit's outcome from what its thread wrote ([`out_stride`] values), the parameters
-/// `fixed` marks held: its covariance is the free parameters', 0 in the held ones' rows and
-/// columns.
-fn outcome(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool) -> Outcome {
-    let p = fixed.len();
-    let (x, rest) = own.split_at(p);
-    let (report, r) = rest.split_at(REPORT);
-    let code = report[0] as i32;
-    let Some(&status) = LmStatus::ALL.iter().find(|s| s.code() == code) else {
-        let failure = Failure::of_code(code).unwrap_or(Failure::Shape);
-        return failed(p, failure_message(failure));
-    };
-    let sum_of_squares = report[4];
-    // The kernel's `R` is the free parameters' triangle, `k × k`: their covariance, spread
-    // among all `p`.
-    let free: Vec<usize> = (0..p).filter(|&j| !fixed[j]).collect();
-    let k = free.len();
-    let mut factor = Factor::new(k);
-    factor.r.copy_from_slice(&r[..k * k]);
+/// A fit that could not run, for `reason`.
+fn failed(p: usize, reason: String) -> Outcome {
     Outcome {
-        popt: x.to_vec(),
-        pcov: covariance(&factor, sum_of_squares, points, absolute_sigma)
-            .map_or_else(|| vec![f64::INFINITY; p * p], |c| c.spread(&free, p).matrix),
-        status: status.code(),
-        message: status.message().to_owned(),
-        nfev: report[1] as usize,
-        cost: 0.5 * sum_of_squares,
-    }
-}
-
-/// What a small fit's failure says, in `least_squares`' words.
-fn failure_message(failure: Failure) -> String {
-    match failure {
-        Failure::Shape => format!(
-            "more than {PARAMS_MAX} parameters, none free, or more free ones than its points"
-        ),
-        Failure::NonFiniteResiduals => SolveError::NonFiniteResiduals.to_string(),
-        Failure::UnderflowingResiduals => {
-            "the residuals' squares underflow at the start: rescale the data".to_owned()
-        }
-        Failure::NonFiniteJacobian { nit } => SolveError::NonFiniteJacobian { nit }.to_string(),
+        popt: vec![f64::NAN; p],
+        pcov: vec![f64::INFINITY; p * p],
+        status: -1,
+        message: reason,
+        nfev: 0,
+        cost: f64::NAN,
     }
 }
 

@@ -41,3 +41,14 @@ pub const WARP_SIZE: usize = 32;
 /// The most threads a block may have (CUDA's limit); the reduction scratch holds one value per
 /// warp of such a block.
 pub const MAX_BLOCK_THREADS: usize = 1024;
+
+/// `1/σ`, a point's weight, as the host forms it; NaN where `σ` is not positive and finite,
+/// which the data's finite check then refuses (a batch's fit fails alone).
+#[inline(always)]
+pub(crate) fn weight(sigma: f64) -> f64 {
+    if sigma > 0.0 && sigma < f64::INFINITY {
+        1.0 / sigma
+    } else {
+        f64::NAN
+    }
+}

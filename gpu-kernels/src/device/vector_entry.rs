@@ -50,9 +50,8 @@ pub(crate) unsafe fn difference(n: usize, new: *const f64, old: *mut f64) {
     }
 }
 
-/// `w ← 1/σ`: a fit's weights from its standard deviations, as the host forms them; NaN where
-/// `σ` is not positive and finite, which the data's finite check then refuses; all 1 where
-/// `sigma` is null.
+/// `w ← 1/σ`: a fit's weights from its standard deviations ([`weight`](super::weight)); all 1
+/// where `sigma` is null.
 #[inline(always)]
 pub(crate) unsafe fn weights(n: usize, sigma: *const f64, w: *mut f64) {
     for i in grid_stride(n) {
@@ -60,12 +59,7 @@ pub(crate) unsafe fn weights(n: usize, sigma: *const f64, w: *mut f64) {
             1.0
         } else {
             // SAFETY: as in `axpy`; a non-null `sigma` holds `n` f64.
-            let s = unsafe { *sigma.add(i) };
-            if s > 0.0 && s < f64::INFINITY {
-                1.0 / s
-            } else {
-                f64::NAN
-            }
+            super::weight(unsafe { *sigma.add(i) })
         };
         // SAFETY: as in `axpy`.
         unsafe { *w.add(i) = weight };

@@ -19,8 +19,10 @@ use core::ops::Range;
 
 mod names;
 mod row;
+mod table;
 pub use names::{PARAMS, POISSON_SUFFIX, SUFFIX, is_named};
 use row::ExactRows;
+pub use table::{BATCH_TABLE, batch_table};
 
 /// The rows a fit folds at once into its triangle. Eight: a sweep over them is a constant
 /// length, unrolled, its reflection's vector held in registers; on the GPU the block of rows
@@ -123,7 +125,6 @@ pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
         qtr: [F::ZERO; PARAMS_MAX],
         n,
         k: 0,
-        free: [0; PARAMS_MAX],
         held: fixed & ((1 << n) - 1),
         whole: [F::ZERO; PARAMS_MAX],
         term: PhantomData,
@@ -132,7 +133,6 @@ pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
     for (j, &value) in x.iter().enumerate() {
         passes.whole[j] = value;
         if fixed >> j & 1 == 0 {
-            passes.free[passes.k] = j;
             free_x[passes.k] = value;
             passes.k += 1;
         }
@@ -157,13 +157,18 @@ pub(super) fn fit_in<T: Term, F: Float, const L: usize, C: Crew>(
 
 /// What a batch kernel writes per fit after its end point's `n` parameters: the status
 /// ([`LmStatus::code`](super::LmStatus::code) or [`Failure::code`]), `nfev`, `njev`, `nit`
-/// and `Σ r²`; then `R` at the end point in its `k` free parameters, `k × k`, in the first
-/// of `n × n` values.
+/// and `Σ r²`; then `R` at the end point in its `k` free parameters, its upper triangle row
+/// after row (`k(k + 1)/2` values), in the first of [`triangle_len`]`(n)` values.
 pub const REPORT: usize = 5;
+
+/// The values of an `n × n` upper triangle, row after row.
+pub const fn triangle_len(n: usize) -> usize {
+    n * (n + 1) / 2
+}
 
 /// The values a batch kernel writes per fit of `n` parameters.
 pub const fn out_stride(n: usize) -> usize {
-    n + REPORT + n * n
+    n + REPORT + triangle_len(n)
 }
 
 /// A batch kernel's work for the fits `crew` takes (a thread's grid-stride loop, or a block's
@@ -171,7 +176,8 @@ pub const fn out_stride(n: usize) -> usize {
 /// [`batch_kernel!`](crate::batch_kernel)'s entries run. Fit `f` has the points `offsets[f] ..
 /// offsets[f + 1]` of all `N = offsets[F]`: it reads its table from `data` (`cols` columns of its
 /// points, column after column, from `cols · offsets[f]`, where `data` holds `cols · N` values)
-/// and its start from `starts[f·n ..]`, and writes [`out_stride`]`(n)` values to `out` from
+/// and its start from `starts[f·n ..]` (or from `starts` itself, where it holds `n` values that
+/// every fit starts from), and writes [`out_stride`]`(n)` values to `out` from
 /// `f · out_stride(n)`, in single precision where `single` is not 0, holding the parameters
 /// whose bits are set in `fixed` at their starts. The offsets are whole numbers as `f64`s, exact
 /// below 2⁵³. A fit's failure is its own status; no fit reads another's data.
@@ -238,9 +244,11 @@ fn fit_tasks<T: Term, C: Crew>(
     if n == 0 || n > PARAMS_MAX {
         return;
     }
-    let fits = (starts.len() / n)
-        .min(out.len() / out_stride(n))
-        .min(offsets.len().saturating_sub(1));
+    let fits = (out.len() / out_stride(n)).min(offsets.len().saturating_sub(1));
+    let shared = starts.len() == n;
+    if !shared && starts.len() < fits * n {
+        return;
+    }
     let total = offsets.get(fits).map_or(0, |&last| last as usize);
     let cols = data.len().checked_div(total).unwrap_or(0);
     let stride = out_stride(n);
@@ -250,7 +258,11 @@ fn fit_tasks<T: Term, C: Crew>(
         let table = data.get(cols * first..cols * end).unwrap_or(&[]);
         let rows = if table.is_empty() { 0 } else { end - first };
         let own = Data::new(table, rows);
-        let start = &starts[f * n..(f + 1) * n];
+        let start = if shared {
+            starts
+        } else {
+            &starts[f * n..(f + 1) * n]
+        };
         let at = (out, f * stride);
         match single {
             true => fit_into::<T, Single, SINGLE_LANES, C>(crew, start, fixed, own, settings, at),
@@ -286,10 +298,13 @@ fn fit_into<T: Term, F: Float, const L: usize, C: Crew>(
         ],
         Err(failure) => [failure.code() as f64, 0.0, 0.0, 0.0, f64::NAN],
     };
-    let values = x[..n].iter().map(|v| v.value());
-    let values = values
-        .chain(report)
-        .chain(r[..n * n].iter().map(|v| v.value()));
+    // R's upper triangle in the `k` free parameters, row after row, then zeros to `n`'s.
+    let k = n - (fixed & ((1 << n) - 1)).count_ones() as usize;
+    let triangle = (0..k).flat_map(|i| r[i * k + i..(i + 1) * k].iter().map(|v| v.value()));
+    let values = x[..n].iter().map(|v| v.value()).chain(report);
+    let values = (values.chain(triangle))
+        .chain(core::iter::repeat(0.0))
+        .take(out_stride(n));
     if crew.leads() {
         for (i, v) in values.enumerate() {
             out.set(first + i, v);
@@ -358,8 +373,6 @@ struct Rows<'d, T, F, const L: usize, C> {
     /// The parameters, `n`, of which `k` are free.
     n: usize,
     k: usize,
-    /// The free parameters' indices, `k`, rising.
-    free: [usize; PARAMS_MAX],
     /// The held parameters' bits, below `n`.
     held: u64,
     /// All `n` parameters, the held ones at their values; the free ones are written in turn.
@@ -372,8 +385,13 @@ impl<T: Term, F: Float, const L: usize, C: Crew> Rows<'_, T, F, L, C> {
     #[inline(always)]
     fn whole(&self, x: &[F]) -> [F; PARAMS_MAX] {
         let mut whole = self.whole;
-        for (&j, &value) in self.free[..self.k].iter().zip(x) {
-            whole[j] = value;
+        let mut free = x.iter();
+        for (j, entry) in whole[..self.n].iter_mut().enumerate() {
+            if self.held >> j & 1 == 0
+                && let Some(&value) = free.next()
+            {
+                *entry = value;
+            }
         }
         whole
     }

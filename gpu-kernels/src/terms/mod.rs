@@ -20,11 +20,12 @@ pub use quadratic::Quadratic;
 pub use rosenbrock::{ChainedRosenbrock, ExtRosenbrock};
 pub use seed_expsum::SeedExpSum;
 
-/// Every raw kernel in this crate, for the host's launch-signature test: the examples and the
-/// built-in fit models' batch kernels.
+/// Every raw kernel in this crate, for the host's launch-signature test: the examples, the
+/// batch tables' kernel and the built-in fit models' batch kernels.
 pub static RAW_KERNELS: &[&crate::raw::RawKernel] = &[
     &crate::raw::examples::SQUARE_PLUS_TWO_X_PLUS_ONE,
     &crate::raw::examples::DOT_SHARED,
+    &crate::lm::batch::BATCH_TABLE,
     &fit::exp_decay::FIT_EXP_DECAY_BATCH,
     &fit::exp_decay::FIT_EXP_DECAY_POISSON_BATCH,
     &fit::expsin::FIT_EXPSIN_BATCH,

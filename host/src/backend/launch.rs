@@ -44,3 +44,39 @@ impl LaunchOverride {
 /// An argument of a raw kernel launch (see `gpu_kernels::raw`): an input slice (`In`), an
 /// output buffer whose contents go to the kernel and come back (`Out`), or a scalar.
 pub type RawArg<'a> = Arg<&'a [f64], &'a mut [f64], f64, u64>;
+
+/// The columns of a batch of small fits as the user holds them, from which
+/// [`Backend::launch_batch`](crate::Backend::launch_batch) makes every fit's table where its
+/// batch kernel runs (`gpu_kernels::lm::batch::batch_table`): on a GPU only these cross.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchColumns<'a> {
+    /// The predictors' columns end to end: each a value per point (`N`), or the `M` values that
+    /// every fit, each of `M` points, shares.
+    pub x: &'a [f64],
+    /// The number of predictor columns in `x`.
+    pub predictors: usize,
+    /// The observations, `N`, fit after fit.
+    pub y: &'a [f64],
+    /// One `σ` per observation, `N`; empty weighs every point 1.
+    pub sigma: &'a [f64],
+    /// `F + 1` whole numbers as `f64`, rising from 0 to `N`: fit `f` has the points
+    /// `offsets[f] .. offsets[f + 1]`.
+    pub offsets: &'a [f64],
+}
+
+impl BatchColumns<'_> {
+    /// The values of every fit's table together: the predictors, `y` and the weights, a row
+    /// per point.
+    pub fn table_len(&self) -> usize {
+        (self.predictors + 2) * self.y.len()
+    }
+
+    /// One thread per fit for the tables' kernel, in blocks of 256.
+    pub(crate) fn table_config(&self) -> LaunchConfig {
+        let (fits, threads) = (self.offsets.len().saturating_sub(1), 256);
+        LaunchConfig {
+            blocks: u32::try_from(fits.div_ceil(threads).max(1)).unwrap_or(u32::MAX),
+            threads: threads as u32,
+        }
+    }
+}

@@ -22,7 +22,7 @@ pub use evaluator::{Evaluator, LeastSquaresEvaluator, PieceEvaluator, checked_ag
 pub use gpu::{DeviceArray, KernelCounts, SECTOR_BYTES, Traffic};
 pub use gpu_kernels::Gradient;
 pub use gpu_kernels::kernel::loss::{Loss, RobustLoss};
-pub use launch::{LaunchConfig, LaunchOverride, RawArg};
+pub use launch::{BatchColumns, LaunchConfig, LaunchOverride, RawArg};
 pub use mpi::{Factor, Layout, Partials, Share};
 pub use pass::{Evaluation, Pass};
 pub use problem::{Columns, ProblemError, TermProblem};
@@ -30,7 +30,7 @@ pub use step_bounds::StepBounds;
 pub use sum::{ResidualSum, SumEvaluator, TermSum};
 pub use with_residuals::{NormalPass, WithResiduals};
 
-use gpu_kernels::raw::RawKernel;
+use gpu_kernels::raw::{Arg, RawKernel};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 use std::collections::BTreeMap;
 
@@ -280,6 +280,33 @@ impl Backend {
         match self.launcher() {
             None => cpu::launch_raw(kernel, config, args),
             Some(launcher) => launcher.launch_raw(kernel, config, args),
+        }
+    }
+
+    /// Launches `kernel`, a batch kernel (`gpu_kernels::batch_kernel!`), on the fits of
+    /// `columns`: each fit's table is made where the kernel runs, so a GPU receives the columns
+    /// alone; `args` are the kernel's after its table and offsets. Its outputs come back whole.
+    pub fn launch_batch(
+        &self,
+        kernel: &RawKernel,
+        config: LaunchConfig,
+        columns: BatchColumns<'_>,
+        args: &mut [RawArg<'_>],
+    ) -> Result<(), BackendError> {
+        let leading = [Arg::In(()), Arg::In(())];
+        let kinds = leading.into_iter().chain(args.iter().map(RawArg::kind));
+        if args.len() + 2 != kernel.params.len() || !kinds.eq(kernel.params.iter().copied()) {
+            return Err(BackendError::Kernel {
+                kernel: kernel.name.to_owned(),
+                reason: format!(
+                    "takes parameters {:?}; the arguments do not match",
+                    kernel.params
+                ),
+            });
+        }
+        match self.launcher() {
+            None => cpu::launch_batch(kernel, config, columns, args),
+            Some(launcher) => launcher.launch_batch(kernel, config, columns, args),
         }
     }
 

@@ -10,7 +10,9 @@ use cudamin::Bounds;
 use cudamin::problems::fit_batch::{Batch, Estimator, Points, Precision, fit_batch_on};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyString};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// What every fit of a batch shares: tolerances, the evaluation limit, a box, held parameters.
 pub(crate) struct Limits {
@@ -97,8 +99,21 @@ pub(crate) fn curve_fit_batch<'py>(
     out.set_item("popt", PyArray1::from_vec(py, result.popt))?;
     out.set_item("pcov", PyArray1::from_vec(py, result.pcov))?;
     out.set_item("status", PyArray1::from_vec(py, result.status))?;
-    out.set_item("message", result.message)?;
+    out.set_item("message", messages(py, &result.message)?)?;
     out.set_item("nfev", PyArray1::from_vec(py, result.nfev))?;
     out.set_item("cost", PyArray1::from_vec(py, result.cost))?;
     Ok(out)
+}
+
+/// Each fit's message as a Python list: a status's message is one string object, shared by
+/// every fit that ended so; only a fit's own reason is a string of its own.
+fn messages<'py>(py: Python<'py>, messages: &[Cow<'static, str>]) -> PyResult<Bound<'py, PyList>> {
+    let mut shared: HashMap<&'static str, Bound<'py, PyString>> = HashMap::new();
+    let items = messages.iter().map(|message| match message {
+        Cow::Borrowed(text) => (shared.entry(text))
+            .or_insert_with(|| PyString::new(py, text))
+            .clone(),
+        Cow::Owned(text) => PyString::new(py, text),
+    });
+    PyList::new(py, items)
 }

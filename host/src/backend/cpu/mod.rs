@@ -31,4 +31,4 @@ mod schemes;
 pub use evaluator::CpuEvaluator;
 pub use least_squares::{CpuLeastSquares, CpuResiduals};
 pub use plan::{rank_rows, row_block, threads};
-pub use raw::launch_raw;
+pub use raw::{launch_batch, launch_raw};

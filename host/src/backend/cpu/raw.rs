@@ -1,7 +1,8 @@
 //! Grid kernels on the CPU: the executor supplies each thread's index.
 
-use crate::backend::launch::{LaunchConfig, RawArg};
+use crate::backend::launch::{BatchColumns, LaunchConfig, RawArg};
 use crate::error::BackendError;
+use gpu_kernels::lm::batch::BATCH_TABLE;
 use gpu_kernels::raw::{CpuArg, Out, RawKernel, Thread};
 use rayon::prelude::*;
 
@@ -38,4 +39,40 @@ pub fn launch_raw(
         .with_min_len(THREADS_PER_TASK)
         .for_each(|index| thread_body(Thread::new(index, threads), &views));
     Ok(())
+}
+
+/// Makes the tables of `columns` in host memory by the tables' kernel, then runs `kernel`, a
+/// batch kernel, on them: its table and offsets, then `args`.
+pub fn launch_batch(
+    kernel: &RawKernel,
+    config: LaunchConfig,
+    columns: BatchColumns<'_>,
+    args: &mut [RawArg<'_>],
+) -> Result<(), BackendError> {
+    let mut table = vec![0.0; columns.table_len()];
+    let pack = [
+        RawArg::In(columns.x),
+        RawArg::In(columns.y),
+        RawArg::In(columns.sigma),
+        RawArg::In(columns.offsets),
+        RawArg::Out(&mut table),
+        RawArg::U64(columns.predictors as u64),
+    ];
+    launch_raw(&BATCH_TABLE, columns.table_config(), &mut { pack })?;
+    let leading = [RawArg::In(&table), RawArg::In(columns.offsets)];
+    let mut all: Vec<RawArg<'_>> = leading
+        .into_iter()
+        .chain(args.iter_mut().map(reborrow))
+        .collect();
+    launch_raw(kernel, config, &mut all)
+}
+
+/// `arg` for another launch, its output borrowed again.
+fn reborrow<'a>(arg: &'a mut RawArg<'_>) -> RawArg<'a> {
+    match arg {
+        RawArg::In(values) => RawArg::In(values),
+        RawArg::Out(values) => RawArg::Out(values),
+        RawArg::F64(v) => RawArg::F64(*v),
+        RawArg::U64(v) => RawArg::U64(*v),
+    }
 }

@@ -422,12 +422,15 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 
 /// Every launch the host would make on a kernel crate's `ptx`, derived from its entry names:
 /// those of each term it registered ([`registered_terms`]) and of the kernels every kernel
-/// crate's PTX holds (sums and vector kernels), and of each residual term's batch
-/// kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch that does not match
+/// crate's PTX holds (sums, vector kernels and `batch_table`), and of each residual term's
+/// batch kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch that does not match
 /// its entry and any entry that none of them explains (another raw kernel: add its
 /// [`Launch::raw`]).
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
+    // Every kernel crate's batch kernels read tables that `batch_table` lays out.
+    let table = &batch::BATCH_TABLE;
+    launches.push(Launch::of(table.name, placeholder_args(table.params)));
     let entries = super::ptx::entries(ptx)?;
     let names: BTreeSet<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     for term in registered_terms(ptx)? {

@@ -359,26 +359,47 @@ impl Launcher {
         config: LaunchConfig,
         args: &mut [RawArg<'_>],
     ) -> Result<(), BackendError> {
+        self.launch_raw_after(kernel, config, Vec::new(), args, Outputs::Uploaded)
+    }
+
+    /// As [`launch_raw`](Self::launch_raw), the kernel's first arguments `leading` (slices
+    /// already on the device), then `args`, whose outputs start as `outputs` says.
+    pub(super) fn launch_raw_after(
+        &self,
+        kernel: &RawKernel,
+        config: LaunchConfig,
+        leading: Vec<KernelArg>,
+        args: &mut [RawArg<'_>],
+        outputs: Outputs,
+    ) -> Result<(), BackendError> {
         self.check_threads(kernel.name, config.threads)?;
         let buffers = args
             .iter()
-            .map(|arg| match arg {
-                RawArg::In(values) => self.upload("a raw kernel input", values).map(Some),
-                RawArg::Out(values) => self.upload("a raw kernel output", values).map(Some),
-                RawArg::F64(_) | RawArg::U64(_) => Ok(None),
+            .map(|arg| match (arg, outputs) {
+                (RawArg::In(values), _) => self.upload("a raw kernel input", values).map(Some),
+                (RawArg::Out(values), Outputs::Uploaded) => {
+                    self.upload("a raw kernel output", values).map(Some)
+                }
+                (RawArg::Out(values), Outputs::Written) => {
+                    self.alloc("a raw kernel output", values.len()).map(Some)
+                }
+                (RawArg::F64(_) | RawArg::U64(_), _) => Ok(None),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let kernel_args = args
-            .iter()
-            .zip(&buffers)
-            .map(|(arg, buffer)| match (arg, buffer) {
-                (RawArg::F64(v), _) => KernelArg::F64(*v),
-                (RawArg::U64(v), _) => KernelArg::U64(*v),
-                (_, buffer) => KernelArg::Slice {
-                    ptr: buffer.as_ref().map_or(0, Buffer::address),
-                    len: buffer.as_ref().map_or(0, |b| b.len() as u64),
-                },
-            })
+        let kernel_args = leading
+            .into_iter()
+            .chain(
+                args.iter()
+                    .zip(&buffers)
+                    .map(|(arg, buffer)| match (arg, buffer) {
+                        (RawArg::F64(v), _) => KernelArg::F64(*v),
+                        (RawArg::U64(v), _) => KernelArg::U64(*v),
+                        (_, buffer) => KernelArg::Slice {
+                            ptr: buffer.as_ref().map_or(0, Buffer::address),
+                            len: buffer.as_ref().map_or(0, |b| b.len() as u64),
+                        },
+                    }),
+            )
             .collect();
         let launch = Launch::raw(kernel, kernel_args).ok_or_else(|| BackendError::Kernel {
             kernel: kernel.name.to_owned(),
@@ -396,6 +417,15 @@ impl Launcher {
         // Waits for the kernel even when it has no outputs, so that its fault is reported here.
         self.read(&mut outputs, kernel.name)
     }
+}
+
+/// What a raw kernel's output buffers hold on the device when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Outputs {
+    /// The host's values, uploaded: the kernel may read them, as Numba's copied arrays.
+    Uploaded,
+    /// Zeros, nothing uploaded: the kernel writes every value it is read back for.
+    Written,
 }
 
 /// Threads per block of the vector reductions ([`Launcher::reduction_config`]).

@@ -14,6 +14,7 @@
 
 pub mod abi;
 mod array;
+mod batch;
 mod box_passes;
 #[cfg(feature = "cuda")]
 #[allow(unsafe_code)]
