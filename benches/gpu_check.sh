@@ -13,6 +13,9 @@
 # benches/gpu_fit_peers.py: large fits against NLSQ, optimistix and torch.
 # benches/gpu_fit_loop.py: 1 000 consecutive small fits, one session, against NLSQ and scipy.
 # benches/device_data_traffic.py: a 10⁷-point fit from numpy, session and torch CUDA columns.
+# benches/fit_batch_peers.py: 10⁷ gauss-2d fits (5 × 5 px) with curve_fit_batch on the GPU
+# against a batched torch LM, torchimize, optimistix under jax.vmap, cudamin's CPU path and a
+# scipy loop on a subsample (issue 67: ≥ 20 M fits/s in float32, ≥ 5 M in float64).
 #
 # The steps: the device, `cudamin info`, the JIT time of one problem's kernels (cold, then
 # from the driver's cache); tests/gpu.rs with CUDAMIN_REQUIRE_GPU=1 (every built-in problem against the
@@ -286,6 +289,9 @@ if [ $peers = 1 ]; then
   data_args=(--backend cuda --points 10000000 --out "$out/device-data.json")
   [ $quick = 1 ] && data_args+=(--points 1000000 --repeats 1)
   check "A fit from device data (benches/device_data_traffic.py)" python3 benches/device_data_traffic.py "${data_args[@]}"
+  batch_args=(--backend cuda --fits 10000000 --out "$out/fit-batch-peers.json")
+  [ $quick = 1 ] && batch_args+=(--fits 100000 --repeats 1)
+  check "Batched small fits (benches/fit_batch_peers.py)" python3 benches/fit_batch_peers.py "${batch_args[@]}"
 fi
 
 {
