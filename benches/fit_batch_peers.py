@@ -32,8 +32,8 @@ float64's, and the largest difference in cudamin float64's standard errors (the 
 large where an offset b lies near 0); the reference is cudamin float64 on the CPU path where
 the backend's row failed. The last lines compare cudamin float64 with scipy on the
 subsample (popt relative, pcov over its diagonal's scale), issue 67's targets, and, with a CUDA
-torch, the least a call from numpy must copy (y and p0 up; popt, pcov, status, nfev and cost
-down) timed at this machine's pageable copy bandwidth: a ceiling on fits per second.
+torch, what a call from numpy copies (y, offsets and p0 up; the reports down) timed at this
+machine's pageable copy bandwidth: a ceiling on fits per second without overlap.
 
 Here (the CPU; the simulator is slow), with a venv that has numpy, scipy and, for the peers,
 torch, torchimize, jax and optimistix (`bash .ci/python` makes target/python-venv with cudamin):
@@ -327,17 +327,17 @@ def machine():
 
 
 def copy_floor(fits):
-    """The least one `curve_fit_batch(backend='cuda')` call from numpy must copy, whatever its
-    layout: y and p0 up, popt, pcov, status, nfev and cost down, as float64; timed at this
-    machine's pageable bandwidth with torch (1 GiB each way, median of 3). None without a CUDA
-    torch."""
+    """What one `curve_fit_batch(backend='cuda')` call from numpy copies, as float64 words a fit:
+    up y (25), its offset and p0 (5); down the report, popt, 5 counts and R's triangle (15), from
+    which the host makes pcov. Timed at this machine's pageable bandwidth with torch (1 GiB each
+    way, median of 3). None without a CUDA torch."""
     try:
         import torch
         if not torch.cuda.is_available():
             return None
     except ImportError:
         return None
-    up, down = fits * (25 + 5) * 8, fits * (5 + 25 + 3) * 8
+    up, down = fits * (25 + 1 + 5) * 8, fits * (5 + 5 + 15) * 8
     host = np.ones(2**27)
     dev = torch.from_numpy(host).cuda()
     rates = []
@@ -447,8 +447,8 @@ def summary(args, rows, last, ref, reference):
     floor = copy_floor(args.fits) if args.backend == "cuda" else None
     if floor:
         checks["copy_floor"] = floor
-        print(f"a call from numpy copies at least {floor['up_gb']:.2f} GB up (y, p0) and "
-              f"{floor['down_gb']:.2f} GB down (popt, pcov, status, nfev, cost); at "
+        print(f"a call from numpy copies {floor['up_gb']:.2f} GB up (y, offsets, p0) and "
+              f"{floor['down_gb']:.2f} GB down (the reports); at "
               f"{floor['h2d_gbs']:.1f} / {floor['d2h_gbs']:.1f} GB/s (pageable, torch) that is "
               f"{floor['seconds']:.3f} s, at most {floor['fits_per_s'] / 1e6:.1f} M fits/s without overlap")
     return checks

@@ -161,6 +161,27 @@ fn a_bad_fit_fails_alone_and_bad_shapes_are_refused() {
         matches!(error, FitError::StartLength { got: 4, params: 5 }),
         "{error}"
     );
+    // No parameters, on the path of one fit per task (bounds): refused, not a panic.
+    let x = [&grid.0[..], &grid.1[..]];
+    let none = Batch {
+        x: &x,
+        y: &y,
+        sigma: None,
+        points: Points::Each(25),
+        p0: &[],
+        precision: Precision::F64,
+        estimator: Estimator::LeastSquares,
+    };
+    let bounded = LmOptions {
+        bounds: Some(spot_box()),
+        ..LmOptions::default()
+    };
+    let model = find_model("gauss-2d").unwrap();
+    let error = fit_batch_on(&Backend::Cpu, model, 0, none, &bounded, false).unwrap_err();
+    assert!(
+        matches!(error, FitError::Params { params: 0, .. }),
+        "{error}"
+    );
 }
 
 /// The batch kernel on the simulator (the PTX a GPU runs, one fit per thread) gives the CPU's

@@ -386,9 +386,9 @@ impl Model {
     }
 
     /// The model's batch kernel ([`batched`](Model::batched)), or with `poisson` its Poisson
-    /// one, after its term's check of `p` parameters on `data`, one fit's table in the fit layout
-    /// (the predictors, `y`, `w`): the error is the model's refusal, which every fit of a batch
-    /// shares.
+    /// one, after its term's check of `p` parameters on `data`, the shape of one fit's table in
+    /// the fit layout (the predictors, `y`, `w`): the error is the model's refusal, which every
+    /// fit of a batch shares.
     pub fn batch_kernel(
         &self,
         p: usize,

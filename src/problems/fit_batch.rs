@@ -214,6 +214,13 @@ pub fn fit_batch_on(
             sigma: Some(sigma.len()),
         });
     }
+    if p == 0 {
+        return Err(FitError::Params {
+            model: model.name,
+            params: 0,
+            reason: Cow::Borrowed("a fit has at least one parameter"),
+        });
+    }
     let one_start = batch.p0.len() == p;
     if !one_start && batch.p0.len() != p * fits {
         return Err(FitError::StartLength {

@@ -285,7 +285,8 @@ impl Backend {
 
     /// Launches `kernel`, a batch kernel (`gpu_kernels::batch_kernel!`), on the fits of
     /// `columns`: each fit's table is made where the kernel runs, so a GPU receives the columns
-    /// alone; `args` are the kernel's after its table and offsets. Its outputs come back whole.
+    /// alone; `args` are the kernel's after its table and offsets. Its outputs are not sent: a
+    /// GPU's start at zeros, and the kernel writes them whole; they come back whole.
     pub fn launch_batch(
         &self,
         kernel: &RawKernel,

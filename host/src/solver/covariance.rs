@@ -95,7 +95,27 @@ pub fn covariance(
     absolute_sigma: bool,
 ) -> Option<Covariance> {
     let n = factor.qtr.len();
-    let r = &factor.r;
+    let (mut inverse, mut matrix) = (vec![0.0; n * n], vec![0.0; n * n]);
+    let fit = (sum_of_squares, residuals, absolute_sigma);
+    let (rank, not_identifiable) = covariance_in(&factor.r, fit, &mut inverse, &mut matrix)?;
+    Some(Covariance {
+        matrix,
+        rank,
+        not_identifiable,
+    })
+}
+
+/// [`covariance`] of the `n × n` triangle `r` (`n² = r.len()`) for `(Σr², residuals,
+/// absolute_sigma)`, into `matrix`, with `inverse` (`n × n`) as scratch: the rank and the
+/// parameters not identifiable. It allocates only where `J` may be rank-deficient, so a batch
+/// of small fits takes it with buffers on the stack.
+pub fn covariance_in(
+    r: &[f64],
+    (sum_of_squares, residuals, absolute_sigma): (f64, usize, bool),
+    inverse: &mut [f64],
+    matrix: &mut [f64],
+) -> Option<(usize, Vec<usize>)> {
+    let n = r.len().isqrt();
     let scale = if absolute_sigma {
         1.0
     } else if residuals > n {
@@ -106,25 +126,27 @@ pub fn covariance(
     if r.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let inverse = triangle_inverse(r, n);
+    triangle_inverse(r, n, inverse);
     let cut = |largest: f64| f64::EPSILON * residuals.max(n) as f64 * largest;
     // σ_min ≥ 1/‖R⁻¹‖_F and σ_max ≤ ‖R‖_F: past this test every singular value is above
     // the cut, and the SVD is not needed to say so.
-    let clearly_full = 1.0 / frobenius(&inverse) > cut(frobenius(r));
-    let (rank, matrix, not_identifiable) = match clearly_full {
-        true => (n, inverse_product(&inverse, n, scale), Vec::new()),
-        false => by_singular_values(r, n, &inverse, scale, cut),
+    let clearly_full = 1.0 / frobenius(inverse) > cut(frobenius(r));
+    let (rank, not_identifiable) = match clearly_full {
+        true => {
+            inverse_product(inverse, n, scale, matrix);
+            (n, Vec::new())
+        }
+        false => by_singular_values(r, n, inverse, scale, cut, matrix),
     };
-    matrix.iter().all(|v| v.is_finite()).then_some(Covariance {
-        matrix,
-        rank,
-        not_identifiable,
-    })
+    matrix
+        .iter()
+        .all(|v| v.is_finite())
+        .then_some((rank, not_identifiable))
 }
 
-/// `R⁻¹` by columns (back substitution); non-finite where `R` is singular.
-fn triangle_inverse(r: &[f64], n: usize) -> Vec<f64> {
-    let mut inverse = vec![0.0; n * n];
+/// `R⁻¹` by columns (back substitution) into `inverse`; non-finite where `R` is singular.
+fn triangle_inverse(r: &[f64], n: usize, inverse: &mut [f64]) {
+    inverse.fill(0.0);
     for j in 0..n {
         for i in (0..=j).rev() {
             let identity = if i == j { 1.0 } else { 0.0 };
@@ -132,7 +154,6 @@ fn triangle_inverse(r: &[f64], n: usize) -> Vec<f64> {
             inverse[i * n + j] = (identity - sum) / r[i * n + i];
         }
     }
-    inverse
 }
 
 /// `‖m‖_F`; NaN or ∞ where an entry is.
@@ -140,9 +161,8 @@ fn frobenius(m: &[f64]) -> f64 {
     m.iter().map(|v| v * v).sum::<f64>().sqrt()
 }
 
-/// `scale · R⁻¹R⁻ᵀ`: what scipy's `leastsq` computes.
-fn inverse_product(inverse: &[f64], n: usize, scale: f64) -> Vec<f64> {
-    let mut matrix = vec![0.0; n * n];
+/// `scale · R⁻¹R⁻ᵀ` into `matrix`: what scipy's `leastsq` computes.
+fn inverse_product(inverse: &[f64], n: usize, scale: f64, matrix: &mut [f64]) {
     for a in 0..n {
         for b in 0..n {
             let row_a = &inverse[a * n..(a + 1) * n];
@@ -150,18 +170,18 @@ fn inverse_product(inverse: &[f64], n: usize, scale: f64) -> Vec<f64> {
             matrix[a * n + b] = scale * row_a.iter().zip(row_b).map(|(x, y)| x * y).sum::<f64>();
         }
     }
-    matrix
 }
 
-/// The rank, the covariance and the parameters not identifiable from `R`'s singular values,
-/// those at or below `cut(σ_max)` dropped, as `curve_fit` drops them.
+/// The rank and the parameters not identifiable from `R`'s singular values, the covariance
+/// into `matrix`, those at or below `cut(σ_max)` dropped, as `curve_fit` drops them.
 fn by_singular_values(
     r: &[f64],
     n: usize,
     inverse: &[f64],
     scale: f64,
     cut: impl Fn(f64) -> f64,
-) -> (usize, Vec<f64>, Vec<usize>) {
+    matrix: &mut [f64],
+) -> (usize, Vec<usize>) {
     let decomposition = svd(r, n, n);
     let largest = decomposition.values.iter().fold(0.0f64, |m, &s| m.max(s));
     let tolerance = cut(largest);
@@ -170,10 +190,11 @@ fn by_singular_values(
         .collect();
     let rank = kept.iter().filter(|&&k| k).count();
     if rank == n {
-        return (n, inverse_product(inverse, n, scale), Vec::new());
+        inverse_product(inverse, n, scale, matrix);
+        return (n, Vec::new());
     }
     let v = &decomposition.v;
-    let mut matrix = vec![0.0; n * n];
+    matrix.fill(0.0);
     for (j, (&s, &keep)) in decomposition.values.iter().zip(&kept).enumerate() {
         if keep {
             for a in 0..n {
@@ -186,5 +207,5 @@ fn by_singular_values(
     let not_identifiable = (0..n)
         .filter(|&a| (0..n).any(|j| !kept[j] && v[a * n + j].abs() > f64::EPSILON.sqrt()))
         .collect();
-    (rank, matrix, not_identifiable)
+    (rank, not_identifiable)
 }

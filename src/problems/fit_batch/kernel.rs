@@ -7,8 +7,7 @@ use super::{BatchResult, Estimator, FitView, Precision, Slot};
 use crate::problems::fit::{FitError, Model, check_determined};
 use crate::problems::problem::LoadError;
 use cudamin_host::{
-    Backend, BatchColumns, Factor, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError,
-    covariance,
+    Backend, BatchColumns, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError, covariance_in,
 };
 use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
@@ -79,7 +78,8 @@ pub(super) fn batched(
 }
 
 /// The batch's predictors end to end, as the tables' kernel reads them: as given where all
-/// are shared or all a value per point; else each shared one repeated for every fit.
+/// are shared or all a value per point; else each shared one repeated for every fit, so that
+/// all are a value per point.
 fn predictors(view: &FitView<'_>) -> Vec<f64> {
     let x = view.batch.x;
     let total = view.batch.y.len();
@@ -121,9 +121,10 @@ fn refusal(view: &FitView<'_>, f: usize, poisson: bool) -> Option<String> {
 
 /// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
 /// their columns `columns`, from `starts` (`p` values for every fit, or `F·p`) into `out`, in
-/// single precision where `single` says so. On the CPU, one fit per task, as rayon splits them. On a GPU, one fit per thread in
-/// blocks of 64 (the loop's memory is per thread); or, where a fit has [`BLOCK_MIN_POINTS`]
-/// points or more, one fit per block of [`BLOCK_THREADS`], on the kernel's block form.
+/// single precision where `single` says so. On the CPU, one fit per task, as rayon splits
+/// them. On a GPU, one fit per thread in blocks of 64 (the loop's memory is per thread); or,
+/// where a fit has [`BLOCK_MIN_POINTS`] points or more, one fit per block of
+/// [`BLOCK_THREADS`], on the kernel's block form.
 fn launch(
     backend: &Backend,
     kernel: &RawKernel,
@@ -189,21 +190,37 @@ fn read(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool, slot: 
         let failure = Failure::of_code(code).unwrap_or(Failure::Shape);
         return slot.fail(Cow::Owned(failure_message(failure)));
     };
+    // A run evaluates its start at least: a report of no evaluations is one never written.
+    if report[1] < 1.0 {
+        return slot.fail(Cow::Borrowed("the batch kernel did not run this fit"));
+    }
     let sum_of_squares = report[4];
     // The kernel's `R` is the free parameters' triangle, `k × k`: their covariance, spread
-    // among all `p`.
-    let free: Vec<usize> = (0..p).filter(|&j| !fixed[j]).collect();
-    let k = free.len();
-    let mut factor = Factor::new(k);
+    // among all `p`, held rows and columns 0. On the stack: nothing allocated a fit.
+    let k = fixed.iter().filter(|&&h| !h).count();
+    let mut free = [0; PARAMS_MAX];
+    for (place, j) in free.iter_mut().zip((0..p).filter(|&j| !fixed[j])) {
+        *place = j;
+    }
+    let mut triangle = [0.0; PARAMS_MAX * PARAMS_MAX];
     let mut packed = r.iter();
     for i in 0..k {
-        for (entry, &value) in factor.r[i * k + i..(i + 1) * k].iter_mut().zip(&mut packed) {
+        for (entry, &value) in triangle[i * k + i..(i + 1) * k].iter_mut().zip(&mut packed) {
             *entry = value;
         }
     }
-    match covariance(&factor, sum_of_squares, points, absolute_sigma) {
-        Some(c) if k == p => slot.pcov.copy_from_slice(&c.matrix),
-        Some(c) => slot.pcov.copy_from_slice(&c.spread(&free, p).matrix),
+    let [mut inverse, mut matrix] = [[0.0; PARAMS_MAX * PARAMS_MAX]; 2];
+    let fit = (sum_of_squares, points, absolute_sigma);
+    let (inverse, matrix) = (&mut inverse[..k * k], &mut matrix[..k * k]);
+    match covariance_in(&triangle[..k * k], fit, inverse, matrix) {
+        Some(_) => {
+            slot.pcov.fill(0.0);
+            for (a, &i) in free[..k].iter().enumerate() {
+                for (b, &j) in free[..k].iter().enumerate() {
+                    slot.pcov[i * p + j] = matrix[a * k + b];
+                }
+            }
+        }
         None => slot.pcov.fill(f64::INFINITY),
     }
     slot.popt.copy_from_slice(x);

@@ -9,8 +9,8 @@ use crate::raw::{Out, Thread};
 /// Writes each fit's table into `table`: fit `f` has the points `offsets[f] .. offsets[f + 1]`
 /// of `N = y.len()`, and its table starts at `cols · offsets[f]`, `cols = predictors + 2`: its
 /// predictors column after column, then its `y`, then its weights `1/σ` (1 where `sigma` is
-/// empty). `x` holds the `predictors` columns end to end: each of `N` values, a value per
-/// point, or each of `M` values that every fit shares, where every fit has `M` points. A fit
+/// empty). `x` holds the `predictors` columns end to end: all of `N` values, a value per
+/// point, or all of `M` values that every fit shares, where every fit has `M` points. A fit
 /// whose points do not match `x` gets NaN predictors, and fails alone. One thread per fit: a
 /// fit's table is its own contiguous run.
 pub fn batch_table(

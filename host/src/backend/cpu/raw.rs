@@ -49,7 +49,11 @@ pub fn launch_batch(
     columns: BatchColumns<'_>,
     args: &mut [RawArg<'_>],
 ) -> Result<(), BackendError> {
-    let mut table = vec![0.0; columns.table_len()];
+    let len = columns.table_len();
+    let mut table = crate::linalg::try_zeros(len).ok_or(BackendError::OutOfMemory {
+        what: "a batch's tables",
+        bytes: len.saturating_mul(size_of::<f64>()),
+    })?;
     let pack = [
         RawArg::In(columns.x),
         RawArg::In(columns.y),

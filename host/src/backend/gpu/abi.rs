@@ -423,9 +423,9 @@ pub fn registered_terms(ptx: &str) -> Result<Vec<TermEntries>, String> {
 /// Every launch the host would make on a kernel crate's `ptx`, derived from its entry names:
 /// those of each term it registered ([`registered_terms`]) and of the kernels every kernel
 /// crate's PTX holds (sums, vector kernels and `batch_table`), and of each residual term's
-/// batch kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch that does not match
-/// its entry and any entry that none of them explains (another raw kernel: add its
-/// [`Launch::raw`]).
+/// batch kernels (`gpu_kernels::batch_kernel!`). [`check_launches`] then reports any launch
+/// that does not match its entry and any entry that none of them explains (another raw kernel:
+/// add its [`Launch::raw`]).
 pub fn registered_launches(ptx: &str) -> Result<Vec<Launch>, String> {
     let mut launches = vector_launches();
     // Every kernel crate's batch kernels read tables that `batch_table` lays out.
