@@ -4,7 +4,7 @@
 
 use super::abi::{KernelArg, Launch};
 use super::driver::Buffer;
-use super::launcher::{Launcher, Outputs};
+use super::launcher::{Launcher, Outputs, slice};
 use crate::backend::launch::{BatchColumns, LaunchConfig, RawArg};
 use crate::error::BackendError;
 use gpu_kernels::lm::batch::BATCH_TABLE;
@@ -52,13 +52,5 @@ impl Launcher {
             true => Ok(None),
             false => self.upload(what, values).map(Some),
         }
-    }
-}
-
-/// The slice argument of `buffer`: empty for none.
-fn slice(buffer: &Option<Buffer>) -> KernelArg {
-    KernelArg::Slice {
-        ptr: buffer.as_ref().map_or(0, Buffer::address),
-        len: buffer.as_ref().map_or(0, |b| b.len() as u64),
     }
 }

@@ -394,10 +394,7 @@ impl Launcher {
                     .map(|(arg, buffer)| match (arg, buffer) {
                         (RawArg::F64(v), _) => KernelArg::F64(*v),
                         (RawArg::U64(v), _) => KernelArg::U64(*v),
-                        (_, buffer) => KernelArg::Slice {
-                            ptr: buffer.as_ref().map_or(0, Buffer::address),
-                            len: buffer.as_ref().map_or(0, |b| b.len() as u64),
-                        },
+                        (_, buffer) => slice(buffer),
                     }),
             )
             .collect();
@@ -416,6 +413,14 @@ impl Launcher {
             .collect();
         // Waits for the kernel even when it has no outputs, so that its fault is reported here.
         self.read(&mut outputs, kernel.name)
+    }
+}
+
+/// The slice argument of `buffer`: empty for none.
+pub(super) fn slice(buffer: &Option<Buffer>) -> KernelArg {
+    KernelArg::Slice {
+        ptr: buffer.as_ref().map_or(0, Buffer::address),
+        len: buffer.as_ref().map_or(0, |b| b.len() as u64),
     }
 }
 
