@@ -64,7 +64,19 @@ pub struct BatchColumns<'a> {
     pub offsets: &'a [f64],
 }
 
-impl BatchColumns<'_> {
+impl<'a> BatchColumns<'a> {
+    /// The tables' kernel's inputs, each named for errors, in the order of its parameters
+    /// (`batch_table(x, y, sigma, offsets, table, predictors)`): the one place on the host that
+    /// writes it. The offsets come last; the batch kernel reads them too.
+    pub(crate) fn table_inputs(&self) -> [(&'static str, &'a [f64]); 4] {
+        [
+            ("a batch's predictors", self.x),
+            ("a batch's observations", self.y),
+            ("a batch's σ", self.sigma),
+            ("a batch's offsets", self.offsets),
+        ]
+    }
+
     /// The values of every fit's table together: the predictors, `y` and the weights, a row
     /// per point.
     pub fn table_len(&self) -> usize {

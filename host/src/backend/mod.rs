@@ -34,6 +34,15 @@ use gpu_kernels::raw::{Arg, RawKernel};
 use gpu_kernels::{Kernels, ResidualKernels, SumOfSquares};
 use std::collections::BTreeMap;
 
+/// `len` zeros in host memory, `what` naming them where memory runs out: an error, not the
+/// abort of `vec!`.
+pub(crate) fn host_zeros(what: &'static str, len: usize) -> Result<Vec<f64>, BackendError> {
+    crate::linalg::try_zeros(len).ok_or(BackendError::OutOfMemory {
+        what,
+        bytes: len.saturating_mul(size_of::<f64>()),
+    })
+}
+
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {

@@ -38,9 +38,10 @@ pub(super) fn batched(
     let Some(kernel) = model.batch_kernel(p, Data::shape(largest, k + 2), poisson)? else {
         return Ok(false);
     };
+    let held = view.fixed.iter().filter(|&&h| h).count();
     let refusals: Vec<Option<String>> = (0..fits)
         .into_par_iter()
-        .map(|f| refusal(view, f, poisson))
+        .map(|f| refusal(view, f, (held, poisson)))
         .collect();
     let offsets: Vec<f64> = (0..fits)
         .map(|f| view.range(f).start as f64)
@@ -59,7 +60,7 @@ pub(super) fn batched(
     let single = view.batch.precision == Precision::F32;
     launch(
         backend,
-        kernel,
+        (kernel, largest),
         (columns, view.batch.p0, &mut out),
         &view.fixed,
         options,
@@ -67,11 +68,12 @@ pub(super) fn batched(
     )?;
     // A count's variance is its mean: the Fisher information's inverse is the covariance.
     let absolute_sigma = absolute_sigma || poisson;
+    let free = Free::of(&view.fixed);
     let reports = out.par_chunks(stride).zip(refusals);
     (result.slots(p).zip(reports).enumerate()).for_each(
         |(f, (slot, (own, refusal)))| match refusal {
             Some(reason) => slot.fail(Cow::Owned(reason)),
-            None => read(own, view.range(f).len(), &view.fixed, absolute_sigma, slot),
+            None => read(own, view.range(f).len(), &free, absolute_sigma, slot),
         },
     );
     Ok(true)
@@ -94,14 +96,14 @@ fn predictors(view: &FitView<'_>) -> Vec<f64> {
 }
 
 /// Why fit `f` cannot run, if it cannot: negative counts, fewer points than free parameters,
-/// a `σ` that is not positive and finite, a start that is not finite.
-fn refusal(view: &FitView<'_>, f: usize, poisson: bool) -> Option<String> {
+/// a `σ` that is not positive and finite, a start that is not finite; `held` parameters
+/// are fixed.
+fn refusal(view: &FitView<'_>, f: usize, (held, poisson): (usize, bool)) -> Option<String> {
     let rows = view.range(f);
     let y = &view.batch.y[rows.clone()];
     if poisson && let Some((index, y)) = y.iter().enumerate().find(|(_, y)| **y < 0.0) {
         return Some(format!("a poisson fit takes counts: y at {index} is {y}"));
     }
-    let held = view.fixed.iter().filter(|&&h| h).count();
     if let Err(error) = check_determined(rows.len(), view.p, held) {
         return Some(error.to_string());
     }
@@ -120,14 +122,14 @@ fn refusal(view: &FitView<'_>, f: usize, poisson: bool) -> Option<String> {
 }
 
 /// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
-/// their columns `columns`, from `starts` (`p` values for every fit, or `F·p`) into `out`, in
+/// the most points of any fit `largest`, their columns `columns`, from `starts` (`p` values for every fit, or `F·p`) into `out`, in
 /// single precision where `single` says so. On the CPU, one fit per task, as rayon splits
 /// them. On a GPU, one fit per thread in blocks of 64 (the loop's memory is per thread); or,
 /// where a fit has [`BLOCK_MIN_POINTS`] points or more, one fit per block of
 /// [`BLOCK_THREADS`], on the kernel's block form.
 fn launch(
     backend: &Backend,
-    kernel: &RawKernel,
+    (kernel, largest): (&RawKernel, usize),
     (columns, starts, out): (BatchColumns<'_>, &[f64], &mut [f64]),
     fixed: &[bool],
     options: &LmOptions,
@@ -135,12 +137,10 @@ fn launch(
 ) -> Result<(), FitError> {
     let p = fixed.len();
     let fixed = (fixed.iter().enumerate()).fold(0u64, |bits, (j, &h)| bits | u64::from(h) << j);
-    let offsets = columns.offsets;
-    let fits = offsets.len().saturating_sub(1);
-    let most = (offsets.windows(2).map(|w| w[1] - w[0])).fold(0.0, f64::max);
+    let fits = columns.offsets.len().saturating_sub(1);
     let on_gpu = !matches!(backend, Backend::Cpu);
     let (kernel, config) = match kernel.block {
-        Some(block) if on_gpu && most >= BLOCK_MIN_POINTS as f64 => (block, per_block(fits)),
+        Some(block) if on_gpu && largest >= BLOCK_MIN_POINTS => (block, per_block(fits)),
         _ => (kernel, per_thread(fits)),
     };
     let max_nfev = options.max_nfev.unwrap_or(p.saturating_mul(100));
@@ -178,11 +178,34 @@ fn per_block(fits: usize) -> LaunchConfig {
     }
 }
 
-/// One fit's results from what its thread wrote ([`out_stride`] values), the parameters
-/// `fixed` marks held: its covariance is the free parameters', 0 in the held ones' rows and
+/// The free parameters of a batch's fits: the first `k` of `index`, of `p` in all.
+struct Free {
+    index: [usize; PARAMS_MAX],
+    k: usize,
+    p: usize,
+}
+
+impl Free {
+    /// The parameters `fixed` does not hold.
+    fn of(fixed: &[bool]) -> Self {
+        let (mut index, mut k) = ([0; PARAMS_MAX], 0);
+        for j in (0..fixed.len()).filter(|&j| !fixed[j]).take(PARAMS_MAX) {
+            index[k] = j;
+            k += 1;
+        }
+        Self {
+            index,
+            k,
+            p: fixed.len(),
+        }
+    }
+}
+
+/// One fit's results from what its thread wrote ([`out_stride`] values), its parameters
+/// `free` or held: its covariance is the free parameters', 0 in the held ones' rows and
 /// columns.
-fn read(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool, slot: Slot<'_>) {
-    let p = fixed.len();
+fn read(own: &[f64], points: usize, free: &Free, absolute_sigma: bool, slot: Slot<'_>) {
+    let (p, k, free) = (free.p, free.k, &free.index[..free.k]);
     let (x, rest) = own.split_at(p);
     let (report, r) = rest.split_at(REPORT);
     let code = report[0] as i32;
@@ -197,11 +220,6 @@ fn read(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool, slot: 
     let sum_of_squares = report[4];
     // The kernel's `R` is the free parameters' triangle, `k × k`: their covariance, spread
     // among all `p`, held rows and columns 0. On the stack: nothing allocated a fit.
-    let k = fixed.iter().filter(|&&h| !h).count();
-    let mut free = [0; PARAMS_MAX];
-    for (place, j) in free.iter_mut().zip((0..p).filter(|&j| !fixed[j])) {
-        *place = j;
-    }
     let mut triangle = [0.0; PARAMS_MAX * PARAMS_MAX];
     let mut packed = r.iter();
     for i in 0..k {
@@ -215,8 +233,8 @@ fn read(own: &[f64], points: usize, fixed: &[bool], absolute_sigma: bool, slot: 
     match covariance_in(&triangle[..k * k], fit, inverse, matrix) {
         Some(_) => {
             slot.pcov.fill(0.0);
-            for (a, &i) in free[..k].iter().enumerate() {
-                for (b, &j) in free[..k].iter().enumerate() {
+            for (a, &i) in free.iter().enumerate() {
+                for (b, &j) in free.iter().enumerate() {
                     slot.pcov[i * p + j] = matrix[a * k + b];
                 }
             }

@@ -49,20 +49,16 @@ pub fn launch_batch(
     columns: BatchColumns<'_>,
     args: &mut [RawArg<'_>],
 ) -> Result<(), BackendError> {
-    let len = columns.table_len();
-    let mut table = crate::linalg::try_zeros(len).ok_or(BackendError::OutOfMemory {
-        what: "a batch's tables",
-        bytes: len.saturating_mul(size_of::<f64>()),
-    })?;
-    let pack = [
-        RawArg::In(columns.x),
-        RawArg::In(columns.y),
-        RawArg::In(columns.sigma),
-        RawArg::In(columns.offsets),
-        RawArg::Out(&mut table),
-        RawArg::U64(columns.predictors as u64),
-    ];
-    launch_raw(&BATCH_TABLE, columns.table_config(), &mut { pack })?;
+    let mut table = crate::backend::host_zeros("a batch's tables", columns.table_len())?;
+    let inputs = columns.table_inputs().map(|(_, values)| RawArg::In(values));
+    let mut pack: Vec<RawArg<'_>> = (inputs.into_iter())
+        .chain([
+            RawArg::Out(&mut table),
+            RawArg::U64(columns.predictors as u64),
+        ])
+        .collect();
+    launch_raw(&BATCH_TABLE, columns.table_config(), &mut pack)?;
+    drop(pack);
     let leading = [RawArg::In(&table), RawArg::In(columns.offsets)];
     let mut all: Vec<RawArg<'_>> = leading
         .into_iter()

@@ -21,16 +21,14 @@ impl Launcher {
         columns: BatchColumns<'_>,
         args: &mut [RawArg<'_>],
     ) -> Result<(), BackendError> {
-        let x = self.upload_some("a batch's predictors", columns.x)?;
-        let y = self.upload_some("a batch's observations", columns.y)?;
-        let sigma = self.upload_some("a batch's σ", columns.sigma)?;
-        let offsets = self.upload_some("a batch's offsets", columns.offsets)?;
+        let inputs = (columns.table_inputs().into_iter())
+            .map(|(what, values)| self.upload_some(what, values))
+            .collect::<Result<Vec<_>, _>>()?;
         let table = match columns.table_len() {
             0 => None,
             len => Some(self.alloc("a batch's tables", len)?),
         };
-        let pack = [&x, &y, &sigma, &offsets, &table].map(slice);
-        let pack = (pack.into_iter())
+        let pack = (inputs.iter().chain([&table]).map(slice))
             .chain([KernelArg::U64(columns.predictors as u64)])
             .collect();
         let pack = Launch::raw(&BATCH_TABLE, pack).ok_or_else(|| BackendError::Kernel {
@@ -38,7 +36,12 @@ impl Launcher {
             reason: "was given arguments that do not match its parameters".to_owned(),
         })?;
         self.launch(&pack, columns.table_config())?;
-        let leading = vec![slice(&table), slice(&offsets)];
+        // Its table, then the offsets: the last of the tables' inputs.
+        let leading = [&table]
+            .into_iter()
+            .chain(inputs.last())
+            .map(slice)
+            .collect();
         self.launch_raw_after(kernel, config, leading, args, Outputs::Written)
     }
 

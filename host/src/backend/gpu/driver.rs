@@ -196,8 +196,5 @@ impl Drop for Buffer {
 /// `len` zeros in host memory, for a copy from the device; out of memory is an error, not an
 /// abort.
 pub(crate) fn host_zeros(len: usize) -> Result<Vec<f64>, BackendError> {
-    crate::linalg::try_zeros(len).ok_or(BackendError::OutOfMemory {
-        what: "host memory for a copy from the device",
-        bytes: len.saturating_mul(size_of::<f64>()),
-    })
+    crate::backend::host_zeros("host memory for a copy from the device", len)
 }
