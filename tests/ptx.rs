@@ -1,8 +1,9 @@
 //! GPU correctness without a GPU: the embedded PTX is self-contained, ptxas assembles each
 //! entry's module (what a device loads) for sm_70, sm_80 and sm_90 with no spills (the batch
 //! kernels for sm_90, and a bounded few spills) and no stack frame (but in the batch kernels
-//! and [`STACK_FRAMES`]), and every launch the host makes matches the `.entry` it launches in
-//! count, width and pointer-ness of every parameter.
+//! and [`STACK_FRAMES`]), every launch the host makes matches the `.entry` it launches in
+//! count, width and pointer-ness of every parameter, and the f32 batch code divides nothing in
+//! f64.
 //!
 //! ptxas comes from NVIDIA's PyPI wheel (`.ci/install` puts it in `target/ptxas-venv`), or from
 //! `$CUDAMIN_PTXAS`. Without it the ptxas tests print "skipped"; with
@@ -216,4 +217,36 @@ fn ptx_is_self_contained_for_sm_70() {
         Vec::<&str>::new(),
         "the PTX references external symbols"
     );
+}
+
+/// The single-precision batch code divides nothing in f64. A GeForce or T4-class card runs
+/// f64 at 1/32 to 1/64 of f32's rate, and a `div.rn.f64` is a dozen f64 instructions; one per
+/// term of a series, computed where a constant would do, once made the f32 Poisson fits do
+/// hundreds a fit. A function is the f32 path's where its (mangled) name holds the `Single`
+/// type.
+#[test]
+fn single_precision_code_divides_nothing_in_f64() {
+    let ptx = embedded_ptx();
+    let starts: Vec<usize> = (ptx
+        .match_indices("\n.func")
+        .chain(ptx.match_indices("\n.visible")))
+    .map(|(at, _)| at + 1)
+    .chain([ptx.len()])
+    .collect::<BTreeSet<_>>()
+    .into_iter()
+    .collect();
+    let functions = starts.windows(2).map(|w| &ptx[w[0]..w[1]]);
+    let name = |f: &&str| {
+        f.split('(')
+            .next()
+            .unwrap_or_default()
+            .contains("6single6Single")
+    };
+    let single: Vec<&str> = functions.filter(name).collect();
+    assert!(single.len() > 10, "found {} f32 functions", single.len());
+    let dividing: Vec<&str> = (single.iter())
+        .filter(|f| f.contains("div.rn.f64") || f.contains("rcp.rn.f64"))
+        .map(|f| f.lines().next().unwrap_or_default())
+        .collect();
+    assert_eq!(dividing, Vec::<&str>::new());
 }
