@@ -122,11 +122,11 @@ fn refusal(view: &FitView<'_>, f: usize, (held, poisson): (usize, bool)) -> Opti
 }
 
 /// Launches `kernel` over every fit of `p = fixed.len()` parameters, those `fixed` marks held,
-/// the most points of any fit `largest`, their columns `columns`, from `starts` (`p` values for every fit, or `F·p`) into `out`, in
-/// single precision where `single` says so. On the CPU, one fit per task, as rayon splits
-/// them. On a GPU, one fit per thread in blocks of 64 (the loop's memory is per thread); or,
-/// where a fit has [`BLOCK_MIN_POINTS`] points or more, one fit per block of
-/// [`BLOCK_THREADS`], on the kernel's block form.
+/// `largest` the most points of any fit, their columns `columns`, from `starts` (`p` values
+/// for every fit, or `F·p`) into `out`, in single precision where `single` says so. On the
+/// CPU, one fit per task, as rayon splits them. On a GPU, one fit per thread in blocks of 64
+/// (the loop's memory is per thread); or, where a fit has [`BLOCK_MIN_POINTS`] points or more,
+/// one fit per block of [`BLOCK_THREADS`], on the kernel's block form.
 fn launch(
     backend: &Backend,
     (kernel, largest): (&RawKernel, usize),
