@@ -42,17 +42,6 @@ impl<T: Term> Term for PoissonDeviance<T> {
     }
 }
 
-/// `Σ c[i]·v^(n−1−i)` over the listed indices of `c`, by Horner's rule, written out term by
-/// term: each coefficient is then a constant in the code, in the precision it is used in, on
-/// the CPU and the device alike (a loop over the array is not always unrolled).
-macro_rules! horner {
-    ($v:expr, $c:ident[$($i:literal)+]) => {{
-        let mut q = Num::constant(0.0);
-        $(q = q * $v + $c[$i];)+
-        q
-    }};
-}
-
 /// The deviance residual of count `y` whose least-squares residual is `r = y − m`. Written as
 /// `r·√(q(v)/y)` with `v = (m − y)/y` and `q(v) = 2(v − ln(1 + v))/v²`, smooth through `m = y`
 /// (where `√` of the deviance has no derivative); `q` by its series near `v = 0`, where the
@@ -64,24 +53,27 @@ fn deviance_residual<R: Real>(r: Num<R>, y: f64) -> Num<R> {
     }
     let v = -r / y;
     let q = if v.value().abs() < 0.0625 {
-        horner!(v, SERIES[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14])
+        let mut q = Num::constant(0.0);
+        for k in (0..SERIES.len()).rev() {
+            q = q * v + SERIES[k];
+        }
+        q
     } else {
         (v - v.ln_1p()) * 2.0 / (v * v)
     };
     r * (q / y).sqrt()
 }
 
-/// The coefficients of `q(v) = 2·Σ (−v)^k/(k + 2)`, the highest power's first, for Horner's
-/// rule: the 15th term is below 1e-19 at `|v| < 1/16`. Made when the crate is compiled, so
-/// that the device divides nothing for them, in f32 fits as in f64.
+/// The coefficients of `q(v) = 2·Σ (−v)^k/(k + 2)`, that of `v^k` at `k`: the 15th term is
+/// below 1e-19 at `|v| < 1/16`. Made when the crate is compiled, so that the device divides
+/// nothing for them, in f32 fits as in f64.
 const SERIES: [f64; 15] = {
     let mut c = [0.0; 15];
-    let mut i = 0;
-    while i < c.len() {
-        let k = c.len() - 1 - i;
+    let mut k = 0;
+    while k < c.len() {
         let sign = if k % 2 == 0 { 2.0 } else { -2.0 };
-        c[i] = sign / (k + 2) as f64;
-        i += 1;
+        c[k] = sign / (k + 2) as f64;
+        k += 1;
     }
     c
 };
