@@ -39,9 +39,10 @@ pub(super) fn batched(
         return Ok(false);
     };
     let held = view.fixed.iter().filter(|&&h| h).count();
-    let refusals: Vec<Option<String>> = (0..fits)
+    // The fits that cannot run, in order, with why: few or none, so kept apart from the rest.
+    let refused: Vec<(usize, String)> = (0..fits)
         .into_par_iter()
-        .map(|f| refusal(view, f, (held, poisson)))
+        .filter_map(|f| Some(f).zip(refusal(view, f, (held, poisson))))
         .collect();
     let offsets: Vec<f64> = (0..fits)
         .map(|f| view.range(f).start as f64)
@@ -69,11 +70,11 @@ pub(super) fn batched(
     // A count's variance is its mean: the Fisher information's inverse is the covariance.
     let absolute_sigma = absolute_sigma || poisson;
     let free = Free::of(&view.fixed);
-    let reports = out.par_chunks(stride).zip(refusals);
-    (result.slots(p).zip(reports).enumerate()).for_each(
-        |(f, (slot, (own, refusal)))| match refusal {
-            Some(reason) => slot.fail(Cow::Owned(reason)),
-            None => read(own, view.range(f).len(), &free, absolute_sigma, slot),
+    let reports = result.slots(p).zip(out.par_chunks(stride)).enumerate();
+    reports.for_each(
+        |(f, (slot, own))| match refused.binary_search_by_key(&f, |(g, _)| *g) {
+            Ok(at) => slot.fail(Cow::Owned(refused[at].1.clone())),
+            Err(_) => read(own, view.range(f).len(), &free, absolute_sigma, slot),
         },
     );
     Ok(true)
