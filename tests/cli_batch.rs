@@ -170,9 +170,9 @@ fn batch_cost_counts_the_kernel_per_fit() {
         assert!(v["modelled_h100_fits_per_s"].as_f64().unwrap() > 0.0, "{v}");
         let names = (v["kernels"].as_array().unwrap().iter()).map(|k| k["kernel"].clone());
         assert!(names.eq(["batch_table", "fit_gauss_2d_batch"]), "{v}");
-        // Up: the columns (px, py and counts: CSV gives a value per point), the offsets and the
-        // one start; back: the report, 5 + 5 + 15 values.
-        let up = (3 * 25 * 3 + 4 + 5) as f64 / 3.0;
+        // Up: px and py once (every spot has the same 25 pixels), the counts, the offsets and
+        // the one start; back: the report, 5 + 5 + 15 values.
+        let up = (2 * 25 + 3 * 25 + 4 + 5) as f64 / 3.0;
         assert_eq!(v["words_to_device_per_fit"].as_f64(), Some(up), "{v}");
         assert_eq!(v["words_to_host_per_fit"].as_f64(), Some(25.0), "{v}");
         let kernel = v["kernels"][1].clone();

@@ -73,6 +73,20 @@ fn groups(ids: &[f64]) -> anyhow::Result<Vec<(f64, Vec<usize>)>> {
     Ok(groups)
 }
 
+/// The points `M` of every group where all have `M` rows at the same predictors, bit for bit
+/// (a pixel grid, say): the fits then share one copy of the predictors, which crosses to a GPU
+/// once rather than once a fit. `x` holds the predictors group after group, as `offsets` say.
+fn shared_predictors(x: &[Vec<f64>], offsets: &[usize]) -> Option<usize> {
+    let m = *offsets.get(1)?;
+    if m == 0 || offsets.windows(2).any(|w| w[1] - w[0] != m) {
+        return None;
+    }
+    let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits());
+    (x.iter()
+        .all(|c| c.chunks(m).all(|group| same(group, &c[..m]))))
+    .then_some(m)
+}
+
 /// Fits the model to each group of rows, all at once.
 pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
     if job.ranks() > 1 {
@@ -111,7 +125,14 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
             .collect()
     };
     let x: Vec<Vec<f64>> = x.iter().map(|c| gather(c)).collect();
-    let x: Vec<&[f64]> = x.iter().map(Vec::as_slice).collect();
+    let shared = shared_predictors(&x, &offsets);
+    let (x, points): (Vec<&[f64]>, _) = match &shared {
+        Some(m) => (x.iter().map(|c| &c[..*m]).collect(), Points::Each(*m)),
+        None => (
+            x.iter().map(Vec::as_slice).collect(),
+            Points::Ragged(&offsets),
+        ),
+    };
     let (y, sigma) = (gather(&y), sigma.map(|s| gather(&s)));
     let p0 = match &args.p0 {
         Some(Numbers(values)) => values.clone(),
@@ -129,7 +150,7 @@ pub fn run(args: &FitArgs, column: &str, job: &Job) -> anyhow::Result<()> {
         x: &x,
         y: &y,
         sigma: sigma.as_deref(),
-        points: Points::Ragged(&offsets),
+        points,
         p0: &p0,
         precision: args.dtype.unwrap_or_default().into(),
         estimator: args.estimator.unwrap_or_default().into(),
