@@ -11,7 +11,7 @@ A batch kernel runs each fit's whole Levenberg–Marquardt loop in one thread, s
 DRAM bytes, instructions and f64 operations, and the fits a second the counts model on an H100
 at 10⁷ fits (docs/src/gpu.md), the tables' kernel included; then the words copied to the device
 and back per fit, and the rate from host memory, copies included. Every spot has the same 25
-pixels, so the predictors cross once for the whole batch, from the CSV as from Python. A model
+pixels in the same order, so the predictors cross once for the whole batch. A model
 steers the work between device runs; it is no measurement.
 """
 

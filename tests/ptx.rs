@@ -2,8 +2,8 @@
 //! entry's module (what a device loads) for sm_70, sm_80 and sm_90 with no spills (the batch
 //! kernels for sm_90, and a bounded few spills) and no stack frame (but in the batch kernels
 //! and [`STACK_FRAMES`]), every launch the host makes matches the `.entry` it launches in
-//! count, width and pointer-ness of every parameter, and the f32 batch code divides nothing in
-//! f64.
+//! count, width and pointer-ness of every parameter, and the f32 batch functions divide
+//! nothing in f64.
 //!
 //! ptxas comes from NVIDIA's PyPI wheel (`.ci/install` puts it in `target/ptxas-venv`), or from
 //! `$CUDAMIN_PTXAS`. Without it the ptxas tests print "skipped"; with
@@ -220,10 +220,11 @@ fn ptx_is_self_contained_for_sm_70() {
 }
 
 /// The single-precision batch code divides nothing in f64. A GeForce or T4-class card runs
-/// f64 at 1/32 to 1/64 of f32's rate, and a `div.rn.f64` is a dozen f64 instructions; one per
-/// term of a series, computed where a constant would do, once made the f32 Poisson fits do
-/// hundreds a fit. A function is the f32 path's where its (mangled) name holds the `Single`
-/// type.
+/// f64 at 1/32 to 1/64 of f32's rate, and a `div.rn.f64` is many f64 instructions: a series'
+/// coefficients computed where constants would do once cost the f32 Poisson fits more than
+/// their own work (BENCHMARKS.md). A function is the f32 path's where its (mangled) name holds
+/// the `Single` type; f32 code inlined into an entry, which serves both precisions, is not
+/// seen.
 #[test]
 fn single_precision_code_divides_nothing_in_f64() {
     let ptx = embedded_ptx();
@@ -236,8 +237,9 @@ fn single_precision_code_divides_nothing_in_f64() {
     .into_iter()
     .collect();
     let functions = starts.windows(2).map(|w| &ptx[w[0]..w[1]]);
+    // The name is on the first line, after the return value's parameter where there is one.
     let name = |f: &&str| {
-        f.split('(')
+        f.lines()
             .next()
             .unwrap_or_default()
             .contains("6single6Single")

@@ -64,8 +64,8 @@ fn deviance_residual<R: Real>(r: Num<R>, y: f64) -> Num<R> {
     r * (q / y).sqrt()
 }
 
-/// The coefficients of `q(v) = 2·Σ (−v)^k/(k + 2)`, that of `v^k` at `k`: the 15th term is
-/// below 1e-19 at `|v| < 1/16`. Made when the crate is compiled, so that the device divides
+/// The coefficients of `q(v) = 2·Σ (−v)^k/(k + 2)`, that of `v^k` at `k`: at `|v| < 1/16` the
+/// first term left out, `k = 15`, is at most `2⁻⁵⁹/17`, about 1e-19. Made when the crate is compiled, so that the device divides
 /// nothing for them, in f32 fits as in f64.
 const SERIES: [f64; 15] = {
     let mut c = [0.0; 15];

@@ -246,3 +246,26 @@ fn print_csv(report: &BatchReport<'_>) -> anyhow::Result<()> {
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::shared_predictors;
+
+    /// Groups share their predictors only where every group has the same rows, in the same
+    /// order, bit for bit.
+    #[test]
+    fn predictors_are_shared_only_where_every_group_has_the_same() {
+        let grid = [0.0, 1.0, 2.0];
+        let offsets = [0, 3, 6];
+        let twice = |second: [f64; 3]| vec![[grid, second].concat()];
+        assert_eq!(shared_predictors(&twice(grid), &offsets), Some(3));
+        assert_eq!(shared_predictors(&twice([2.0, 1.0, 0.0]), &offsets), None);
+        assert_eq!(shared_predictors(&twice([0.0, 1.0, 2.5]), &offsets), None);
+        assert_eq!(shared_predictors(&twice([-0.0, 1.0, 2.0]), &offsets), None);
+        assert_eq!(shared_predictors(&twice(grid), &[0, 2, 6]), None);
+        assert_eq!(shared_predictors(&twice(grid), &[0]), None);
+        // Two columns: the second differs in the second group.
+        let x = vec![[grid, grid].concat(), vec![5.0, 5.0, 5.0, 5.0, 5.0, 6.0]];
+        assert_eq!(shared_predictors(&x, &offsets), None);
+    }
+}

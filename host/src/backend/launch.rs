@@ -65,9 +65,13 @@ pub struct BatchColumns<'a> {
 }
 
 impl<'a> BatchColumns<'a> {
+    /// Where [`table_inputs`](Self::table_inputs) puts the offsets, which the batch kernel
+    /// reads too.
+    pub(crate) const OFFSETS: usize = 3;
+
     /// The tables' kernel's inputs, each named for errors, in the order of its parameters
     /// (`batch_table(x, y, sigma, offsets, table, predictors)`): the one place on the host that
-    /// writes it. The offsets come last; the batch kernel reads them too.
+    /// writes it.
     pub(crate) fn table_inputs(&self) -> [(&'static str, &'a [f64]); 4] {
         [
             ("a batch's predictors", self.x),

@@ -42,7 +42,7 @@ pub(super) fn batched(
     // The fits that cannot run, in order, with why: few or none, so kept apart from the rest.
     let refused: Vec<(usize, String)> = (0..fits)
         .into_par_iter()
-        .filter_map(|f| Some(f).zip(refusal(view, f, (held, poisson))))
+        .filter_map(|f| Some(f).zip(refusal(view, f, held, poisson)))
         .collect();
     let offsets: Vec<f64> = (0..fits)
         .map(|f| view.range(f).start as f64)
@@ -99,7 +99,7 @@ fn predictors(view: &FitView<'_>) -> Vec<f64> {
 /// Why fit `f` cannot run, if it cannot: negative counts, fewer points than free parameters,
 /// a `σ` that is not positive and finite, a start that is not finite; `held` parameters
 /// are fixed.
-fn refusal(view: &FitView<'_>, f: usize, (held, poisson): (usize, bool)) -> Option<String> {
+fn refusal(view: &FitView<'_>, f: usize, held: usize, poisson: bool) -> Option<String> {
     let rows = view.range(f);
     let y = &view.batch.y[rows.clone()];
     if poisson && let Some((index, y)) = y.iter().enumerate().find(|(_, y)| **y < 0.0) {

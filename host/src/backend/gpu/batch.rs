@@ -36,12 +36,7 @@ impl Launcher {
             reason: "was given arguments that do not match its parameters".to_owned(),
         })?;
         self.launch(&pack, columns.table_config())?;
-        // Its table, then the offsets: the last of the tables' inputs.
-        let leading = [&table]
-            .into_iter()
-            .chain(inputs.last())
-            .map(slice)
-            .collect();
+        let leading = vec![slice(&table), slice(&inputs[BatchColumns::OFFSETS])];
         self.launch_raw_after(kernel, config, leading, args, Outputs::Written)
     }
 
