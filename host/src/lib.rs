@@ -62,5 +62,5 @@ pub use solver::{
     Bounds, CorrectionPairs, Covariance, DevicePairs, DeviceSolution, Iterate, LeastSquaresResult,
     LmOptions, LmStatus, LsqMethod, Method, OptimizeResult, Options, SolveError, Status, XScale,
     covariance, covariance_in, covariance_of_free, least_squares, least_squares_with_observer,
-    minimize, minimize_from_device, minimize_with_observer,
+    minimize, minimize_from_device, minimize_with_observer, spread_in,
 };

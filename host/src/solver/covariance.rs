@@ -28,17 +28,24 @@ impl Covariance {
     /// This covariance of the parameters `free` of `n`, placed among all `n`: `free[a]` takes
     /// row and column `a`, and the others, held, rows and columns of zeros.
     pub fn spread(self, free: &[usize], n: usize) -> Covariance {
-        let k = free.len();
         let mut matrix = vec![0.0; n * n];
-        for (a, &i) in free.iter().enumerate() {
-            for (b, &j) in free.iter().enumerate() {
-                matrix[i * n + j] = self.matrix[a * k + b];
-            }
-        }
+        spread_in(&self.matrix, free, &mut matrix);
         Covariance {
             matrix,
             rank: self.rank,
             not_identifiable: self.not_identifiable.iter().map(|&a| free[a]).collect(),
+        }
+    }
+}
+
+/// `matrix`, the covariance of the parameters `free` (`k × k`), placed among all `n` in `out`
+/// (`n × n`): `free[a]` takes row and column `a`, and the held ones rows and columns of zeros.
+pub fn spread_in(matrix: &[f64], free: &[usize], out: &mut [f64]) {
+    let (k, n) = (free.len(), out.len().isqrt());
+    out.fill(0.0);
+    for (a, &i) in free.iter().enumerate() {
+        for (b, &j) in free.iter().enumerate() {
+            out[i * n + j] = matrix[a * k + b];
         }
     }
 }

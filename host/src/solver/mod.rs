@@ -39,7 +39,7 @@ mod workspace;
 
 pub use bounds::Bounds;
 pub use correction_pairs::{CorrectionPairs, DevicePairs};
-pub use covariance::{Covariance, covariance, covariance_in, covariance_of_free};
+pub use covariance::{Covariance, covariance, covariance_in, covariance_of_free, spread_in};
 pub use least_squares::{
     LeastSquaresResult, LmOptions, LmStatus, LsqMethod, XScale, least_squares,
     least_squares_with_observer,

@@ -8,6 +8,7 @@ use crate::problems::fit::{FitError, Model, check_determined};
 use crate::problems::problem::LoadError;
 use cudamin_host::{
     Backend, BatchColumns, LaunchConfig, LmOptions, LmStatus, RawArg, SolveError, covariance_in,
+    spread_in,
 };
 use gpu_kernels::Data;
 use gpu_kernels::lm::batch::{BLOCK_THREADS, Failure, PARAMS_MAX, REPORT, out_stride};
@@ -232,14 +233,7 @@ fn read(own: &[f64], points: usize, free: &Free, absolute_sigma: bool, slot: Slo
     let fit = (sum_of_squares, points, absolute_sigma);
     let (inverse, matrix) = (&mut inverse[..k * k], &mut matrix[..k * k]);
     match covariance_in(&triangle[..k * k], fit, inverse, matrix) {
-        Some(_) => {
-            slot.pcov.fill(0.0);
-            for (a, &i) in free.iter().enumerate() {
-                for (b, &j) in free.iter().enumerate() {
-                    slot.pcov[i * p + j] = matrix[a * k + b];
-                }
-            }
-        }
+        Some(_) => spread_in(matrix, free, slot.pcov),
         None => slot.pcov.fill(f64::INFINITY),
     }
     slot.popt.copy_from_slice(x);
